@@ -1,0 +1,2 @@
+/** @packageDocumentation @troupe/client: gRPC client SDK and the troupe CLI. */
+export const PACKAGE_NAME = '@troupe/client';

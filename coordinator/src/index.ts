@@ -1,0 +1,2 @@
+/** @packageDocumentation @troupe/coordinator: Directory, scheduler, placement, budget ledger and job manager. */
+export const PACKAGE_NAME = '@troupe/coordinator';

@@ -1,0 +1,20 @@
+// Two projects: unit tests run in parallel; integration tests start real services and run in band
+// (scripts/test runs them with --runInBand). Tests import workspace packages from source.
+const moduleNameMapper = { '^@troupe/([a-z-]+)$': '<rootDir>/$1/src/index.ts' };
+const transform = {
+  '^.+\\.ts$': ['@swc/jest', { jsc: { parser: { syntax: 'typescript' }, target: 'es2022' }, module: { type: 'commonjs' } }],
+};
+const common = { rootDir: __dirname, transform, moduleNameMapper, testEnvironment: 'node', modulePathIgnorePatterns: ['<rootDir>/.*/dist/'] };
+
+/** @type {import('jest').Config} */
+module.exports = {
+  projects: [
+    { ...common, displayName: 'unit', testMatch: ['<rootDir>/*/test/unit/**/*.test.ts'] },
+    {
+      ...common,
+      displayName: 'integration',
+      testMatch: ['<rootDir>/*/test/integration/**/*.int.test.ts'],
+      testTimeout: 120_000,
+    },
+  ],
+};
