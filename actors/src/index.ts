@@ -1,2 +1,55 @@
-/** @packageDocumentation @troupe/actors: The Troupe actor runtime over NATS JetStream. */
-export const PACKAGE_NAME = '@troupe/actors';
+/**
+ * @troupe/actors: virtual actors over NATS JetStream — addressing, refs, turn-based
+ * activations, durable inboxes, effectively-once state, placement protocol and supervision.
+ * @packageDocumentation
+ */
+export { ActorSystem, type ActorSystemOptions, type NatsCredentials } from './actor-system';
+export {
+  defineActor,
+  type ActorDefinition,
+  type ActorDefinitionOptions,
+  type AnyActorDefinition,
+  type Handler,
+  type HandlerResult,
+  type HandlersFor,
+  type MessageOf,
+  type MessageSchemas,
+  type MessageTypeOf,
+  type ReplyOf,
+} from './actor-definition';
+export {
+  type ActorContext,
+  type DeliveryMode,
+  type InboxMessage,
+  type MessageInfo,
+} from './actor-context';
+export {
+  ActorRef,
+  UntypedActorRef,
+  type AskOptions,
+  type PostOptions,
+  type PostReceipt,
+} from './actor-ref';
+export { type RefFactory } from './ref-factory';
+export {
+  ActivationState,
+  Directory,
+  DirectoryEntrySchema,
+  isLiveState,
+  type DirectoryEntry,
+  type VersionedEntry,
+} from './directory';
+export {
+  FencedError,
+  isFenced,
+  StateRecordSchema,
+  StateStore,
+  type StateRecord,
+} from './state-store';
+export { LocalPlacer, type HostSelector, type LocalPlacerOptions } from './local-placer';
+export {
+  ensureInfrastructure,
+  type ActorInfrastructure,
+  type InfrastructureOptions,
+} from './infrastructure';
+export { type Logger, noopLogger } from './logger';

@@ -1,0 +1,125 @@
+import { validateActorKind } from '@troupe/proto';
+import { type z } from 'zod';
+import { type ActorContext } from './actor-context';
+
+/** What a handler returns: the new state (omit to keep it) and, for `ask`, the reply. */
+export interface HandlerResult<S, R = unknown> {
+  state?: S;
+  reply?: R;
+}
+
+/** A message handler: runs as one turn of the actor; may be async. */
+export type Handler<S, M, R = unknown> = (
+  ctx: ActorContext<S>,
+  msg: M,
+  state: S,
+) => HandlerResult<S, R> | void | Promise<HandlerResult<S, R> | void>;
+
+/** Message schemas of an actor, by message type name. */
+export type MessageSchemas = Record<string, z.ZodType>;
+
+/** Handlers matching a set of message schemas. */
+export type HandlersFor<S, M extends MessageSchemas> = {
+  [K in keyof M]: Handler<S, z.output<M[K]>, unknown>;
+};
+
+/** What a caller passes to {@link defineActor}. */
+export interface ActorDefinitionOptions<
+  SS extends z.ZodType,
+  M extends MessageSchemas,
+  H extends HandlersFor<z.output<SS>, M>,
+> {
+  /** Actor kind, `[a-z][a-z0-9-]{0,31}`. */
+  kind: string;
+  /** Schema of the persisted state; checked on load and after every handler. */
+  state: SS;
+  /** State of an actor that has never committed. */
+  initialState: (id: string) => z.output<SS>;
+  /** Message schemas by type; every inbound payload is validated against them. */
+  messages: M;
+  /** One handler per message type. */
+  handlers: H;
+  /** Called when an activation starts, before the first message; may replace the state. */
+  onActivate?: (
+    ctx: ActorContext<z.output<SS>>,
+    state: z.output<SS>,
+  ) => Promise<HandlerResult<z.output<SS>> | void> | HandlerResult<z.output<SS>> | void;
+  /** Called when an activation is passivated or its host shuts down (not on a crash). */
+  onDeactivate?: (ctx: ActorContext<z.output<SS>>, state: z.output<SS>) => Promise<void> | void;
+  /**
+   * Passivate after this long without a message.
+   * @default 60000
+   */
+  idleTimeoutMs?: number;
+  /**
+   * Attempts for a posted message whose handler throws, before it is dead-lettered.
+   * @default 3
+   */
+  maxAttempts?: number;
+  /**
+   * Record RUNNING in the directory while a turn runs (for long turns such as agent loops, so a
+   * directed invocation of a running instance is refused with BUSY cluster-wide).
+   * @default false
+   */
+  trackRunning?: boolean;
+}
+
+/** A validated actor definition, as hosted by an {@link ActorSystem}. */
+export interface ActorDefinition<
+  SS extends z.ZodType = z.ZodType,
+  M extends MessageSchemas = MessageSchemas,
+  H extends HandlersFor<z.output<SS>, M> = HandlersFor<z.output<SS>, M>,
+> extends Required<Omit<ActorDefinitionOptions<SS, M, H>, 'onActivate' | 'onDeactivate'>> {
+  onActivate?: ActorDefinitionOptions<SS, M, H>['onActivate'];
+  onDeactivate?: ActorDefinitionOptions<SS, M, H>['onDeactivate'];
+}
+
+/** Type-erased definition for runtime code that hosts any kind. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type AnyActorDefinition = ActorDefinition<z.ZodType, MessageSchemas, any>;
+
+/** The reply type of message `K` of definition `D`. */
+export type ReplyOf<D, K extends PropertyKey> = D extends { handlers: infer H }
+  ? K extends keyof H
+    ? H[K] extends (...args: never[]) => infer R
+      ? Awaited<R> extends { reply?: infer Y }
+        ? Y
+        : undefined
+      : never
+    : never
+  : never;
+
+/** The message input type of message `K` of definition `D`. */
+export type MessageOf<D, K extends PropertyKey> = D extends { messages: infer M }
+  ? K extends keyof M
+    ? M[K] extends z.ZodType
+      ? z.input<M[K]>
+      : never
+    : never
+  : never;
+
+/** Message type names of definition `D`. */
+export type MessageTypeOf<D> = D extends { messages: infer M } ? keyof M & string : never;
+
+/** Defines an actor kind; validates the kind name and fills defaults. */
+export function defineActor<
+  SS extends z.ZodType,
+  M extends MessageSchemas,
+  H extends HandlersFor<z.output<SS>, M>,
+>(options: ActorDefinitionOptions<SS, M, H>): ActorDefinition<SS, M, H> {
+  validateActorKind(options.kind);
+  for (const type of Object.keys(options.messages)) {
+    if (typeof (options.handlers as Record<string, unknown>)[type] !== 'function') {
+      throw new TypeError(`actor ${options.kind}: message type '${type}' has no handler`);
+    }
+    if (type.startsWith('$')) {
+      throw new TypeError(`actor ${options.kind}: message type '${type}': '$' is reserved`);
+    }
+  }
+  return {
+    ...options,
+    idleTimeoutMs: options.idleTimeoutMs ?? 60_000,
+    maxAttempts: options.maxAttempts ?? 3,
+    trackRunning: options.trackRunning ?? false,
+  };
+}

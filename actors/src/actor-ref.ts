@@ -1,0 +1,232 @@
+import {
+  type ActorAddress,
+  actorSubject,
+  cancelledError,
+  decodeErrorHeaders,
+  formatAddress,
+  Header,
+  inboxSubject,
+  TroupeError,
+  timeoutError,
+  validateAddress,
+} from '@troupe/proto';
+import { headers as natsHeaders, type MsgHdrs } from '@nats-io/transport-node';
+import {
+  type AnyActorDefinition,
+  type MessageOf,
+  type MessageTypeOf,
+  type ReplyOf,
+} from './actor-definition';
+import { decodeJson, encodeJson } from './internal/json-codec';
+import { isNatsTimeout, isNoResponders } from './internal/nats-errors';
+import { MAIL_HINT_TYPE } from './internal/protocol';
+import { type Transport } from './internal/transport';
+
+/** Options of {@link ActorRef.ask}. */
+export interface AskOptions {
+  /**
+   * Deadline for the whole ask, including activating a sleeping target.
+   * @default 30000
+   */
+  timeoutMs?: number;
+  /** Cancels the wait (the reason is kept). */
+  signal?: AbortSignal;
+  /** Refuse with BUSY instead of queueing when the target is in the middle of a turn. */
+  requireIdle?: boolean;
+}
+
+/** Options of {@link ActorRef.post}. */
+export interface PostOptions {
+  /** Deduplication id: a second post with the same id inside the dedupe window is dropped. */
+  dedupeId?: string;
+  /** Cancels the publish wait. */
+  signal?: AbortSignal;
+}
+
+/** Result of a post: where the message landed in the inbox stream. */
+export interface PostReceipt {
+  seq: number;
+  /** True when the dedupe id had been seen: the message was not appended again. */
+  duplicate: boolean;
+}
+
+const DEFAULT_ASK_TIMEOUT_MS = 30_000;
+
+/**
+ * Untyped handle on an actor: the three sends of ARCHITECTURE.md §4. Payloads are validated by
+ * the receiving activation.
+ */
+export class UntypedActorRef {
+  /** @internal */
+  constructor(
+    readonly address: ActorAddress,
+    private readonly transport: Transport,
+    private readonly sender?: ActorAddress,
+  ) {
+    validateAddress(address);
+  }
+
+  /**
+   * Request/reply over core NATS. A sleeping target is activated through the placement service
+   * and the request retried, all within `timeoutMs`.
+   */
+  async ask(type: string, msg: unknown, options: AskOptions = {}): Promise<unknown> {
+    const timeoutMs = options.timeoutMs ?? DEFAULT_ASK_TIMEOUT_MS;
+    const deadline = Date.now() + timeoutMs;
+    const timeout = timeoutError(`ask ${type} to ${formatAddress(this.address)}`, timeoutMs);
+    const subject = actorSubject(this.transport.cluster, this.address);
+    const data = encodeJson(msg);
+    let activations = 0;
+    for (;;) {
+      throwIfAborted(options.signal);
+      const remaining = deadline - Date.now();
+      if (remaining <= 0) throw timeout;
+      const h = this.headers(type);
+      h.set(Header.DEADLINE, String(deadline));
+      if (options.requireIdle) h.set(Header.REQUIRE_IDLE, '1');
+      let reply;
+      try {
+        reply = await withAbort(
+          this.transport.nc.request(subject, data, { timeout: remaining, headers: h }),
+          options.signal,
+        );
+      } catch (err) {
+        if (isNoResponders(err)) {
+          // Nobody is live at this address: have it activated, then try again. A few rounds cover
+          // an activation that passivates again between the placer's reply and our retry.
+          if (++activations > 5) {
+            throw new TroupeError('UNAVAILABLE', `${formatAddress(this.address)} does not stay active`);
+          }
+          await this.transport.activate(this.address, {
+            timeoutMs: Math.max(1, deadline - Date.now()),
+            signal: options.signal,
+          });
+          continue;
+        }
+        if (isNatsTimeout(err)) throw timeout;
+        if (err instanceof TroupeError) throw err;
+        throw new TroupeError('UNAVAILABLE', `ask to ${formatAddress(this.address)} failed`, {
+          cause: err,
+        });
+      }
+      const error = decodeErrorHeaders(reply.headers);
+      if (error) throw error;
+      return decodeJson(reply.data);
+    }
+  }
+
+  /** Fire and forget over core NATS: at most once, delivered only to a live activation. */
+  tell(type: string, msg: unknown): void {
+    this.transport.nc.publish(actorSubject(this.transport.cluster, this.address), encodeJson(msg), {
+      headers: this.headers(type),
+    });
+  }
+
+  /**
+   * Durable send: appends to the target's inbox stream (with `Nats-Msg-Id` = `dedupeId`), then
+   * hints a live activation. Survives restarts of any process; wakes a sleeping target.
+   */
+  async post(type: string, msg: unknown, options: PostOptions = {}): Promise<PostReceipt> {
+    throwIfAborted(options.signal);
+    const h = this.headers(type);
+    let ack;
+    try {
+      ack = await withAbort(
+        this.transport.js.publish(inboxSubject(this.transport.cluster, this.address), encodeJson(msg), {
+          headers: h,
+          ...(options.dedupeId ? { msgID: options.dedupeId } : {}),
+        }),
+        options.signal,
+      );
+    } catch (err) {
+      if (err instanceof TroupeError) throw err;
+      throw new TroupeError('UNAVAILABLE', `post to ${formatAddress(this.address)} failed`, {
+        cause: err,
+      });
+    }
+    if (!ack.duplicate) {
+      // Fast path to a live activation; the placement service's inbox watcher is the durable path.
+      const hint = natsHeaders();
+      hint.set(Header.MSG_TYPE, MAIL_HINT_TYPE);
+      this.transport.nc.publish(actorSubject(this.transport.cluster, this.address), encodeJson({ seq: ack.seq }), {
+        headers: hint,
+      });
+    }
+    return { seq: ack.seq, duplicate: ack.duplicate };
+  }
+
+  private headers(type: string): MsgHdrs {
+    const h = natsHeaders();
+    h.set(Header.MSG_TYPE, type);
+    if (this.sender) h.set(Header.SENDER, formatAddress(this.sender));
+    return h;
+  }
+}
+
+/** Typed handle on an actor of definition `D`: message types, payloads and replies are checked. */
+export class ActorRef<D extends AnyActorDefinition> {
+  /** @internal */
+  constructor(private readonly inner: UntypedActorRef) {}
+
+  /** The target's address. */
+  get address(): ActorAddress {
+    return this.inner.address;
+  }
+
+  /** See {@link UntypedActorRef.ask}. */
+  async ask<K extends MessageTypeOf<D>>(
+    type: K,
+    msg: MessageOf<D, K>,
+    options?: AskOptions,
+  ): Promise<ReplyOf<D, K>> {
+    return (await this.inner.ask(type, msg, options)) as ReplyOf<D, K>;
+  }
+
+  /** See {@link UntypedActorRef.tell}. */
+  tell<K extends MessageTypeOf<D>>(type: K, msg: MessageOf<D, K>): void {
+    this.inner.tell(type, msg);
+  }
+
+  /** See {@link UntypedActorRef.post}. */
+  async post<K extends MessageTypeOf<D>>(
+    type: K,
+    msg: MessageOf<D, K>,
+    options?: PostOptions,
+  ): Promise<PostReceipt> {
+    return this.inner.post(type, msg, options);
+  }
+
+  /** The untyped ref. */
+  get untyped(): UntypedActorRef {
+    return this.inner;
+  }
+}
+
+function throwIfAborted(signal: AbortSignal | undefined): void {
+  if (signal?.aborted) throw abortError(signal);
+}
+
+function abortError(signal: AbortSignal): TroupeError {
+  const reason: unknown = signal.reason;
+  if (reason instanceof TroupeError) return reason;
+  if (reason instanceof Error && reason.name === 'TimeoutError') {
+    return new TroupeError('TIMEOUT', 'operation timed out', { cause: reason });
+  }
+  return cancelledError(typeof reason === 'string' ? reason : 'user');
+}
+
+/** Races a promise with an abort signal (NATS requests take no signal of their own). */
+async function withAbort<T>(p: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (!signal) return p;
+  throwIfAborted(signal);
+  let onAbort: (() => void) | undefined;
+  const aborted = new Promise<never>((_, reject) => {
+    onAbort = () => reject(abortError(signal));
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+  try {
+    return await Promise.race([p, aborted]);
+  } finally {
+    if (onAbort) signal.removeEventListener('abort', onAbort);
+  }
+}

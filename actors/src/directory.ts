@@ -1,0 +1,101 @@
+import { type ActorAddress, directoryKey, TroupeError } from '@troupe/proto';
+import { type KV } from '@nats-io/kv';
+import { z } from 'zod';
+import { isWrongLastSequence } from './internal/kv-errors';
+import { decodeJson, encodeJson } from './internal/json-codec';
+
+/** Lifecycle states of an actor in the directory (ARCHITECTURE.md §5). */
+export const ActivationState = {
+  SLEEPING: 'SLEEPING',
+  ACTIVATING: 'ACTIVATING',
+  IDLE: 'IDLE',
+  RUNNING: 'RUNNING',
+  STOPPED: 'STOPPED',
+} as const;
+/** One of {@link ActivationState}. */
+export type ActivationState = (typeof ActivationState)[keyof typeof ActivationState];
+
+/** Directory entry of one actor: who hosts it and under which fencing epoch. */
+export const DirectoryEntrySchema = z.object({
+  state: z.enum(ActivationState),
+  /** Host holding (or acquiring) the activation; absent when sleeping. */
+  hostId: z.string().optional(),
+  /** Process incarnation of that host: a restarted host process has a new one. */
+  incarnation: z.string().optional(),
+  /** Fencing token, incremented on every transition to ACTIVATING. */
+  epoch: z.number().int().nonnegative(),
+  updatedAtMs: z.number(),
+  /** Why the actor is STOPPED or was last put to sleep. */
+  reason: z.string().optional(),
+});
+/** A decoded directory entry. */
+export type DirectoryEntry = z.infer<typeof DirectoryEntrySchema>;
+
+/** A directory entry with the KV revision it was read at (for compare-and-set). */
+export interface VersionedEntry {
+  entry: DirectoryEntry;
+  /** KV revision; 0 when the key does not exist yet. */
+  revision: number;
+}
+
+/** States in which an activation exists or is being created. */
+export function isLiveState(state: ActivationState): boolean {
+  return state === 'ACTIVATING' || state === 'IDLE' || state === 'RUNNING';
+}
+
+/**
+ * The actor directory: one KV entry per actor, changed only by compare-and-set on its revision,
+ * so at most one activation of an address exists in the whole cluster.
+ */
+export class Directory {
+  constructor(private readonly kv: KV) {}
+
+  /** Reads an entry; a missing key is a SLEEPING actor at epoch 0 (revision 0). */
+  async get(addr: ActorAddress): Promise<VersionedEntry> {
+    const e = await this.kv.get(directoryKey(addr));
+    if (!e || e.operation !== 'PUT' || e.value.length === 0) {
+      return {
+        entry: { state: 'SLEEPING', epoch: 0, updatedAtMs: 0 },
+        revision: e?.revision ?? 0,
+      };
+    }
+    return { entry: DirectoryEntrySchema.parse(decodeJson(e.value)), revision: e.revision };
+  }
+
+  /**
+   * Writes `next` only if the entry is still at `revision`. Returns the new revision, or
+   * `undefined` when another writer got there first (the caller re-reads and decides again).
+   */
+  async compareAndSet(
+    addr: ActorAddress,
+    revision: number,
+    next: DirectoryEntry,
+  ): Promise<number | undefined> {
+    const key = directoryKey(addr);
+    const data = encodeJson(DirectoryEntrySchema.parse(next));
+    try {
+      return revision === 0 ? await this.createOrUpdateDeleted(key, data) : await this.kv.update(key, data, revision);
+    } catch (err) {
+      if (isWrongLastSequence(err)) return undefined;
+      throw new TroupeError('UNAVAILABLE', 'directory write failed', { cause: err });
+    }
+  }
+
+  private async createOrUpdateDeleted(key: string, data: Uint8Array): Promise<number> {
+    // kv.create succeeds on a missing or deleted key and fails if a live value exists.
+    return this.kv.create(key, data);
+  }
+
+  /** Lists every entry (used by the local placer's recovery sweep). */
+  async list(): Promise<Map<string, VersionedEntry>> {
+    const out = new Map<string, VersionedEntry>();
+    const keys = await this.kv.keys();
+    for await (const key of keys) {
+      const e = await this.kv.get(key);
+      if (!e || e.operation !== 'PUT' || e.value.length === 0) continue;
+      const parsed = DirectoryEntrySchema.safeParse(decodeJson(e.value));
+      if (parsed.success) out.set(key, { entry: parsed.data, revision: e.revision });
+    }
+    return out;
+  }
+}

@@ -1,0 +1,583 @@
+import {
+  type ActorAddress,
+  actorSubject,
+  deadLetterSubject,
+  encodeErrorHeaders,
+  formatAddress,
+  fromZodError,
+  Header,
+  inboxSubject,
+  inboxStreamName,
+  parseAddress,
+  toTroupeError,
+  TroupeError,
+} from '@troupe/proto';
+import { headers as natsHeaders, type Msg, type MsgHdrs, type Subscription } from '@nats-io/transport-node';
+import { type JetStreamManager, type StoredMsg } from '@nats-io/jetstream';
+import { type AnyActorDefinition, type HandlerResult } from '../actor-definition';
+import { type ActorContext, type InboxMessage, type MessageInfo } from '../actor-context';
+import { type Directory } from '../directory';
+import { type Logger } from '../logger';
+import { type RefFactory } from '../ref-factory';
+import { isFenced, type StateRecord, type StateStore } from '../state-store';
+import { decodeJson, encodeJson } from './json-codec';
+import { MAIL_HINT_TYPE } from './protocol';
+import { type Transport } from './transport';
+
+/** What an activation needs from its host. */
+export interface ActivationHost {
+  readonly transport: Transport;
+  readonly jsm: JetStreamManager;
+  readonly directory: Directory;
+  readonly states: StateStore;
+  readonly hostId: string;
+  readonly incarnation: string;
+  readonly log: Logger;
+  /** Ref factory whose sends carry `sender` as the sending actor. */
+  refsFor(sender: ActorAddress): RefFactory;
+  /** Called once when the activation has ended (passivated, fenced, or failed to start). */
+  onEnded(activation: Activation): void;
+}
+
+type CoreItem = { kind: 'core'; msg: Msg; type: string; via: 'ask' | 'tell' };
+
+/** Why an activation ended. */
+export type EndReason = 'idle' | 'shutdown' | 'fenced' | 'deactivated' | 'failed';
+
+/**
+ * One live activation of an actor: a single-threaded mailbox over core NATS (ask/tell) and the
+ * actor's durable inbox (post), with state and inbox cursor committed by compare-and-set.
+ */
+export class Activation {
+  readonly address: ActorAddress;
+  private readonly key: string;
+  private state: unknown;
+  private revision = 0;
+  private cursor = 0;
+  private pendingTurn: StateRecord['turn'];
+  private readonly queue: CoreItem[] = [];
+  private inboxWanted = true;
+  private sub?: Subscription;
+  private pumping = false;
+  private inTurn = false;
+  private ended = false;
+  private stopping = false;
+  private idleTimer?: NodeJS.Timeout;
+  private readonly abort = new AbortController();
+  private readonly failures = new Map<number, number>();
+  private readonly log: Logger;
+  private pumpDone: Promise<void> = Promise.resolve();
+
+  constructor(
+    private readonly def: AnyActorDefinition,
+    id: string,
+    readonly epoch: number,
+    private readonly host: ActivationHost,
+  ) {
+    this.address = { kind: def.kind, id };
+    this.key = formatAddress(this.address);
+    this.log = host.log.child({ actor: this.key, epoch });
+  }
+
+  /** True while a turn runs or messages wait. */
+  get busy(): boolean {
+    return this.inTurn || this.queue.length > 0;
+  }
+
+  /**
+   * Claims the state for this epoch, subscribes, runs `onActivate` and marks the directory IDLE.
+   * Throws when fenced or when `onActivate` fails (the caller reports it to the placer).
+   */
+  async start(): Promise<void> {
+    const claimed = await this.host.states.claim(this.address, this.epoch);
+    this.revision = claimed.revision;
+    this.cursor = claimed.record?.cursor ?? 0;
+    this.pendingTurn = claimed.record?.turn;
+    const loaded = claimed.record ? this.def.state.safeParse(claimed.record.data) : undefined;
+    if (loaded && !loaded.success) {
+      throw new TroupeError('INTERNAL', `stored state of ${this.key} does not match its schema`, {
+        cause: fromZodError(loaded.error, { prefix: 'state' }),
+      });
+    }
+    this.state = loaded ? loaded.data : this.def.initialState(this.address.id);
+
+    this.sub = this.host.transport.nc.subscribe(actorSubject(this.host.transport.cluster, this.address), {
+      callback: (err, msg) => {
+        if (!err) this.onCoreMessage(msg);
+      },
+    });
+    if (this.def.onActivate) {
+      const ctx = this.context({ type: '$activate', via: 'tell' }, false);
+      const result = await this.def.onActivate(ctx, this.state);
+      if (result?.state !== undefined) await this.commitState(this.validated(result.state), this.cursor);
+    }
+    await this.markDirectory('ACTIVATING', 'IDLE');
+    this.schedule();
+  }
+
+  /** Stops taking messages, finishes the current turn, commits and releases the directory entry. */
+  async stop(reason: EndReason): Promise<void> {
+    if (this.stopping) return this.pumpDone;
+    this.stopping = true;
+    this.clearIdle();
+    this.sub?.unsubscribe();
+    // Asks that were queued but not started get an UNAVAILABLE; the caller retries and lands on
+    // the next activation.
+    for (const item of this.queue.splice(0)) {
+      if (item.via === 'ask') {
+        this.replyError(item.msg, new TroupeError('UNAVAILABLE', `${this.key} is passivating`));
+      }
+    }
+    await this.pumpDone;
+    if (this.ended) return;
+    if (this.def.onDeactivate) {
+      try {
+        await this.def.onDeactivate(this.context({ type: '$deactivate', via: 'tell' }, false), this.state);
+      } catch (err) {
+        this.log.warn({ err }, 'onDeactivate failed');
+      }
+    }
+    try {
+      await this.markDirectory(undefined, 'SLEEPING', reason);
+    } catch (err) {
+      if (!isFenced(err)) this.log.warn({ err }, 'could not release directory entry');
+    }
+    this.end(reason);
+    if (reason === 'idle' || reason === 'deactivated') await this.rewakeIfPending();
+  }
+
+  /** Fences this activation: a newer one owns the actor. Stops at once without writing. */
+  fence(): void {
+    if (this.ended) return;
+    this.stopping = true;
+    this.clearIdle();
+    this.sub?.unsubscribe();
+    this.abort.abort(new TroupeError('CANCELLED', `${this.key} was fenced by a newer activation`));
+    for (const item of this.queue.splice(0)) {
+      if (item.via === 'ask') this.replyError(item.msg, new TroupeError('UNAVAILABLE', `${this.key} moved`));
+    }
+    this.end('fenced');
+  }
+
+  /** Aborts a running turn (shutdown grace expired). */
+  abortTurn(reason: TroupeError): void {
+    this.abort.abort(reason);
+  }
+
+  private end(reason: EndReason): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.log.debug({ reason }, 'activation ended');
+    this.host.onEnded(this);
+  }
+
+  // ---- mailbox ------------------------------------------------------------------------------
+
+  private onCoreMessage(msg: Msg): void {
+    if (this.stopping) {
+      if (msg.reply) this.replyError(msg, new TroupeError('UNAVAILABLE', `${this.key} is passivating`));
+      return;
+    }
+    const type = msg.headers?.get(Header.MSG_TYPE) ?? '';
+    if (type === MAIL_HINT_TYPE) {
+      this.inboxWanted = true;
+    } else {
+      const via = msg.reply ? 'ask' : 'tell';
+      if (via === 'ask' && msg.headers?.get(Header.REQUIRE_IDLE) === '1' && this.busy) {
+        this.replyError(msg, new TroupeError('BUSY', `${this.key} is running a turn`));
+        return;
+      }
+      this.queue.push({ kind: 'core', msg, type, via });
+    }
+    this.schedule();
+  }
+
+  private schedule(): void {
+    this.clearIdle();
+    if (this.pumping || this.ended) return;
+    this.pumping = true;
+    this.pumpDone = this.pump().finally(() => {
+      this.pumping = false;
+      if (!this.ended && !this.stopping) {
+        if (this.queue.length > 0 || this.inboxWanted) this.schedule();
+        else this.armIdle();
+      }
+    });
+  }
+
+  private async pump(): Promise<void> {
+    try {
+      // A stop lets the current turn finish, then no new one starts.
+      while (!this.ended && !this.stopping && !this.abort.signal.aborted) {
+        if (this.inboxWanted) {
+          const next = await this.nextInbox(this.cursor);
+          if (next) {
+            await this.handleInbox(next);
+            continue;
+          }
+          this.inboxWanted = false;
+        }
+        const item = this.queue.shift();
+        if (!item) return;
+        await this.handleCore(item);
+      }
+    } catch (err) {
+      if (isFenced(err)) {
+        this.log.warn({ err }, 'fenced by a newer activation');
+        this.fence();
+        return;
+      }
+      // Infrastructure trouble (NATS down): keep the actor; retry the pump after a pause.
+      this.log.error({ err }, 'mailbox pump failed');
+      this.inboxWanted = true;
+      await new Promise((r) => setTimeout(r, 250).unref());
+    }
+  }
+
+  private armIdle(): void {
+    this.clearIdle();
+    this.idleTimer = setTimeout(() => {
+      if (!this.busy && !this.stopping) void this.stop('idle');
+    }, this.def.idleTimeoutMs);
+    this.idleTimer.unref();
+  }
+
+  private clearIdle(): void {
+    if (this.idleTimer) clearTimeout(this.idleTimer);
+    this.idleTimer = undefined;
+  }
+
+  // ---- inbox --------------------------------------------------------------------------------
+
+  private async nextInbox(after: number): Promise<StoredMsg | null> {
+    return this.host.jsm.direct.getMessage(inboxStreamName(this.host.transport.cluster), {
+      next_by_subj: inboxSubject(this.host.transport.cluster, this.address),
+      seq: after + 1,
+    });
+  }
+
+  private async handleInbox(stored: StoredMsg): Promise<void> {
+    const info = inboxInfo(stored);
+    const resumed = this.pendingTurn?.seq === stored.seq;
+    const drainedFrom = resumed ? (this.pendingTurn?.drainedThrough ?? stored.seq) : stored.seq;
+    this.pendingTurn = undefined;
+    let payload: unknown;
+    try {
+      payload = this.validate(info.type, decodeJson(stored.data));
+    } catch (err) {
+      await this.deadLetter(stored, toTroupeError(err), 1);
+      return;
+    }
+    const turn = new Turn(this, info, resumed, drainedFrom);
+    try {
+      const result = await this.runHandler(turn, payload);
+      const next = result?.state !== undefined ? this.validated(result.state) : this.state;
+      await this.commitState(next, Math.max(stored.seq, turn.drainedThrough));
+      this.failures.delete(stored.seq);
+    } catch (err) {
+      if (isFenced(err)) throw err;
+      const attempts = (this.failures.get(stored.seq) ?? 0) + 1;
+      this.failures.set(stored.seq, attempts);
+      const error = toTroupeError(err);
+      this.log.warn({ err, seq: stored.seq, attempts }, 'handler failed on a posted message');
+      if (attempts >= this.def.maxAttempts || !error.retryable && error.code === 'INVALID_ARGUMENT') {
+        this.failures.delete(stored.seq);
+        await this.deadLetter(stored, error, attempts);
+      } else {
+        // Back off before the retry; the message stays first in line (turn order is kept).
+        await new Promise((r) => setTimeout(r, Math.min(2_000, 50 * 4 ** (attempts - 1))).unref());
+      }
+    }
+  }
+
+  private async deadLetter(stored: StoredMsg, error: TroupeError, attempts: number): Promise<void> {
+    const h = natsHeaders();
+    for (const [k, v] of stored.header ?? []) for (const value of v) h.append(k, value);
+    encodeErrorHeaders(error, h);
+    h.set(Header.ATTEMPT, String(attempts));
+    h.set(Header.ORIGINAL_SEQ, String(stored.seq));
+    h.set(Header.MSG_ID, `dlq-${this.host.transport.cluster}-${stored.seq}`);
+    await this.host.transport.js.publish(
+      deadLetterSubject(this.host.transport.cluster, this.address),
+      stored.data,
+      { headers: h, msgID: `dlq-${stored.seq}` },
+    );
+    this.log.error({ seq: stored.seq, code: error.code, attempts }, 'message dead-lettered');
+    await this.commitState(this.state, stored.seq);
+  }
+
+  /** Messages posted after `after`, validated; invalid ones are dead-lettered and skipped. */
+  async drainAfter(after: number): Promise<{ messages: InboxMessage[]; through: number }> {
+    const messages: InboxMessage[] = [];
+    let through = after;
+    for (;;) {
+      const stored = await this.nextInbox(through);
+      if (!stored) break;
+      through = stored.seq;
+      const info = inboxInfo(stored);
+      try {
+        const payload = this.validate(info.type, decodeJson(stored.data));
+        messages.push({
+          type: info.type,
+          payload,
+          seq: stored.seq,
+          ...(info.dedupeId ? { dedupeId: info.dedupeId } : {}),
+          ...(info.sender ? { sender: info.sender } : {}),
+        });
+      } catch (err) {
+        await this.deadLetterOnly(stored, toTroupeError(err));
+      }
+    }
+    return { messages, through };
+  }
+
+  private async deadLetterOnly(stored: StoredMsg, error: TroupeError): Promise<void> {
+    const h = natsHeaders();
+    encodeErrorHeaders(error, h);
+    h.set(Header.ORIGINAL_SEQ, String(stored.seq));
+    if (stored.header?.get(Header.MSG_TYPE)) h.set(Header.MSG_TYPE, stored.header.get(Header.MSG_TYPE));
+    await this.host.transport.js.publish(
+      deadLetterSubject(this.host.transport.cluster, this.address),
+      stored.data,
+      { headers: h, msgID: `dlq-${stored.seq}` },
+    );
+  }
+
+  // ---- core messages ------------------------------------------------------------------------
+
+  private async handleCore(item: CoreItem): Promise<void> {
+    const deadline = Number(item.msg.headers?.get(Header.DEADLINE) ?? '');
+    if (Number.isFinite(deadline) && deadline > 0 && deadline <= Date.now()) {
+      return; // the asker has given up; don't spend a turn on it
+    }
+    let payload: unknown;
+    try {
+      payload = this.validate(item.type, decodeJson(item.msg.data));
+    } catch (err) {
+      if (item.via === 'ask') this.replyError(item.msg, toTroupeError(err));
+      else this.log.warn({ err, type: item.type }, 'invalid message dropped (tell is at most once)');
+      return;
+    }
+    const sender = item.msg.headers?.get(Header.SENDER);
+    const info: MessageInfo = {
+      type: item.type,
+      via: item.via,
+      ...(sender ? { sender: parseAddress(sender) } : {}),
+    };
+    const turn = new Turn(this, info, false, this.cursor, deadline > 0 ? deadline : undefined);
+    try {
+      const result = await this.runHandler(turn, payload);
+      const changed = result?.state !== undefined || turn.drainedThrough > this.cursor;
+      if (changed) {
+        const next = result?.state !== undefined ? this.validated(result.state) : this.state;
+        await this.commitState(next, Math.max(this.cursor, turn.drainedThrough));
+      }
+      if (item.via === 'ask') item.msg.respond(encodeJson(result?.reply));
+    } catch (err) {
+      if (isFenced(err)) {
+        if (item.via === 'ask') this.replyError(item.msg, new TroupeError('UNAVAILABLE', `${this.key} moved`));
+        throw err;
+      }
+      const error = toTroupeError(err);
+      this.log.warn({ err, type: item.type, via: item.via }, 'handler failed');
+      if (item.via === 'ask') this.replyError(item.msg, error);
+    }
+  }
+
+  private replyError(msg: Msg, error: TroupeError): void {
+    if (!msg.reply) return;
+    try {
+      msg.respond(new Uint8Array(), { headers: encodeErrorHeaders(error) });
+    } catch (err) {
+      this.log.debug({ err }, 'could not send error reply');
+    }
+  }
+
+  // ---- turns --------------------------------------------------------------------------------
+
+  private async runHandler(turn: Turn, payload: unknown): Promise<HandlerResult<unknown> | void> {
+    const handler = (this.def.handlers as Record<string, AnyHandler>)[turn.info.type];
+    if (!handler) throw new TroupeError('INVALID_ARGUMENT', `unknown message type '${turn.info.type}'`);
+    this.inTurn = true;
+    if (this.def.trackRunning) await this.markDirectory('IDLE', 'RUNNING');
+    try {
+      return await handler(this.contextFor(turn), payload, this.state);
+    } finally {
+      this.inTurn = false;
+      turn.close();
+      if (this.def.trackRunning && !this.ended) await this.markDirectory('RUNNING', 'IDLE');
+    }
+  }
+
+  private validate(type: string, payload: unknown): unknown {
+    const schema = this.def.messages[type];
+    if (!schema) {
+      const known = Object.keys(this.def.messages).join(', ');
+      throw new TroupeError(
+        'INVALID_ARGUMENT',
+        `type: '${type}' is not a message of actor kind '${this.def.kind}' (known: ${known})`,
+      );
+    }
+    const parsed = schema.safeParse(payload);
+    if (!parsed.success) throw fromZodError(parsed.error, { prefix: type });
+    return parsed.data;
+  }
+
+  private validated(state: unknown): unknown {
+    const parsed = this.def.state.safeParse(state);
+    if (!parsed.success) {
+      throw new TroupeError('INTERNAL', `handler of ${this.key} produced an invalid state`, {
+        cause: fromZodError(parsed.error, { prefix: 'state' }),
+      });
+    }
+    return parsed.data;
+  }
+
+  /** Commits state and cursor in one compare-and-set; a stale revision fences this activation. */
+  async commitState(state: unknown, cursor: number, turn?: StateRecord['turn']): Promise<void> {
+    const record: StateRecord = { epoch: this.epoch, cursor, data: state, ...(turn ? { turn } : {}) };
+    this.revision = await this.host.states.commit(this.address, this.revision, record);
+    this.state = state;
+    this.cursor = cursor;
+  }
+
+  /** Current state and cursor (for checkpoints). */
+  get position(): { state: unknown; cursor: number } {
+    return { state: this.state, cursor: this.cursor };
+  }
+
+  private context(info: MessageInfo, resumed: boolean): ActorContext<unknown> {
+    return this.contextFor(new Turn(this, info, resumed, this.cursor));
+  }
+
+  private contextFor(turn: Turn): ActorContext<unknown> {
+    const refs = this.host.refsFor(this.address);
+    const signal = turn.signal(this.abort.signal);
+    return {
+      self: this.address,
+      epoch: this.epoch,
+      log: this.log,
+      signal,
+      message: turn.info,
+      resumed: turn.resumed,
+      refs,
+      drainInbox: () => turn.drain(),
+      checkpoint: (state) => turn.checkpoint(this.validated(state)),
+    };
+  }
+
+  // ---- directory ----------------------------------------------------------------------------
+
+  /**
+   * Moves our directory entry from `from` (any live state when undefined) to `to`, by CAS and only
+   * while it still names this host, incarnation and epoch; otherwise we have been fenced.
+   */
+  private async markDirectory(
+    from: 'ACTIVATING' | 'IDLE' | 'RUNNING' | undefined,
+    to: 'IDLE' | 'RUNNING' | 'SLEEPING',
+    reason?: string,
+  ): Promise<void> {
+    for (let attempt = 0; attempt < 5; attempt++) {
+      const { entry, revision } = await this.host.directory.get(this.address);
+      const ours =
+        entry.hostId === this.host.hostId &&
+        (entry.incarnation === undefined || entry.incarnation === this.host.incarnation) &&
+        entry.epoch === this.epoch &&
+        (from === undefined ? entry.state !== 'SLEEPING' && entry.state !== 'STOPPED' : true);
+      if (!ours) {
+        throw new FencedDirectory(this.address, `directory names ${entry.hostId ?? '-'} epoch ${entry.epoch}`);
+      }
+      if (entry.state === to) return;
+      const next =
+        to === 'SLEEPING'
+          ? { state: to, epoch: this.epoch, updatedAtMs: Date.now(), ...(reason ? { reason } : {}) }
+          : { ...entry, state: to, updatedAtMs: Date.now() };
+      const rev = await this.host.directory.compareAndSet(this.address, revision, next);
+      if (rev !== undefined) return;
+    }
+    throw new FencedDirectory(this.address, 'directory entry kept changing');
+  }
+
+  /** After passivating: if a post slipped in, ask for a new activation so it is not stranded. */
+  private async rewakeIfPending(): Promise<void> {
+    try {
+      const next = await this.nextInbox(this.cursor);
+      if (!next) return;
+      await this.host.transport.activate(this.address, { timeoutMs: 10_000 });
+    } catch (err) {
+      this.log.warn({ err }, 'could not re-wake after passivation; the inbox watcher will');
+    }
+  }
+}
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type AnyHandler = (ctx: ActorContext<any>, msg: any, state: any) => Promise<HandlerResult<unknown> | void> | HandlerResult<unknown> | void;
+
+class FencedDirectory extends TroupeError {
+  constructor(addr: ActorAddress, detail: string) {
+    super('UNAVAILABLE', `activation of ${addr.kind}/${addr.id} was fenced: ${detail}`, {
+      retryable: false,
+      details: { fenced: true },
+    });
+  }
+}
+
+/** State of one turn: its deadline, what it drained, its checkpoints. */
+class Turn {
+  drainedThrough: number;
+  private closed = false;
+
+  constructor(
+    private readonly activation: Activation,
+    readonly info: MessageInfo,
+    readonly resumed: boolean,
+    drainedFrom: number,
+    private readonly deadlineMs?: number,
+  ) {
+    this.drainedThrough = drainedFrom;
+  }
+
+  signal(parent: AbortSignal): AbortSignal {
+    if (!this.deadlineMs) return parent;
+    const remaining = Math.max(0, this.deadlineMs - Date.now());
+    return AbortSignal.any([parent, AbortSignal.timeout(remaining)]);
+  }
+
+  async drain(): Promise<InboxMessage[]> {
+    if (this.closed) throw new TroupeError('INTERNAL', 'drainInbox() called after the turn ended');
+    const from = Math.max(this.drainedThrough, this.activation.position.cursor, this.info.seq ?? 0);
+    const { messages, through } = await this.activation.drainAfter(from);
+    this.drainedThrough = through;
+    return messages;
+  }
+
+  async checkpoint(state: unknown): Promise<void> {
+    if (this.closed) throw new TroupeError('INTERNAL', 'checkpoint() called after the turn ended');
+    const cursor = this.activation.position.cursor;
+    if (this.info.via === 'post' && this.info.seq !== undefined) {
+      await this.activation.commitState(state, cursor, {
+        seq: this.info.seq,
+        drainedThrough: Math.max(this.drainedThrough, this.info.seq),
+      });
+    } else {
+      await this.activation.commitState(state, Math.max(cursor, this.drainedThrough));
+    }
+  }
+
+  close(): void {
+    this.closed = true;
+  }
+}
+
+function inboxInfo(stored: StoredMsg): MessageInfo & { seq: number } {
+  const h: MsgHdrs | undefined = stored.header;
+  const sender = h?.get(Header.SENDER);
+  const dedupeId = h?.get(Header.MSG_ID);
+  return {
+    type: h?.get(Header.MSG_TYPE) ?? '',
+    via: 'post',
+    seq: stored.seq,
+    ...(dedupeId ? { dedupeId } : {}),
+    ...(sender ? { sender: parseAddress(sender) } : {}),
+  };
+}

@@ -1,0 +1,207 @@
+import {
+  type ActorAddress,
+  encodeErrorHeaders,
+  formatAddress,
+  hostSubject,
+  parseWith,
+  toTroupeError,
+  TroupeError,
+} from '@troupe/proto';
+import { type Msg, type Subscription } from '@nats-io/transport-node';
+import { type JetStreamManager } from '@nats-io/jetstream';
+import { type AnyActorDefinition } from '../actor-definition';
+import { type Directory } from '../directory';
+import { type Logger } from '../logger';
+import { type RefFactory } from '../ref-factory';
+import { isFenced, type StateStore } from '../state-store';
+import { Activation, type ActivationHost } from './activation';
+import { encodeJson } from './json-codec';
+import { HostActivateRequestSchema, HostDeactivateRequestSchema } from './protocol';
+import { type Transport } from './transport';
+
+/** Options of the host side of an actor system. */
+export interface ActorHostOptions {
+  transport: Transport;
+  jsm: JetStreamManager;
+  directory: Directory;
+  states: StateStore;
+  hostId: string;
+  incarnation: string;
+  log: Logger;
+  definitions: readonly AnyActorDefinition[];
+  /** Max live activations per kind; beyond it activation is refused with UNAVAILABLE. */
+  slots: Record<string, number>;
+  refsFor(sender: ActorAddress): RefFactory;
+}
+
+/**
+ * Hosts activations of the kinds it was given: answers `host.<id>.activate|deactivate|ping|stats`
+ * from placers, enforces per-kind capacity, and drains everything on shutdown.
+ */
+export class ActorHost implements ActivationHost {
+  readonly transport: Transport;
+  readonly jsm: JetStreamManager;
+  readonly directory: Directory;
+  readonly states: StateStore;
+  readonly hostId: string;
+  readonly incarnation: string;
+  readonly log: Logger;
+  private readonly defs = new Map<string, AnyActorDefinition>();
+  private readonly live = new Map<string, Activation>();
+  private readonly starting = new Map<string, Promise<Activation>>();
+  private readonly subs: Subscription[] = [];
+  private closing = false;
+  activationsStarted = 0;
+
+  constructor(private readonly options: ActorHostOptions) {
+    this.transport = options.transport;
+    this.jsm = options.jsm;
+    this.directory = options.directory;
+    this.states = options.states;
+    this.hostId = options.hostId;
+    this.incarnation = options.incarnation;
+    this.log = options.log;
+    for (const d of options.definitions) this.defs.set(d.kind, d);
+  }
+
+  /** Kinds this host can activate. */
+  get kinds(): string[] {
+    return [...this.defs.keys()];
+  }
+
+  /** Number of live activations. */
+  get activationCount(): number {
+    return this.live.size;
+  }
+
+  /** Live activations per kind. */
+  countByKind(): Record<string, number> {
+    const out: Record<string, number> = {};
+    for (const a of this.live.values()) out[a.address.kind] = (out[a.address.kind] ?? 0) + 1;
+    return out;
+  }
+
+  /** Passivates the local activation with this key, if any. */
+  async deactivateLocal(key: string): Promise<void> {
+    await this.live.get(key)?.stop('deactivated');
+  }
+
+  refsFor(sender: ActorAddress): RefFactory {
+    return this.options.refsFor(sender);
+  }
+
+  /** Starts answering host-control requests. */
+  listen(): void {
+    const { nc, cluster } = this.transport;
+    const on = (verb: Parameters<typeof hostSubject>[2], fn: (msg: Msg) => Promise<unknown>) => {
+      this.subs.push(
+        nc.subscribe(hostSubject(cluster, this.hostId, verb), {
+          callback: (err, msg) => {
+            if (err) return;
+            fn(msg).then(
+              (reply) => msg.respond(encodeJson(reply ?? {})),
+              (e: unknown) => msg.respond(new Uint8Array(), { headers: encodeErrorHeaders(e) }),
+            );
+          },
+        }),
+      );
+    };
+    on('activate', async (msg) => {
+      const req = parseWith(HostActivateRequestSchema, msg.json(), { prefix: 'activate' });
+      const a = await this.activate(req.addr, req.epoch);
+      return { hostId: this.hostId, epoch: a.epoch };
+    });
+    on('deactivate', async (msg) => {
+      const req = parseWith(HostDeactivateRequestSchema, msg.json(), { prefix: 'deactivate' });
+      await this.live.get(formatAddress(req.addr))?.stop('deactivated');
+      return {};
+    });
+    on('ping', async () => ({
+      hostId: this.hostId,
+      incarnation: this.incarnation,
+      activations: this.live.size,
+    }));
+    on('stats', async () => ({
+      hostId: this.hostId,
+      incarnation: this.incarnation,
+      activations: this.live.size,
+      byKind: this.countByKind(),
+      activationsStarted: this.activationsStarted,
+    }));
+  }
+
+  /**
+   * Activates `addr` at `epoch` on this host. Idempotent for the same epoch; an older local
+   * activation of the same actor is fenced first.
+   */
+  async activate(addr: ActorAddress, epoch: number): Promise<Activation> {
+    if (this.closing) throw new TroupeError('UNAVAILABLE', `host ${this.hostId} is shutting down`);
+    const def = this.defs.get(addr.kind);
+    if (!def) {
+      throw new TroupeError('UNAVAILABLE', `host ${this.hostId} does not host kind '${addr.kind}'`, {
+        retryable: false,
+      });
+    }
+    const key = formatAddress(addr);
+    const existing = this.live.get(key);
+    if (existing && existing.epoch === epoch) return existing;
+    if (existing && existing.epoch > epoch) {
+      throw new TroupeError('UNAVAILABLE', `stale activation request for ${key} (epoch ${epoch} < ${existing.epoch})`, {
+        retryable: false,
+      });
+    }
+    existing?.fence();
+    const inFlight = this.starting.get(key);
+    if (inFlight) return inFlight;
+    const limit = this.options.slots[addr.kind];
+    if (limit !== undefined && (this.countByKind()[addr.kind] ?? 0) >= limit) {
+      throw new TroupeError('UNAVAILABLE', `host ${this.hostId} has no free ${addr.kind} slot (${limit})`);
+    }
+    const activation = new Activation(def, addr.id, epoch, this);
+    const start = (async () => {
+      this.live.set(key, activation);
+      try {
+        await activation.start();
+        this.activationsStarted++;
+        return activation;
+      } catch (err) {
+        activation.fence();
+        if (this.live.get(key) === activation) this.live.delete(key);
+        if (isFenced(err)) throw err;
+        throw toTroupeError(err);
+      } finally {
+        this.starting.delete(key);
+      }
+    })();
+    this.starting.set(key, start);
+    return start;
+  }
+
+  onEnded(activation: Activation): void {
+    const key = formatAddress(activation.address);
+    if (this.live.get(key) === activation) this.live.delete(key);
+  }
+
+  /**
+   * Graceful shutdown: stop answering, let running turns finish for up to `graceMs`, commit and
+   * release every directory entry, then abort what is left.
+   */
+  async shutdown(graceMs: number): Promise<void> {
+    this.closing = true;
+    for (const s of this.subs.splice(0)) s.unsubscribe();
+    await Promise.allSettled([...this.starting.values()]);
+    const all = [...this.live.values()];
+    const stopped = Promise.allSettled(all.map((a) => a.stop('shutdown')));
+    let timer: NodeJS.Timeout | undefined;
+    const grace = new Promise<'timeout'>((r) => {
+      timer = setTimeout(() => r('timeout'), graceMs);
+    });
+    const outcome = await Promise.race([stopped.then(() => 'done' as const), grace]);
+    clearTimeout(timer);
+    if (outcome === 'timeout') {
+      const reason = new TroupeError('CANCELLED', 'host shutting down', { details: { reason: 'shutdown' } });
+      for (const a of this.live.values()) a.abortTurn(reason);
+      await stopped;
+    }
+  }
+}

@@ -1,0 +1,30 @@
+import { z } from 'zod';
+
+/** An actor address as it travels inside protocol messages (validated again by the builders). */
+export const AddressSchema = z.object({ kind: z.string(), id: z.string() });
+
+/** `coord.sched.activate` request. */
+export const ActivateRequestSchema = z.object({ addr: AddressSchema });
+/** `coord.sched.activate` reply: where the actor is live. */
+export const ActivateReplySchema = z.object({ hostId: z.string(), epoch: z.number().int() });
+/** A decoded activate reply. */
+export type ActivateReply = z.infer<typeof ActivateReplySchema>;
+
+/** `host.<id>.activate` request from a placer. */
+export const HostActivateRequestSchema = z.object({
+  addr: AddressSchema,
+  epoch: z.number().int().positive(),
+});
+/** `host.<id>.deactivate` request. */
+export const HostDeactivateRequestSchema = z.object({ addr: AddressSchema });
+/** `host.<id>.ping` reply. */
+export const HostPingReplySchema = z.object({
+  hostId: z.string(),
+  incarnation: z.string(),
+  activations: z.number().int(),
+});
+/** A decoded ping reply. */
+export type HostPingReply = z.infer<typeof HostPingReplySchema>;
+
+/** Reserved message type of the "you have mail" hint sent to a live actor after a post. */
+export const MAIL_HINT_TYPE = '$mail';

@@ -1,0 +1,368 @@
+import {
+  type ActorAddress,
+  actorSubject,
+  coordSubject,
+  encodeErrorHeaders,
+  formatAddress,
+  Header,
+  hostSubject,
+  inboxStreamName,
+  inboxSubject,
+  inboxSubjectFilter,
+  parseInboxSubject,
+  parseWith,
+  toTroupeError,
+  TroupeError,
+  decodeErrorHeaders,
+  parseActorKey,
+} from '@troupe/proto';
+import { headers as natsHeaders, type Subscription } from '@nats-io/transport-node';
+import {
+  AckPolicy,
+  DeliverPolicy,
+  type ConsumerMessages,
+  type JetStreamManager,
+  type JsMsg,
+} from '@nats-io/jetstream';
+import { type Directory, type DirectoryEntry, isLiveState } from './directory';
+import { type Logger } from './logger';
+import { type StateStore } from './state-store';
+import { decodeJson, encodeJson } from './internal/json-codec';
+import { isNoResponders } from './internal/nats-errors';
+import {
+  ActivateRequestSchema,
+  type ActivateReply,
+  HostPingReplySchema,
+  MAIL_HINT_TYPE,
+} from './internal/protocol';
+import { type Transport } from './internal/transport';
+
+/** Chooses the host for an activation; throws UNAVAILABLE when nothing fits. */
+export type HostSelector = (addr: ActorAddress) => Promise<{ hostId: string; incarnation?: string }>;
+
+/** Options of {@link LocalPlacer}. */
+export interface LocalPlacerOptions {
+  transport: Transport;
+  jsm: JetStreamManager;
+  directory: Directory;
+  states: StateStore;
+  log: Logger;
+  /** Picks the host for a new activation. */
+  selectHost: HostSelector;
+  /**
+   * An ACTIVATING entry older than this is considered abandoned.
+   * @default 15000
+   */
+  activationTimeoutMs?: number;
+  /**
+   * Attempts to start a failing activation (with backoff) before it is marked STOPPED.
+   * @default 3
+   */
+  maxActivationAttempts?: number;
+  /**
+   * Interval of the sweep that finds actors of dead hosts with pending messages.
+   * @default 5000
+   */
+  sweepIntervalMs?: number;
+  /**
+   * Name of the durable inbox-watcher consumer (shared by every placer of the cluster).
+   * @default 'troupe-wake'
+   */
+  consumerName?: string;
+}
+
+/**
+ * Placement service for one process or a `troupe dev` cluster: answers activation requests on
+ * `coord.sched.activate`, wakes sleeping actors that receive posts (a durable, headers-only
+ * consumer of the inbox stream, so nothing is forgotten across restarts), and recovers actors of
+ * dead hosts. The coordinator replaces the host selection with cluster placement.
+ */
+export class LocalPlacer {
+  private readonly inFlight = new Map<string, Promise<ActivateReply>>();
+  private readonly alive = new Map<string, { incarnation: string; atMs: number }>();
+  private sub?: Subscription;
+  private messages?: ConsumerMessages;
+  private sweepTimer?: NodeJS.Timeout;
+  private watcherDone?: Promise<void>;
+  private closed = false;
+  private readonly activationTimeoutMs: number;
+  private readonly maxAttempts: number;
+  private readonly sweepIntervalMs: number;
+  private readonly consumerName: string;
+  /** Activations this placer has performed (for stats and tests). */
+  placements = 0;
+
+  constructor(private readonly options: LocalPlacerOptions) {
+    this.activationTimeoutMs = options.activationTimeoutMs ?? 15_000;
+    this.maxAttempts = options.maxActivationAttempts ?? 3;
+    this.sweepIntervalMs = options.sweepIntervalMs ?? 5_000;
+    this.consumerName = options.consumerName ?? 'troupe-wake';
+  }
+
+  /** Starts answering activation requests, watching inboxes and sweeping. */
+  async start(): Promise<void> {
+    const { nc, cluster } = this.options.transport;
+    this.sub = nc.subscribe(coordSubject(cluster, 'sched', 'activate'), {
+      queue: 'troupe-placer',
+      callback: (err, msg) => {
+        if (err) return;
+        let addr: ActorAddress;
+        try {
+          addr = parseWith(ActivateRequestSchema, decodeJson(msg.data), { prefix: 'activate' }).addr;
+        } catch (e) {
+          msg.respond(new Uint8Array(), { headers: encodeErrorHeaders(e) });
+          return;
+        }
+        this.activate(addr).then(
+          (reply) => msg.respond(encodeJson(reply)),
+          (e: unknown) => msg.respond(new Uint8Array(), { headers: encodeErrorHeaders(e) }),
+        );
+      },
+    });
+    await this.startWatcher();
+    this.sweepTimer = setInterval(() => void this.sweep(), this.sweepIntervalMs);
+    this.sweepTimer.unref();
+    void this.sweep();
+  }
+
+  /** Stops everything; in-flight activations finish. */
+  async stop(): Promise<void> {
+    this.closed = true;
+    this.sub?.unsubscribe();
+    clearInterval(this.sweepTimer);
+    await this.messages?.close();
+    await this.watcherDone;
+    await Promise.allSettled([...this.inFlight.values()]);
+  }
+
+  /**
+   * Makes `addr` live and returns where. Concurrent requests for one address share one attempt;
+   * the directory CAS makes requests of different placers agree on a single activation.
+   */
+  activate(addr: ActorAddress): Promise<ActivateReply> {
+    const key = formatAddress(addr);
+    const existing = this.inFlight.get(key);
+    if (existing) return existing;
+    const p = this.doActivate(addr).finally(() => this.inFlight.delete(key));
+    this.inFlight.set(key, p);
+    return p;
+  }
+
+  private async doActivate(addr: ActorAddress): Promise<ActivateReply> {
+    const key = formatAddress(addr);
+    const deadline = Date.now() + this.activationTimeoutMs * 2;
+    let failures = 0;
+    let waitMs = 5;
+    while (Date.now() < deadline) {
+      const { entry, revision } = await this.options.directory.get(addr);
+      if (entry.state === 'STOPPED') {
+        throw new TroupeError('UNAVAILABLE', `${key} is STOPPED: ${entry.reason ?? 'no reason recorded'}`, {
+          retryable: false,
+        });
+      }
+      if (isLiveState(entry.state) && entry.hostId) {
+        const alive = await this.hostAlive(entry.hostId, entry.incarnation);
+        const stuck = entry.state === 'ACTIVATING' && Date.now() - entry.updatedAtMs > this.activationTimeoutMs;
+        if (alive && !stuck) {
+          if (entry.state !== 'ACTIVATING') return { hostId: entry.hostId, epoch: entry.epoch };
+          // Someone else is activating it: wait for that to finish.
+          await delay(waitMs);
+          waitMs = Math.min(200, waitMs * 2);
+          continue;
+        }
+        // Its host is gone (or the activation hung): put it to sleep under the same epoch; the
+        // next activation bumps the epoch, which fences the old host's writes.
+        await this.options.directory.compareAndSet(addr, revision, {
+          state: 'SLEEPING',
+          epoch: entry.epoch,
+          updatedAtMs: Date.now(),
+          reason: alive ? 'activation timed out' : `host ${entry.hostId} lost`,
+        });
+        continue;
+      }
+      const target = await this.options.selectHost(addr);
+      const epoch = entry.epoch + 1;
+      const next: DirectoryEntry = {
+        state: 'ACTIVATING',
+        hostId: target.hostId,
+        ...(target.incarnation ? { incarnation: target.incarnation } : {}),
+        epoch,
+        updatedAtMs: Date.now(),
+      };
+      const rev = await this.options.directory.compareAndSet(addr, revision, next);
+      if (rev === undefined) continue; // lost the race: look again
+      try {
+        await this.requestHostActivation(target.hostId, addr, epoch);
+        this.placements++;
+        return { hostId: target.hostId, epoch };
+      } catch (err) {
+        const error = toTroupeError(err);
+        failures++;
+        this.options.log.warn({ err: error, actor: key, failures }, 'activation failed');
+        const current = await this.options.directory.get(addr);
+        if (current.entry.epoch !== epoch) continue; // someone moved on; look again
+        const stop = failures >= this.maxAttempts || (!error.retryable && error.code !== 'UNAVAILABLE');
+        await this.options.directory.compareAndSet(addr, current.revision, {
+          state: stop ? 'STOPPED' : 'SLEEPING',
+          epoch,
+          updatedAtMs: Date.now(),
+          reason: `activation failed: ${error.message}`,
+        });
+        if (stop) throw error;
+        await delay(100 * 4 ** (failures - 1));
+      }
+    }
+    throw new TroupeError('TIMEOUT', `activation of ${key} did not complete`);
+  }
+
+  private async requestHostActivation(hostId: string, addr: ActorAddress, epoch: number): Promise<void> {
+    const { nc, cluster } = this.options.transport;
+    const reply = await nc.request(hostSubject(cluster, hostId, 'activate'), encodeJson({ addr, epoch }), {
+      timeout: this.activationTimeoutMs,
+    });
+    const error = decodeErrorHeaders(reply.headers);
+    if (error) throw error;
+  }
+
+  /** Pings a host (cached briefly); a different incarnation means the old process is gone. */
+  async hostAlive(hostId: string, incarnation?: string): Promise<boolean> {
+    const cached = this.alive.get(hostId);
+    if (cached && Date.now() - cached.atMs < 2_000) {
+      return incarnation === undefined || cached.incarnation === incarnation;
+    }
+    const { nc, cluster } = this.options.transport;
+    try {
+      const reply = await nc.request(hostSubject(cluster, hostId, 'ping'), encodeJson({}), { timeout: 1_000 });
+      const pong = HostPingReplySchema.parse(decodeJson(reply.data));
+      this.alive.set(hostId, { incarnation: pong.incarnation, atMs: Date.now() });
+      return incarnation === undefined || pong.incarnation === incarnation;
+    } catch (err) {
+      this.alive.delete(hostId);
+      if (!isNoResponders(err)) this.options.log.debug({ err, hostId }, 'host ping failed');
+      return false;
+    }
+  }
+
+  // ---- wake on post -------------------------------------------------------------------------
+
+  private async startWatcher(): Promise<void> {
+    const { jsm } = this.options;
+    const { js, cluster } = this.options.transport;
+    const stream = inboxStreamName(cluster);
+    try {
+      await jsm.consumers.info(stream, this.consumerName);
+    } catch {
+      try {
+        await jsm.consumers.add(stream, {
+          durable_name: this.consumerName,
+          ack_policy: AckPolicy.Explicit,
+          deliver_policy: DeliverPolicy.All,
+          filter_subject: inboxSubjectFilter(cluster),
+          headers_only: true,
+          ack_wait: 30_000_000_000,
+          max_ack_pending: 10_000,
+        });
+      } catch (err) {
+        // Another placer created it first.
+        await jsm.consumers.info(stream, this.consumerName).catch(() => {
+          throw err;
+        });
+      }
+    }
+    const consumer = await js.consumers.get(stream, this.consumerName);
+    this.messages = await consumer.consume({ max_messages: 512 });
+    this.watcherDone = (async () => {
+      for await (const m of this.messages!) {
+        void this.onInboxMessage(m);
+      }
+    })().catch((err: unknown) => {
+      if (!this.closed) this.options.log.error({ err }, 'inbox watcher stopped');
+    });
+  }
+
+  private async onInboxMessage(m: JsMsg): Promise<void> {
+    const addr = parseInboxSubject(this.options.transport.cluster, m.subject);
+    if (!addr) {
+      m.term();
+      return;
+    }
+    try {
+      const { entry } = await this.options.directory.get(addr);
+      if (entry.state === 'STOPPED') {
+        m.ack(); // stays in the inbox; delivered if the actor is ever restarted
+        return;
+      }
+      if (entry.state === 'IDLE' || entry.state === 'RUNNING') {
+        // Live: the poster's hint may have been lost (or the poster died after publishing).
+        this.hint(addr, m.seq);
+      } else {
+        await this.activate(addr);
+      }
+      m.ack();
+    } catch (err) {
+      if (toTroupeError(err).retryable === false && toTroupeError(err).code !== 'UNAVAILABLE') {
+        m.ack();
+      } else {
+        m.nak(1_000);
+      }
+      this.options.log.warn({ err, actor: formatAddress(addr) }, 'wake on post failed');
+    }
+  }
+
+  private hint(addr: ActorAddress, seq: number): void {
+    const h = natsHeaders();
+    h.set(Header.MSG_TYPE, MAIL_HINT_TYPE);
+    this.options.transport.nc.publish(actorSubject(this.options.transport.cluster, addr), encodeJson({ seq }), {
+      headers: h,
+    });
+  }
+
+  // ---- recovery -----------------------------------------------------------------------------
+
+  /**
+   * Finds live directory entries whose host is gone, puts them to sleep, and re-activates those
+   * with unprocessed posts. Runs at start and every `sweepIntervalMs`.
+   */
+  async sweep(): Promise<void> {
+    if (this.closed) return;
+    try {
+      const entries = await this.options.directory.list();
+      for (const [key, { entry }] of entries) {
+        if (!isLiveState(entry.state) || !entry.hostId) continue;
+        if (await this.hostAlive(entry.hostId, entry.incarnation)) continue;
+        const addr = parseActorKey(key);
+        if (!addr) continue;
+        if (await this.hasPending(addr)) {
+          await this.activate(addr).catch((err: unknown) =>
+            this.options.log.warn({ err, actor: key }, 'recovery activation failed'),
+          );
+        } else {
+          const current = await this.options.directory.get(addr);
+          if (current.entry.hostId === entry.hostId && isLiveState(current.entry.state)) {
+            await this.options.directory.compareAndSet(addr, current.revision, {
+              state: 'SLEEPING',
+              epoch: current.entry.epoch,
+              updatedAtMs: Date.now(),
+              reason: `host ${entry.hostId} lost`,
+            });
+          }
+        }
+      }
+    } catch (err) {
+      if (!this.closed) this.options.log.warn({ err }, 'recovery sweep failed');
+    }
+  }
+
+  private async hasPending(addr: ActorAddress): Promise<boolean> {
+    const state = await this.options.states.read(addr);
+    const next = await this.options.jsm.direct.getMessage(inboxStreamName(this.options.transport.cluster), {
+      next_by_subj: inboxSubject(this.options.transport.cluster, addr),
+      seq: (state?.record.cursor ?? 0) + 1,
+    });
+    return next !== null;
+  }
+}
+
+function delay(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms).unref());
+}

@@ -1,0 +1,105 @@
+import { type ActorAddress, stateKey, TroupeError } from '@troupe/proto';
+import { type KV } from '@nats-io/kv';
+import { z } from 'zod';
+import { isWrongLastSequence } from './internal/kv-errors';
+import { decodeJson, encodeJson } from './internal/json-codec';
+
+/**
+ * What is persisted per actor: the user state, the inbox cursor, and the fencing epoch of the
+ * activation that wrote it. State and cursor change together in one compare-and-set.
+ */
+export const StateRecordSchema = z.object({
+  /** Epoch of the activation that wrote this record. */
+  epoch: z.number().int().nonnegative(),
+  /** Stream sequence of the last inbox message fully applied (0 = none). */
+  cursor: z.number().int().nonnegative(),
+  /**
+   * A turn in progress that has checkpointed: the message being handled and how far its
+   * `drainInbox()` calls got. On replay the same message is redelivered with `resumed: true` and
+   * drained messages are not delivered twice.
+   */
+  turn: z
+    .object({ seq: z.number().int().positive(), drainedThrough: z.number().int().nonnegative() })
+    .optional(),
+  /** The actor's own state (validated against its schema on load). */
+  data: z.unknown(),
+});
+/** A decoded state record. */
+export type StateRecord = z.infer<typeof StateRecordSchema>;
+
+/** Thrown (code UNAVAILABLE, not retryable) when a newer activation owns the actor's state. */
+export class FencedError extends TroupeError {
+  constructor(addr: ActorAddress, detail: string) {
+    super('UNAVAILABLE', `activation of ${addr.kind}/${addr.id} was fenced: ${detail}`, {
+      retryable: false,
+      details: { fenced: true },
+    });
+  }
+}
+
+/** True for the error raised when an activation has lost ownership of its actor. */
+export function isFenced(err: unknown): boolean {
+  return err instanceof TroupeError && err.details?.['fenced'] === true;
+}
+
+/**
+ * Persisted actor state in KV, written only by compare-and-set on the revision the writer last
+ * saw. An activation first *claims* the record with its epoch; from then on any write by an older
+ * activation fails, so a partitioned host can never overwrite a newer one.
+ */
+export class StateStore {
+  constructor(private readonly kv: KV) {}
+
+  /** Reads the record; `undefined` when the actor has never committed. */
+  async read(addr: ActorAddress): Promise<{ record: StateRecord; revision: number } | undefined> {
+    const e = await this.kv.get(stateKey(addr));
+    if (!e || e.operation !== 'PUT' || e.value.length === 0) return undefined;
+    return { record: StateRecordSchema.parse(decodeJson(e.value)), revision: e.revision };
+  }
+
+  /**
+   * Takes ownership for `epoch`: re-writes the current record stamped with the new epoch.
+   * Fails with {@link FencedError} when a record of a newer epoch exists.
+   */
+  async claim(
+    addr: ActorAddress,
+    epoch: number,
+  ): Promise<{ record: StateRecord | undefined; revision: number }> {
+    for (let attempt = 0; attempt < 5; attempt++) {
+      const current = await this.read(addr);
+      if (current && current.record.epoch > epoch) {
+        throw new FencedError(addr, `state has epoch ${current.record.epoch} > ${epoch}`);
+      }
+      if (!current) return { record: undefined, revision: 0 };
+      const claimed: StateRecord = { ...current.record, epoch };
+      try {
+        const revision = await this.kv.update(stateKey(addr), encodeJson(claimed), current.revision);
+        return { record: claimed, revision };
+      } catch (err) {
+        if (!isWrongLastSequence(err)) throw storeError(err);
+      }
+    }
+    throw new FencedError(addr, 'state kept changing while claiming');
+  }
+
+  /**
+   * Commits a record if the stored revision is still `revision` (0: the key must not exist).
+   * Returns the new revision; throws {@link FencedError} when someone else wrote in between.
+   */
+  async commit(addr: ActorAddress, revision: number, record: StateRecord): Promise<number> {
+    const key = stateKey(addr);
+    const data = encodeJson(record);
+    try {
+      return revision === 0 ? await this.kv.create(key, data) : await this.kv.update(key, data, revision);
+    } catch (err) {
+      if (isWrongLastSequence(err)) {
+        throw new FencedError(addr, `state revision ${revision} is no longer current`);
+      }
+      throw storeError(err);
+    }
+  }
+}
+
+function storeError(err: unknown): TroupeError {
+  return new TroupeError('UNAVAILABLE', 'actor state store unavailable', { cause: err });
+}

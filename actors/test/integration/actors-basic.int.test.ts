@@ -1,0 +1,139 @@
+import { jetstreamManager } from '@nats-io/jetstream';
+import { connect } from '@nats-io/transport-node';
+import { deadLetterStreamName, deadLetterSubject, decodeErrorHeaders, isTimeout, type TroupeError } from '@troupe/proto';
+import { randomClusterName, startNatsServer, waitFor, type NatsServerHandle } from '@troupe/testkit';
+import { type PostReceipt } from '../../src/actor-ref';
+import { ActorSystem } from '../../src/actor-system';
+import { Counter, Sleepy } from '../fixtures/counter';
+
+let server: NatsServerHandle;
+let system: ActorSystem;
+let cluster: string;
+
+beforeAll(async () => {
+  server = await startNatsServer();
+});
+afterAll(async () => {
+  await server.stop();
+});
+beforeEach(async () => {
+  cluster = randomClusterName();
+  system = await ActorSystem.start({ cluster, servers: server.url, hosting: [Counter, Sleepy] });
+});
+afterEach(async () => {
+  await system.shutdown({ graceMs: 1_000 });
+});
+
+test('ask activates a sleeping actor and gets a typed reply', async () => {
+  const c = system.ref(Counter, 'c1');
+  expect(system.activationCount).toBe(0);
+  expect(await c.ask('add', { by: 2 })).toBe(2);
+  expect(await c.ask('get', {})).toBe(2);
+  expect(system.activationCount).toBe(1);
+  const { entry } = await system.directory.get(c.address);
+  expect(entry.state).toBe('IDLE');
+  expect(entry.epoch).toBe(1);
+});
+
+test('posts from one sender are applied in order, and a re-posted dedupeId is dropped', async () => {
+  const c = system.ref(Counter, 'ordered');
+  const receipts: PostReceipt[] = [];
+  for (let i = 1; i <= 30; i++) receipts.push(await c.post('add', { by: i }, { dedupeId: `m-${i}` }));
+  const again = await c.post('add', { by: 7 }, { dedupeId: 'm-7' });
+  expect(again.duplicate).toBe(true);
+  expect(again.seq).toBe(receipts[6]!.seq);
+  await waitFor(async () => (await system.states.read(c.address))?.record.cursor === receipts[29]!.seq, {
+    timeoutMs: 10_000,
+  });
+  const stored = await system.states.read(c.address);
+  expect((stored!.record.data as { log: number[] }).log).toEqual(Array.from({ length: 30 }, (_, i) => i + 1));
+  expect(await c.ask('get', {})).toBe(465);
+});
+
+test('post wakes a sleeping actor without any ask', async () => {
+  const c = system.ref(Counter, 'woken');
+  const r = await c.post('add', { by: 5 });
+  await waitFor(async () => (await system.states.read(c.address))?.record.cursor === r.seq, { timeoutMs: 10_000 });
+  expect(system.activationCount).toBe(1);
+});
+
+test('bad payloads are rejected with INVALID_ARGUMENT naming the field; the host keeps serving', async () => {
+  const c = system.ref(Counter, 'strict');
+  await expect(c.untyped.ask('add', { by: 'two' })).rejects.toMatchObject({
+    code: 'INVALID_ARGUMENT',
+    message: expect.stringContaining('add.by') as string,
+  });
+  await expect(c.untyped.ask('nope', {})).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+  expect(await c.ask('add', { by: 1 })).toBe(1);
+});
+
+test('a handler error becomes an error reply and never kills the host', async () => {
+  const c = system.ref(Counter, 'errs');
+  await expect(c.ask('fail', { code: 'boom' })).rejects.toMatchObject({ code: 'INTERNAL', message: 'boom' });
+  expect(await c.ask('add', { by: 3 })).toBe(3);
+});
+
+test('poison and invalid posts go to the dead-letter stream with their error; later posts still apply', async () => {
+  const c = system.ref(Counter, 'poison');
+  const bad = await c.post('fail', { code: 'boom' });
+  const invalid = await c.untyped.post('add', { by: 'x' });
+  const good = await c.post('add', { by: 4 });
+  await waitFor(async () => (await system.states.read(c.address))?.record.cursor === good.seq, {
+    timeoutMs: 15_000,
+  });
+  expect(await c.ask('get', {})).toBe(4);
+  const nc = await connect({ servers: server.url });
+  try {
+    const jsm = await jetstreamManager(nc);
+    const stream = deadLetterStreamName(cluster);
+    await waitFor(async () => (await jsm.streams.info(stream)).state.messages === 2, { timeoutMs: 5_000 });
+    const subject = deadLetterSubject(cluster, c.address);
+    const first = await jsm.streams.getMessage(stream, { seq: 1 });
+    const second = await jsm.streams.getMessage(stream, { seq: 2 });
+    const errors = [first, second].map((m) => decodeErrorHeaders(m!.header));
+    expect([first!.subject, second!.subject]).toEqual([subject, subject]);
+    const bySeq = new Map(
+      [first, second].map((m, i) => [Number(m!.header!.get('Troupe-Original-Seq')), errors[i]]),
+    );
+    expect(bySeq.get(bad.seq)).toMatchObject({ code: 'INTERNAL', message: 'boom' });
+    expect(bySeq.get(invalid.seq)).toMatchObject({ code: 'INVALID_ARGUMENT' });
+    expect(bySeq.get(invalid.seq)!.message).toContain('add.by');
+  } finally {
+    await nc.close();
+  }
+});
+
+test('ask times out with TIMEOUT and can be aborted', async () => {
+  const c = system.ref(Counter, 'slowpoke');
+  const started = Date.now();
+  const err = (await c.ask('slow', { ms: 5_000 }, { timeoutMs: 300 }).catch((e: unknown) => e)) as TroupeError;
+  expect(isTimeout(err)).toBe(true);
+  expect(Date.now() - started).toBeLessThan(3_000);
+  const ac = new AbortController();
+  const pending = c.ask('slow', { ms: 5_000 }, { signal: ac.signal });
+  ac.abort('user');
+  await expect(pending).rejects.toMatchObject({ code: 'CANCELLED' });
+});
+
+test('requireIdle asks get BUSY while a turn runs', async () => {
+  const c = system.ref(Counter, 'busy');
+  await c.ask('get', {});
+  const slow = c.ask('slow', { ms: 1_000 });
+  await waitFor(async () => {
+    const r = await c.ask('get', {}, { requireIdle: true }).then(
+      () => 'idle',
+      (e: TroupeError) => e.code,
+    );
+    return r === 'BUSY';
+  }, { timeoutMs: 5_000 });
+  await slow;
+});
+
+test('idle activations passivate and come back with the same state', async () => {
+  const s = system.ref(Sleepy, 's1');
+  expect(await s.ask('add', { by: 9 })).toBe(9);
+  await waitFor(async () => (await system.directory.get(s.address)).entry.state === 'SLEEPING', { timeoutMs: 5_000 });
+  expect(system.activationCount).toBe(0);
+  expect(await s.ask('add', { by: 1 })).toBe(10);
+  expect((await system.directory.get(s.address)).entry.epoch).toBe(2);
+});
