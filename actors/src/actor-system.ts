@@ -136,6 +136,7 @@ export class ActorSystem implements RefFactory {
             }
             return { hostId, incarnation };
           },
+          localHost: host,
           ...(options.sweepIntervalMs ? { sweepIntervalMs: options.sweepIntervalMs } : {}),
         });
         await placer.start();

@@ -65,6 +65,14 @@ export interface LocalPlacerOptions {
    */
   sweepIntervalMs?: number;
   /**
+   * The host in this process, if any: activations placed on it are started by a direct call
+   * instead of a request over NATS.
+   */
+  localHost?: {
+    hostId: string;
+    activate(addr: ActorAddress, epoch: number, directoryRevision?: number): Promise<unknown>;
+  };
+  /**
    * Name of the durable inbox-watcher consumer (shared by every placer of the cluster).
    * @default 'troupe-wake'
    */
@@ -192,7 +200,11 @@ export class LocalPlacer {
       const rev = await this.options.directory.compareAndSet(addr, revision, next);
       if (rev === undefined) continue; // lost the race: look again
       try {
-        await this.requestHostActivation(target.hostId, addr, epoch);
+        if (this.options.localHost?.hostId === target.hostId) {
+          await this.options.localHost.activate(addr, epoch, rev);
+        } else {
+          await this.requestHostActivation(target.hostId, addr, epoch, rev);
+        }
         this.placements++;
         return { hostId: target.hostId, epoch };
       } catch (err) {
@@ -215,9 +227,15 @@ export class LocalPlacer {
     throw new TroupeError('TIMEOUT', `activation of ${key} did not complete`);
   }
 
-  private async requestHostActivation(hostId: string, addr: ActorAddress, epoch: number): Promise<void> {
+  private async requestHostActivation(
+    hostId: string,
+    addr: ActorAddress,
+    epoch: number,
+    revision: number,
+  ): Promise<void> {
     const { nc, cluster } = this.options.transport;
-    const reply = await nc.request(hostSubject(cluster, hostId, 'activate'), encodeJson({ addr, epoch }), {
+    const body = encodeJson({ addr, epoch, revision });
+    const reply = await nc.request(hostSubject(cluster, hostId, 'activate'), body, {
       timeout: this.activationTimeoutMs,
     });
     const error = decodeErrorHeaders(reply.headers);

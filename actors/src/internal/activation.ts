@@ -73,6 +73,7 @@ export class Activation {
     id: string,
     readonly epoch: number,
     private readonly host: ActivationHost,
+    private readonly directoryRevisionHint?: number,
   ) {
     this.address = { kind: def.kind, id };
     this.key = formatAddress(this.address);
@@ -111,7 +112,7 @@ export class Activation {
       const result = await this.def.onActivate(ctx, this.state);
       if (result?.state !== undefined) await this.commitState(this.validated(result.state), this.cursor);
     }
-    await this.markDirectory('ACTIVATING', 'IDLE');
+    if (!(await this.tryMarkIdleAtHint())) await this.markDirectory('ACTIVATING', 'IDLE');
     this.schedule();
   }
 
@@ -439,6 +440,8 @@ export class Activation {
     this.revision = await this.host.states.commit(this.address, this.revision, record);
     this.state = state;
     this.cursor = cursor;
+    // A retry of this message in this activation resumes from the checkpoint, like a replay.
+    this.pendingTurn = turn;
   }
 
   /** Current state and cursor (for checkpoints). */
@@ -451,16 +454,25 @@ export class Activation {
   }
 
   private contextFor(turn: Turn): ActorContext<unknown> {
-    const refs = this.host.refsFor(this.address);
-    const signal = turn.signal(this.abort.signal);
+    // Signals and refs are built on first use: most turns never touch them, and
+    // AbortSignal.any + a timer per message would dominate a short handler's cost.
+    let signal: AbortSignal | undefined;
+    let refs: RefFactory | undefined;
+    const parent = this.abort.signal;
+    const host = this.host;
+    const self = this.address;
     return {
-      self: this.address,
+      self,
       epoch: this.epoch,
       log: this.log,
-      signal,
+      get signal() {
+        return (signal ??= turn.signal(parent));
+      },
       message: turn.info,
       resumed: turn.resumed,
-      refs,
+      get refs() {
+        return (refs ??= host.refsFor(self));
+      },
       drainInbox: () => turn.drain(),
       checkpoint: (state) => turn.checkpoint(this.validated(state)),
     };
@@ -496,6 +508,19 @@ export class Activation {
       if (rev !== undefined) return;
     }
     throw new FencedDirectory(this.address, 'directory entry kept changing');
+  }
+
+  /** First IDLE write straight at the revision the placer gave us (no read); false if stale. */
+  private async tryMarkIdleAtHint(): Promise<boolean> {
+    if (this.directoryRevisionHint === undefined) return false;
+    const rev = await this.host.directory.compareAndSet(this.address, this.directoryRevisionHint, {
+      state: 'IDLE',
+      hostId: this.host.hostId,
+      incarnation: this.host.incarnation,
+      epoch: this.epoch,
+      updatedAtMs: Date.now(),
+    });
+    return rev !== undefined;
   }
 
   /** After passivating: if a post slipped in, ask for a new activation so it is not stranded. */

@@ -108,7 +108,7 @@ export class ActorHost implements ActivationHost {
     };
     on('activate', async (msg) => {
       const req = parseWith(HostActivateRequestSchema, msg.json(), { prefix: 'activate' });
-      const a = await this.activate(req.addr, req.epoch);
+      const a = await this.activate(req.addr, req.epoch, req.revision);
       return { hostId: this.hostId, epoch: a.epoch };
     });
     on('deactivate', async (msg) => {
@@ -134,7 +134,7 @@ export class ActorHost implements ActivationHost {
    * Activates `addr` at `epoch` on this host. Idempotent for the same epoch; an older local
    * activation of the same actor is fenced first.
    */
-  async activate(addr: ActorAddress, epoch: number): Promise<Activation> {
+  async activate(addr: ActorAddress, epoch: number, directoryRevision?: number): Promise<Activation> {
     if (this.closing) throw new TroupeError('UNAVAILABLE', `host ${this.hostId} is shutting down`);
     const def = this.defs.get(addr.kind);
     if (!def) {
@@ -157,7 +157,7 @@ export class ActorHost implements ActivationHost {
     if (limit !== undefined && (this.countByKind()[addr.kind] ?? 0) >= limit) {
       throw new TroupeError('UNAVAILABLE', `host ${this.hostId} has no free ${addr.kind} slot (${limit})`);
     }
-    const activation = new Activation(def, addr.id, epoch, this);
+    const activation = new Activation(def, addr.id, epoch, this, directoryRevision);
     const start = (async () => {
       this.live.set(key, activation);
       try {

@@ -14,6 +14,8 @@ export type ActivateReply = z.infer<typeof ActivateReplySchema>;
 export const HostActivateRequestSchema = z.object({
   addr: AddressSchema,
   epoch: z.number().int().positive(),
+  /** Directory revision the placer wrote ACTIVATING at: saves the host a read. */
+  revision: z.number().int().positive().optional(),
 });
 /** `host.<id>.deactivate` request. */
 export const HostDeactivateRequestSchema = z.object({ addr: AddressSchema });

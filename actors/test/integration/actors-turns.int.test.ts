@@ -1,0 +1,96 @@
+import { randomClusterName, startNatsServer, waitFor, type NatsServerHandle } from '@troupe/testkit';
+import { z } from 'zod';
+import { defineActor } from '../../src/actor-definition';
+import { ActorSystem } from '../../src/actor-system';
+
+let server: NatsServerHandle;
+beforeAll(async () => {
+  server = await startNatsServer();
+});
+afterAll(async () => {
+  await server.stop();
+});
+
+// A long turn (like an agent's step loop): each step checkpoints; between steps it drains the
+// inbox and records what it got. `gate` lets the test hold the turn between steps.
+let gate: (() => void) | undefined;
+let crashAfterStep: number | undefined;
+const Loop = defineActor({
+  kind: 'loop',
+  state: z.object({ steps: z.number().int(), inbox: z.array(z.string()), resumed: z.boolean() }),
+  initialState: () => ({ steps: 0, inbox: [] as string[], resumed: false }),
+  messages: { run: z.object({ steps: z.number().int() }), note: z.object({ text: z.string() }) },
+  handlers: {
+    run: async (ctx, msg, state) => {
+      let s = { ...state, resumed: state.resumed || ctx.resumed };
+      while (s.steps < msg.steps) {
+        await new Promise<void>((r) => (gate = r));
+        const drained = await ctx.drainInbox();
+        s = {
+          ...s,
+          steps: s.steps + 1,
+          inbox: [...s.inbox, ...drained.map((m) => (m.payload as { text: string }).text)],
+        };
+        await ctx.checkpoint(s);
+        if (crashAfterStep === s.steps) {
+          crashAfterStep = undefined; // fail once
+          throw new Error('simulated crash after checkpoint');
+        }
+      }
+      return { state: s };
+    },
+    note: (_ctx, msg, state) => ({ state: { ...state, inbox: [...state.inbox, `late:${msg.text}`] } }),
+  },
+  maxAttempts: 5,
+});
+
+async function step(): Promise<void> {
+  await waitFor(() => gate !== undefined, { timeoutMs: 5_000 });
+  const g = gate!;
+  gate = undefined;
+  g();
+}
+
+test('drainInbox hands mid-turn posts to the running turn, and they are not delivered again', async () => {
+  const system = await ActorSystem.start({ cluster: randomClusterName(), servers: server.url, hosting: [Loop] });
+  try {
+    const ref = system.ref(Loop, 'l1');
+    crashAfterStep = undefined;
+    const run = await ref.post('run', { steps: 2 });
+    await step();
+    await ref.post('note', { text: 'a' });
+    await ref.post('note', { text: 'b' });
+    await step();
+    await waitFor(async () => ((await system.states.read(ref.address))?.record.cursor ?? 0) > run.seq, {
+      timeoutMs: 5_000,
+    });
+    const after = await ref.post('note', { text: 'c' });
+    await waitFor(async () => (await system.states.read(ref.address))?.record.cursor === after.seq, {
+      timeoutMs: 5_000,
+    });
+    const { record } = (await system.states.read(ref.address))!;
+    expect(record.data).toEqual({ steps: 2, inbox: ['a', 'b', 'late:c'], resumed: false });
+  } finally {
+    await system.shutdown({ graceMs: 500 });
+  }
+});
+
+test('a turn that fails after a checkpoint is replayed with resumed=true from the checkpointed state', async () => {
+  const system = await ActorSystem.start({ cluster: randomClusterName(), servers: server.url, hosting: [Loop] });
+  try {
+    const ref = system.ref(Loop, 'l2');
+    crashAfterStep = 1;
+    const run = await ref.post('run', { steps: 3 });
+    await step(); // step 1, checkpoint, then the handler throws
+    await step(); // replay: resumes at step 2
+    await step(); // step 3
+    await waitFor(async () => (await system.states.read(ref.address))?.record.cursor === run.seq, {
+      timeoutMs: 5_000,
+    });
+    const { record } = (await system.states.read(ref.address))!;
+    expect(record.data).toEqual({ steps: 3, inbox: [], resumed: true });
+    expect(record.turn).toBeUndefined();
+  } finally {
+    await system.shutdown({ graceMs: 500 });
+  }
+});

@@ -1,0 +1,193 @@
+/**
+ * perf/actors: the actor runtime against raw NATS / JetStream, measured in the same run.
+ *   ask_rtt_ratio          median ask round trip / median raw request-reply (same payload)
+ *   tell_throughput_ratio  tells handled per s / raw publish-to-subscriber msgs per s
+ *   post_latency_p50/p99   post() call → handler start, to a live actor (ms)
+ *   post_throughput_ratio  posts handled (state committed) per s / raw JetStream publish+consume+ack per s
+ *   activations_per_s      distinct actors activated per s on one host (asks, 64 in flight)
+ *   idle_activation_bytes  heap per idle activation
+ */
+import { AckPolicy, jetstream, jetstreamManager } from '@nats-io/jetstream';
+import { connect } from '@nats-io/transport-node';
+import { ActorSystem, defineActor } from '@troupe/actors';
+import { randomClusterName, startNatsServer } from '@troupe/testkit';
+import { z } from 'zod';
+import { median, nowUs, printResult, printTable, quantile } from '../lib/report';
+
+const RTT_SAMPLES = 3_000;
+const TELLS = 50_000;
+const POST_LATENCY_SAMPLES = 500;
+const POSTS = 5_000;
+const POST_ACTORS = 50;
+const ACTIVATIONS = 3_000;
+
+let handled = 0;
+let lastHandlerStartUs = 0;
+
+const Bench = defineActor({
+  kind: 'bench',
+  state: z.object({ n: z.number().int() }),
+  initialState: () => ({ n: 0 }),
+  messages: { ping: z.object({ p: z.string() }), bump: z.object({}), touch: z.object({}) },
+  handlers: {
+    ping: (_ctx, msg) => ({ reply: msg.p }),
+    touch: () => {
+      lastHandlerStartUs = nowUs();
+      handled++;
+    },
+    bump: (_ctx, _msg, state) => {
+      lastHandlerStartUs = nowUs();
+      handled++;
+      return { state: { n: state.n + 1 } };
+    },
+  },
+  idleTimeoutMs: 600_000,
+});
+
+async function until(pred: () => boolean, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!pred()) {
+    if (Date.now() > deadline) throw new Error('perf: condition not reached in time');
+    await new Promise((r) => setImmediate(r));
+  }
+}
+
+async function main(): Promise<void> {
+  const server = await startNatsServer();
+  const cluster = randomClusterName();
+  const system = await ActorSystem.start({ cluster, servers: server.url, hosting: [Bench] });
+  const raw = await connect({ servers: server.url });
+  const rawPeer = await connect({ servers: server.url });
+  try {
+    // ---- ask vs raw request/reply ---------------------------------------------------------
+    const payload = { p: 'x'.repeat(16) };
+    const rawBody = new TextEncoder().encode(JSON.stringify(payload));
+    rawPeer.subscribe('raw.echo', {
+      callback: (_e, m) => {
+        m.respond(m.data);
+      },
+    });
+    await rawPeer.flush();
+    const ref = system.ref(Bench, 'a');
+    await ref.ask('ping', payload);
+    const rawRtt: number[] = [];
+    const askRtt: number[] = [];
+    for (let i = 0; i < RTT_SAMPLES; i++) {
+      // Interleave so both see the same machine noise.
+      let t0 = nowUs();
+      await raw.request('raw.echo', rawBody, { timeout: 5_000 });
+      rawRtt.push(nowUs() - t0);
+      t0 = nowUs();
+      await ref.ask('ping', payload);
+      askRtt.push(nowUs() - t0);
+    }
+
+    // ---- tell vs raw publish --------------------------------------------------------------
+    let rawCount = 0;
+    rawPeer.subscribe('raw.sink', {
+      callback: () => {
+        rawCount++;
+      },
+    });
+    await rawPeer.flush();
+    let t0 = nowUs();
+    for (let i = 0; i < TELLS; i++) raw.publish('raw.sink', rawBody);
+    await raw.flush();
+    await until(() => rawCount === TELLS, 60_000);
+    const rawPubPerS = TELLS / ((nowUs() - t0) / 1e6);
+    handled = 0;
+    t0 = nowUs();
+    for (let i = 0; i < TELLS; i++) ref.tell('touch', {});
+    await until(() => handled === TELLS, 120_000);
+    const tellPerS = TELLS / ((nowUs() - t0) / 1e6);
+
+    // ---- post latency to a live actor -----------------------------------------------------
+    const latencies: number[] = [];
+    for (let i = 0; i < POST_LATENCY_SAMPLES; i++) {
+      const before = handled;
+      const start = nowUs();
+      await ref.post('bump', {});
+      await until(() => handled > before, 10_000);
+      latencies.push((lastHandlerStartUs - start) / 1_000);
+    }
+
+    // ---- post throughput vs raw JetStream publish + consume + ack ----------------------------
+    const jsm = await jetstreamManager(raw);
+    const js = jetstream(raw);
+    await jsm.streams.add({ name: 'RAWBENCH', subjects: ['rawbench.>'] });
+    await jsm.consumers.add('RAWBENCH', { durable_name: 'c', ack_policy: AckPolicy.Explicit });
+    t0 = nowUs();
+    const acks = [];
+    for (let i = 0; i < POSTS; i++) acks.push(js.publish(`rawbench.${i % POST_ACTORS}`, rawBody));
+    await Promise.all(acks);
+    const consumer = await js.consumers.get('RAWBENCH', 'c');
+    const iter = await consumer.consume({ max_messages: 1_000 });
+    let consumed = 0;
+    for await (const m of iter) {
+      m.ack();
+      if (++consumed === POSTS) break;
+    }
+    const rawJsPerS = POSTS / ((nowUs() - t0) / 1e6);
+    const postRefs = Array.from({ length: POST_ACTORS }, (_, i) => system.ref(Bench, `p${i}`));
+    await Promise.all(postRefs.map((r) => r.ask('ping', payload)));
+    handled = 0;
+    t0 = nowUs();
+    const receipts = [];
+    for (let i = 0; i < POSTS; i++) receipts.push(postRefs[i % POST_ACTORS]!.post('bump', {}));
+    await Promise.all(receipts);
+    await until(() => handled === POSTS, 300_000);
+    const postPerS = POSTS / ((nowUs() - t0) / 1e6);
+
+    // ---- activations per second and memory per idle activation ------------------------------
+    const gc = (globalThis as { gc?: () => void }).gc;
+    gc?.();
+    const heapBefore = process.memoryUsage().heapUsed;
+    const before = system.activationCount;
+    t0 = nowUs();
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: 64 }, async () => {
+        while (next < ACTIVATIONS) {
+          const id = `act-${next++}`;
+          await system.ref(Bench, id).ask('ping', payload);
+        }
+      }),
+    );
+    const activationsPerS = ACTIVATIONS / ((nowUs() - t0) / 1e6);
+    gc?.();
+    const heapAfter = process.memoryUsage().heapUsed;
+    const idleBytes = (heapAfter - heapBefore) / (system.activationCount - before);
+
+    const metrics = {
+      ask_rtt_ratio: median(askRtt) / median(rawRtt),
+      tell_throughput_ratio: tellPerS / rawPubPerS,
+      post_latency_p50_ms: median(latencies),
+      post_latency_p99_ms: quantile(latencies, 0.99),
+      post_throughput_ratio: postPerS / rawJsPerS,
+      activations_per_s: activationsPerS,
+      idle_activation_bytes: idleBytes,
+    };
+    printTable('actors vs raw NATS (one host, one nats-server)', {
+      'raw request/reply p50 (us)': median(rawRtt),
+      'ask p50 (us)': median(askRtt),
+      'ask p99 (us)': quantile(askRtt, 0.99),
+      'raw publish→deliver (msg/s)': rawPubPerS,
+      'tell handled (msg/s)': tellPerS,
+      'raw JetStream publish+consume+ack (msg/s)': rawJsPerS,
+      [`post handled+committed over ${POST_ACTORS} actors (msg/s)`]: postPerS,
+      'activations/s (Ray published: 551 actors/s)': activationsPerS,
+      'gc available': gc ? 'yes' : 'no (run with --expose-gc)',
+    });
+    printResult('actors', metrics);
+  } finally {
+    await system.shutdown({ graceMs: 2_000 });
+    await raw.close();
+    await rawPeer.close();
+    await server.stop();
+  }
+}
+
+main().catch((err: unknown) => {
+  console.error(err);
+  process.exit(1);
+});
