@@ -2,9 +2,18 @@
 // (scripts/test runs them with --runInBand). Tests import workspace packages from source.
 const moduleNameMapper = { '^@troupe/([a-z-]+)$': '<rootDir>/$1/src/index.ts' };
 const transform = {
-  '^.+\\.ts$': ['@swc/jest', { jsc: { parser: { syntax: 'typescript' }, target: 'es2022' }, module: { type: 'commonjs' } }],
+  '^.+\\.ts$': [
+    '@swc/jest',
+    { jsc: { parser: { syntax: 'typescript' }, target: 'es2022' }, module: { type: 'commonjs' } },
+  ],
 };
-const common = { rootDir: __dirname, transform, moduleNameMapper, testEnvironment: 'node', modulePathIgnorePatterns: ['<rootDir>/.*/dist/'] };
+const common = {
+  rootDir: __dirname,
+  transform,
+  moduleNameMapper,
+  testEnvironment: 'node',
+  modulePathIgnorePatterns: ['<rootDir>/.*/dist/'],
+};
 
 /** @type {import('jest').Config} */
 module.exports = {

@@ -95,7 +95,10 @@ export class UntypedActorRef {
           // Nobody is live at this address: have it activated, then try again. A few rounds cover
           // an activation that passivates again between the placer's reply and our retry.
           if (++activations > 5) {
-            throw new TroupeError('UNAVAILABLE', `${formatAddress(this.address)} does not stay active`);
+            throw new TroupeError(
+              'UNAVAILABLE',
+              `${formatAddress(this.address)} does not stay active`,
+            );
           }
           await this.transport.activate(this.address, {
             timeoutMs: Math.max(1, deadline - Date.now()),
@@ -132,10 +135,14 @@ export class UntypedActorRef {
     let ack;
     try {
       ack = await withAbort(
-        this.transport.js.publish(inboxSubject(this.transport.cluster, this.address), encodeJson(msg), {
-          headers: h,
-          ...(options.dedupeId ? { msgID: options.dedupeId } : {}),
-        }),
+        this.transport.js.publish(
+          inboxSubject(this.transport.cluster, this.address),
+          encodeJson(msg),
+          {
+            headers: h,
+            ...(options.dedupeId ? { msgID: options.dedupeId } : {}),
+          },
+        ),
         options.signal,
       );
     } catch (err) {
@@ -148,9 +155,13 @@ export class UntypedActorRef {
       // Fast path to a live activation; the placement service's inbox watcher is the durable path.
       const hint = natsHeaders();
       hint.set(Header.MSG_TYPE, MAIL_HINT_TYPE);
-      this.transport.nc.publish(actorSubject(this.transport.cluster, this.address), encodeJson({ seq: ack.seq }), {
-        headers: hint,
-      });
+      this.transport.nc.publish(
+        actorSubject(this.transport.cluster, this.address),
+        encodeJson({ seq: ack.seq }),
+        {
+          headers: hint,
+        },
+      );
     }
     return { seq: ack.seq, duplicate: ack.duplicate };
   }

@@ -81,7 +81,8 @@ export class ActorSystem implements RefFactory {
     const hosting = options.hosting ?? [];
     const kinds = new Set<string>();
     for (const d of hosting) {
-      if (kinds.has(d.kind)) throw new TroupeError('INVALID_ARGUMENT', `hosting: kind '${d.kind}' is listed twice`);
+      if (kinds.has(d.kind))
+        throw new TroupeError('INVALID_ARGUMENT', `hosting: kind '${d.kind}' is listed twice`);
       kinds.add(d.kind);
     }
     const log = (options.logger ?? noopLogger).child({ hostId });
@@ -97,7 +98,8 @@ export class ActorSystem implements RefFactory {
       const states = new StateStore(infra.state);
       const incarnation = randomBytes(8).toString('hex');
       const refsFor = (sender: ActorAddress): RefFactory => ({
-        ref: (def, id) => new ActorRef(new UntypedActorRef({ kind: def.kind, id }, transport, sender)),
+        ref: (def, id) =>
+          new ActorRef(new UntypedActorRef({ kind: def.kind, id }, transport, sender)),
         refOf: (addr) => new UntypedActorRef(addr, transport, sender),
       });
       const host =
@@ -120,7 +122,10 @@ export class ActorSystem implements RefFactory {
       let placer: LocalPlacer | undefined;
       if (placement === 'local') {
         if (!host) {
-          throw new TroupeError('INVALID_ARGUMENT', "placement: 'local' needs at least one hosted kind");
+          throw new TroupeError(
+            'INVALID_ARGUMENT',
+            "placement: 'local' needs at least one hosted kind",
+          );
         }
         placer = new LocalPlacer({
           transport,
@@ -130,9 +135,13 @@ export class ActorSystem implements RefFactory {
           log: log.child({ component: 'placer' }),
           selectHost: async (addr) => {
             if (!host.kinds.includes(addr.kind)) {
-              throw new TroupeError('UNAVAILABLE', `no host for kind '${addr.kind}' (local placement)`, {
-                retryable: false,
-              });
+              throw new TroupeError(
+                'UNAVAILABLE',
+                `no host for kind '${addr.kind}' (local placement)`,
+                {
+                  retryable: false,
+                },
+              );
             }
             return { hostId, incarnation };
           },
@@ -218,6 +227,8 @@ async function connectNats(options: ActorSystemOptions): Promise<NatsConnection>
   try {
     return await connect(opts);
   } catch (err) {
-    throw new TroupeError('UNAVAILABLE', `cannot connect to NATS at ${String(opts.servers)}`, { cause: err });
+    throw new TroupeError('UNAVAILABLE', `cannot connect to NATS at ${String(opts.servers)}`, {
+      cause: err,
+    });
   }
 }

@@ -74,7 +74,9 @@ export class Directory {
     const key = directoryKey(addr);
     const data = encodeJson(DirectoryEntrySchema.parse(next));
     try {
-      return revision === 0 ? await this.createOrUpdateDeleted(key, data) : await this.kv.update(key, data, revision);
+      return revision === 0
+        ? await this.createOrUpdateDeleted(key, data)
+        : await this.kv.update(key, data, revision);
     } catch (err) {
       if (isWrongLastSequence(err)) return undefined;
       throw new TroupeError('UNAVAILABLE', 'directory write failed', { cause: err });

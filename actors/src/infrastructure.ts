@@ -62,7 +62,10 @@ export async function ensureInfrastructure(
   return { directory, state };
 }
 
-async function ensureStream(jsm: JetStreamManager, config: Partial<StreamConfig> & { name: string }): Promise<void> {
+async function ensureStream(
+  jsm: JetStreamManager,
+  config: Partial<StreamConfig> & { name: string },
+): Promise<void> {
   try {
     await jsm.streams.info(config.name);
     return;

@@ -38,7 +38,9 @@ import {
 import { type Transport } from './internal/transport';
 
 /** Chooses the host for an activation; throws UNAVAILABLE when nothing fits. */
-export type HostSelector = (addr: ActorAddress) => Promise<{ hostId: string; incarnation?: string }>;
+export type HostSelector = (
+  addr: ActorAddress,
+) => Promise<{ hostId: string; incarnation?: string }>;
 
 /** Options of {@link LocalPlacer}. */
 export interface LocalPlacerOptions {
@@ -116,7 +118,9 @@ export class LocalPlacer {
         if (err) return;
         let addr: ActorAddress;
         try {
-          addr = parseWith(ActivateRequestSchema, decodeJson(msg.data), { prefix: 'activate' }).addr;
+          addr = parseWith(ActivateRequestSchema, decodeJson(msg.data), {
+            prefix: 'activate',
+          }).addr;
         } catch (e) {
           msg.respond(new Uint8Array(), { headers: encodeErrorHeaders(e) });
           return;
@@ -164,13 +168,18 @@ export class LocalPlacer {
     while (Date.now() < deadline) {
       const { entry, revision } = await this.options.directory.get(addr);
       if (entry.state === 'STOPPED') {
-        throw new TroupeError('UNAVAILABLE', `${key} is STOPPED: ${entry.reason ?? 'no reason recorded'}`, {
-          retryable: false,
-        });
+        throw new TroupeError(
+          'UNAVAILABLE',
+          `${key} is STOPPED: ${entry.reason ?? 'no reason recorded'}`,
+          {
+            retryable: false,
+          },
+        );
       }
       if (isLiveState(entry.state) && entry.hostId) {
         const alive = await this.hostAlive(entry.hostId, entry.incarnation);
-        const stuck = entry.state === 'ACTIVATING' && Date.now() - entry.updatedAtMs > this.activationTimeoutMs;
+        const stuck =
+          entry.state === 'ACTIVATING' && Date.now() - entry.updatedAtMs > this.activationTimeoutMs;
         if (alive && !stuck) {
           if (entry.state !== 'ACTIVATING') return { hostId: entry.hostId, epoch: entry.epoch };
           // Someone else is activating it: wait for that to finish.
@@ -213,7 +222,8 @@ export class LocalPlacer {
         this.options.log.warn({ err: error, actor: key, failures }, 'activation failed');
         const current = await this.options.directory.get(addr);
         if (current.entry.epoch !== epoch) continue; // someone moved on; look again
-        const stop = failures >= this.maxAttempts || (!error.retryable && error.code !== 'UNAVAILABLE');
+        const stop =
+          failures >= this.maxAttempts || (!error.retryable && error.code !== 'UNAVAILABLE');
         await this.options.directory.compareAndSet(addr, current.revision, {
           state: stop ? 'STOPPED' : 'SLEEPING',
           epoch,
@@ -250,7 +260,9 @@ export class LocalPlacer {
     }
     const { nc, cluster } = this.options.transport;
     try {
-      const reply = await nc.request(hostSubject(cluster, hostId, 'ping'), encodeJson({}), { timeout: 1_000 });
+      const reply = await nc.request(hostSubject(cluster, hostId, 'ping'), encodeJson({}), {
+        timeout: 1_000,
+      });
       const pong = HostPingReplySchema.parse(decodeJson(reply.data));
       this.alive.set(hostId, { incarnation: pong.incarnation, atMs: Date.now() });
       return incarnation === undefined || pong.incarnation === incarnation;
@@ -330,9 +342,13 @@ export class LocalPlacer {
   private hint(addr: ActorAddress, seq: number): void {
     const h = natsHeaders();
     h.set(Header.MSG_TYPE, MAIL_HINT_TYPE);
-    this.options.transport.nc.publish(actorSubject(this.options.transport.cluster, addr), encodeJson({ seq }), {
-      headers: h,
-    });
+    this.options.transport.nc.publish(
+      actorSubject(this.options.transport.cluster, addr),
+      encodeJson({ seq }),
+      {
+        headers: h,
+      },
+    );
   }
 
   // ---- recovery -----------------------------------------------------------------------------
@@ -373,10 +389,13 @@ export class LocalPlacer {
 
   private async hasPending(addr: ActorAddress): Promise<boolean> {
     const state = await this.options.states.read(addr);
-    const next = await this.options.jsm.direct.getMessage(inboxStreamName(this.options.transport.cluster), {
-      next_by_subj: inboxSubject(this.options.transport.cluster, addr),
-      seq: (state?.record.cursor ?? 0) + 1,
-    });
+    const next = await this.options.jsm.direct.getMessage(
+      inboxStreamName(this.options.transport.cluster),
+      {
+        next_by_subj: inboxSubject(this.options.transport.cluster, addr),
+        seq: (state?.record.cursor ?? 0) + 1,
+      },
+    );
     return next !== null;
   }
 }

@@ -73,7 +73,11 @@ export class StateStore {
       if (!current) return { record: undefined, revision: 0 };
       const claimed: StateRecord = { ...current.record, epoch };
       try {
-        const revision = await this.kv.update(stateKey(addr), encodeJson(claimed), current.revision);
+        const revision = await this.kv.update(
+          stateKey(addr),
+          encodeJson(claimed),
+          current.revision,
+        );
         return { record: claimed, revision };
       } catch (err) {
         if (!isWrongLastSequence(err)) throw storeError(err);
@@ -90,7 +94,9 @@ export class StateStore {
     const key = stateKey(addr);
     const data = encodeJson(record);
     try {
-      return revision === 0 ? await this.kv.create(key, data) : await this.kv.update(key, data, revision);
+      return revision === 0
+        ? await this.kv.create(key, data)
+        : await this.kv.update(key, data, revision);
     } catch (err) {
       if (isWrongLastSequence(err)) {
         throw new FencedError(addr, `state revision ${revision} is no longer current`);

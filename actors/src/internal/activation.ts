@@ -12,7 +12,12 @@ import {
   toTroupeError,
   TroupeError,
 } from '@troupe/proto';
-import { headers as natsHeaders, type Msg, type MsgHdrs, type Subscription } from '@nats-io/transport-node';
+import {
+  headers as natsHeaders,
+  type Msg,
+  type MsgHdrs,
+  type Subscription,
+} from '@nats-io/transport-node';
 import { type JetStreamManager, type StoredMsg } from '@nats-io/jetstream';
 import { type AnyActorDefinition, type HandlerResult } from '../actor-definition';
 import { type ActorContext, type InboxMessage, type MessageInfo } from '../actor-context';
@@ -102,15 +107,19 @@ export class Activation {
     }
     this.state = loaded ? loaded.data : this.def.initialState(this.address.id);
 
-    this.sub = this.host.transport.nc.subscribe(actorSubject(this.host.transport.cluster, this.address), {
-      callback: (err, msg) => {
-        if (!err) this.onCoreMessage(msg);
+    this.sub = this.host.transport.nc.subscribe(
+      actorSubject(this.host.transport.cluster, this.address),
+      {
+        callback: (err, msg) => {
+          if (!err) this.onCoreMessage(msg);
+        },
       },
-    });
+    );
     if (this.def.onActivate) {
       const ctx = this.context({ type: '$activate', via: 'tell' }, false);
       const result = await this.def.onActivate(ctx, this.state);
-      if (result?.state !== undefined) await this.commitState(this.validated(result.state), this.cursor);
+      if (result?.state !== undefined)
+        await this.commitState(this.validated(result.state), this.cursor);
     }
     if (!(await this.tryMarkIdleAtHint())) await this.markDirectory('ACTIVATING', 'IDLE');
     this.schedule();
@@ -133,7 +142,10 @@ export class Activation {
     if (this.ended) return;
     if (this.def.onDeactivate) {
       try {
-        await this.def.onDeactivate(this.context({ type: '$deactivate', via: 'tell' }, false), this.state);
+        await this.def.onDeactivate(
+          this.context({ type: '$deactivate', via: 'tell' }, false),
+          this.state,
+        );
       } catch (err) {
         this.log.warn({ err }, 'onDeactivate failed');
       }
@@ -155,7 +167,8 @@ export class Activation {
     this.sub?.unsubscribe();
     this.abort.abort(new TroupeError('CANCELLED', `${this.key} was fenced by a newer activation`));
     for (const item of this.queue.splice(0)) {
-      if (item.via === 'ask') this.replyError(item.msg, new TroupeError('UNAVAILABLE', `${this.key} moved`));
+      if (item.via === 'ask')
+        this.replyError(item.msg, new TroupeError('UNAVAILABLE', `${this.key} moved`));
     }
     this.end('fenced');
   }
@@ -176,7 +189,8 @@ export class Activation {
 
   private onCoreMessage(msg: Msg): void {
     if (this.stopping) {
-      if (msg.reply) this.replyError(msg, new TroupeError('UNAVAILABLE', `${this.key} is passivating`));
+      if (msg.reply)
+        this.replyError(msg, new TroupeError('UNAVAILABLE', `${this.key} is passivating`));
       return;
     }
     const type = msg.headers?.get(Header.MSG_TYPE) ?? '';
@@ -281,7 +295,10 @@ export class Activation {
       this.failures.set(stored.seq, attempts);
       const error = toTroupeError(err);
       this.log.warn({ err, seq: stored.seq, attempts }, 'handler failed on a posted message');
-      if (attempts >= this.def.maxAttempts || !error.retryable && error.code === 'INVALID_ARGUMENT') {
+      if (
+        attempts >= this.def.maxAttempts ||
+        (!error.retryable && error.code === 'INVALID_ARGUMENT')
+      ) {
         this.failures.delete(stored.seq);
         await this.deadLetter(stored, error, attempts);
       } else {
@@ -336,7 +353,8 @@ export class Activation {
     const h = natsHeaders();
     encodeErrorHeaders(error, h);
     h.set(Header.ORIGINAL_SEQ, String(stored.seq));
-    if (stored.header?.get(Header.MSG_TYPE)) h.set(Header.MSG_TYPE, stored.header.get(Header.MSG_TYPE));
+    if (stored.header?.get(Header.MSG_TYPE))
+      h.set(Header.MSG_TYPE, stored.header.get(Header.MSG_TYPE));
     await this.host.transport.js.publish(
       deadLetterSubject(this.host.transport.cluster, this.address),
       stored.data,
@@ -356,7 +374,8 @@ export class Activation {
       payload = this.validate(item.type, decodeJson(item.msg.data));
     } catch (err) {
       if (item.via === 'ask') this.replyError(item.msg, toTroupeError(err));
-      else this.log.warn({ err, type: item.type }, 'invalid message dropped (tell is at most once)');
+      else
+        this.log.warn({ err, type: item.type }, 'invalid message dropped (tell is at most once)');
       return;
     }
     const sender = item.msg.headers?.get(Header.SENDER);
@@ -376,7 +395,8 @@ export class Activation {
       if (item.via === 'ask') item.msg.respond(encodeJson(result?.reply));
     } catch (err) {
       if (isFenced(err)) {
-        if (item.via === 'ask') this.replyError(item.msg, new TroupeError('UNAVAILABLE', `${this.key} moved`));
+        if (item.via === 'ask')
+          this.replyError(item.msg, new TroupeError('UNAVAILABLE', `${this.key} moved`));
         throw err;
       }
       const error = toTroupeError(err);
@@ -398,7 +418,8 @@ export class Activation {
 
   private async runHandler(turn: Turn, payload: unknown): Promise<HandlerResult<unknown> | void> {
     const handler = (this.def.handlers as Record<string, AnyHandler>)[turn.info.type];
-    if (!handler) throw new TroupeError('INVALID_ARGUMENT', `unknown message type '${turn.info.type}'`);
+    if (!handler)
+      throw new TroupeError('INVALID_ARGUMENT', `unknown message type '${turn.info.type}'`);
     this.inTurn = true;
     if (this.def.trackRunning) await this.markDirectory('IDLE', 'RUNNING');
     try {
@@ -436,7 +457,12 @@ export class Activation {
 
   /** Commits state and cursor in one compare-and-set; a stale revision fences this activation. */
   async commitState(state: unknown, cursor: number, turn?: StateRecord['turn']): Promise<void> {
-    const record: StateRecord = { epoch: this.epoch, cursor, data: state, ...(turn ? { turn } : {}) };
+    const record: StateRecord = {
+      epoch: this.epoch,
+      cursor,
+      data: state,
+      ...(turn ? { turn } : {}),
+    };
     this.revision = await this.host.states.commit(this.address, this.revision, record);
     this.state = state;
     this.cursor = cursor;
@@ -497,7 +523,10 @@ export class Activation {
         entry.epoch === this.epoch &&
         (from === undefined ? entry.state !== 'SLEEPING' && entry.state !== 'STOPPED' : true);
       if (!ours) {
-        throw new FencedDirectory(this.address, `directory names ${entry.hostId ?? '-'} epoch ${entry.epoch}`);
+        throw new FencedDirectory(
+          this.address,
+          `directory names ${entry.hostId ?? '-'} epoch ${entry.epoch}`,
+        );
       }
       if (entry.state === to) return;
       const next =
@@ -536,7 +565,11 @@ export class Activation {
 }
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
-type AnyHandler = (ctx: ActorContext<any>, msg: any, state: any) => Promise<HandlerResult<unknown> | void> | HandlerResult<unknown> | void;
+type AnyHandler = (
+  ctx: ActorContext<any>,
+  msg: any,
+  state: any,
+) => Promise<HandlerResult<unknown> | void> | HandlerResult<unknown> | void;
 
 class FencedDirectory extends TroupeError {
   constructor(addr: ActorAddress, detail: string) {

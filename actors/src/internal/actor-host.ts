@@ -134,28 +134,43 @@ export class ActorHost implements ActivationHost {
    * Activates `addr` at `epoch` on this host. Idempotent for the same epoch; an older local
    * activation of the same actor is fenced first.
    */
-  async activate(addr: ActorAddress, epoch: number, directoryRevision?: number): Promise<Activation> {
+  async activate(
+    addr: ActorAddress,
+    epoch: number,
+    directoryRevision?: number,
+  ): Promise<Activation> {
     if (this.closing) throw new TroupeError('UNAVAILABLE', `host ${this.hostId} is shutting down`);
     const def = this.defs.get(addr.kind);
     if (!def) {
-      throw new TroupeError('UNAVAILABLE', `host ${this.hostId} does not host kind '${addr.kind}'`, {
-        retryable: false,
-      });
+      throw new TroupeError(
+        'UNAVAILABLE',
+        `host ${this.hostId} does not host kind '${addr.kind}'`,
+        {
+          retryable: false,
+        },
+      );
     }
     const key = formatAddress(addr);
     const existing = this.live.get(key);
     if (existing && existing.epoch === epoch) return existing;
     if (existing && existing.epoch > epoch) {
-      throw new TroupeError('UNAVAILABLE', `stale activation request for ${key} (epoch ${epoch} < ${existing.epoch})`, {
-        retryable: false,
-      });
+      throw new TroupeError(
+        'UNAVAILABLE',
+        `stale activation request for ${key} (epoch ${epoch} < ${existing.epoch})`,
+        {
+          retryable: false,
+        },
+      );
     }
     existing?.fence();
     const inFlight = this.starting.get(key);
     if (inFlight) return inFlight;
     const limit = this.options.slots[addr.kind];
     if (limit !== undefined && (this.countByKind()[addr.kind] ?? 0) >= limit) {
-      throw new TroupeError('UNAVAILABLE', `host ${this.hostId} has no free ${addr.kind} slot (${limit})`);
+      throw new TroupeError(
+        'UNAVAILABLE',
+        `host ${this.hostId} has no free ${addr.kind} slot (${limit})`,
+      );
     }
     const activation = new Activation(def, addr.id, epoch, this, directoryRevision);
     const start = (async () => {
@@ -199,7 +214,9 @@ export class ActorHost implements ActivationHost {
     const outcome = await Promise.race([stopped.then(() => 'done' as const), grace]);
     clearTimeout(timer);
     if (outcome === 'timeout') {
-      const reason = new TroupeError('CANCELLED', 'host shutting down', { details: { reason: 'shutdown' } });
+      const reason = new TroupeError('CANCELLED', 'host shutting down', {
+        details: { reason: 'shutdown' },
+      });
       for (const a of this.live.values()) a.abortTurn(reason);
       await stopped;
     }

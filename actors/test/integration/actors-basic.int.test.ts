@@ -1,7 +1,18 @@
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
-import { deadLetterStreamName, deadLetterSubject, decodeErrorHeaders, isTimeout, type TroupeError } from '@troupe/proto';
-import { randomClusterName, startNatsServer, waitFor, type NatsServerHandle } from '@troupe/testkit';
+import {
+  deadLetterStreamName,
+  deadLetterSubject,
+  decodeErrorHeaders,
+  isTimeout,
+  type TroupeError,
+} from '@troupe/proto';
+import {
+  randomClusterName,
+  startNatsServer,
+  waitFor,
+  type NatsServerHandle,
+} from '@troupe/testkit';
 import { type PostReceipt } from '../../src/actor-ref';
 import { ActorSystem } from '../../src/actor-system';
 import { Counter, Sleepy } from '../fixtures/counter';
@@ -38,22 +49,30 @@ test('ask activates a sleeping actor and gets a typed reply', async () => {
 test('posts from one sender are applied in order, and a re-posted dedupeId is dropped', async () => {
   const c = system.ref(Counter, 'ordered');
   const receipts: PostReceipt[] = [];
-  for (let i = 1; i <= 30; i++) receipts.push(await c.post('add', { by: i }, { dedupeId: `m-${i}` }));
+  for (let i = 1; i <= 30; i++)
+    receipts.push(await c.post('add', { by: i }, { dedupeId: `m-${i}` }));
   const again = await c.post('add', { by: 7 }, { dedupeId: 'm-7' });
   expect(again.duplicate).toBe(true);
   expect(again.seq).toBe(receipts[6]!.seq);
-  await waitFor(async () => (await system.states.read(c.address))?.record.cursor === receipts[29]!.seq, {
-    timeoutMs: 10_000,
-  });
+  await waitFor(
+    async () => (await system.states.read(c.address))?.record.cursor === receipts[29]!.seq,
+    {
+      timeoutMs: 10_000,
+    },
+  );
   const stored = await system.states.read(c.address);
-  expect((stored!.record.data as { log: number[] }).log).toEqual(Array.from({ length: 30 }, (_, i) => i + 1));
+  expect((stored!.record.data as { log: number[] }).log).toEqual(
+    Array.from({ length: 30 }, (_, i) => i + 1),
+  );
   expect(await c.ask('get', {})).toBe(465);
 });
 
 test('post wakes a sleeping actor without any ask', async () => {
   const c = system.ref(Counter, 'woken');
   const r = await c.post('add', { by: 5 });
-  await waitFor(async () => (await system.states.read(c.address))?.record.cursor === r.seq, { timeoutMs: 10_000 });
+  await waitFor(async () => (await system.states.read(c.address))?.record.cursor === r.seq, {
+    timeoutMs: 10_000,
+  });
   expect(system.activationCount).toBe(1);
 });
 
@@ -69,7 +88,10 @@ test('bad payloads are rejected with INVALID_ARGUMENT naming the field; the host
 
 test('a handler error becomes an error reply and never kills the host', async () => {
   const c = system.ref(Counter, 'errs');
-  await expect(c.ask('fail', { code: 'boom' })).rejects.toMatchObject({ code: 'INTERNAL', message: 'boom' });
+  await expect(c.ask('fail', { code: 'boom' })).rejects.toMatchObject({
+    code: 'INTERNAL',
+    message: 'boom',
+  });
   expect(await c.ask('add', { by: 3 })).toBe(3);
 });
 
@@ -86,14 +108,16 @@ test('poison and invalid posts go to the dead-letter stream with their error; la
   try {
     const jsm = await jetstreamManager(nc);
     const stream = deadLetterStreamName(cluster);
-    await waitFor(async () => (await jsm.streams.info(stream)).state.messages === 2, { timeoutMs: 5_000 });
+    await waitFor(async () => (await jsm.streams.info(stream)).state.messages === 2, {
+      timeoutMs: 5_000,
+    });
     const subject = deadLetterSubject(cluster, c.address);
     const first = await jsm.streams.getMessage(stream, { seq: 1 });
     const second = await jsm.streams.getMessage(stream, { seq: 2 });
     const errors = [first, second].map((m) => decodeErrorHeaders(m!.header));
     expect([first!.subject, second!.subject]).toEqual([subject, subject]);
     const bySeq = new Map(
-      [first, second].map((m, i) => [Number(m!.header!.get('Troupe-Original-Seq')), errors[i]]),
+      [first, second].map((m, i) => [Number(m!.header.get('Troupe-Original-Seq')), errors[i]]),
     );
     expect(bySeq.get(bad.seq)).toMatchObject({ code: 'INTERNAL', message: 'boom' });
     expect(bySeq.get(invalid.seq)).toMatchObject({ code: 'INVALID_ARGUMENT' });
@@ -106,7 +130,9 @@ test('poison and invalid posts go to the dead-letter stream with their error; la
 test('ask times out with TIMEOUT and can be aborted', async () => {
   const c = system.ref(Counter, 'slowpoke');
   const started = Date.now();
-  const err = (await c.ask('slow', { ms: 5_000 }, { timeoutMs: 300 }).catch((e: unknown) => e)) as TroupeError;
+  const err = (await c
+    .ask('slow', { ms: 5_000 }, { timeoutMs: 300 })
+    .catch((e: unknown) => e)) as TroupeError;
   expect(isTimeout(err)).toBe(true);
   expect(Date.now() - started).toBeLessThan(3_000);
   const ac = new AbortController();
@@ -119,20 +145,25 @@ test('requireIdle asks get BUSY while a turn runs', async () => {
   const c = system.ref(Counter, 'busy');
   await c.ask('get', {});
   const slow = c.ask('slow', { ms: 1_000 });
-  await waitFor(async () => {
-    const r = await c.ask('get', {}, { requireIdle: true }).then(
-      () => 'idle',
-      (e: TroupeError) => e.code,
-    );
-    return r === 'BUSY';
-  }, { timeoutMs: 5_000 });
+  await waitFor(
+    async () => {
+      const r = await c.ask('get', {}, { requireIdle: true }).then(
+        () => 'idle',
+        (e: TroupeError) => e.code,
+      );
+      return r === 'BUSY';
+    },
+    { timeoutMs: 5_000 },
+  );
   await slow;
 });
 
 test('idle activations passivate and come back with the same state', async () => {
   const s = system.ref(Sleepy, 's1');
   expect(await s.ask('add', { by: 9 })).toBe(9);
-  await waitFor(async () => (await system.directory.get(s.address)).entry.state === 'SLEEPING', { timeoutMs: 5_000 });
+  await waitFor(async () => (await system.directory.get(s.address)).entry.state === 'SLEEPING', {
+    timeoutMs: 5_000,
+  });
   expect(system.activationCount).toBe(0);
   expect(await s.ask('add', { by: 1 })).toBe(10);
   expect((await system.directory.get(s.address)).entry.epoch).toBe(2);

@@ -2,7 +2,12 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { connect } from '@nats-io/transport-node';
 import { hostSubject } from '@troupe/proto';
-import { randomClusterName, startNatsServer, waitFor, type NatsServerHandle } from '@troupe/testkit';
+import {
+  randomClusterName,
+  startNatsServer,
+  waitFor,
+  type NatsServerHandle,
+} from '@troupe/testkit';
 import { z } from 'zod';
 import { defineActor } from '../../src/actor-definition';
 import { ActorSystem } from '../../src/actor-system';
@@ -18,8 +23,18 @@ afterAll(async () => {
 
 test('two hosts racing to activate the same addresses give exactly one activation each', async () => {
   const cluster = randomClusterName();
-  const a = await ActorSystem.start({ cluster, servers: server.url, hostId: 'host-a', hosting: [Counter] });
-  const b = await ActorSystem.start({ cluster, servers: server.url, hostId: 'host-b', hosting: [Counter] });
+  const a = await ActorSystem.start({
+    cluster,
+    servers: server.url,
+    hostId: 'host-a',
+    hosting: [Counter],
+  });
+  const b = await ActorSystem.start({
+    cluster,
+    servers: server.url,
+    hostId: 'host-b',
+    hosting: [Counter],
+  });
   try {
     const ids = Array.from({ length: 10 }, (_, i) => `race-${i}`);
     const asks = ids.flatMap((id) => [
@@ -37,7 +52,12 @@ test('two hosts racing to activate the same addresses give exactly one activatio
 
 test("a stale (partitioned) host's write is rejected and it stops itself", async () => {
   const cluster = randomClusterName();
-  const a = await ActorSystem.start({ cluster, servers: server.url, hostId: 'old', hosting: [Counter] });
+  const a = await ActorSystem.start({
+    cluster,
+    servers: server.url,
+    hostId: 'old',
+    hosting: [Counter],
+  });
   const b = await ActorSystem.start({
     cluster,
     servers: server.url,
@@ -67,7 +87,10 @@ test("a stale (partitioned) host's write is rejected and it stops itself", async
       { timeout: 5_000 },
     );
     ref.tell('add', { by: 5 });
-    await waitFor(() => a.activationCount === 0, { timeoutMs: 5_000, message: 'old activation not fenced' });
+    await waitFor(() => a.activationCount === 0, {
+      timeoutMs: 5_000,
+      message: 'old activation not fenced',
+    });
     const stored = await a.states.read(ref.address);
     expect(stored!.record.epoch).toBe(2);
     expect((stored!.record.data as { count: number }).count).toBe(6);
@@ -88,19 +111,26 @@ const Journal = defineActor({
   },
 });
 
-function startHostProcess(cluster: string, hostId: string): { child: ChildProcess; lines: string[] } {
-  const child = spawn(process.execPath, [path.join(__dirname, '../fixtures/host-process.js'), server.url, cluster, hostId], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+function startHostProcess(
+  cluster: string,
+  hostId: string,
+): { child: ChildProcess; lines: string[] } {
+  const child = spawn(
+    process.execPath,
+    [path.join(__dirname, '../fixtures/host-process.js'), server.url, cluster, hostId],
+    {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   const lines: string[] = [];
   let buf = '';
-  child.stdout!.on('data', (d: Buffer) => {
+  child.stdout.on('data', (d: Buffer) => {
     buf += d.toString();
     const parts = buf.split('\n');
     buf = parts.pop()!;
     lines.push(...parts);
   });
-  child.stderr!.on('data', (d: Buffer) => lines.push(`ERR ${d.toString()}`));
+  child.stderr.on('data', (d: Buffer) => lines.push(`ERR ${d.toString()}`));
   return { child, lines };
 }
 
@@ -109,7 +139,10 @@ test('kill -9 of the host mid-turn: the message is applied exactly once after re
   const { child, lines } = startHostProcess(cluster, 'doomed');
   let survivor: ActorSystem | undefined;
   try {
-    await waitFor(() => lines.includes('READY'), { timeoutMs: 15_000, message: `host did not start: ${lines.join('\n')}` });
+    await waitFor(() => lines.includes('READY'), {
+      timeoutMs: 15_000,
+      message: `host did not start: ${lines.join('\n')}`,
+    });
     const client = await ActorSystem.start({ cluster, servers: server.url });
     try {
       await client.ref(Journal, 'j1').post('append', { entry: 'first' }, { dedupeId: 'e-1' });
@@ -139,10 +172,17 @@ test('kill -9 of the host mid-turn: the message is applied exactly once after re
     expect(stored!.record.epoch).toBe(2);
     // And it keeps working; the message is not applied a second time.
     await survivor.ref(Journal, 'j1').post('append', { entry: 'second' });
-    await waitFor(async () => ((await survivor!.states.read(addr))?.record.data as { entries: string[] }).entries.length === 2, {
-      timeoutMs: 10_000,
+    await waitFor(
+      async () =>
+        ((await survivor!.states.read(addr))?.record.data as { entries: string[] }).entries
+          .length === 2,
+      {
+        timeoutMs: 10_000,
+      },
+    );
+    expect((await survivor.states.read(addr))!.record.data).toEqual({
+      entries: ['first', 'second'],
     });
-    expect((await survivor.states.read(addr))!.record.data).toEqual({ entries: ['first', 'second'] });
   } finally {
     if (child.exitCode === null) child.kill('SIGKILL');
     await survivor?.shutdown({ graceMs: 500 });
@@ -158,9 +198,14 @@ test('posts sent while no placer runs are delivered once a host with a placer st
   const host = await ActorSystem.start({ cluster, servers: server.url, hosting: [Journal] });
   try {
     const addr = { kind: 'journal', id: 'late' };
-    await waitFor(async () => ((await host.states.read(addr))?.record.data as { entries?: string[] } | undefined)?.entries?.length === 2, {
-      timeoutMs: 10_000,
-    });
+    await waitFor(
+      async () =>
+        ((await host.states.read(addr))?.record.data as { entries?: string[] } | undefined)?.entries
+          ?.length === 2,
+      {
+        timeoutMs: 10_000,
+      },
+    );
     expect((await host.states.read(addr))!.record.data).toEqual({ entries: ['a', 'b'] });
   } finally {
     await host.shutdown({ graceMs: 500 });

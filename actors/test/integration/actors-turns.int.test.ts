@@ -1,4 +1,9 @@
-import { randomClusterName, startNatsServer, waitFor, type NatsServerHandle } from '@troupe/testkit';
+import {
+  randomClusterName,
+  startNatsServer,
+  waitFor,
+  type NatsServerHandle,
+} from '@troupe/testkit';
 import { z } from 'zod';
 import { defineActor } from '../../src/actor-definition';
 import { ActorSystem } from '../../src/actor-system';
@@ -39,7 +44,9 @@ const Loop = defineActor({
       }
       return { state: s };
     },
-    note: (_ctx, msg, state) => ({ state: { ...state, inbox: [...state.inbox, `late:${msg.text}`] } }),
+    note: (_ctx, msg, state) => ({
+      state: { ...state, inbox: [...state.inbox, `late:${msg.text}`] },
+    }),
   },
   maxAttempts: 5,
 });
@@ -52,7 +59,11 @@ async function step(): Promise<void> {
 }
 
 test('drainInbox hands mid-turn posts to the running turn, and they are not delivered again', async () => {
-  const system = await ActorSystem.start({ cluster: randomClusterName(), servers: server.url, hosting: [Loop] });
+  const system = await ActorSystem.start({
+    cluster: randomClusterName(),
+    servers: server.url,
+    hosting: [Loop],
+  });
   try {
     const ref = system.ref(Loop, 'l1');
     crashAfterStep = undefined;
@@ -61,13 +72,19 @@ test('drainInbox hands mid-turn posts to the running turn, and they are not deli
     await ref.post('note', { text: 'a' });
     await ref.post('note', { text: 'b' });
     await step();
-    await waitFor(async () => ((await system.states.read(ref.address))?.record.cursor ?? 0) > run.seq, {
-      timeoutMs: 5_000,
-    });
+    await waitFor(
+      async () => ((await system.states.read(ref.address))?.record.cursor ?? 0) > run.seq,
+      {
+        timeoutMs: 5_000,
+      },
+    );
     const after = await ref.post('note', { text: 'c' });
-    await waitFor(async () => (await system.states.read(ref.address))?.record.cursor === after.seq, {
-      timeoutMs: 5_000,
-    });
+    await waitFor(
+      async () => (await system.states.read(ref.address))?.record.cursor === after.seq,
+      {
+        timeoutMs: 5_000,
+      },
+    );
     const { record } = (await system.states.read(ref.address))!;
     expect(record.data).toEqual({ steps: 2, inbox: ['a', 'b', 'late:c'], resumed: false });
   } finally {
@@ -76,7 +93,11 @@ test('drainInbox hands mid-turn posts to the running turn, and they are not deli
 });
 
 test('a turn that fails after a checkpoint is replayed with resumed=true from the checkpointed state', async () => {
-  const system = await ActorSystem.start({ cluster: randomClusterName(), servers: server.url, hosting: [Loop] });
+  const system = await ActorSystem.start({
+    cluster: randomClusterName(),
+    servers: server.url,
+    hosting: [Loop],
+  });
   try {
     const ref = system.ref(Loop, 'l2');
     crashAfterStep = 1;
