@@ -1,2 +1,172 @@
-/** @packageDocumentation @troupe/proto: Wire contracts: subjects, names, errors and the gRPC job API. */
-export const PACKAGE_NAME = '@troupe/proto';
+/**
+ * @packageDocumentation
+ * `@troupe/proto`: the wire contracts of Troupe — subject, stream and bucket names, NATS header
+ * names, the error model and its one wire codec (NATS headers, gRPC status), and the gRPC job API
+ * (`troupe/v1/jobs.proto`) with its generated types.
+ */
+
+export {
+  cancelledError,
+  CancelReason,
+  ErrorCode,
+  errorCode,
+  type FieldIssue,
+  fromAbortSignal,
+  fromZodError,
+  hasErrorCode,
+  invalidArgument,
+  isBudgetExhausted,
+  isBusy,
+  isCancelled,
+  isErrorCode,
+  isInvalidArgument,
+  isNotFound,
+  isRetryable,
+  isTimeout,
+  isTroupeError,
+  isUnavailable,
+  parseWith,
+  timeoutError,
+  toTroupeError,
+  TroupeError,
+  type TroupeErrorJson,
+  type TroupeErrorOptions,
+  type ZodErrorOptions,
+} from './errors';
+export { Header } from './headers';
+export {
+  decodeErrorHeaders,
+  encodeErrorHeaders,
+  fromGrpcError,
+  GrpcErrorMetadataKey,
+  type GrpcServiceError,
+  grpcStatusFor,
+  toGrpcServiceError,
+} from './wire-error-codec';
+export {
+  type ActorAddress,
+  actorSubject,
+  actorSubjectFilter,
+  actorSubjectPrefix,
+  CoordService,
+  coordSubject,
+  coordSubjectFilter,
+  deadLetterStreamName,
+  deadLetterSubject,
+  deadLetterSubjectFilter,
+  directoryKey,
+  eventsStreamName,
+  eventsSubject,
+  eventsSubjectFilter,
+  formatAddress,
+  hostSubject,
+  hostSubjectFilter,
+  HostVerb,
+  inboxStreamName,
+  inboxSubject,
+  inboxSubjectFilter,
+  KvBucket,
+  kvBucketName,
+  NamePattern,
+  objectStoreName,
+  parseActorKey,
+  parseActorSubject,
+  parseAddress,
+  parseEventsSubject,
+  parseInboxSubject,
+  stateKey,
+  validateActorId,
+  validateActorKind,
+  validateAddress,
+  validateClusterName,
+  validateHostId,
+  validateJobId,
+} from './names';
+export {
+  JOB_API_LOADER_OPTIONS,
+  JOB_API_PROTO_FILE,
+  type JobApi,
+  jobApiIncludeDir,
+  loadJobApi,
+} from './job-api';
+
+// Generated job API types (proto-loader-gen-types). `X` is what you send (permissive: optional
+// fields, 64-bit integers as number | string | Long), `X__Output` what you receive (defaults
+// filled in, 64-bit integers as number, enums as their names).
+export type { ProtoGrpcType } from './generated/jobs';
+export type {
+  JobServiceClient,
+  JobServiceDefinition,
+  JobServiceHandlers,
+} from './generated/troupe/v1/JobService';
+export type {
+  NodeServiceClient,
+  NodeServiceDefinition,
+  NodeServiceHandlers,
+} from './generated/troupe/v1/NodeService';
+export type { ArtifactChunk, ArtifactChunk__Output } from './generated/troupe/v1/ArtifactChunk';
+export type {
+  CancelJobRequest,
+  CancelJobRequest__Output,
+} from './generated/troupe/v1/CancelJobRequest';
+export type {
+  CancelJobResponse,
+  CancelJobResponse__Output,
+} from './generated/troupe/v1/CancelJobResponse';
+export type {
+  DrainNodeRequest,
+  DrainNodeRequest__Output,
+} from './generated/troupe/v1/DrainNodeRequest';
+export type {
+  DrainNodeResponse,
+  DrainNodeResponse__Output,
+} from './generated/troupe/v1/DrainNodeResponse';
+export type {
+  GetArtifactRequest,
+  GetArtifactRequest__Output,
+} from './generated/troupe/v1/GetArtifactRequest';
+export type { GetJobRequest, GetJobRequest__Output } from './generated/troupe/v1/GetJobRequest';
+export type {
+  GetResultsRequest,
+  GetResultsRequest__Output,
+} from './generated/troupe/v1/GetResultsRequest';
+export type { Job, Job__Output } from './generated/troupe/v1/Job';
+export type { JobAggregate, JobAggregate__Output } from './generated/troupe/v1/JobAggregate';
+export type { JobEvent, JobEvent__Output } from './generated/troupe/v1/JobEvent';
+export type { JobProgress, JobProgress__Output } from './generated/troupe/v1/JobProgress';
+export type { JobResults, JobResults__Output } from './generated/troupe/v1/JobResults';
+export type {
+  ListJobsRequest,
+  ListJobsRequest__Output,
+} from './generated/troupe/v1/ListJobsRequest';
+export type {
+  ListJobsResponse,
+  ListJobsResponse__Output,
+} from './generated/troupe/v1/ListJobsResponse';
+export type {
+  ListNodesRequest,
+  ListNodesRequest__Output,
+} from './generated/troupe/v1/ListNodesRequest';
+export type {
+  ListNodesResponse,
+  ListNodesResponse__Output,
+} from './generated/troupe/v1/ListNodesResponse';
+export type { Node, Node__Output } from './generated/troupe/v1/Node';
+export type {
+  SubmitJobRequest,
+  SubmitJobRequest__Output,
+} from './generated/troupe/v1/SubmitJobRequest';
+export type {
+  SubmitJobResponse,
+  SubmitJobResponse__Output,
+} from './generated/troupe/v1/SubmitJobResponse';
+export type { TaskResult, TaskResult__Output } from './generated/troupe/v1/TaskResult';
+export type {
+  WatchJobRequest,
+  WatchJobRequest__Output,
+} from './generated/troupe/v1/WatchJobRequest';
+export { JobEventType, type JobEventType__Output } from './generated/troupe/v1/JobEventType';
+export { JobState, type JobState__Output } from './generated/troupe/v1/JobState';
+export { NodeState, type NodeState__Output } from './generated/troupe/v1/NodeState';
+export { SpecFormat, type SpecFormat__Output } from './generated/troupe/v1/SpecFormat';
+export { TaskStatus, type TaskStatus__Output } from './generated/troupe/v1/TaskStatus';

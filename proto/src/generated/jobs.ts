@@ -1,0 +1,74 @@
+import type * as grpc from '@grpc/grpc-js';
+import type { EnumTypeDefinition, MessageTypeDefinition } from '@grpc/proto-loader';
+
+import type { ArtifactChunk as _troupe_v1_ArtifactChunk, ArtifactChunk__Output as _troupe_v1_ArtifactChunk__Output } from './troupe/v1/ArtifactChunk';
+import type { CancelJobRequest as _troupe_v1_CancelJobRequest, CancelJobRequest__Output as _troupe_v1_CancelJobRequest__Output } from './troupe/v1/CancelJobRequest';
+import type { CancelJobResponse as _troupe_v1_CancelJobResponse, CancelJobResponse__Output as _troupe_v1_CancelJobResponse__Output } from './troupe/v1/CancelJobResponse';
+import type { DrainNodeRequest as _troupe_v1_DrainNodeRequest, DrainNodeRequest__Output as _troupe_v1_DrainNodeRequest__Output } from './troupe/v1/DrainNodeRequest';
+import type { DrainNodeResponse as _troupe_v1_DrainNodeResponse, DrainNodeResponse__Output as _troupe_v1_DrainNodeResponse__Output } from './troupe/v1/DrainNodeResponse';
+import type { GetArtifactRequest as _troupe_v1_GetArtifactRequest, GetArtifactRequest__Output as _troupe_v1_GetArtifactRequest__Output } from './troupe/v1/GetArtifactRequest';
+import type { GetJobRequest as _troupe_v1_GetJobRequest, GetJobRequest__Output as _troupe_v1_GetJobRequest__Output } from './troupe/v1/GetJobRequest';
+import type { GetResultsRequest as _troupe_v1_GetResultsRequest, GetResultsRequest__Output as _troupe_v1_GetResultsRequest__Output } from './troupe/v1/GetResultsRequest';
+import type { Job as _troupe_v1_Job, Job__Output as _troupe_v1_Job__Output } from './troupe/v1/Job';
+import type { JobAggregate as _troupe_v1_JobAggregate, JobAggregate__Output as _troupe_v1_JobAggregate__Output } from './troupe/v1/JobAggregate';
+import type { JobEvent as _troupe_v1_JobEvent, JobEvent__Output as _troupe_v1_JobEvent__Output } from './troupe/v1/JobEvent';
+import type { JobProgress as _troupe_v1_JobProgress, JobProgress__Output as _troupe_v1_JobProgress__Output } from './troupe/v1/JobProgress';
+import type { JobResults as _troupe_v1_JobResults, JobResults__Output as _troupe_v1_JobResults__Output } from './troupe/v1/JobResults';
+import type { JobServiceClient as _troupe_v1_JobServiceClient, JobServiceDefinition as _troupe_v1_JobServiceDefinition } from './troupe/v1/JobService';
+import type { ListJobsRequest as _troupe_v1_ListJobsRequest, ListJobsRequest__Output as _troupe_v1_ListJobsRequest__Output } from './troupe/v1/ListJobsRequest';
+import type { ListJobsResponse as _troupe_v1_ListJobsResponse, ListJobsResponse__Output as _troupe_v1_ListJobsResponse__Output } from './troupe/v1/ListJobsResponse';
+import type { ListNodesRequest as _troupe_v1_ListNodesRequest, ListNodesRequest__Output as _troupe_v1_ListNodesRequest__Output } from './troupe/v1/ListNodesRequest';
+import type { ListNodesResponse as _troupe_v1_ListNodesResponse, ListNodesResponse__Output as _troupe_v1_ListNodesResponse__Output } from './troupe/v1/ListNodesResponse';
+import type { Node as _troupe_v1_Node, Node__Output as _troupe_v1_Node__Output } from './troupe/v1/Node';
+import type { NodeServiceClient as _troupe_v1_NodeServiceClient, NodeServiceDefinition as _troupe_v1_NodeServiceDefinition } from './troupe/v1/NodeService';
+import type { SubmitJobRequest as _troupe_v1_SubmitJobRequest, SubmitJobRequest__Output as _troupe_v1_SubmitJobRequest__Output } from './troupe/v1/SubmitJobRequest';
+import type { SubmitJobResponse as _troupe_v1_SubmitJobResponse, SubmitJobResponse__Output as _troupe_v1_SubmitJobResponse__Output } from './troupe/v1/SubmitJobResponse';
+import type { TaskResult as _troupe_v1_TaskResult, TaskResult__Output as _troupe_v1_TaskResult__Output } from './troupe/v1/TaskResult';
+import type { WatchJobRequest as _troupe_v1_WatchJobRequest, WatchJobRequest__Output as _troupe_v1_WatchJobRequest__Output } from './troupe/v1/WatchJobRequest';
+
+type SubtypeConstructor<Constructor extends new (...args: any) => any, Subtype> = {
+  new(...args: ConstructorParameters<Constructor>): Subtype;
+};
+
+export interface ProtoGrpcType {
+  troupe: {
+    v1: {
+      ArtifactChunk: MessageTypeDefinition<_troupe_v1_ArtifactChunk, _troupe_v1_ArtifactChunk__Output>
+      CancelJobRequest: MessageTypeDefinition<_troupe_v1_CancelJobRequest, _troupe_v1_CancelJobRequest__Output>
+      CancelJobResponse: MessageTypeDefinition<_troupe_v1_CancelJobResponse, _troupe_v1_CancelJobResponse__Output>
+      DrainNodeRequest: MessageTypeDefinition<_troupe_v1_DrainNodeRequest, _troupe_v1_DrainNodeRequest__Output>
+      DrainNodeResponse: MessageTypeDefinition<_troupe_v1_DrainNodeResponse, _troupe_v1_DrainNodeResponse__Output>
+      GetArtifactRequest: MessageTypeDefinition<_troupe_v1_GetArtifactRequest, _troupe_v1_GetArtifactRequest__Output>
+      GetJobRequest: MessageTypeDefinition<_troupe_v1_GetJobRequest, _troupe_v1_GetJobRequest__Output>
+      GetResultsRequest: MessageTypeDefinition<_troupe_v1_GetResultsRequest, _troupe_v1_GetResultsRequest__Output>
+      Job: MessageTypeDefinition<_troupe_v1_Job, _troupe_v1_Job__Output>
+      JobAggregate: MessageTypeDefinition<_troupe_v1_JobAggregate, _troupe_v1_JobAggregate__Output>
+      JobEvent: MessageTypeDefinition<_troupe_v1_JobEvent, _troupe_v1_JobEvent__Output>
+      JobEventType: EnumTypeDefinition
+      JobProgress: MessageTypeDefinition<_troupe_v1_JobProgress, _troupe_v1_JobProgress__Output>
+      JobResults: MessageTypeDefinition<_troupe_v1_JobResults, _troupe_v1_JobResults__Output>
+      /**
+       * Submits, inspects, watches and cancels jobs. Served by the coordinator.
+       */
+      JobService: SubtypeConstructor<typeof grpc.Client, _troupe_v1_JobServiceClient> & { service: _troupe_v1_JobServiceDefinition }
+      JobState: EnumTypeDefinition
+      ListJobsRequest: MessageTypeDefinition<_troupe_v1_ListJobsRequest, _troupe_v1_ListJobsRequest__Output>
+      ListJobsResponse: MessageTypeDefinition<_troupe_v1_ListJobsResponse, _troupe_v1_ListJobsResponse__Output>
+      ListNodesRequest: MessageTypeDefinition<_troupe_v1_ListNodesRequest, _troupe_v1_ListNodesRequest__Output>
+      ListNodesResponse: MessageTypeDefinition<_troupe_v1_ListNodesResponse, _troupe_v1_ListNodesResponse__Output>
+      Node: MessageTypeDefinition<_troupe_v1_Node, _troupe_v1_Node__Output>
+      /**
+       * Lists and drains node agents. Served by the coordinator.
+       */
+      NodeService: SubtypeConstructor<typeof grpc.Client, _troupe_v1_NodeServiceClient> & { service: _troupe_v1_NodeServiceDefinition }
+      NodeState: EnumTypeDefinition
+      SpecFormat: EnumTypeDefinition
+      SubmitJobRequest: MessageTypeDefinition<_troupe_v1_SubmitJobRequest, _troupe_v1_SubmitJobRequest__Output>
+      SubmitJobResponse: MessageTypeDefinition<_troupe_v1_SubmitJobResponse, _troupe_v1_SubmitJobResponse__Output>
+      TaskResult: MessageTypeDefinition<_troupe_v1_TaskResult, _troupe_v1_TaskResult__Output>
+      TaskStatus: EnumTypeDefinition
+      WatchJobRequest: MessageTypeDefinition<_troupe_v1_WatchJobRequest, _troupe_v1_WatchJobRequest__Output>
+    }
+  }
+}
+

@@ -1,0 +1,196 @@
+// Original file: troupe/v1/jobs.proto
+
+import type * as grpc from '@grpc/grpc-js'
+import type { MethodDefinition } from '@grpc/proto-loader'
+import type { ArtifactChunk as _troupe_v1_ArtifactChunk, ArtifactChunk__Output as _troupe_v1_ArtifactChunk__Output } from '../../troupe/v1/ArtifactChunk';
+import type { CancelJobRequest as _troupe_v1_CancelJobRequest, CancelJobRequest__Output as _troupe_v1_CancelJobRequest__Output } from '../../troupe/v1/CancelJobRequest';
+import type { CancelJobResponse as _troupe_v1_CancelJobResponse, CancelJobResponse__Output as _troupe_v1_CancelJobResponse__Output } from '../../troupe/v1/CancelJobResponse';
+import type { GetArtifactRequest as _troupe_v1_GetArtifactRequest, GetArtifactRequest__Output as _troupe_v1_GetArtifactRequest__Output } from '../../troupe/v1/GetArtifactRequest';
+import type { GetJobRequest as _troupe_v1_GetJobRequest, GetJobRequest__Output as _troupe_v1_GetJobRequest__Output } from '../../troupe/v1/GetJobRequest';
+import type { GetResultsRequest as _troupe_v1_GetResultsRequest, GetResultsRequest__Output as _troupe_v1_GetResultsRequest__Output } from '../../troupe/v1/GetResultsRequest';
+import type { Job as _troupe_v1_Job, Job__Output as _troupe_v1_Job__Output } from '../../troupe/v1/Job';
+import type { JobEvent as _troupe_v1_JobEvent, JobEvent__Output as _troupe_v1_JobEvent__Output } from '../../troupe/v1/JobEvent';
+import type { JobResults as _troupe_v1_JobResults, JobResults__Output as _troupe_v1_JobResults__Output } from '../../troupe/v1/JobResults';
+import type { ListJobsRequest as _troupe_v1_ListJobsRequest, ListJobsRequest__Output as _troupe_v1_ListJobsRequest__Output } from '../../troupe/v1/ListJobsRequest';
+import type { ListJobsResponse as _troupe_v1_ListJobsResponse, ListJobsResponse__Output as _troupe_v1_ListJobsResponse__Output } from '../../troupe/v1/ListJobsResponse';
+import type { SubmitJobRequest as _troupe_v1_SubmitJobRequest, SubmitJobRequest__Output as _troupe_v1_SubmitJobRequest__Output } from '../../troupe/v1/SubmitJobRequest';
+import type { SubmitJobResponse as _troupe_v1_SubmitJobResponse, SubmitJobResponse__Output as _troupe_v1_SubmitJobResponse__Output } from '../../troupe/v1/SubmitJobResponse';
+import type { WatchJobRequest as _troupe_v1_WatchJobRequest, WatchJobRequest__Output as _troupe_v1_WatchJobRequest__Output } from '../../troupe/v1/WatchJobRequest';
+
+/**
+ * Submits, inspects, watches and cancels jobs. Served by the coordinator.
+ */
+export interface JobServiceClient extends grpc.Client {
+  /**
+   * Requests cancellation. Running tasks are aborted with reason "user"; the
+   * job reaches CANCELLED asynchronously (watch for JOB_FINISHED). Cancelling a
+   * finished job is not an error: the job is returned unchanged.
+   */
+  CancelJob(argument: _troupe_v1_CancelJobRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_troupe_v1_CancelJobResponse__Output>): grpc.ClientUnaryCall;
+  CancelJob(argument: _troupe_v1_CancelJobRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_troupe_v1_CancelJobResponse__Output>): grpc.ClientUnaryCall;
+  CancelJob(argument: _troupe_v1_CancelJobRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_troupe_v1_CancelJobResponse__Output>): grpc.ClientUnaryCall;
+  CancelJob(argument: _troupe_v1_CancelJobRequest, callback: grpc.requestCallback<_troupe_v1_CancelJobResponse__Output>): grpc.ClientUnaryCall;
+  /**
+   * Requests cancellation. Running tasks are aborted with reason "user"; the
+   * job reaches CANCELLED asynchronously (watch for JOB_FINISHED). Cancelling a
+   * finished job is not an error: the job is returned unchanged.
+   */
+  cancelJob(argument: _troupe_v1_CancelJobRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_troupe_v1_CancelJobResponse__Output>): grpc.ClientUnaryCall;
+  cancelJob(argument: _troupe_v1_CancelJobRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_troupe_v1_CancelJobResponse__Output>): grpc.ClientUnaryCall;
+  cancelJob(argument: _troupe_v1_CancelJobRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_troupe_v1_CancelJobResponse__Output>): grpc.ClientUnaryCall;
+  cancelJob(argument: _troupe_v1_CancelJobRequest, callback: grpc.requestCallback<_troupe_v1_CancelJobResponse__Output>): grpc.ClientUnaryCall;
+  
+  /**
+   * Streams one artifact of a job from the object store, in order.
+   */
+  GetArtifact(argument: _troupe_v1_GetArtifactRequest, metadata: grpc.Metadata, options?: grpc.CallOptions): grpc.ClientReadableStream<_troupe_v1_ArtifactChunk__Output>;
+  GetArtifact(argument: _troupe_v1_GetArtifactRequest, options?: grpc.CallOptions): grpc.ClientReadableStream<_troupe_v1_ArtifactChunk__Output>;
+  /**
+   * Streams one artifact of a job from the object store, in order.
+   */
+  getArtifact(argument: _troupe_v1_GetArtifactRequest, metadata: grpc.Metadata, options?: grpc.CallOptions): grpc.ClientReadableStream<_troupe_v1_ArtifactChunk__Output>;
+  getArtifact(argument: _troupe_v1_GetArtifactRequest, options?: grpc.CallOptions): grpc.ClientReadableStream<_troupe_v1_ArtifactChunk__Output>;
+  
+  /**
+   * Returns one job. NOT_FOUND when no job has that id.
+   */
+  GetJob(argument: _troupe_v1_GetJobRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_troupe_v1_Job__Output>): grpc.ClientUnaryCall;
+  GetJob(argument: _troupe_v1_GetJobRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_troupe_v1_Job__Output>): grpc.ClientUnaryCall;
+  GetJob(argument: _troupe_v1_GetJobRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_troupe_v1_Job__Output>): grpc.ClientUnaryCall;
+  GetJob(argument: _troupe_v1_GetJobRequest, callback: grpc.requestCallback<_troupe_v1_Job__Output>): grpc.ClientUnaryCall;
+  /**
+   * Returns one job. NOT_FOUND when no job has that id.
+   */
+  getJob(argument: _troupe_v1_GetJobRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_troupe_v1_Job__Output>): grpc.ClientUnaryCall;
+  getJob(argument: _troupe_v1_GetJobRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_troupe_v1_Job__Output>): grpc.ClientUnaryCall;
+  getJob(argument: _troupe_v1_GetJobRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_troupe_v1_Job__Output>): grpc.ClientUnaryCall;
+  getJob(argument: _troupe_v1_GetJobRequest, callback: grpc.requestCallback<_troupe_v1_Job__Output>): grpc.ClientUnaryCall;
+  
+  /**
+   * Returns per-task results and the aggregate. Available while the job runs
+   * (tasks not finished yet have status TASK_PENDING or TASK_RUNNING).
+   */
+  GetResults(argument: _troupe_v1_GetResultsRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_troupe_v1_JobResults__Output>): grpc.ClientUnaryCall;
+  GetResults(argument: _troupe_v1_GetResultsRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_troupe_v1_JobResults__Output>): grpc.ClientUnaryCall;
+  GetResults(argument: _troupe_v1_GetResultsRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_troupe_v1_JobResults__Output>): grpc.ClientUnaryCall;
+  GetResults(argument: _troupe_v1_GetResultsRequest, callback: grpc.requestCallback<_troupe_v1_JobResults__Output>): grpc.ClientUnaryCall;
+  /**
+   * Returns per-task results and the aggregate. Available while the job runs
+   * (tasks not finished yet have status TASK_PENDING or TASK_RUNNING).
+   */
+  getResults(argument: _troupe_v1_GetResultsRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_troupe_v1_JobResults__Output>): grpc.ClientUnaryCall;
+  getResults(argument: _troupe_v1_GetResultsRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_troupe_v1_JobResults__Output>): grpc.ClientUnaryCall;
+  getResults(argument: _troupe_v1_GetResultsRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_troupe_v1_JobResults__Output>): grpc.ClientUnaryCall;
+  getResults(argument: _troupe_v1_GetResultsRequest, callback: grpc.requestCallback<_troupe_v1_JobResults__Output>): grpc.ClientUnaryCall;
+  
+  /**
+   * Lists jobs, newest first, one page at a time.
+   */
+  ListJobs(argument: _troupe_v1_ListJobsRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_troupe_v1_ListJobsResponse__Output>): grpc.ClientUnaryCall;
+  ListJobs(argument: _troupe_v1_ListJobsRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_troupe_v1_ListJobsResponse__Output>): grpc.ClientUnaryCall;
+  ListJobs(argument: _troupe_v1_ListJobsRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_troupe_v1_ListJobsResponse__Output>): grpc.ClientUnaryCall;
+  ListJobs(argument: _troupe_v1_ListJobsRequest, callback: grpc.requestCallback<_troupe_v1_ListJobsResponse__Output>): grpc.ClientUnaryCall;
+  /**
+   * Lists jobs, newest first, one page at a time.
+   */
+  listJobs(argument: _troupe_v1_ListJobsRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_troupe_v1_ListJobsResponse__Output>): grpc.ClientUnaryCall;
+  listJobs(argument: _troupe_v1_ListJobsRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_troupe_v1_ListJobsResponse__Output>): grpc.ClientUnaryCall;
+  listJobs(argument: _troupe_v1_ListJobsRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_troupe_v1_ListJobsResponse__Output>): grpc.ClientUnaryCall;
+  listJobs(argument: _troupe_v1_ListJobsRequest, callback: grpc.requestCallback<_troupe_v1_ListJobsResponse__Output>): grpc.ClientUnaryCall;
+  
+  /**
+   * Validates and persists a job spec and queues the job. With an
+   * `idempotency_key` already used for a job, returns that job instead of
+   * creating a new one. Fails with INVALID_ARGUMENT naming the field and the
+   * rule broken when the spec is invalid.
+   */
+  SubmitJob(argument: _troupe_v1_SubmitJobRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_troupe_v1_SubmitJobResponse__Output>): grpc.ClientUnaryCall;
+  SubmitJob(argument: _troupe_v1_SubmitJobRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_troupe_v1_SubmitJobResponse__Output>): grpc.ClientUnaryCall;
+  SubmitJob(argument: _troupe_v1_SubmitJobRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_troupe_v1_SubmitJobResponse__Output>): grpc.ClientUnaryCall;
+  SubmitJob(argument: _troupe_v1_SubmitJobRequest, callback: grpc.requestCallback<_troupe_v1_SubmitJobResponse__Output>): grpc.ClientUnaryCall;
+  /**
+   * Validates and persists a job spec and queues the job. With an
+   * `idempotency_key` already used for a job, returns that job instead of
+   * creating a new one. Fails with INVALID_ARGUMENT naming the field and the
+   * rule broken when the spec is invalid.
+   */
+  submitJob(argument: _troupe_v1_SubmitJobRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_troupe_v1_SubmitJobResponse__Output>): grpc.ClientUnaryCall;
+  submitJob(argument: _troupe_v1_SubmitJobRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_troupe_v1_SubmitJobResponse__Output>): grpc.ClientUnaryCall;
+  submitJob(argument: _troupe_v1_SubmitJobRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_troupe_v1_SubmitJobResponse__Output>): grpc.ClientUnaryCall;
+  submitJob(argument: _troupe_v1_SubmitJobRequest, callback: grpc.requestCallback<_troupe_v1_SubmitJobResponse__Output>): grpc.ClientUnaryCall;
+  
+  /**
+   * Streams the job's event log from `from_sequence`, replaying past events
+   * first and then following live ones. The stream ends after the
+   * JOB_FINISHED event, or when the client cancels the call.
+   */
+  WatchJob(argument: _troupe_v1_WatchJobRequest, metadata: grpc.Metadata, options?: grpc.CallOptions): grpc.ClientReadableStream<_troupe_v1_JobEvent__Output>;
+  WatchJob(argument: _troupe_v1_WatchJobRequest, options?: grpc.CallOptions): grpc.ClientReadableStream<_troupe_v1_JobEvent__Output>;
+  /**
+   * Streams the job's event log from `from_sequence`, replaying past events
+   * first and then following live ones. The stream ends after the
+   * JOB_FINISHED event, or when the client cancels the call.
+   */
+  watchJob(argument: _troupe_v1_WatchJobRequest, metadata: grpc.Metadata, options?: grpc.CallOptions): grpc.ClientReadableStream<_troupe_v1_JobEvent__Output>;
+  watchJob(argument: _troupe_v1_WatchJobRequest, options?: grpc.CallOptions): grpc.ClientReadableStream<_troupe_v1_JobEvent__Output>;
+  
+}
+
+/**
+ * Submits, inspects, watches and cancels jobs. Served by the coordinator.
+ */
+export interface JobServiceHandlers extends grpc.UntypedServiceImplementation {
+  /**
+   * Requests cancellation. Running tasks are aborted with reason "user"; the
+   * job reaches CANCELLED asynchronously (watch for JOB_FINISHED). Cancelling a
+   * finished job is not an error: the job is returned unchanged.
+   */
+  CancelJob: grpc.handleUnaryCall<_troupe_v1_CancelJobRequest__Output, _troupe_v1_CancelJobResponse>;
+  
+  /**
+   * Streams one artifact of a job from the object store, in order.
+   */
+  GetArtifact: grpc.handleServerStreamingCall<_troupe_v1_GetArtifactRequest__Output, _troupe_v1_ArtifactChunk>;
+  
+  /**
+   * Returns one job. NOT_FOUND when no job has that id.
+   */
+  GetJob: grpc.handleUnaryCall<_troupe_v1_GetJobRequest__Output, _troupe_v1_Job>;
+  
+  /**
+   * Returns per-task results and the aggregate. Available while the job runs
+   * (tasks not finished yet have status TASK_PENDING or TASK_RUNNING).
+   */
+  GetResults: grpc.handleUnaryCall<_troupe_v1_GetResultsRequest__Output, _troupe_v1_JobResults>;
+  
+  /**
+   * Lists jobs, newest first, one page at a time.
+   */
+  ListJobs: grpc.handleUnaryCall<_troupe_v1_ListJobsRequest__Output, _troupe_v1_ListJobsResponse>;
+  
+  /**
+   * Validates and persists a job spec and queues the job. With an
+   * `idempotency_key` already used for a job, returns that job instead of
+   * creating a new one. Fails with INVALID_ARGUMENT naming the field and the
+   * rule broken when the spec is invalid.
+   */
+  SubmitJob: grpc.handleUnaryCall<_troupe_v1_SubmitJobRequest__Output, _troupe_v1_SubmitJobResponse>;
+  
+  /**
+   * Streams the job's event log from `from_sequence`, replaying past events
+   * first and then following live ones. The stream ends after the
+   * JOB_FINISHED event, or when the client cancels the call.
+   */
+  WatchJob: grpc.handleServerStreamingCall<_troupe_v1_WatchJobRequest__Output, _troupe_v1_JobEvent>;
+  
+}
+
+export interface JobServiceDefinition extends grpc.ServiceDefinition {
+  CancelJob: MethodDefinition<_troupe_v1_CancelJobRequest, _troupe_v1_CancelJobResponse, _troupe_v1_CancelJobRequest__Output, _troupe_v1_CancelJobResponse__Output>
+  GetArtifact: MethodDefinition<_troupe_v1_GetArtifactRequest, _troupe_v1_ArtifactChunk, _troupe_v1_GetArtifactRequest__Output, _troupe_v1_ArtifactChunk__Output>
+  GetJob: MethodDefinition<_troupe_v1_GetJobRequest, _troupe_v1_Job, _troupe_v1_GetJobRequest__Output, _troupe_v1_Job__Output>
+  GetResults: MethodDefinition<_troupe_v1_GetResultsRequest, _troupe_v1_JobResults, _troupe_v1_GetResultsRequest__Output, _troupe_v1_JobResults__Output>
+  ListJobs: MethodDefinition<_troupe_v1_ListJobsRequest, _troupe_v1_ListJobsResponse, _troupe_v1_ListJobsRequest__Output, _troupe_v1_ListJobsResponse__Output>
+  SubmitJob: MethodDefinition<_troupe_v1_SubmitJobRequest, _troupe_v1_SubmitJobResponse, _troupe_v1_SubmitJobRequest__Output, _troupe_v1_SubmitJobResponse__Output>
+  WatchJob: MethodDefinition<_troupe_v1_WatchJobRequest, _troupe_v1_JobEvent, _troupe_v1_WatchJobRequest__Output, _troupe_v1_JobEvent__Output>
+}
