@@ -417,7 +417,7 @@ export class Activation {
   // ---- turns --------------------------------------------------------------------------------
 
   private async runHandler(turn: Turn, payload: unknown): Promise<HandlerResult<unknown> | void> {
-    const handler = (this.def.handlers as Record<string, AnyHandler>)[turn.info.type];
+    const handler = (this.def.handlers as unknown as Record<string, AnyHandler>)[turn.info.type];
     if (!handler)
       throw new TroupeError('INVALID_ARGUMENT', `unknown message type '${turn.info.type}'`);
     this.inTurn = true;
@@ -564,11 +564,11 @@ export class Activation {
   }
 }
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
+/** A handler with its types erased: payload and state were validated against the schemas. */
 type AnyHandler = (
-  ctx: ActorContext<any>,
-  msg: any,
-  state: any,
+  ctx: ActorContext<unknown>,
+  msg: unknown,
+  state: unknown,
 ) => Promise<HandlerResult<unknown> | void> | HandlerResult<unknown> | void;
 
 class FencedDirectory extends TroupeError {
