@@ -23,7 +23,7 @@ module.exports = {
       ...common,
       displayName: 'integration',
       testMatch: ['<rootDir>/*/test/integration/**/*.int.test.ts'],
-      testTimeout: 120_000,
+      setupFilesAfterEnv: ['<rootDir>/jest.integration-setup.js'],
     },
   ],
 };

@@ -1,0 +1,109 @@
+import type { Duplex } from 'node:stream';
+import type Docker from 'dockerode';
+import { delay } from './abort';
+import { dockerError } from './docker-errors';
+import { OutputCapture } from './output-capture';
+
+/** One exec to start. */
+export interface RawExecRequest {
+  cmd: string[];
+  user: string;
+  env: string[];
+  cwd?: string;
+  stdin?: Buffer;
+  maxOutputBytes: number;
+  signal?: AbortSignal;
+}
+
+/** How a started exec ended. */
+export interface RawExecEnd {
+  /** Exit status, or -1 when the engine could not tell (the container went away). */
+  exitCode: number;
+  /** When the stream ended (ms, performance clock). */
+  endedAt: number;
+}
+
+/** A started exec: its output so far and a promise of its end. */
+export interface RunningExec {
+  readonly execId: string;
+  readonly startedAt: number;
+  readonly stdout: OutputCapture;
+  readonly stderr: OutputCapture;
+  /** Resolves when the output stream closed and the exit code is known. Never rejects. */
+  readonly done: Promise<RawExecEnd>;
+  /** Closes our end of the stream (the process keeps running until killed). */
+  detach(): void;
+}
+
+/**
+ * Starts `docker exec` and wires its multiplexed output into two captures. The exit code comes
+ * from `exec.inspect()` once the stream closes; the engine keeps the stream open up to 2 s after
+ * the process exits when a child still holds stdout, so the stream's end is the exec's end.
+ */
+export async function startExec(
+  docker: Docker,
+  container: Docker.Container,
+  req: RawExecRequest,
+): Promise<RunningExec> {
+  let exec: Docker.Exec;
+  let stream: Duplex;
+  try {
+    exec = await container.exec({
+      Cmd: req.cmd,
+      User: req.user,
+      Env: req.env,
+      WorkingDir: req.cwd,
+      AttachStdin: req.stdin !== undefined,
+      AttachStdout: true,
+      AttachStderr: true,
+      Tty: false,
+      abortSignal: req.signal,
+    });
+    // No abortSignal here: cancelling must kill the process tree, not just drop our socket.
+    stream = await exec.start({ hijack: true, stdin: req.stdin !== undefined });
+  } catch (err) {
+    throw dockerError('docker exec', err);
+  }
+  const startedAt = performance.now();
+  const stdout = new OutputCapture(req.maxOutputBytes);
+  const stderr = new OutputCapture(req.maxOutputBytes);
+  // demuxStream only calls write(): two captures stand in for writable streams.
+  const sink = (capture: OutputCapture): NodeJS.WritableStream =>
+    ({ write: (b: Buffer) => (capture.write(b), true) }) as unknown as NodeJS.WritableStream;
+  docker.modem.demuxStream(stream, sink(stdout), sink(stderr));
+  const closed = new Promise<void>((resolve) => {
+    stream.once('end', resolve);
+    stream.once('close', resolve);
+    stream.once('error', () => resolve());
+  });
+  if (req.stdin !== undefined) {
+    // The process may exit without reading its input: a write error is not the exec's failure.
+    stream.on('error', () => undefined);
+    stream.write(req.stdin);
+    stream.end();
+  }
+  const done = closed.then(async (): Promise<RawExecEnd> => {
+    const endedAt = performance.now();
+    // The stream can close a moment before the engine records the exit: ask a few times.
+    for (let attempt = 0; attempt < 50; attempt++) {
+      try {
+        const info = await exec.inspect();
+        if (!info.Running && info.ExitCode !== null && info.ExitCode !== undefined) {
+          return { exitCode: info.ExitCode, endedAt };
+        }
+      } catch {
+        return { exitCode: -1, endedAt };
+      }
+      await delay(Math.min(10 * (attempt + 1), 100));
+    }
+    return { exitCode: -1, endedAt };
+  });
+  return {
+    execId: exec.id,
+    startedAt,
+    stdout,
+    stderr,
+    done,
+    detach: () => stream.destroy(),
+  };
+}

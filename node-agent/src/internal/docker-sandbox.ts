@@ -1,0 +1,624 @@
+import path from 'node:path';
+import type { Readable } from 'node:stream';
+import {
+  ErrorCode,
+  fromAbortSignal,
+  invalidArgument,
+  parseWith,
+  timeoutError,
+  TroupeError,
+} from '@troupe/proto';
+import type Docker from 'dockerode';
+import { TroupeLabel } from '../labels';
+import type { Logger } from '../logger';
+import type {
+  BackgroundExecOptions,
+  BackgroundTaskStatus,
+  Command,
+  ExecOptions,
+  ExecResult,
+  FileSource,
+  PutFilesOptions,
+  Sandbox,
+  SandboxMetadata,
+  SandboxSnapshot,
+  SandboxStatus,
+  WaitOptions,
+} from '../sandbox';
+import { userIds, type SandboxSpec } from '../sandbox-spec';
+import { raceSignal, throwIfAborted, within } from './abort';
+import { dockerError, dockerStatus, ignoreNotFound } from './docker-errors';
+import { startExec } from './docker-exec';
+import { BackgroundExecOptionsSchema, ExecOptionsSchema, envEntries } from './exec-options';
+import { randomId } from './ids';
+import { KILL_TREE_SCRIPT, TASK_ENV_KEY } from './kill-tree-script';
+import { tarStreamOf, type TarOwner } from './tar';
+import { TaskTable, type TaskRun } from './task-table';
+
+/** Settings a docker sandbox needs from its backend. */
+export interface DockerSandboxContext {
+  docker: Docker;
+  logger: Logger;
+  defaultExecTimeoutMs: number;
+  maxOutputBytes: number;
+  readyTimeoutMs: number;
+  killGraceMs: number;
+  /** Called once the sandbox is destroyed, so the backend stops tracking it. */
+  onDestroyed(sandbox: DockerSandbox): void;
+}
+
+/** What the backend created for the sandbox. */
+export interface DockerSandboxParts {
+  id: string;
+  spec: SandboxSpec;
+  container: Docker.Container;
+  containerId: string;
+  imageId?: string;
+  /** Workspace volume first, then one per extra volume path. */
+  volumes: { name: string; target: string }[];
+  poolId?: string;
+  createdAt: number;
+}
+
+const READY_LINE = 'troupe-ready';
+const NOT_READY_LINE = 'troupe-not-ready';
+const KILL_HELPER_TIMEOUT_MS = 10_000;
+
+/**
+ * PID 2 of every sandbox (under docker-init as PID 1, which reaps orphans): reports whether the
+ * workspace is usable, then sleeps forever. Its report on the container log is the readiness
+ * signal, which costs no extra exec round trip.
+ */
+export const BOOT_SCRIPT = [
+  'if [ -d "$1" ] && [ -w "$1" ]; then echo troupe-ready;',
+  'else echo "troupe-not-ready: $1 is not a directory writable by uid $(id -u)"; exit 3; fi',
+  'exec sleep 2147483647',
+].join('\n');
+
+/** Reads the OOM-kill counter of the container's memory cgroup (v1 or v2); prints `oom_kill N`. */
+const OOM_COUNTER_SCRIPT =
+  'cat /sys/fs/cgroup/memory/memory.oom_control 2>/dev/null || cat /sys/fs/cgroup/memory.events 2>/dev/null; true';
+
+/** A sandbox in a Docker container; see {@link DockerSandboxBackend}. */
+export class DockerSandbox implements Sandbox {
+  readonly id: string;
+  readonly spec: SandboxSpec;
+  private readonly ctx: DockerSandboxContext;
+  private readonly parts: DockerSandboxParts;
+  private readonly log: Logger;
+  private readonly owner: TarOwner;
+  private readonly tasks: TaskTable;
+  /** OOM-kill count when each running exec started. */
+  private readonly oomBaseline = new Map<string, number>();
+  private state: SandboxStatus = 'starting';
+  private startedAt?: number;
+  private readyAt?: number;
+  private restarts = 0;
+  private readyPromise: Promise<void> | undefined;
+  private oomKills = 0;
+  private resetting: Promise<void> | undefined;
+  private destroying: Promise<void> | undefined;
+
+  constructor(ctx: DockerSandboxContext, parts: DockerSandboxParts) {
+    this.ctx = ctx;
+    this.parts = parts;
+    this.id = parts.id;
+    this.spec = parts.spec;
+    this.owner = userIds(parts.spec.user);
+    this.log = ctx.logger.child({ sandbox: parts.id, container: parts.containerId.slice(0, 12) });
+    this.tasks = new TaskTable(parts.id, {
+      killTree: (taskId, run, why) => this.killTree(taskId, [run], why),
+      oomKilled: (taskId) => {
+        const before = this.oomBaseline.get(taskId) ?? this.oomKills;
+        this.oomBaseline.delete(taskId);
+        return this.oomKilledSince(before);
+      },
+    });
+  }
+
+  get status(): SandboxStatus {
+    return this.state;
+  }
+
+  metadata(): SandboxMetadata {
+    const m: SandboxMetadata = {
+      id: this.id,
+      backend: 'docker',
+      status: this.state,
+      image: this.spec.image,
+      containerId: this.parts.containerId,
+      workspace: this.parts.volumes[0]?.name ?? '',
+      labels: { ...this.spec.labels },
+      policyExceptions: [...this.spec.policyExceptions],
+      createdAt: this.parts.createdAt,
+      restarts: this.restarts,
+    };
+    if (this.parts.imageId !== undefined) m.imageId = this.parts.imageId;
+    if (this.parts.poolId !== undefined) m.poolId = this.parts.poolId;
+    if (this.startedAt !== undefined) m.startedAt = this.startedAt;
+    if (this.readyAt !== undefined) m.readyAt = this.readyAt;
+    return m;
+  }
+
+  /** Starts the container and begins the readiness check (the backend calls this once). */
+  async start(signal?: AbortSignal): Promise<void> {
+    try {
+      await this.parts.container.start({ abortSignal: signal });
+    } catch (err) {
+      this.state = 'failed';
+      throw dockerError(`start sandbox ${this.id}`, err);
+    }
+    this.startedAt = Date.now();
+    this.state = 'started';
+    this.readyPromise = this.becomeReady();
+    // A readiness failure is reported by ready(); keep it from becoming an unhandled rejection.
+    this.readyPromise.catch(() => undefined);
+  }
+
+  async ready(options: { signal?: AbortSignal } = {}): Promise<void> {
+    if (this.state === 'destroyed') throw this.destroyedError();
+    if (this.readyPromise === undefined) {
+      throw new TroupeError(ErrorCode.INTERNAL, `sandbox ${this.id} was never started`);
+    }
+    await raceSignal(this.readyPromise, options.signal);
+    if (this.resetting) await raceSignal(this.resetting, options.signal);
+  }
+
+  private async becomeReady(): Promise<void> {
+    const onTimeout = timeoutError(`sandbox ${this.id} readiness`, this.ctx.readyTimeoutMs);
+    const signal = AbortSignal.timeout(this.ctx.readyTimeoutMs);
+    try {
+      await this.waitReadyLine(signal);
+      if (Object.keys(this.spec.files).length > 0) {
+        await this.putFiles(this.spec.workdir, this.spec.files, { signal, seeding: true });
+      }
+    } catch (err) {
+      this.state = this.state === 'destroyed' ? 'destroyed' : 'failed';
+      if (signal.aborted) throw onTimeout;
+      throw err;
+    }
+    this.readyAt = Date.now();
+    if (this.state === 'started') this.state = 'ready';
+    this.log.debug({ readyMs: this.readyAt - this.parts.createdAt }, 'sandbox ready');
+  }
+
+  /** Follows the container log until the boot script reports. */
+  private async waitReadyLine(signal: AbortSignal): Promise<void> {
+    let stream: Readable;
+    try {
+      stream = (await this.parts.container.logs({
+        follow: true,
+        stdout: true,
+        stderr: true,
+        abortSignal: signal,
+      })) as unknown as Readable;
+    } catch (err) {
+      throw dockerError(`follow log of sandbox ${this.id}`, err);
+    }
+    let text = '';
+    try {
+      await new Promise<void>((resolve, reject) => {
+        const onAbort = (): void => reject(fromAbortSignal(signal));
+        signal.addEventListener('abort', onAbort, { once: true });
+        stream.on('data', (chunk: Buffer) => {
+          text += chunk.toString('latin1');
+          if (text.includes(READY_LINE)) resolve();
+          else if (text.includes(NOT_READY_LINE)) reject(this.notReadyError(text));
+        });
+        stream.once('end', () => reject(this.notReadyError(text)));
+        stream.once('error', (err) => reject(dockerError(`follow log of sandbox ${this.id}`, err)));
+      });
+    } finally {
+      stream.destroy();
+    }
+  }
+
+  private notReadyError(logText: string): TroupeError {
+    // eslint-disable-next-line no-control-regex -- strip the log stream's 8-byte frame headers
+    const clean = logText.replace(/[\x00-\x08\x0e-\x1f]/g, '').trim();
+    const line = clean.split('\n').find((l) => l.includes(NOT_READY_LINE)) ?? clean.slice(-500);
+    return new TroupeError(
+      ErrorCode.INVALID_ARGUMENT,
+      `sandbox ${this.id} did not become ready: ${line || 'the container exited'} ` +
+        `(the image must provide /bin/sh, sleep, and a ${this.spec.workdir} owned by ${this.spec.user}; ` +
+        'Troupe images from deploy/images do)',
+      { details: { field: 'spec.image', image: this.spec.image } },
+    );
+  }
+
+  /** A method, not a property read, so TypeScript does not keep a narrowing across awaits. */
+  private isDestroyed(): boolean {
+    return this.state === 'destroyed';
+  }
+
+  private destroyedError(): TroupeError {
+    return new TroupeError(ErrorCode.NOT_FOUND, `sandbox ${this.id} was destroyed`);
+  }
+
+  private argv(cmd: Command): string[] {
+    if (typeof cmd === 'string') {
+      if (cmd.length === 0) throw invalidArgument('cmd', 'must not be empty');
+      return ['/bin/sh', '-c', cmd];
+    }
+    if (cmd.length === 0 || cmd.some((a) => typeof a !== 'string')) {
+      throw invalidArgument('cmd', 'must be a non-empty array of strings or a string', cmd);
+    }
+    return [...cmd];
+  }
+
+  async exec(cmd: Command, options: ExecOptions = {}): Promise<ExecResult> {
+    const argv = this.argv(cmd);
+    const { signal, ...rest } = options;
+    const opts = parseWith(ExecOptionsSchema, rest, { prefix: 'exec options' });
+    throwIfAborted(signal);
+    await this.ready({ signal });
+    const timeoutMs = opts.timeoutMs ?? this.ctx.defaultExecTimeoutMs;
+    const taskId = randomId('task');
+    const oomBefore = this.oomKills;
+    const run = await startExec(this.ctx.docker, this.parts.container, {
+      cmd: argv,
+      user: this.spec.user,
+      env: [...envEntries(opts.env ?? {}, this.spec), `${TASK_ENV_KEY}=${taskId}`],
+      cwd: opts.cwd ?? this.spec.workdir,
+      stdin: opts.stdin === undefined ? undefined : Buffer.from(opts.stdin),
+      maxOutputBytes: opts.maxOutputBytes ?? this.ctx.maxOutputBytes,
+      signal,
+    });
+    let timedOut = false;
+    let killing: Promise<void> | undefined;
+    const killOnce = (why: string): void => {
+      killing ??= this.killTree(taskId, [run], why);
+    };
+    const timer = setTimeout(() => {
+      timedOut = true;
+      killOnce('timeout');
+    }, timeoutMs);
+    const onAbort = (): void => killOnce('cancelled');
+    signal?.addEventListener('abort', onAbort, { once: true });
+    let end;
+    try {
+      end = await run.done;
+    } finally {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', onAbort);
+    }
+    if (killing) await killing;
+    if (this.isDestroyed()) {
+      throw new TroupeError(ErrorCode.NOT_FOUND, `sandbox ${this.id} was destroyed during exec`);
+    }
+    let stdout = run.stdout.text();
+    let stderr = run.stderr.text();
+    if (
+      (end.exitCode === 126 || end.exitCode === 127) &&
+      stdout.startsWith('OCI runtime exec failed')
+    ) {
+      // The engine reports a command it could not start (no such file, bad cwd) on stdout.
+      stderr = stdout + stderr;
+      stdout = '';
+    }
+    const result: ExecResult = {
+      exitCode: end.exitCode,
+      stdout,
+      stderr,
+      stdoutDroppedBytes: run.stdout.droppedBytes,
+      stderrDroppedBytes: run.stderr.droppedBytes,
+      timedOut,
+      durationMs: Math.round(end.endedAt - run.startedAt),
+    };
+    if (end.exitCode >= 128 && !timedOut && !signal?.aborted) {
+      result.oomKilled = await this.oomKilledSince(oomBefore);
+    } else {
+      result.oomKilled = false;
+    }
+    if (signal?.aborted && !timedOut) throw fromAbortSignal(signal);
+    return result;
+  }
+
+  /** Whether the cgroup's OOM-kill counter grew past `before` (also records the new count). */
+  private async oomKilledSince(before: number): Promise<boolean> {
+    if (this.state === 'destroyed') return false;
+    try {
+      const run = await startExec(this.ctx.docker, this.parts.container, {
+        cmd: ['/bin/sh', '-c', OOM_COUNTER_SCRIPT],
+        user: this.spec.user,
+        env: [],
+        maxOutputBytes: 4096,
+      });
+      await run.done;
+      const match = /oom_kill (\d+)/.exec(run.stdout.text());
+      if (match?.[1] === undefined) return false;
+      const count = Number(match[1]);
+      this.oomKills = Math.max(this.oomKills, count);
+      return count > before;
+    } catch (err) {
+      this.log.warn({ err }, 'could not read the OOM counter');
+      return false;
+    }
+  }
+
+  /**
+   * Kills every process of a task (see KILL_TREE_SCRIPT), then waits for its execs to end. When
+   * the helper cannot run (the pids limit is exhausted by a fork bomb) or the tree survives, the
+   * container is hard-reset: killing PID 1 makes the kernel kill the whole PID namespace.
+   */
+  private async killTree(taskId: string, runs: TaskRun[], why: string): Promise<void> {
+    if (this.state === 'destroyed') return;
+    const started = performance.now();
+    let helperOk = false;
+    try {
+      const helper = await startExec(this.ctx.docker, this.parts.container, {
+        cmd: ['/bin/sh', '-c', KILL_TREE_SCRIPT, 'troupe-kill', taskId],
+        user: this.spec.user,
+        env: [],
+        maxOutputBytes: 16_384,
+      });
+      const end = await within(helper.done, KILL_HELPER_TIMEOUT_MS);
+      helperOk = end !== undefined && end.exitCode === 0;
+      this.log.debug(
+        { taskId, why, helperExit: end?.exitCode, killed: helper.stdout.text().trim() },
+        'kill helper finished',
+      );
+      if (end === undefined) helper.detach();
+    } catch (err) {
+      this.log.warn({ err, taskId }, 'kill helper could not run');
+    }
+    const ended = helperOk
+      ? ((await within(
+          Promise.all(runs.map((r) => r.done)).then(() => true),
+          this.ctx.killGraceMs,
+        )) ?? false)
+      : false;
+    if (!ended && !this.isDestroyed()) {
+      this.log.warn({ taskId, why, helperOk }, 'process tree did not die: hard-resetting sandbox');
+      await this.hardReset();
+      for (const r of runs) r.detach();
+    }
+    this.log.debug({ taskId, why, ms: Math.round(performance.now() - started) }, 'task killed');
+  }
+
+  /** Kills PID 1 (and with it every process), restarts the container, checks the workspace. */
+  private async hardReset(): Promise<void> {
+    if (this.resetting) return this.resetting;
+    this.resetting = (async () => {
+      try {
+        const c = this.parts.container;
+        await ignoreNotFound(() => c.kill({ signal: 'SIGKILL' })).catch((err: unknown) => {
+          // 409: already stopped.
+          if (dockerStatus(err) !== 409) throw err;
+        });
+        await c.wait({ condition: 'not-running' }).catch(() => undefined);
+        await c.start();
+        this.restarts += 1;
+        this.oomKills = 0;
+        this.tasks.abandonAll(false);
+        const probe = await startExec(this.ctx.docker, c, {
+          cmd: ['/bin/sh', '-c', 'test -w "$1"', 'troupe-probe', this.spec.workdir],
+          user: this.spec.user,
+          env: [],
+          maxOutputBytes: 4096,
+        });
+        const end = await probe.done;
+        if (end.exitCode !== 0)
+          throw new Error(`workspace not writable after reset (exit ${end.exitCode})`);
+      } catch (err) {
+        this.state = this.state === 'destroyed' ? 'destroyed' : 'failed';
+        this.log.error({ err }, 'sandbox hard reset failed');
+        throw dockerError(`reset sandbox ${this.id}`, err);
+      } finally {
+        this.resetting = undefined;
+      }
+    })();
+    return this.resetting;
+  }
+
+  async startBackground(cmd: Command, options: BackgroundExecOptions = {}): Promise<string> {
+    const argv = this.argv(cmd);
+    const { signal, ...rest } = options;
+    const opts = parseWith(BackgroundExecOptionsSchema, rest, { prefix: 'background options' });
+    await this.ready({ signal });
+    const taskId = randomId('task');
+    this.oomBaseline.set(taskId, this.oomKills);
+    const run = await startExec(this.ctx.docker, this.parts.container, {
+      cmd: argv,
+      user: this.spec.user,
+      env: [...envEntries(opts.env ?? {}, this.spec), `${TASK_ENV_KEY}=${taskId}`],
+      cwd: opts.cwd ?? this.spec.workdir,
+      maxOutputBytes: opts.maxOutputBytes ?? this.ctx.maxOutputBytes,
+      signal,
+    });
+    this.tasks.add(taskId, run, opts.timeoutMs);
+    return taskId;
+  }
+
+  async poll(taskId: string): Promise<BackgroundTaskStatus> {
+    return this.tasks.status(taskId);
+  }
+
+  async wait(taskId: string, options: WaitOptions = {}): Promise<BackgroundTaskStatus> {
+    return this.tasks.wait(taskId, options);
+  }
+
+  async kill(
+    taskId: string,
+    options: { signal?: AbortSignal } = {},
+  ): Promise<BackgroundTaskStatus> {
+    return this.tasks.kill(taskId, options);
+  }
+
+  /** The mount (workspace or extra volume) that holds `absPath`, and the path inside it. */
+  private volumeFor(given: string, field: string): { root: string; rel: string } {
+    // `dir/.` is Docker's "the contents of dir" form; it names the same place.
+    const absPath = given.length > 2 && given.endsWith('/.') ? given.slice(0, -2) : given;
+    if (
+      !path.posix.isAbsolute(absPath) ||
+      path.posix.normalize(absPath) !== absPath.replace(/(.)\/$/, '$1')
+    ) {
+      throw invalidArgument(field, 'must be an absolute, normalised path', absPath);
+    }
+    for (const v of this.parts.volumes) {
+      if (absPath === v.target || absPath.startsWith(`${v.target}/`)) {
+        return { root: v.target, rel: path.posix.relative(v.target, absPath) };
+      }
+    }
+    if (!this.spec.readOnlyRoot) return { root: '/', rel: absPath.slice(1) };
+    throw invalidArgument(
+      field,
+      `must lie in the workspace (${this.spec.workdir}) or an extra volume (${this.spec.volumes.join(', ') || 'none'}): the root filesystem is read-only and tmpfs mounts are not reachable for file transfer`,
+      absPath,
+    );
+  }
+
+  async putFiles(
+    destDir: string,
+    files: FileSource,
+    options: PutFilesOptions & { seeding?: boolean } = {},
+  ): Promise<void> {
+    if (this.state === 'destroyed') throw this.destroyedError();
+    if (!options.seeding) await this.ready({ signal: options.signal });
+    const { root, rel } = this.volumeFor(destDir, 'destDir');
+    const ownership = options.owner ?? 'sandbox';
+    const owner: TarOwner | undefined =
+      ownership === 'sandbox' ? this.owner : ownership === 'root' ? { uid: 0, gid: 0 } : undefined;
+    const tarStream = await tarStreamOf(files, owner, {
+      prefix: rel,
+      prefixOwner: owner ?? this.owner,
+      field: 'files',
+    });
+    try {
+      await this.parts.container.putArchive(tarStream, { path: root, abortSignal: options.signal });
+    } catch (err) {
+      throw dockerError(`put files into ${destDir} of sandbox ${this.id}`, err);
+    }
+  }
+
+  async getFiles(srcPath: string, options: { signal?: AbortSignal } = {}): Promise<Readable> {
+    if (this.state === 'destroyed') throw this.destroyedError();
+    await this.ready(options);
+    this.volumeFor(srcPath, 'srcPath');
+    try {
+      return (await this.parts.container.getArchive({
+        path: srcPath,
+        abortSignal: options.signal,
+      })) as unknown as Readable;
+    } catch (err) {
+      throw dockerError(`get ${srcPath} from sandbox ${this.id}`, err);
+    }
+  }
+
+  async snapshot(tag: string, options: { signal?: AbortSignal } = {}): Promise<SandboxSnapshot> {
+    if (!/^[A-Za-z0-9_][A-Za-z0-9_.-]{0,95}$/.test(tag)) {
+      throw invalidArgument('tag', 'must match [A-Za-z0-9_][A-Za-z0-9_.-]{0,95}', tag);
+    }
+    await this.ready(options);
+    const { docker, logger } = this.ctx;
+    const { signal } = options;
+    const labels = this.spec.labels;
+    const repo = 'troupe-snapshot';
+    const imageTag = `${labels.cluster}.${tag}`;
+    const baseLabels: Record<string, string> = {
+      [TroupeLabel.MANAGED]: 'true',
+      [TroupeLabel.CLUSTER]: labels.cluster,
+      [TroupeLabel.HOST]: labels.host,
+      [TroupeLabel.ACTOR]: labels.actor,
+      [TroupeLabel.JOB]: labels.job,
+      [TroupeLabel.SANDBOX]: this.id,
+    };
+    let base = this.parts.imageId ?? this.spec.image;
+    let intermediate: string | undefined;
+    let staging: Docker.Container | undefined;
+    try {
+      if (!this.spec.readOnlyRoot) {
+        // A writable root has state outside the workspace: capture the container's layer too.
+        const res = (await this.parts.container.commit({
+          _query: { container: this.parts.containerId, pause: false },
+          _body: { Labels: { ...baseLabels, [TroupeLabel.ROLE]: 'snapshot-staging' } },
+          abortSignal: signal,
+        })) as { Id: string };
+        base = res.Id;
+        intermediate = res.Id;
+      }
+      // The workspace is a volume, which `docker commit` never captures. Copy it into the layer
+      // of a stopped staging container (no volume there) and commit that: a fork's empty volume
+      // is then filled from the image by Docker's copy-up, ownership included.
+      const ws = await this.getFiles(this.spec.workdir, { signal });
+      staging = await docker.createContainer({
+        Image: base,
+        Labels: { ...baseLabels, [TroupeLabel.ROLE]: 'snapshot-staging' },
+        HostConfig: { NetworkMode: 'none' },
+        abortSignal: signal,
+      });
+      await staging.putArchive(ws, {
+        path: path.posix.dirname(this.spec.workdir),
+        abortSignal: signal,
+      });
+      const res = (await staging.commit({
+        _query: {
+          container: staging.id,
+          repo,
+          tag: imageTag,
+          pause: false,
+          comment: `snapshot of ${this.id}`,
+        },
+        _body: { Labels: { ...baseLabels, [TroupeLabel.ROLE]: 'snapshot' } },
+        abortSignal: signal,
+      })) as { Id: string };
+      logger.debug({ sandbox: this.id, imageId: res.Id, tag: imageTag }, 'snapshot taken');
+      return {
+        backend: 'docker',
+        imageId: res.Id,
+        ref: `${repo}:${imageTag}`,
+        sourceSandboxId: this.id,
+        spec: this.spec,
+        createdAt: Date.now(),
+      };
+    } catch (err) {
+      throw dockerError(`snapshot sandbox ${this.id}`, err);
+    } finally {
+      if (staging)
+        await ignoreNotFound(() => (staging as Docker.Container).remove({ force: true })).catch(
+          () => undefined,
+        );
+      if (intermediate) {
+        // Untagged parents are kept alive by the snapshot that uses them; removal fails harmlessly.
+        await docker
+          .getImage(intermediate)
+          .remove()
+          .catch(() => undefined);
+      }
+    }
+  }
+
+  async destroy(options: { signal?: AbortSignal } = {}): Promise<void> {
+    this.destroying ??= this.doDestroy();
+    await raceSignal(this.destroying, options.signal);
+  }
+
+  private async doDestroy(): Promise<void> {
+    this.state = 'destroyed';
+    this.tasks.abandonAll(true);
+    const errors: unknown[] = [];
+    try {
+      await ignoreNotFound(() => this.parts.container.remove({ force: true, v: true }));
+    } catch (err) {
+      errors.push(err);
+    }
+    await Promise.all(
+      this.parts.volumes.map(async (v) => {
+        try {
+          await ignoreNotFound(() => this.ctx.docker.getVolume(v.name).remove());
+        } catch (err) {
+          errors.push(err);
+        }
+      }),
+    );
+    this.ctx.onDestroyed(this);
+    if (errors.length > 0) {
+      this.log.error(
+        { err: errors[0] },
+        'sandbox destroy left objects behind (the reaper will retry)',
+      );
+      throw dockerError(`destroy sandbox ${this.id}`, errors[0]);
+    }
+    this.log.debug({}, 'sandbox destroyed');
+  }
+}

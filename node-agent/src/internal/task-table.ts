@@ -1,0 +1,164 @@
+import { ErrorCode, timeoutError, TroupeError } from '@troupe/proto';
+import type { BackgroundTaskState, BackgroundTaskStatus, WaitOptions } from '../sandbox';
+import { anySignal, raceSignal } from './abort';
+import type { OutputCapture } from './output-capture';
+
+/** A started process (docker exec or child process) as the task table sees it. */
+export interface TaskRun {
+  readonly startedAt: number;
+  readonly stdout: OutputCapture;
+  readonly stderr: OutputCapture;
+  /** Resolves (never rejects) when the process ended and its exit code is known. */
+  readonly done: Promise<{ exitCode: number; endedAt: number }>;
+  /** Stops reading its output. */
+  detach(): void;
+}
+
+/** What a task table needs from its sandbox. */
+export interface TaskHooks {
+  /** Kills the task's whole process tree. */
+  killTree(taskId: string, run: TaskRun, why: string): Promise<void>;
+  /** Whether an OOM kill happened since the task started (called for exit codes >= 128). */
+  oomKilled(taskId: string): Promise<boolean>;
+}
+
+interface Task {
+  id: string;
+  run: TaskRun;
+  state: BackgroundTaskState;
+  exitCode?: number;
+  oomKilled?: boolean;
+  endedAt?: number;
+  timer?: NodeJS.Timeout;
+  finished: Promise<void>;
+  markFinished(): void;
+}
+
+/** Background tasks of one sandbox: their state, output, deadlines, waits and kills. */
+export class TaskTable {
+  private readonly tasks = new Map<string, Task>();
+
+  constructor(
+    private readonly sandboxId: string,
+    private readonly hooks: TaskHooks,
+  ) {}
+
+  /** Registers a started task; with `timeoutMs` its tree is killed when the time is up. */
+  add(taskId: string, run: TaskRun, timeoutMs?: number): void {
+    let markFinished: () => void = () => undefined;
+    const finished = new Promise<void>((resolve) => (markFinished = resolve));
+    const task: Task = { id: taskId, run, state: 'running', finished, markFinished };
+    this.tasks.set(taskId, task);
+    if (timeoutMs !== undefined) {
+      task.timer = setTimeout(() => {
+        if (task.endedAt !== undefined) return;
+        task.state = 'timed-out';
+        this.hooks.killTree(taskId, run, 'timeout').catch(() => undefined);
+      }, timeoutMs);
+    }
+    void run.done.then(async (end) => {
+      if (task.timer) clearTimeout(task.timer);
+      if (task.state === 'killed') return; // kill() finishes it
+      const oom =
+        end.exitCode >= 128 && task.state === 'running'
+          ? await this.hooks.oomKilled(taskId)
+          : false;
+      this.finish(
+        task,
+        task.state === 'timed-out' ? 'timed-out' : 'exited',
+        end.exitCode,
+        oom,
+        end.endedAt,
+      );
+    });
+  }
+
+  private finish(
+    task: Task,
+    state: BackgroundTaskState,
+    exitCode: number,
+    oomKilled = false,
+    endedAt = performance.now(),
+  ): void {
+    if (task.endedAt !== undefined) return;
+    task.state = state;
+    task.exitCode = exitCode;
+    task.oomKilled = oomKilled;
+    task.endedAt = endedAt;
+    if (task.timer) clearTimeout(task.timer);
+    task.markFinished();
+  }
+
+  private get(taskId: string): Task {
+    const task = this.tasks.get(taskId);
+    if (task === undefined) {
+      throw new TroupeError(
+        ErrorCode.NOT_FOUND,
+        `no background task ${taskId} in sandbox ${this.sandboxId}`,
+        { details: { taskId } },
+      );
+    }
+    return task;
+  }
+
+  /** State and output so far. */
+  status(taskId: string): BackgroundTaskStatus {
+    const task = this.get(taskId);
+    const { run } = task;
+    const s: BackgroundTaskStatus = {
+      taskId,
+      state: task.endedAt === undefined ? 'running' : task.state,
+      stdout: run.stdout.text(),
+      stderr: run.stderr.text(),
+      stdoutDroppedBytes: run.stdout.droppedBytes,
+      stderrDroppedBytes: run.stderr.droppedBytes,
+      durationMs: Math.round((task.endedAt ?? performance.now()) - run.startedAt),
+    };
+    if (task.endedAt !== undefined) {
+      if (task.exitCode !== undefined) s.exitCode = task.exitCode;
+      if (task.oomKilled !== undefined) s.oomKilled = task.oomKilled;
+    }
+    return s;
+  }
+
+  /** Waits for the task to finish; `TIMEOUT` (task left running) when `timeoutMs` passes. */
+  async wait(taskId: string, options: WaitOptions = {}): Promise<BackgroundTaskStatus> {
+    const task = this.get(taskId);
+    if (task.endedAt !== undefined) return this.status(taskId);
+    const { timeoutMs, signal } = options;
+    const onTimeout =
+      timeoutMs === undefined ? undefined : timeoutError(`wait for task ${taskId}`, timeoutMs);
+    const timeout = timeoutMs === undefined ? undefined : AbortSignal.timeout(timeoutMs);
+    try {
+      await raceSignal(task.finished, anySignal(signal, timeout));
+    } catch (err) {
+      if (timeout?.aborted && !signal?.aborted && onTimeout) throw onTimeout;
+      throw err;
+    }
+    return this.status(taskId);
+  }
+
+  /** Kills the task's process tree and resolves with its final status. */
+  async kill(
+    taskId: string,
+    options: { signal?: AbortSignal } = {},
+  ): Promise<BackgroundTaskStatus> {
+    const task = this.get(taskId);
+    if (task.endedAt === undefined) {
+      task.state = 'killed';
+      await raceSignal(this.hooks.killTree(taskId, task.run, 'kill'), options.signal);
+      const end = await task.run.done;
+      this.finish(task, 'killed', end.exitCode, false, end.endedAt);
+    }
+    return this.status(taskId);
+  }
+
+  /** Marks every running task killed (its processes are already gone, or going). */
+  abandonAll(detach: boolean): void {
+    for (const task of this.tasks.values()) {
+      if (task.endedAt !== undefined) continue;
+      if (detach) task.run.detach();
+      this.finish(task, 'killed', 137);
+    }
+  }
+}
