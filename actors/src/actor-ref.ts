@@ -20,7 +20,7 @@ import {
 import { decodeJson, encodeJson } from './internal/json-codec';
 import { isNatsTimeout, isNoResponders } from './internal/nats-errors';
 import { MAIL_HINT_TYPE } from './internal/protocol';
-import { type Transport } from './internal/transport';
+import { type PlacementHints, type Transport } from './internal/transport';
 
 /** Options of {@link ActorRef.ask}. */
 export interface AskOptions {
@@ -62,8 +62,20 @@ export class UntypedActorRef {
     readonly address: ActorAddress,
     private readonly transport: Transport,
     private readonly sender?: ActorAddress,
+    private readonly hints?: PlacementHints,
   ) {
     validateAddress(address);
+    this.subject = actorSubject(transport.cluster, address);
+  }
+
+  private readonly subject: string;
+
+  /** A ref to the same actor whose activations and posts carry these scheduling hints. */
+  withHints(hints: PlacementHints): UntypedActorRef {
+    return new UntypedActorRef(this.address, this.transport, this.sender, {
+      ...this.hints,
+      ...hints,
+    });
   }
 
   /**
@@ -74,7 +86,7 @@ export class UntypedActorRef {
     const timeoutMs = options.timeoutMs ?? DEFAULT_ASK_TIMEOUT_MS;
     const deadline = Date.now() + timeoutMs;
     const timeout = timeoutError(`ask ${type} to ${formatAddress(this.address)}`, timeoutMs);
-    const subject = actorSubject(this.transport.cluster, this.address);
+    const subject = this.subject;
     const data = encodeJson(msg);
     let activations = 0;
     for (;;) {
@@ -102,7 +114,8 @@ export class UntypedActorRef {
           }
           await this.transport.activate(this.address, {
             timeoutMs: Math.max(1, deadline - Date.now()),
-            signal: options.signal,
+            ...(options.signal ? { signal: options.signal } : {}),
+            ...(this.hints ? { hints: this.hints } : {}),
           });
           continue;
         }
@@ -120,9 +133,7 @@ export class UntypedActorRef {
 
   /** Fire and forget over core NATS: at most once, delivered only to a live activation. */
   tell(type: string, msg: unknown): void {
-    this.transport.nc.publish(actorSubject(this.transport.cluster, this.address), encodeJson(msg), {
-      headers: this.headers(type),
-    });
+    this.transport.nc.publish(this.subject, encodeJson(msg), { headers: this.headers(type) });
   }
 
   /**
@@ -155,13 +166,7 @@ export class UntypedActorRef {
       // Fast path to a live activation; the placement service's inbox watcher is the durable path.
       const hint = natsHeaders();
       hint.set(Header.MSG_TYPE, MAIL_HINT_TYPE);
-      this.transport.nc.publish(
-        actorSubject(this.transport.cluster, this.address),
-        encodeJson({ seq: ack.seq }),
-        {
-          headers: hint,
-        },
-      );
+      this.transport.nc.publish(this.subject, encodeJson({ seq: ack.seq }), { headers: hint });
     }
     return { seq: ack.seq, duplicate: ack.duplicate };
   }
@@ -170,6 +175,7 @@ export class UntypedActorRef {
     const h = natsHeaders();
     h.set(Header.MSG_TYPE, type);
     if (this.sender) h.set(Header.SENDER, formatAddress(this.sender));
+    if (this.hints?.jobId) h.set(Header.JOB, this.hints.jobId);
     return h;
   }
 }
@@ -210,6 +216,11 @@ export class ActorRef<D extends AnyActorDefinition> {
   /** The untyped ref. */
   get untyped(): UntypedActorRef {
     return this.inner;
+  }
+
+  /** A ref to the same actor whose activations and posts carry these scheduling hints. */
+  withHints(hints: PlacementHints): ActorRef<D> {
+    return new ActorRef(this.inner.withHints(hints));
   }
 }
 

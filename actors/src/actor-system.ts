@@ -13,11 +13,13 @@ import { ActorRef, UntypedActorRef } from './actor-ref';
 import { type AnyActorDefinition } from './actor-definition';
 import { Directory } from './directory';
 import { ensureInfrastructure } from './infrastructure';
-import { LocalPlacer } from './local-placer';
+import { LocalPlacer } from './placement-service';
 import { type Logger, noopLogger } from './logger';
 import { type RefFactory } from './ref-factory';
 import { StateStore } from './state-store';
+import { type HostInfo } from './host-protocol';
 import { ActorHost } from './internal/actor-host';
+import { HostRegistrar } from './internal/host-registrar';
 import { Transport } from './internal/transport';
 
 /** Credentials for the NATS connection (see docs/deploy.md for server-side permissions). */
@@ -47,6 +49,13 @@ export interface ActorSystemOptions {
    * @default 'local' when `hosting` is non-empty, else 'none'
    */
   placement?: 'local' | 'none';
+  /**
+   * Register with the coordinator and heartbeat (cluster mode).
+   * @default true when `placement` is 'none' and `hosting` is non-empty
+   */
+  register?: boolean;
+  /** What this host advertises to the coordinator. @default this machine's cores and memory */
+  hostInfo?: Partial<Pick<HostInfo, 'cpu' | 'memMb' | 'backends' | 'labels'>>;
   /** Replicas of streams and buckets. @default 1 */
   replicas?: number;
   /** Sweep interval of the local placer. @default 5000 */
@@ -64,9 +73,11 @@ export class ActorSystem implements RefFactory {
     readonly nc: NatsConnection,
     readonly jsm: JetStreamManager,
     readonly log: Logger,
-    private readonly transport: Transport,
+    /** The connection bundle refs and placement services share. */
+    readonly transport: Transport,
     private readonly host: ActorHost | undefined,
     private readonly placer: LocalPlacer | undefined,
+    private readonly registrar: HostRegistrar | undefined,
     private readonly ownsConnection: boolean,
     readonly directory: Directory,
     readonly states: StateStore,
@@ -115,6 +126,7 @@ export class ActorSystem implements RefFactory {
               definitions: hosting,
               slots: options.slots ?? {},
               refsFor,
+              ...(options.hostInfo ? { hostInfo: options.hostInfo } : {}),
             })
           : undefined;
       host?.listen();
@@ -133,22 +145,15 @@ export class ActorSystem implements RefFactory {
           directory,
           states,
           log: log.child({ component: 'placer' }),
-          selectHost: async (addr) => {
-            if (!host.kinds.includes(addr.kind)) {
-              throw new TroupeError(
-                'UNAVAILABLE',
-                `no host for kind '${addr.kind}' (local placement)`,
-                {
-                  retryable: false,
-                },
-              );
-            }
-            return { hostId, incarnation };
-          },
           localHost: host,
           ...(options.sweepIntervalMs ? { sweepIntervalMs: options.sweepIntervalMs } : {}),
         });
         await placer.start();
+      }
+      let registrar: HostRegistrar | undefined;
+      if (host && (options.register ?? placement === 'none')) {
+        registrar = new HostRegistrar(nc, cluster, host, log.child({ component: 'registrar' }));
+        await registrar.start();
       }
       return new ActorSystem(
         cluster,
@@ -159,6 +164,7 @@ export class ActorSystem implements RefFactory {
         transport,
         host,
         placer,
+        registrar,
         !options.connection,
         directory,
         states,
@@ -209,6 +215,7 @@ export class ActorSystem implements RefFactory {
   async shutdown(options: { graceMs?: number } = {}): Promise<void> {
     await this.placer?.stop();
     await this.host?.shutdown(options.graceMs ?? 10_000);
+    await this.registrar?.stop();
     if (this.ownsConnection) await this.nc.drain();
   }
 }

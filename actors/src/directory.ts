@@ -24,6 +24,8 @@ export const DirectoryEntrySchema = z.object({
   incarnation: z.string().optional(),
   /** Fencing token, incremented on every transition to ACTIVATING. */
   epoch: z.number().int().nonnegative(),
+  /** Job the activation works for, when the activation request named one. */
+  jobId: z.string().optional(),
   updatedAtMs: z.number(),
   /** Why the actor is STOPPED or was last put to sleep. */
   reason: z.string().optional(),

@@ -31,6 +31,7 @@ export {
   type PostReceipt,
 } from './actor-ref';
 export { type RefFactory } from './ref-factory';
+export { Transport, type PlacementHints } from './internal/transport';
 export {
   ActivationState,
   Directory,
@@ -46,10 +47,29 @@ export {
   StateStore,
   type StateRecord,
 } from './state-store';
-export { LocalPlacer, type HostSelector, type LocalPlacerOptions } from './local-placer';
+export {
+  LocalPlacer,
+  PlacementService,
+  type HostSelector,
+  type LocalPlacerOptions,
+  type PlacementRequest,
+  type PlacementServiceOptions,
+  type PlacementTarget,
+} from './placement-service';
 export {
   ensureInfrastructure,
   type ActorInfrastructure,
   type InfrastructureOptions,
 } from './infrastructure';
 export { type Logger, noopLogger } from './logger';
+export {
+  DeregisterSchema,
+  HeartbeatReplySchema,
+  HeartbeatSchema,
+  HostInfoSchema,
+  RegisterReplySchema,
+  type Heartbeat,
+  type HeartbeatReply,
+  type HostInfo,
+  type RegisterReply,
+} from './host-protocol';

@@ -15,6 +15,7 @@ import {
   TroupeError,
   decodeErrorHeaders,
   parseActorKey,
+  validateAddress,
 } from '@troupe/proto';
 import { headers as natsHeaders, type Subscription } from '@nats-io/transport-node';
 import {
@@ -37,13 +38,33 @@ import {
 } from './internal/protocol';
 import { type Transport } from './internal/transport';
 
-/** Chooses the host for an activation; throws UNAVAILABLE when nothing fits. */
-export type HostSelector = (
-  addr: ActorAddress,
-) => Promise<{ hostId: string; incarnation?: string }>;
+/** What a placement decision is made from. */
+export interface PlacementRequest {
+  addr: ActorAddress;
+  /** Job the activation works for (fair scheduling and per-job limits). */
+  jobId?: string;
+  /** Labels the host must carry. */
+  labels?: Record<string, string>;
+  /** Place near this actor's host when possible (affinity). */
+  near?: ActorAddress;
+  /** Absolute deadline (ms since epoch) after which the requester has given up. */
+  deadlineMs: number;
+}
 
-/** Options of {@link LocalPlacer}. */
-export interface LocalPlacerOptions {
+/** A placement decision. */
+export interface PlacementTarget {
+  hostId: string;
+  incarnation?: string;
+}
+
+/**
+ * Chooses the host for an activation; may wait (a fair queue) until one has room, and throws
+ * UNAVAILABLE when nothing fits.
+ */
+export type HostSelector = (request: PlacementRequest) => Promise<PlacementTarget>;
+
+/** Options of {@link PlacementService}. */
+export interface PlacementServiceOptions {
   transport: Transport;
   jsm: JetStreamManager;
   directory: Directory;
@@ -51,6 +72,13 @@ export interface LocalPlacerOptions {
   log: Logger;
   /** Picks the host for a new activation. */
   selectHost: HostSelector;
+  /**
+   * Liveness of a host incarnation. Default: ping the host (cached 2 s). The coordinator answers
+   * from its heartbeat registry instead.
+   */
+  hostAlive?: (hostId: string, incarnation: string | undefined) => Promise<boolean>;
+  /** Called when a placement fails or its activation has been started (for load accounting). */
+  onPlacementFailed?: (request: PlacementRequest, target: PlacementTarget) => void;
   /**
    * An ACTIVATING entry older than this is considered abandoned.
    * @default 15000
@@ -72,7 +100,11 @@ export interface LocalPlacerOptions {
    */
   localHost?: {
     hostId: string;
-    activate(addr: ActorAddress, epoch: number, directoryRevision?: number): Promise<unknown>;
+    activate(
+      addr: ActorAddress,
+      epoch: number,
+      placement: { directoryRevision?: number; jobId?: string },
+    ): Promise<unknown>;
   };
   /**
    * Name of the durable inbox-watcher consumer (shared by every placer of the cluster).
@@ -82,12 +114,13 @@ export interface LocalPlacerOptions {
 }
 
 /**
- * Placement service for one process or a `troupe dev` cluster: answers activation requests on
- * `coord.sched.activate`, wakes sleeping actors that receive posts (a durable, headers-only
- * consumer of the inbox stream, so nothing is forgotten across restarts), and recovers actors of
- * dead hosts. The coordinator replaces the host selection with cluster placement.
+ * The placement service: answers activation requests on `coord.sched.activate`, wakes sleeping
+ * actors that receive posts (a durable, headers-only consumer of the inbox stream, so nothing is
+ * forgotten across restarts), and recovers actors of dead hosts. What varies is the host
+ * selection: {@link LocalPlacer} puts everything on its own process; the coordinator selects
+ * across the cluster under a fair scheduler.
  */
-export class LocalPlacer {
+export class PlacementService {
   private readonly inFlight = new Map<string, Promise<ActivateReply>>();
   private readonly alive = new Map<string, { incarnation: string; atMs: number }>();
   private sub?: Subscription;
@@ -102,7 +135,7 @@ export class LocalPlacer {
   /** Activations this placer has performed (for stats and tests). */
   placements = 0;
 
-  constructor(private readonly options: LocalPlacerOptions) {
+  constructor(private readonly options: PlacementServiceOptions) {
     this.activationTimeoutMs = options.activationTimeoutMs ?? 15_000;
     this.maxAttempts = options.maxActivationAttempts ?? 3;
     this.sweepIntervalMs = options.sweepIntervalMs ?? 5_000;
@@ -116,16 +149,25 @@ export class LocalPlacer {
       queue: 'troupe-placer',
       callback: (err, msg) => {
         if (err) return;
-        let addr: ActorAddress;
+        let request: PlacementRequest;
         try {
-          addr = parseWith(ActivateRequestSchema, decodeJson(msg.data), {
+          const req = parseWith(ActivateRequestSchema, decodeJson(msg.data), {
             prefix: 'activate',
-          }).addr;
+          });
+          request = {
+            addr: validateAddress(req.addr),
+            deadlineMs: Date.now() + this.activationTimeoutMs,
+            ...(req.jobId ? { jobId: req.jobId } : {}),
+            ...(req.labels ? { labels: req.labels } : {}),
+            ...(req.near ? { near: validateAddress(req.near) } : {}),
+          };
+          const deadline = Number(msg.headers?.get(Header.DEADLINE) ?? '');
+          if (Number.isFinite(deadline) && deadline > Date.now()) request.deadlineMs = deadline;
         } catch (e) {
           msg.respond(new Uint8Array(), { headers: encodeErrorHeaders(e) });
           return;
         }
-        this.activate(addr).then(
+        this.activate(request).then(
           (reply) => msg.respond(encodeJson(reply)),
           (e: unknown) => msg.respond(new Uint8Array(), { headers: encodeErrorHeaders(e) }),
         );
@@ -151,18 +193,23 @@ export class LocalPlacer {
    * Makes `addr` live and returns where. Concurrent requests for one address share one attempt;
    * the directory CAS makes requests of different placers agree on a single activation.
    */
-  activate(addr: ActorAddress): Promise<ActivateReply> {
-    const key = formatAddress(addr);
+  activate(request: PlacementRequest | ActorAddress): Promise<ActivateReply> {
+    const req: PlacementRequest =
+      'addr' in request
+        ? request
+        : { addr: request, deadlineMs: Date.now() + this.activationTimeoutMs };
+    const key = formatAddress(req.addr);
     const existing = this.inFlight.get(key);
     if (existing) return existing;
-    const p = this.doActivate(addr).finally(() => this.inFlight.delete(key));
+    const p = this.doActivate(req).finally(() => this.inFlight.delete(key));
     this.inFlight.set(key, p);
     return p;
   }
 
-  private async doActivate(addr: ActorAddress): Promise<ActivateReply> {
+  private async doActivate(request: PlacementRequest): Promise<ActivateReply> {
+    const { addr } = request;
     const key = formatAddress(addr);
-    const deadline = Date.now() + this.activationTimeoutMs * 2;
+    const deadline = Math.max(request.deadlineMs, Date.now() + 1_000);
     let failures = 0;
     let waitMs = 5;
     while (Date.now() < deadline) {
@@ -197,26 +244,34 @@ export class LocalPlacer {
         });
         continue;
       }
-      const target = await this.options.selectHost(addr);
+      const target = await this.options.selectHost(request);
       const epoch = entry.epoch + 1;
       const next: DirectoryEntry = {
         state: 'ACTIVATING',
         hostId: target.hostId,
         ...(target.incarnation ? { incarnation: target.incarnation } : {}),
+        ...(request.jobId ? { jobId: request.jobId } : {}),
         epoch,
         updatedAtMs: Date.now(),
       };
       const rev = await this.options.directory.compareAndSet(addr, revision, next);
-      if (rev === undefined) continue; // lost the race: look again
+      if (rev === undefined) {
+        this.options.onPlacementFailed?.(request, target);
+        continue; // lost the race: look again
+      }
       try {
         if (this.options.localHost?.hostId === target.hostId) {
-          await this.options.localHost.activate(addr, epoch, rev);
+          await this.options.localHost.activate(addr, epoch, {
+            directoryRevision: rev,
+            ...(request.jobId ? { jobId: request.jobId } : {}),
+          });
         } else {
-          await this.requestHostActivation(target.hostId, addr, epoch, rev);
+          await this.requestHostActivation(target.hostId, addr, epoch, rev, request.jobId);
         }
         this.placements++;
         return { hostId: target.hostId, epoch };
       } catch (err) {
+        this.options.onPlacementFailed?.(request, target);
         const error = toTroupeError(err);
         failures++;
         this.options.log.warn({ err: error, actor: key, failures }, 'activation failed');
@@ -242,9 +297,10 @@ export class LocalPlacer {
     addr: ActorAddress,
     epoch: number,
     revision: number,
+    jobId: string | undefined,
   ): Promise<void> {
     const { nc, cluster } = this.options.transport;
-    const body = encodeJson({ addr, epoch, revision });
+    const body = encodeJson({ addr, epoch, revision, ...(jobId ? { jobId } : {}) });
     const reply = await nc.request(hostSubject(cluster, hostId, 'activate'), body, {
       timeout: this.activationTimeoutMs,
     });
@@ -254,6 +310,7 @@ export class LocalPlacer {
 
   /** Pings a host (cached briefly); a different incarnation means the old process is gone. */
   async hostAlive(hostId: string, incarnation?: string): Promise<boolean> {
+    if (this.options.hostAlive) return this.options.hostAlive(hostId, incarnation);
     const cached = this.alive.get(hostId);
     if (cached && Date.now() - cached.atMs < 2_000) {
       return incarnation === undefined || cached.incarnation === incarnation;
@@ -289,7 +346,9 @@ export class LocalPlacer {
           deliver_policy: DeliverPolicy.All,
           filter_subject: inboxSubjectFilter(cluster),
           headers_only: true,
-          ack_wait: 30_000_000_000,
+          // Short, so a placer that dies mid-wake hands the message to a standby quickly; a wake
+          // that waits for capacity keeps it with working() (see onInboxMessage).
+          ack_wait: 10_000_000_000,
           max_ack_pending: 10_000,
         });
       } catch (err) {
@@ -311,6 +370,7 @@ export class LocalPlacer {
   }
 
   private async onInboxMessage(m: JsMsg): Promise<void> {
+    let keepAlive: NodeJS.Timeout | undefined;
     const addr = parseInboxSubject(this.options.transport.cluster, m.subject);
     if (!addr) {
       m.term();
@@ -326,7 +386,13 @@ export class LocalPlacer {
         // Live: the poster's hint may have been lost (or the poster died after publishing).
         this.hint(addr, m.seq);
       } else {
-        await this.activate(addr);
+        const jobId = m.headers?.get(Header.JOB);
+        keepAlive = setInterval(() => m.working(), 3_000);
+        await this.activate({
+          addr,
+          deadlineMs: Date.now() + this.activationTimeoutMs,
+          ...(jobId ? { jobId } : {}),
+        });
       }
       m.ack();
     } catch (err) {
@@ -336,6 +402,8 @@ export class LocalPlacer {
         m.nak(1_000);
       }
       this.options.log.warn({ err, actor: formatAddress(addr) }, 'wake on post failed');
+    } finally {
+      clearInterval(keepAlive);
     }
   }
 
@@ -402,4 +470,37 @@ export class LocalPlacer {
 
 function delay(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms).unref());
+}
+
+/** Options of {@link LocalPlacer}: a placement service whose only host is this process's. */
+export type LocalPlacerOptions = Omit<PlacementServiceOptions, 'selectHost'> & {
+  localHost: NonNullable<PlacementServiceOptions['localHost']> & {
+    incarnation: string;
+    kinds: readonly string[];
+  };
+};
+
+/**
+ * Placement for one process or `troupe dev`: every activation goes to the host in this process.
+ * Several processes with local placers on one cluster agree through the directory CAS.
+ */
+export class LocalPlacer extends PlacementService {
+  constructor(options: LocalPlacerOptions) {
+    const host = options.localHost;
+    super({
+      ...options,
+      selectHost: async ({ addr }) => {
+        if (!host.kinds.includes(addr.kind)) {
+          throw new TroupeError(
+            'UNAVAILABLE',
+            `no host for kind '${addr.kind}' (local placement)`,
+            {
+              retryable: false,
+            },
+          );
+        }
+        return { hostId: host.hostId, incarnation: host.incarnation };
+      },
+    });
+  }
 }

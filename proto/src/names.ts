@@ -166,6 +166,8 @@ export const KvBucket = {
   DEFS: 'defs',
   /** Leases (coordinator leader election). */
   LEASES: 'leases',
+  /** Durable reminders (`remindAt`), keyed by reminder id. */
+  REMINDERS: 'reminders',
 } as const;
 
 /** One of the {@link KvBucket} values. */

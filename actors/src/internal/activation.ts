@@ -78,7 +78,7 @@ export class Activation {
     id: string,
     readonly epoch: number,
     private readonly host: ActivationHost,
-    private readonly directoryRevisionHint?: number,
+    private readonly placement: { directoryRevision?: number; jobId?: string } = {},
   ) {
     this.address = { kind: def.kind, id };
     this.key = formatAddress(this.address);
@@ -541,12 +541,14 @@ export class Activation {
 
   /** First IDLE write straight at the revision the placer gave us (no read); false if stale. */
   private async tryMarkIdleAtHint(): Promise<boolean> {
-    if (this.directoryRevisionHint === undefined) return false;
-    const rev = await this.host.directory.compareAndSet(this.address, this.directoryRevisionHint, {
+    const { directoryRevision, jobId } = this.placement;
+    if (directoryRevision === undefined) return false;
+    const rev = await this.host.directory.compareAndSet(this.address, directoryRevision, {
       state: 'IDLE',
       hostId: this.host.hostId,
       incarnation: this.host.incarnation,
       epoch: this.epoch,
+      ...(jobId ? { jobId } : {}),
       updatedAtMs: Date.now(),
     });
     return rev !== undefined;

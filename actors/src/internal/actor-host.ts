@@ -7,14 +7,18 @@ import {
   toTroupeError,
   TroupeError,
 } from '@troupe/proto';
+import { randomBytes } from 'node:crypto';
+import os from 'node:os';
 import { type Msg, type Subscription } from '@nats-io/transport-node';
 import { type JetStreamManager } from '@nats-io/jetstream';
 import { type AnyActorDefinition } from '../actor-definition';
 import { type Directory } from '../directory';
+import { type HostInfo } from '../host-protocol';
 import { type Logger } from '../logger';
 import { type RefFactory } from '../ref-factory';
 import { isFenced, type StateStore } from '../state-store';
 import { Activation, type ActivationHost } from './activation';
+import { type RegistrarHost } from './host-registrar';
 import { encodeJson } from './json-codec';
 import { HostActivateRequestSchema, HostDeactivateRequestSchema } from './protocol';
 import { type Transport } from './transport';
@@ -31,6 +35,8 @@ export interface ActorHostOptions {
   definitions: readonly AnyActorDefinition[];
   /** Max live activations per kind; beyond it activation is refused with UNAVAILABLE. */
   slots: Record<string, number>;
+  /** What the host advertises to the coordinator (defaults: this machine's cores and memory). */
+  hostInfo?: Partial<Pick<HostInfo, 'cpu' | 'memMb' | 'backends' | 'labels'>>;
   refsFor(sender: ActorAddress): RefFactory;
 }
 
@@ -38,13 +44,14 @@ export interface ActorHostOptions {
  * Hosts activations of the kinds it was given: answers `host.<id>.activate|deactivate|ping|stats`
  * from placers, enforces per-kind capacity, and drains everything on shutdown.
  */
-export class ActorHost implements ActivationHost {
+export class ActorHost implements ActivationHost, RegistrarHost {
   readonly transport: Transport;
   readonly jsm: JetStreamManager;
   readonly directory: Directory;
   readonly states: StateStore;
   readonly hostId: string;
-  readonly incarnation: string;
+  /** Changes when the coordinator fences this host and it registers again. */
+  incarnation: string;
   readonly log: Logger;
   private readonly defs = new Map<string, AnyActorDefinition>();
   private readonly live = new Map<string, Activation>();
@@ -81,6 +88,35 @@ export class ActorHost implements ActivationHost {
     return out;
   }
 
+  /** Registration record for the coordinator. */
+  info(): HostInfo {
+    return {
+      hostId: this.hostId,
+      incarnation: this.incarnation,
+      kinds: this.kinds,
+      slots: this.options.slots,
+      cpu: this.options.hostInfo?.cpu ?? os.availableParallelism(),
+      memMb: this.options.hostInfo?.memMb ?? Math.round(os.totalmem() / 1024 / 1024),
+      backends: this.options.hostInfo?.backends ?? [],
+      labels: this.options.hostInfo?.labels ?? {},
+    };
+  }
+
+  /** Live activations per kind, for heartbeats. */
+  load(): Record<string, number> {
+    return this.countByKind();
+  }
+
+  /**
+   * The coordinator declared this incarnation dead and moved its actors: fence every activation
+   * (no write of theirs can land anyway) and continue as a new incarnation.
+   */
+  fenceAll(reason: string): void {
+    this.log.warn({ reason, activations: this.live.size }, 'fencing all activations');
+    for (const a of [...this.live.values()]) a.fence();
+    this.incarnation = randomBytes(8).toString('hex');
+  }
+
   /** Passivates the local activation with this key, if any. */
   async deactivateLocal(key: string): Promise<void> {
     await this.live.get(key)?.stop('deactivated');
@@ -108,7 +144,10 @@ export class ActorHost implements ActivationHost {
     };
     on('activate', async (msg) => {
       const req = parseWith(HostActivateRequestSchema, msg.json(), { prefix: 'activate' });
-      const a = await this.activate(req.addr, req.epoch, req.revision);
+      const a = await this.activate(req.addr, req.epoch, {
+        ...(req.revision ? { directoryRevision: req.revision } : {}),
+        ...(req.jobId ? { jobId: req.jobId } : {}),
+      });
       return { hostId: this.hostId, epoch: a.epoch };
     });
     on('deactivate', async (msg) => {
@@ -137,7 +176,7 @@ export class ActorHost implements ActivationHost {
   async activate(
     addr: ActorAddress,
     epoch: number,
-    directoryRevision?: number,
+    placement: { directoryRevision?: number; jobId?: string } = {},
   ): Promise<Activation> {
     if (this.closing) throw new TroupeError('UNAVAILABLE', `host ${this.hostId} is shutting down`);
     const def = this.defs.get(addr.kind);
@@ -172,7 +211,7 @@ export class ActorHost implements ActivationHost {
         `host ${this.hostId} has no free ${addr.kind} slot (${limit})`,
       );
     }
-    const activation = new Activation(def, addr.id, epoch, this, directoryRevision);
+    const activation = new Activation(def, addr.id, epoch, this, placement);
     const start = (async () => {
       this.live.set(key, activation);
       try {

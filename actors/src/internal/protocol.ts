@@ -3,8 +3,15 @@ import { z } from 'zod';
 /** An actor address as it travels inside protocol messages (validated again by the builders). */
 export const AddressSchema = z.object({ kind: z.string(), id: z.string() });
 
-/** `coord.sched.activate` request. */
-export const ActivateRequestSchema = z.object({ addr: AddressSchema });
+/** `coord.sched.activate` request: the address plus scheduling hints. */
+export const ActivateRequestSchema = z.object({
+  addr: AddressSchema,
+  jobId: z.string().min(1).max(128).optional(),
+  labels: z.record(z.string(), z.string()).optional(),
+  near: AddressSchema.optional(),
+});
+/** A decoded activate request. */
+export type ActivateRequest = z.infer<typeof ActivateRequestSchema>;
 /** `coord.sched.activate` reply: where the actor is live. */
 export const ActivateReplySchema = z.object({ hostId: z.string(), epoch: z.number().int() });
 /** A decoded activate reply. */
@@ -16,6 +23,8 @@ export const HostActivateRequestSchema = z.object({
   epoch: z.number().int().positive(),
   /** Directory revision the placer wrote ACTIVATING at: saves the host a read. */
   revision: z.number().int().positive().optional(),
+  /** Job recorded in the directory entry. */
+  jobId: z.string().optional(),
 });
 /** `host.<id>.deactivate` request. */
 export const HostDeactivateRequestSchema = z.object({ addr: AddressSchema });

@@ -2,15 +2,26 @@ import {
   type ActorAddress,
   coordSubject,
   decodeErrorHeaders,
+  Header,
   TroupeError,
   timeoutError,
 } from '@troupe/proto';
-import { type NatsConnection } from '@nats-io/transport-node';
+import { headers as natsHeaders, type NatsConnection } from '@nats-io/transport-node';
 import { type JetStreamClient } from '@nats-io/jetstream';
 import { type Logger } from '../logger';
 import { decodeJson, encodeJson } from './json-codec';
 import { isNoResponders, isNatsTimeout } from './nats-errors';
 import { type ActivateReply, ActivateReplySchema } from './protocol';
+
+/** Scheduling hints a ref passes with activation requests. */
+export interface PlacementHints {
+  /** Job the actor works for: fair scheduling and per-job limits; posts carry it as `Troupe-Job`. */
+  jobId?: string;
+  /** Labels the host must carry. */
+  labels?: Record<string, string>;
+  /** Prefer the host of this actor (affinity, e.g. a sandbox near its agent). */
+  near?: ActorAddress;
+}
 
 /** What refs and activations share: the connection and the way to ask for an activation. */
 export class Transport {
@@ -27,14 +38,19 @@ export class Transport {
    */
   async activate(
     addr: ActorAddress,
-    options: { timeoutMs: number; signal?: AbortSignal },
+    options: { timeoutMs: number; signal?: AbortSignal; hints?: PlacementHints },
   ): Promise<ActivateReply> {
     const subject = coordSubject(this.cluster, 'sched', 'activate');
     const timeout = timeoutError(`activation of ${addr.kind}/${addr.id}`, options.timeoutMs);
     options.signal?.throwIfAborted();
     let reply;
     try {
-      reply = await this.nc.request(subject, encodeJson({ addr }), { timeout: options.timeoutMs });
+      const h = natsHeaders();
+      h.set(Header.DEADLINE, String(Date.now() + options.timeoutMs));
+      reply = await this.nc.request(subject, encodeJson({ addr, ...options.hints }), {
+        timeout: options.timeoutMs,
+        headers: h,
+      });
     } catch (err) {
       if (isNoResponders(err)) {
         throw new TroupeError(

@@ -218,7 +218,7 @@ describe('builders', () => {
 
   it('builds KV bucket and object store names', () => {
     expect(Object.values(KvBucket).sort()).toEqual(
-      ['budget', 'defs', 'directory', 'jobs', 'leases', 'nodes', 'state'].sort(),
+      ['budget', 'defs', 'directory', 'jobs', 'leases', 'nodes', 'reminders', 'state'].sort(),
     );
     for (const bucket of Object.values(KvBucket)) {
       const name = kvBucketName('my-test', bucket);
