@@ -126,6 +126,16 @@ export class UntypedActorRef {
         });
       }
       const error = decodeErrorHeaders(reply.headers);
+      if (error?.details?.['moved'] === true) {
+        // We reached an activation on its way out: have the actor activated again and retry.
+        if (++activations > 5) throw error;
+        await this.transport.activate(this.address, {
+          timeoutMs: Math.max(1, deadline - Date.now()),
+          ...(options.signal ? { signal: options.signal } : {}),
+          ...(this.hints ? { hints: this.hints } : {}),
+        });
+        continue;
+      }
       if (error) throw error;
       return decodeJson(reply.data);
     }

@@ -29,6 +29,17 @@ import { decodeJson, encodeJson } from './json-codec';
 import { MAIL_HINT_TYPE } from './protocol';
 import { type Transport } from './transport';
 
+/**
+ * The error an ask gets when it reached an activation that is going away; the asker treats it
+ * like "no responders": it has the actor activated again and retries (details.moved).
+ */
+function movedError(key: string, why: string): TroupeError {
+  return new TroupeError('UNAVAILABLE', `${key} ${why}`, { details: { moved: true } });
+}
+
+/** Minimum idle time of a fresh activation before its first message. */
+const FIRST_MESSAGE_GRACE_MS = 2_000;
+
 /** What an activation needs from its host. */
 export interface ActivationHost {
   readonly transport: Transport;
@@ -70,6 +81,7 @@ export class Activation {
   private idleTimer?: NodeJS.Timeout;
   private readonly abort = new AbortController();
   private readonly failures = new Map<number, number>();
+  private handledAny = false;
   private readonly log: Logger;
   private pumpDone: Promise<void> = Promise.resolve();
 
@@ -130,15 +142,19 @@ export class Activation {
     if (this.stopping) return this.pumpDone;
     this.stopping = true;
     this.clearIdle();
-    this.sub?.unsubscribe();
+    // Drain, not unsubscribe: a request the server routed to us before it saw the UNSUB still
+    // reaches the callback, which answers it with movedError (the asker retries) instead of it
+    // vanishing into a timeout.
+    const drained = this.sub?.drain().catch(() => undefined);
     // Asks that were queued but not started get an UNAVAILABLE; the caller retries and lands on
     // the next activation.
     for (const item of this.queue.splice(0)) {
       if (item.via === 'ask') {
-        this.replyError(item.msg, new TroupeError('UNAVAILABLE', `${this.key} is passivating`));
+        this.replyError(item.msg, movedError(this.key, 'is passivating'));
       }
     }
     await this.pumpDone;
+    await drained;
     if (this.ended) return;
     if (this.def.onDeactivate) {
       try {
@@ -167,8 +183,7 @@ export class Activation {
     this.sub?.unsubscribe();
     this.abort.abort(new TroupeError('CANCELLED', `${this.key} was fenced by a newer activation`));
     for (const item of this.queue.splice(0)) {
-      if (item.via === 'ask')
-        this.replyError(item.msg, new TroupeError('UNAVAILABLE', `${this.key} moved`));
+      if (item.via === 'ask') this.replyError(item.msg, movedError(this.key, 'moved'));
     }
     this.end('fenced');
   }
@@ -189,8 +204,7 @@ export class Activation {
 
   private onCoreMessage(msg: Msg): void {
     if (this.stopping) {
-      if (msg.reply)
-        this.replyError(msg, new TroupeError('UNAVAILABLE', `${this.key} is passivating`));
+      if (msg.reply) this.replyError(msg, movedError(this.key, 'is passivating'));
       return;
     }
     const type = msg.headers?.get(Header.MSG_TYPE) ?? '';
@@ -251,9 +265,14 @@ export class Activation {
 
   private armIdle(): void {
     this.clearIdle();
+    // Until the first message, wait at least FIRST_MESSAGE_GRACE_MS: the ask that caused the
+    // activation is retried only after the placer's reply, and must find us still here.
+    const ms = this.handledAny
+      ? this.def.idleTimeoutMs
+      : Math.max(this.def.idleTimeoutMs, FIRST_MESSAGE_GRACE_MS);
     this.idleTimer = setTimeout(() => {
       if (!this.busy && !this.stopping) void this.stop('idle');
-    }, this.def.idleTimeoutMs);
+    }, ms);
     this.idleTimer.unref();
   }
 
@@ -395,8 +414,7 @@ export class Activation {
       if (item.via === 'ask') item.msg.respond(encodeJson(result?.reply));
     } catch (err) {
       if (isFenced(err)) {
-        if (item.via === 'ask')
-          this.replyError(item.msg, new TroupeError('UNAVAILABLE', `${this.key} moved`));
+        if (item.via === 'ask') this.replyError(item.msg, movedError(this.key, 'moved'));
         throw err;
       }
       const error = toTroupeError(err);
@@ -417,6 +435,7 @@ export class Activation {
   // ---- turns --------------------------------------------------------------------------------
 
   private async runHandler(turn: Turn, payload: unknown): Promise<HandlerResult<unknown> | void> {
+    this.handledAny = true;
     const handler = (this.def.handlers as unknown as Record<string, AnyHandler>)[turn.info.type];
     if (!handler)
       throw new TroupeError('INVALID_ARGUMENT', `unknown message type '${turn.info.type}'`);

@@ -1,0 +1,67 @@
+import type { BudgetHook } from './budget-hook';
+import type { ChatMessage, ToolChoice, ToolDefinition } from './chat-message';
+
+/**
+ * A piece of a streamed completion, for progress display. Pieces of a failed attempt are
+ * superseded by the next attempt's, which start again from the beginning with a higher `attempt`.
+ */
+export type ChatDelta =
+  | {
+      /** Discriminant. */
+      kind: 'content';
+      /** Text appended to the content. */
+      text: string;
+      /** Attempt the piece belongs to, from 1. */
+      attempt: number;
+    }
+  | {
+      /** Discriminant. */
+      kind: 'tool_call';
+      /** Position of the tool call in the reply. */
+      index: number;
+      /** Tool call id, on the piece that first carries it. */
+      id?: string;
+      /** Function name, on the piece that first carries it. */
+      name?: string;
+      /** Text appended to the call's arguments (may be empty). */
+      argumentsText: string;
+      /** Attempt the piece belongs to, from 1. */
+      attempt: number;
+    };
+
+/** Options of {@link LlmClient.chat}. */
+export interface ChatOptions {
+  /** Registry name of the model. */
+  model: string;
+  /** The conversation, oldest first; at least one message. */
+  messages: readonly ChatMessage[];
+  /** Functions the model may call. @default none */
+  tools?: readonly ToolDefinition[];
+  /** Whether/which tool must be called. @default provider default ('auto' when tools are given) */
+  toolChoice?: ToolChoice;
+  /** Completion cap; also what is reserved as the worst case. @default the model's `maxTokens` */
+  maxTokens?: number;
+  /** Sampling temperature, 0–2. @default provider default */
+  temperature?: number;
+  /** Stream the reply (reassembled before returning; see `onDelta`). @default false */
+  stream?: boolean;
+  /** Called with each streamed piece; its errors are logged and ignored. @default none */
+  onDelta?: (delta: ChatDelta) => void;
+  /**
+   * Cancels the call: an abort ends it at once with `CANCELLED` (or `TIMEOUT` when the reason is
+   * a timeout), with no further attempt. Required so no model call is ever uncancellable.
+   */
+  signal: AbortSignal;
+  /**
+   * Deadline of the whole call (queueing, rate-limit waits, attempts, backoff); past it the call
+   * fails with `TIMEOUT`, and a retry that could not start before it is not waited for.
+   * @default no deadline beyond `signal`
+   */
+  totalTimeoutMs?: number;
+  /** The budget to reserve against. @default the client's `budget`, else none */
+  budget?: BudgetHook;
+  /** Facts passed to the budget and the call record (agent, job, session). @default none */
+  metadata?: Readonly<Record<string, string | number | boolean>>;
+  /** Id of the call (e.g. a trajectory step id). @default `llm_<uuid>` */
+  requestId?: string;
+}

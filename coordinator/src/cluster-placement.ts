@@ -1,0 +1,270 @@
+import { type ActorAddress, directoryKey, parseActorKey, TroupeError } from '@troupe/proto';
+import {
+  type DirectoryEntry,
+  DirectoryEntrySchema,
+  isLiveState,
+  type Logger,
+  type PlacementRequest,
+  type PlacementTarget,
+} from '@troupe/actors';
+import { type KV, type KvWatchEntry } from '@nats-io/kv';
+import { DEFAULT_JOB_POLICY, FairQueue, type JobPolicy } from './fair-queue';
+import { type HostRecord, type HostRegistry } from './host-registry';
+
+/** Options of {@link ClusterPlacement}. */
+export interface ClusterPlacementOptions {
+  registry: HostRegistry;
+  /** The directory bucket, watched to know which host runs what. */
+  directoryKv: KV;
+  log: Logger;
+  /** Scheduling policy of a job (weight, priority, max activations). */
+  jobPolicy?: (jobId: string) => JobPolicy;
+  /** Max live activations per kind across the cluster. @default unlimited */
+  kindLimits?: Record<string, number>;
+}
+
+interface Live {
+  hostId: string;
+  kind: string;
+  jobId?: string;
+}
+
+interface Waiter {
+  request: PlacementRequest;
+  resolve: (t: PlacementTarget) => void;
+  reject: (e: unknown) => void;
+  timer: NodeJS.Timeout;
+}
+
+const NO_JOB = '';
+
+/**
+ * Cluster placement: picks a host that hosts the kind, carries the requested labels, is alive and
+ * not draining, and has a free slot — the actor's `near` host first (affinity), else the least
+ * loaded. When every fitting host is full the request waits in a weighted fair queue across jobs
+ * until a slot frees or its deadline passes. Load is counted from a watch of the directory (the
+ * truth of what runs where) plus placements in flight.
+ */
+export class ClusterPlacement {
+  private readonly live = new Map<string, Live>();
+  private readonly pending = new Map<string, Live>();
+  private readonly queues = new Map<string, FairQueue<Waiter>>();
+  private watchStop?: () => void;
+  private readonly jobPolicy: (jobId: string) => JobPolicy;
+  /** Placements made (metrics). */
+  placements = 0;
+
+  constructor(private readonly options: ClusterPlacementOptions) {
+    this.jobPolicy = options.jobPolicy ?? (() => DEFAULT_JOB_POLICY);
+  }
+
+  /** Starts watching the directory; resolves once the current entries are loaded. */
+  async start(): Promise<void> {
+    const watcher = await this.options.directoryKv.watch({ key: '>' });
+    let initialDone: () => void = () => undefined;
+    const initial = new Promise<void>((r) => (initialDone = r));
+    this.watchStop = () => watcher.stop();
+    void (async () => {
+      for await (const e of watcher) {
+        this.onDirectoryEntry(e);
+        if (e.delta === 0) initialDone();
+      }
+    })().catch((err: unknown) => this.options.log.error({ err }, 'directory watch stopped'));
+    // An empty bucket yields no entry at all: don't wait for one.
+    const status = await this.options.directoryKv.status();
+    if (status.values === 0) initialDone();
+    await initial;
+  }
+
+  /** Stops watching and fails every waiting request with UNAVAILABLE. */
+  stop(): void {
+    this.watchStop?.();
+    for (const q of this.queues.values()) {
+      let w: Waiter | undefined;
+      while ((w = q.admitNext(() => true))) {
+        clearTimeout(w.timer);
+        w.reject(new TroupeError('UNAVAILABLE', 'coordinator stopping'));
+      }
+    }
+  }
+
+  private onDirectoryEntry(e: KvWatchEntry): void {
+    const addr = parseActorKey(e.key);
+    if (!addr) return;
+    const key = e.key;
+    let entry: DirectoryEntry | undefined;
+    if (e.operation === 'PUT' && e.value.length > 0) {
+      const parsed = DirectoryEntrySchema.safeParse(e.json());
+      if (parsed.success) entry = parsed.data;
+    }
+    const pending = this.pending.get(key);
+    if (entry && isLiveState(entry.state) && entry.hostId) {
+      this.live.set(key, {
+        hostId: entry.hostId,
+        kind: addr.kind,
+        ...(entry.jobId ? { jobId: entry.jobId } : {}),
+      });
+      if (pending && pending.hostId === entry.hostId) this.pending.delete(key);
+    } else if (this.live.delete(key)) {
+      this.kick(addr.kind);
+    }
+  }
+
+  /** Live + in-flight activations of `kind` on `hostId`. */
+  used(hostId: string, kind: string): number {
+    let n = 0;
+    for (const l of this.live.values()) if (l.hostId === hostId && l.kind === kind) n++;
+    for (const [key, l] of this.pending)
+      if (!this.live.has(key) && l.hostId === hostId && l.kind === kind) n++;
+    return n;
+  }
+
+  private countWhere(pred: (l: Live) => boolean): number {
+    let n = 0;
+    for (const l of this.live.values()) if (pred(l)) n++;
+    for (const [key, l] of this.pending) if (!this.live.has(key) && pred(l)) n++;
+    return n;
+  }
+
+  /** Live activations per job (for metrics and limits). */
+  liveByJob(): Record<string, number> {
+    const out: Record<string, number> = {};
+    for (const l of this.live.values()) if (l.jobId) out[l.jobId] = (out[l.jobId] ?? 0) + 1;
+    return out;
+  }
+
+  /** Requests waiting for capacity, per kind. */
+  queueDepth(): Record<string, number> {
+    const out: Record<string, number> = {};
+    for (const [kind, q] of this.queues) out[kind] = q.size;
+    return out;
+  }
+
+  /** The {@link HostSelector} for the placement service. */
+  select = (request: PlacementRequest): Promise<PlacementTarget> => {
+    const kind = request.addr.kind;
+    const hosts = this.options.registry
+      .list()
+      .filter((h) => h.state !== 'DEAD' && h.info.kinds.includes(kind));
+    if (hosts.length === 0) {
+      return Promise.reject(
+        new TroupeError('UNAVAILABLE', `no live host hosts kind '${kind}'`, { details: { kind } }),
+      );
+    }
+    const queue = this.queueFor(kind);
+    if (queue.size === 0) {
+      const target = this.tryPlace(request);
+      if (target) return Promise.resolve(target);
+    }
+    return new Promise<PlacementTarget>((resolve, reject) => {
+      const jobId = request.jobId ?? NO_JOB;
+      const waiter: Waiter = {
+        request,
+        resolve,
+        reject,
+        timer: setTimeout(
+          () => {
+            if (queue.remove(jobId, waiter)) {
+              reject(
+                new TroupeError('UNAVAILABLE', `no free ${kind} slot before the deadline`, {
+                  details: { kind, queued: queue.size },
+                }),
+              );
+            }
+          },
+          Math.max(0, request.deadlineMs - Date.now()),
+        ),
+      };
+      waiter.timer.unref();
+      queue.push(jobId, waiter);
+      this.kick(kind);
+    });
+  };
+
+  /** Releases the in-flight count of a placement that did not happen. */
+  placementFailed = (request: PlacementRequest, target: PlacementTarget): void => {
+    const key = directoryKey(request.addr);
+    const p = this.pending.get(key);
+    if (p && p.hostId === target.hostId) this.pending.delete(key);
+    this.kick(request.addr.kind);
+  };
+
+  /** Capacity may have changed (host registered, load changed): admit what fits. */
+  kickAll(): void {
+    for (const kind of this.queues.keys()) this.kick(kind);
+  }
+
+  private kick(kind: string): void {
+    const queue = this.queues.get(kind);
+    if (!queue || queue.size === 0) return;
+    let admitted: PlacementTarget | undefined;
+    for (;;) {
+      const w = queue.admitNext(
+        (waiter) => (admitted = this.tryPlace(waiter.request)) !== undefined,
+        (jobId) => this.jobHasRoom(jobId),
+      );
+      if (!w || !admitted) return;
+      clearTimeout(w.timer);
+      w.resolve(admitted);
+    }
+  }
+
+  private queueFor(kind: string): FairQueue<Waiter> {
+    let q = this.queues.get(kind);
+    if (!q) {
+      q = new FairQueue<Waiter>((jobId) =>
+        jobId === NO_JOB ? DEFAULT_JOB_POLICY : this.jobPolicy(jobId),
+      );
+      this.queues.set(kind, q);
+    }
+    return q;
+  }
+
+  private jobHasRoom(jobId: string): boolean {
+    if (jobId === NO_JOB) return true;
+    const limit = this.jobPolicy(jobId).maxActivations;
+    return limit === undefined || this.countWhere((l) => l.jobId === jobId) < limit;
+  }
+
+  private tryPlace(request: PlacementRequest): PlacementTarget | undefined {
+    const kind = request.addr.kind;
+    if (request.jobId && !this.jobHasRoom(request.jobId)) return undefined;
+    const kindLimit = this.options.kindLimits?.[kind];
+    if (kindLimit !== undefined && this.countWhere((l) => l.kind === kind) >= kindLimit)
+      return undefined;
+    const fits = this.options.registry
+      .schedulable()
+      .filter((h) => h.info.kinds.includes(kind) && labelsMatch(h, request.labels))
+      .map((h) => ({ h, used: this.used(h.info.hostId, kind), slots: h.info.slots[kind] }))
+      .filter((c) => c.slots === undefined || c.used < c.slots);
+    if (fits.length === 0) return undefined;
+    let chosen = request.near
+      ? fits.find((c) => c.h.info.hostId === this.hostOf(request.near!))
+      : undefined;
+    if (!chosen) {
+      fits.sort((a, b) => loadRatio(a) - loadRatio(b) || a.used - b.used);
+      chosen = fits[0]!;
+    }
+    const key = directoryKey(request.addr);
+    this.pending.set(key, {
+      hostId: chosen.h.info.hostId,
+      kind,
+      ...(request.jobId ? { jobId: request.jobId } : {}),
+    });
+    this.placements++;
+    return { hostId: chosen.h.info.hostId, incarnation: chosen.h.info.incarnation };
+  }
+
+  private hostOf(addr: ActorAddress): string | undefined {
+    return this.live.get(directoryKey(addr))?.hostId;
+  }
+}
+
+function labelsMatch(h: HostRecord, wanted: Record<string, string> | undefined): boolean {
+  if (!wanted) return true;
+  return Object.entries(wanted).every(([k, v]) => h.info.labels[k] === v);
+}
+
+function loadRatio(c: { used: number; slots: number | undefined }): number {
+  return c.slots === undefined ? c.used / 1_000_000 : c.used / Math.max(1, c.slots);
+}

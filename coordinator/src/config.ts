@@ -1,0 +1,74 @@
+import { z } from 'zod';
+
+/** Coordinator configuration: parsed once in `main.ts`; every field has a default. */
+export const ConfigSchema = z
+  .object({
+    /** Cluster name, `[a-z0-9-]+`. */
+    cluster: z
+      .string()
+      .regex(/^[a-z0-9-]{1,32}$/, 'must match [a-z0-9-]{1,32}')
+      .default('default'),
+    nats: z
+      .object({
+        servers: z.union([z.string(), z.array(z.string()).min(1)]).default('nats://127.0.0.1:4222'),
+        user: z.string().optional(),
+        pass: z.string().optional(),
+        token: z.string().optional(),
+      })
+      .strict()
+      .default({ servers: 'nats://127.0.0.1:4222' }),
+    /** This coordinator's id (lease holder and host id). @default coord-<random> */
+    coordinatorId: z
+      .string()
+      .regex(/^[A-Za-z0-9_-]{1,64}$/, 'must match [A-Za-z0-9_-]{1,64}')
+      .optional(),
+    heartbeatMs: z.number().int().min(100).default(2_000),
+    missedHeartbeats: z.number().int().min(1).default(3),
+    leaseMs: z.number().int().min(500).default(5_000),
+    renewMs: z.number().int().min(100).default(1_000),
+    activationTimeoutMs: z.number().int().min(100).default(15_000),
+    sweepIntervalMs: z.number().int().min(100).default(5_000),
+    /** Max live activations per kind across the cluster. */
+    kindLimits: z.record(z.string(), z.number().int().positive()).default({}),
+    metrics: z
+      .object({
+        /** 0 picks a free port; null disables the endpoint. */
+        port: z.number().int().min(0).max(65_535).nullable().default(9464),
+        host: z.string().default('127.0.0.1'),
+      })
+      .strict()
+      .default({ port: 9464, host: '127.0.0.1' }),
+    shutdownGraceMs: z.number().int().min(0).default(10_000),
+    logLevel: z
+      .enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'])
+      .default('info'),
+  })
+  .strict()
+  .superRefine((c, ctx) => {
+    if (c.nats.token && (c.nats.user || c.nats.pass)) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['nats', 'token'],
+        message: 'give either token or user/pass, not both',
+      });
+    }
+    if (Boolean(c.nats.user) !== Boolean(c.nats.pass)) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['nats', 'user'],
+        message: 'user and pass go together',
+      });
+    }
+    if (c.renewMs * 2 > c.leaseMs) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['renewMs'],
+        message: 'must be at most half of leaseMs',
+      });
+    }
+  });
+
+/** What a caller passes (before defaults). */
+export type CoordinatorOptions = z.input<typeof ConfigSchema>;
+/** Validated configuration with defaults. */
+export type CoordinatorConfig = z.output<typeof ConfigSchema>;

@@ -1,0 +1,241 @@
+import { randomBytes } from 'node:crypto';
+import { fromZodError, kvBucketName } from '@troupe/proto';
+import {
+  type AnyActorDefinition,
+  ActorSystem,
+  type Logger,
+  noopLogger,
+  PlacementService,
+} from '@troupe/actors';
+import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { Kvm } from '@nats-io/kv';
+import { BudgetLedger } from './budget/budget-ledger';
+import { BudgetLedgerActor } from './budget/budget-ledger-actor';
+import { registerBudgetMetrics } from './budget/budget-metrics';
+import { RateLimitActor } from './budget/rate-limit-actor';
+import { ClusterPlacement } from './cluster-placement';
+import { ConfigSchema, type CoordinatorConfig, type CoordinatorOptions } from './config';
+import { type JobPolicy } from './fair-queue';
+import { HostRegistry } from './host-registry';
+import { LeaderLease } from './leader-lease';
+import { MetricsServer } from './metrics';
+import { ReminderService } from './reminders';
+
+/** What {@link Coordinator.start} takes besides the config. */
+export interface CoordinatorDeps {
+  logger?: Logger;
+  /** Use this connection instead of connecting (not closed on stop). */
+  connection?: NatsConnection;
+  /**
+   * Kinds the coordinator process hosts itself.
+   * @default the budget ledger and rate-limit actors
+   */
+  hosting?: readonly AnyActorDefinition[];
+  /** Scheduling policy per job (the job manager provides it). */
+  jobPolicy?: (jobId: string) => JobPolicy;
+}
+
+/** The services that run only on the leader. */
+interface LeaderServices {
+  registry: HostRegistry;
+  placement: ClusterPlacement;
+  placer: PlacementService;
+  reminders: ReminderService;
+}
+
+/**
+ * The coordinator: host registry with heartbeats, cluster placement under a weighted fair
+ * scheduler, wake-on-post, recovery of dead hosts' actors, durable reminders, and leader election
+ * so a standby takes over with all state in JetStream.
+ */
+export class Coordinator {
+  private leaderServices?: LeaderServices;
+  private transition: Promise<void> = Promise.resolve();
+  private metrics?: MetricsServer;
+  /** Port of the metrics endpoint, when enabled. */
+  metricsPort?: number;
+
+  private constructor(
+    readonly config: CoordinatorConfig,
+    readonly id: string,
+    readonly system: ActorSystem,
+    private readonly nc: NatsConnection,
+    private readonly ownsConnection: boolean,
+    private readonly log: Logger,
+    private readonly deps: CoordinatorDeps,
+    private lease?: LeaderLease,
+  ) {}
+
+  /** Validates the config, connects, and starts competing for leadership. */
+  static async start(
+    options: CoordinatorOptions,
+    deps: CoordinatorDeps = {},
+  ): Promise<Coordinator> {
+    const parsed = ConfigSchema.safeParse(options);
+    if (!parsed.success) throw fromZodError(parsed.error, { prefix: 'config' });
+    const config = parsed.data;
+    const id = config.coordinatorId ?? `coord-${randomBytes(4).toString('hex')}`;
+    const log = (deps.logger ?? noopLogger).child({ component: 'coordinator', coordinatorId: id });
+    const nc =
+      deps.connection ??
+      (await connect({
+        servers: config.nats.servers,
+        name: `troupe-coordinator-${id}`,
+        maxReconnectAttempts: -1,
+        ...(config.nats.token ? { token: config.nats.token } : {}),
+        ...(config.nats.user ? { user: config.nats.user, pass: config.nats.pass } : {}),
+      }));
+    const hosting = deps.hosting ?? [BudgetLedgerActor, RateLimitActor];
+    const system = await ActorSystem.start({
+      cluster: config.cluster,
+      connection: nc,
+      hostId: id,
+      logger: log,
+      hosting,
+      placement: 'none',
+      register: hosting.length > 0,
+    });
+    const c = new Coordinator(config, id, system, nc, !deps.connection, log, deps);
+    if (config.metrics.port !== null) {
+      c.metrics = new MetricsServer(c.metricsSource());
+      // Budget per scope of the cluster ledger, from the leader only (one series per cluster).
+      const ledger = new BudgetLedger(system);
+      registerBudgetMetrics(c.metrics.registry, async () =>
+        c.isLeader ? [await ledger.snapshot()] : [],
+      );
+      c.metricsPort = await c.metrics.listen(config.metrics.port, config.metrics.host);
+    }
+    const kvm = new Kvm(nc);
+    const leases = await kvm.create(kvBucketName(config.cluster, 'leases'), { history: 1 });
+    c.lease = new LeaderLease({
+      kv: leases,
+      holderId: id,
+      log,
+      leaseMs: config.leaseMs,
+      renewMs: config.renewMs,
+      onElected: () => c.queue(() => c.becomeLeader()),
+      onDeposed: () => c.queue(() => c.stepDown()),
+    });
+    await c.lease.start();
+    return c;
+  }
+
+  /** True while this coordinator leads the cluster. */
+  get isLeader(): boolean {
+    return this.lease?.isLeader ?? false;
+  }
+
+  /** The host registry (leader only). */
+  get registry(): HostRegistry | undefined {
+    return this.leaderServices?.registry;
+  }
+
+  /** Cluster placement (leader only). */
+  get placement(): ClusterPlacement | undefined {
+    return this.leaderServices?.placement;
+  }
+
+  /** Waits until leadership transitions in progress have finished. */
+  async settled(): Promise<void> {
+    await this.transition;
+  }
+
+  private queue(fn: () => Promise<void>): Promise<void> {
+    this.transition = this.transition.then(fn).catch((err: unknown) => {
+      this.log.error({ err }, 'leadership transition failed');
+    });
+    return this.transition;
+  }
+
+  private async becomeLeader(): Promise<void> {
+    const { cluster } = this.config;
+    const kvm = new Kvm(this.nc);
+    const nodesKv = await kvm.create(kvBucketName(cluster, 'nodes'), { history: 1 });
+    const directoryKv = await kvm.create(kvBucketName(cluster, 'directory'), { history: 1 });
+    const remindersKv = await kvm.create(kvBucketName(cluster, 'reminders'), { history: 1 });
+    const jsm = await jetstreamManager(this.nc);
+    // The registry's callbacks reach services built after it.
+    const late: { placer?: PlacementService; placement?: ClusterPlacement } = {};
+    const registry = new HostRegistry({
+      nc: this.nc,
+      cluster,
+      kv: nodesKv,
+      log: this.log.child({ component: 'registry' }),
+      heartbeatMs: this.config.heartbeatMs,
+      missedHeartbeats: this.config.missedHeartbeats,
+      onHostDead: () => void late.placer?.sweep(),
+      onCapacityChanged: () => late.placement?.kickAll(),
+    });
+    const placement = new ClusterPlacement({
+      registry,
+      directoryKv,
+      log: this.log.child({ component: 'placement' }),
+      kindLimits: this.config.kindLimits,
+      ...(this.deps.jobPolicy ? { jobPolicy: this.deps.jobPolicy } : {}),
+    });
+    const placer = new PlacementService({
+      transport: this.system.transport,
+      jsm,
+      directory: this.system.directory,
+      states: this.system.states,
+      log: this.log.child({ component: 'placer' }),
+      selectHost: placement.select,
+      hostAlive: async (hostId, incarnation) => registry.isAlive(hostId, incarnation),
+      onPlacementFailed: placement.placementFailed,
+      activationTimeoutMs: this.config.activationTimeoutMs,
+      sweepIntervalMs: this.config.sweepIntervalMs,
+    });
+    late.placer = placer;
+    late.placement = placement;
+    const reminders = new ReminderService(this.nc, cluster, remindersKv, this.system, this.log);
+    await registry.start();
+    await placement.start();
+    await placer.start();
+    await reminders.start();
+    this.leaderServices = { registry, placement, placer, reminders };
+    this.log.info({}, 'leader services started');
+  }
+
+  private async stepDown(): Promise<void> {
+    const s = this.leaderServices;
+    this.leaderServices = undefined;
+    if (!s) return;
+    s.reminders.stop();
+    await s.placer.stop();
+    s.placement.stop();
+    s.registry.stop();
+    this.log.info({}, 'leader services stopped');
+  }
+
+  /** Steps down (handing the lease over), stops hosting, and closes the connection. */
+  async stop(): Promise<void> {
+    await this.lease?.stop();
+    await this.transition;
+    await this.system.shutdown({ graceMs: this.config.shutdownGraceMs });
+    await this.metrics?.close();
+    if (this.ownsConnection) await this.nc.drain();
+  }
+
+  private metricsSource() {
+    return {
+      isLeader: () => this.isLeader,
+      queueDepth: () => this.leaderServices?.placement.queueDepth() ?? {},
+      liveByKind: () => {
+        const out: Record<string, number> = {};
+        for (const h of this.leaderServices?.registry.list() ?? []) {
+          for (const [k, n] of Object.entries(h.load)) out[k] = (out[k] ?? 0) + n;
+        }
+        return out;
+      },
+      hostsByState: () => {
+        const out: Record<string, number> = { ALIVE: 0, DRAINING: 0, DEAD: 0 };
+        for (const h of this.leaderServices?.registry.list() ?? [])
+          out[h.state] = (out[h.state] ?? 0) + 1;
+        return out;
+      },
+      placements: () => this.leaderServices?.placement.placements ?? 0,
+      remindersFired: () => this.leaderServices?.reminders.fired ?? 0,
+    };
+  }
+}

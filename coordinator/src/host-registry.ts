@@ -1,0 +1,263 @@
+import {
+  coordSubject,
+  encodeErrorHeaders,
+  parseWith,
+  TroupeError,
+  validateHostId,
+} from '@troupe/proto';
+import {
+  DeregisterSchema,
+  HeartbeatSchema,
+  type HeartbeatReply,
+  type HostInfo,
+  HostInfoSchema,
+  type Logger,
+} from '@troupe/actors';
+import { type NatsConnection, type Subscription } from '@nats-io/transport-node';
+import { type KV } from '@nats-io/kv';
+import { z } from 'zod';
+
+/** Liveness of a registered host. */
+export const HostState = { ALIVE: 'ALIVE', DRAINING: 'DRAINING', DEAD: 'DEAD' } as const;
+/** One of {@link HostState}. */
+export type HostState = (typeof HostState)[keyof typeof HostState];
+
+/** What the registry knows of a host. */
+export interface HostRecord {
+  info: HostInfo;
+  state: HostState;
+  /** Live activations per kind, from the last heartbeat. */
+  load: Record<string, number>;
+  /** Wall-clock time of the last heartbeat (for display). */
+  lastHeartbeatUnixMs: number;
+  /** Why it is dead or draining. */
+  reason?: string;
+}
+
+/** Options of {@link HostRegistry}. */
+export interface HostRegistryOptions {
+  nc: NatsConnection;
+  cluster: string;
+  /** KV bucket `troupe_<c>_nodes`: registrations survive a coordinator failover. */
+  kv: KV;
+  log: Logger;
+  /** Heartbeat interval asked of hosts. @default 2000 */
+  heartbeatMs?: number;
+  /** Missed heartbeats before a host is dead. @default 3 */
+  missedHeartbeats?: number;
+  /** Called when a host incarnation is declared dead (its actors must be recovered). */
+  onHostDead?: (record: HostRecord) => void;
+  /** Called when a host registers or its load changes (capacity may have freed up). */
+  onCapacityChanged?: () => void;
+}
+
+const PersistedSchema = z.object({
+  info: HostInfoSchema,
+  state: z.enum(HostState),
+  reason: z.string().optional(),
+  lastHeartbeatUnixMs: z.number(),
+});
+
+/**
+ * The host registry: hosts register `{hostId, incarnation, kinds, slots, cpu, memMb, backends,
+ * labels}` and heartbeat; a host silent for `missedHeartbeats × heartbeatMs` is declared dead, and
+ * a heartbeat from a dead incarnation is answered `fenced`. Liveness is judged on this process's
+ * monotonic clock, so clock skew between machines does not matter; registrations are persisted
+ * so a new leader starts with every host and gives each a full grace period.
+ */
+export class HostRegistry {
+  private readonly hosts = new Map<string, HostRecord & { seenAtMono: number }>();
+  private readonly subs: Subscription[] = [];
+  private timer?: NodeJS.Timeout;
+  readonly heartbeatMs: number;
+  readonly deadAfterMs: number;
+
+  constructor(private readonly options: HostRegistryOptions) {
+    this.heartbeatMs = options.heartbeatMs ?? 2_000;
+    this.deadAfterMs = this.heartbeatMs * (options.missedHeartbeats ?? 3);
+  }
+
+  /** Loads persisted registrations and starts answering register/heartbeat/deregister. */
+  async start(): Promise<void> {
+    const keys = await this.options.kv.keys();
+    for await (const key of keys) {
+      const e = await this.options.kv.get(key);
+      if (!e || e.operation !== 'PUT') continue;
+      const parsed = PersistedSchema.safeParse(e.json());
+      if (!parsed.success) continue;
+      // A new leader does not know when these hosts last beat: give them a full grace period.
+      this.hosts.set(parsed.data.info.hostId, { ...parsed.data, load: {}, seenAtMono: now() });
+    }
+    const { nc, cluster } = this.options;
+    const serve = (verb: string, fn: (data: unknown) => Promise<unknown>) => {
+      this.subs.push(
+        nc.subscribe(coordSubject(cluster, 'nodes', verb), {
+          callback: (err, msg) => {
+            if (err) return;
+            let body: unknown;
+            try {
+              body = msg.json();
+            } catch {
+              body = undefined;
+            }
+            fn(body).then(
+              (reply) => msg.respond(JSON.stringify(reply ?? {})),
+              (e: unknown) => msg.respond('', { headers: encodeErrorHeaders(e) }),
+            );
+          },
+        }),
+      );
+    };
+    serve('register', (b) => this.register(parseWith(HostInfoSchema, b, { prefix: 'register' })));
+    serve('heartbeat', async (b) =>
+      this.heartbeat(parseWith(HeartbeatSchema, b, { prefix: 'heartbeat' })),
+    );
+    serve('deregister', (b) =>
+      this.deregister(parseWith(DeregisterSchema, b, { prefix: 'deregister' })),
+    );
+    this.timer = setInterval(
+      () => void this.sweep(),
+      Math.max(100, Math.floor(this.heartbeatMs / 2)),
+    );
+    this.timer.unref();
+  }
+
+  /** Stops answering; the registry's state stays in KV for the next leader. */
+  stop(): void {
+    clearInterval(this.timer);
+    for (const s of this.subs.splice(0)) s.unsubscribe();
+  }
+
+  /** Registers (or re-registers) a host incarnation. */
+  async register(info: HostInfo): Promise<{ heartbeatMs: number; deadAfterMs: number }> {
+    validateHostId(info.hostId);
+    const previous = this.hosts.get(info.hostId);
+    if (previous && previous.info.incarnation !== info.incarnation && previous.state !== 'DEAD') {
+      // The same host id came back as a new process: the old incarnation's activations are gone.
+      this.markDead(previous, 'replaced by a new incarnation');
+    }
+    const record = {
+      info,
+      state: 'ALIVE' as HostState,
+      load: {},
+      lastHeartbeatUnixMs: Date.now(),
+      seenAtMono: now(),
+    };
+    this.hosts.set(info.hostId, record);
+    await this.persist(record);
+    this.options.log.info(
+      { hostId: info.hostId, kinds: info.kinds, slots: info.slots },
+      'host registered',
+    );
+    this.options.onCapacityChanged?.();
+    return { heartbeatMs: this.heartbeatMs, deadAfterMs: this.deadAfterMs };
+  }
+
+  private heartbeat(hb: {
+    hostId: string;
+    incarnation: string;
+    load: Record<string, number>;
+  }): HeartbeatReply {
+    const record = this.hosts.get(hb.hostId);
+    if (!record) return { status: 'unknown' };
+    if (record.info.incarnation !== hb.incarnation) {
+      return { status: 'fenced', reason: 'a newer incarnation of this host is registered' };
+    }
+    if (record.state === 'DEAD')
+      return { status: 'fenced', reason: record.reason ?? 'declared dead' };
+    record.seenAtMono = now();
+    record.lastHeartbeatUnixMs = Date.now();
+    const changed = JSON.stringify(record.load) !== JSON.stringify(hb.load);
+    record.load = hb.load;
+    if (changed) this.options.onCapacityChanged?.();
+    return { status: 'ok' };
+  }
+
+  private async deregister(d: {
+    hostId: string;
+    incarnation: string;
+  }): Promise<Record<string, never>> {
+    const record = this.hosts.get(d.hostId);
+    if (record && record.info.incarnation === d.incarnation) {
+      this.hosts.delete(d.hostId);
+      await this.options.kv.delete(d.hostId).catch(() => undefined);
+      this.options.log.info({ hostId: d.hostId }, 'host deregistered');
+    }
+    return {};
+  }
+
+  /** Declares silent hosts dead. */
+  private async sweep(): Promise<void> {
+    const t = now();
+    for (const record of this.hosts.values()) {
+      if (record.state !== 'DEAD' && t - record.seenAtMono > this.deadAfterMs) {
+        this.markDead(record, `no heartbeat for ${this.deadAfterMs} ms`);
+      }
+    }
+  }
+
+  private markDead(record: HostRecord & { seenAtMono: number }, reason: string): void {
+    record.state = 'DEAD';
+    record.reason = reason;
+    this.options.log.warn({ hostId: record.info.hostId, reason }, 'host declared dead');
+    void this.persist(record);
+    this.options.onHostDead?.(record);
+  }
+
+  private async persist(record: HostRecord): Promise<void> {
+    try {
+      await this.options.kv.put(
+        record.info.hostId,
+        JSON.stringify({
+          info: record.info,
+          state: record.state,
+          lastHeartbeatUnixMs: record.lastHeartbeatUnixMs,
+          ...(record.reason ? { reason: record.reason } : {}),
+        }),
+      );
+    } catch (err) {
+      this.options.log.warn({ err, hostId: record.info.hostId }, 'could not persist host record');
+    }
+  }
+
+  /** True when `hostId` is registered, not dead, and (if given) runs `incarnation`. */
+  isAlive(hostId: string, incarnation?: string): boolean {
+    const r = this.hosts.get(hostId);
+    if (!r || r.state === 'DEAD') return false;
+    return incarnation === undefined || r.info.incarnation === incarnation;
+  }
+
+  /** Puts a host in DRAINING: it keeps its activations but receives no new ones. */
+  async drain(hostId: string, reason = 'drained by operator'): Promise<HostRecord> {
+    const r = this.hosts.get(hostId);
+    if (!r) throw new TroupeError('NOT_FOUND', `host ${hostId} is not registered`);
+    if (r.state === 'ALIVE') {
+      r.state = 'DRAINING';
+      r.reason = reason;
+      await this.persist(r);
+    }
+    return r;
+  }
+
+  /** Every known host. */
+  list(): HostRecord[] {
+    return [...this.hosts.values()].map(({ seenAtMono: _s, ...r }) => r);
+  }
+
+  /** Hosts that may receive new activations. */
+  schedulable(): HostRecord[] {
+    return this.list().filter((r) => r.state === 'ALIVE');
+  }
+
+  /** One host's record. */
+  get(hostId: string): HostRecord | undefined {
+    const r = this.hosts.get(hostId);
+    if (!r) return undefined;
+    const { seenAtMono: _s, ...rest } = r;
+    return rest;
+  }
+}
+
+function now(): number {
+  return performance.now();
+}

@@ -1,0 +1,157 @@
+import { randomUUID } from 'node:crypto';
+import {
+  type ActorAddress,
+  coordSubject,
+  decodeErrorHeaders,
+  encodeErrorHeaders,
+  parseWith,
+  validateAddress,
+} from '@troupe/proto';
+import { type Logger, type RefFactory } from '@troupe/actors';
+import { type NatsConnection, type Subscription } from '@nats-io/transport-node';
+import { type KV } from '@nats-io/kv';
+import { z } from 'zod';
+
+/** A durable reminder: post `type`/`payload` to `addr` at `dueAtMs`. */
+export const ReminderSchema = z.object({
+  id: z.string().regex(/^[A-Za-z0-9_-]{1,128}$/, 'must match [A-Za-z0-9_-]{1,128}'),
+  addr: z.object({ kind: z.string(), id: z.string() }),
+  dueAtMs: z.number().int().nonnegative(),
+  type: z.string().min(1),
+  payload: z.unknown(),
+});
+/** A decoded reminder. */
+export type Reminder = z.infer<typeof ReminderSchema>;
+
+const RemindRequestSchema = ReminderSchema.partial({ id: true });
+
+/** Longest single timer (setTimeout caps at 2^31-1 ms); longer waits re-arm. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/**
+ * Durable reminders: stored in KV `troupe_<c>_reminders`, so they survive coordinator restarts
+ * and failovers. The leader keeps a timer per reminder; when one is due it is *posted* to the
+ * actor (waking it if it sleeps) with dedupe id `reminder-<id>` — a takeover that fires it again
+ * inside the dedupe window adds nothing — and then deleted.
+ */
+export class ReminderService {
+  private readonly timers = new Map<string, NodeJS.Timeout>();
+  private sub?: Subscription;
+  private watchStop?: () => void;
+  /** Reminders fired (metrics). */
+  fired = 0;
+
+  constructor(
+    private readonly nc: NatsConnection,
+    private readonly cluster: string,
+    private readonly kv: KV,
+    private readonly refs: RefFactory,
+    private readonly log: Logger,
+  ) {}
+
+  /** Loads every stored reminder, arms timers, and answers `coord.sched.remind`. */
+  async start(): Promise<void> {
+    const watcher = await this.kv.watch({ key: '>' });
+    this.watchStop = () => watcher.stop();
+    void (async () => {
+      for await (const e of watcher) {
+        if (e.operation !== 'PUT') {
+          this.disarm(e.key);
+          continue;
+        }
+        const parsed = ReminderSchema.safeParse(e.json());
+        if (parsed.success) this.arm(parsed.data);
+      }
+    })().catch((err: unknown) => this.log.error({ err }, 'reminder watch stopped'));
+    this.sub = this.nc.subscribe(coordSubject(this.cluster, 'sched', 'remind'), {
+      callback: (err, msg) => {
+        if (err) return;
+        this.store(msg.data).then(
+          (r) => msg.respond(JSON.stringify({ id: r.id })),
+          (e: unknown) => msg.respond('', { headers: encodeErrorHeaders(e) }),
+        );
+      },
+    });
+  }
+
+  /** Stops answering and disarms timers (reminders stay stored for the next leader). */
+  stop(): void {
+    this.sub?.unsubscribe();
+    this.watchStop?.();
+    for (const t of this.timers.values()) clearTimeout(t);
+    this.timers.clear();
+  }
+
+  private async store(data: Uint8Array): Promise<Reminder> {
+    let body: unknown;
+    try {
+      body = JSON.parse(new TextDecoder().decode(data));
+    } catch {
+      body = undefined;
+    }
+    const req = parseWith(RemindRequestSchema, body, { prefix: 'remind' });
+    validateAddress(req.addr);
+    const reminder: Reminder = { ...req, id: req.id ?? randomUUID() };
+    await this.kv.put(reminder.id, JSON.stringify(reminder));
+    return reminder;
+  }
+
+  private arm(r: Reminder): void {
+    this.disarm(r.id);
+    const delay = Math.max(0, r.dueAtMs - Date.now());
+    const t = setTimeout(
+      () => {
+        if (delay > MAX_TIMER_MS) this.arm(r);
+        else void this.fire(r);
+      },
+      Math.min(delay, MAX_TIMER_MS),
+    );
+    t.unref();
+    this.timers.set(r.id, t);
+  }
+
+  private disarm(id: string): void {
+    const t = this.timers.get(id);
+    if (t) clearTimeout(t);
+    this.timers.delete(id);
+  }
+
+  private async fire(r: Reminder): Promise<void> {
+    this.timers.delete(r.id);
+    try {
+      await this.refs.refOf(r.addr).post(r.type, r.payload, { dedupeId: `reminder-${r.id}` });
+      this.fired++;
+      await this.kv.delete(r.id);
+    } catch (err) {
+      this.log.warn({ err, reminder: r.id }, 'reminder post failed; retrying');
+      const t = setTimeout(() => void this.fire(r), 1_000);
+      t.unref();
+      this.timers.set(r.id, t);
+    }
+  }
+}
+
+/**
+ * Schedules a durable reminder through the coordinator: at `at`, `type`/`payload` is posted to
+ * `addr` (waking it if it sleeps). Returns the reminder id; giving `id` makes the call idempotent.
+ */
+export async function remindAt(
+  nc: NatsConnection,
+  cluster: string,
+  addr: ActorAddress,
+  at: Date | number,
+  type: string,
+  payload: unknown,
+  options: { id?: string; timeoutMs?: number } = {},
+): Promise<string> {
+  validateAddress(addr);
+  const dueAtMs = typeof at === 'number' ? at : at.getTime();
+  const reply = await nc.request(
+    coordSubject(cluster, 'sched', 'remind'),
+    JSON.stringify({ addr, dueAtMs, type, payload, ...(options.id ? { id: options.id } : {}) }),
+    { timeout: options.timeoutMs ?? 5_000 },
+  );
+  const error = decodeErrorHeaders(reply.headers);
+  if (error) throw error;
+  return reply.json<{ id: string }>().id;
+}

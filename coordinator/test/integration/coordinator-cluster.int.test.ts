@@ -1,0 +1,119 @@
+import { ActorSystem } from '@troupe/actors';
+import {
+  randomClusterName,
+  startNatsServer,
+  waitFor,
+  type NatsServerHandle,
+} from '@troupe/testkit';
+import { Coordinator } from '../../src/coordinator';
+import { type Child, startHost } from './helpers';
+
+let server: NatsServerHandle;
+beforeAll(async () => {
+  server = await startNatsServer();
+});
+afterAll(async () => {
+  await server.stop();
+});
+
+const FAST = {
+  heartbeatMs: 200,
+  missedHeartbeats: 3,
+  sweepIntervalMs: 500,
+  metrics: { port: null },
+};
+
+interface WorkerState {
+  entries: string[];
+  hosts: string[];
+}
+
+async function stateOf(system: ActorSystem, id: string): Promise<WorkerState | undefined> {
+  return (await system.states.read({ kind: 'worker', id }))?.record.data as WorkerState | undefined;
+}
+
+test('kill -9 of a host with active actors: they are re-activated elsewhere and no post is lost', async () => {
+  const cluster = randomClusterName();
+  const coordinator = await Coordinator.start({ cluster, nats: { servers: server.url }, ...FAST });
+  const hosts: Child[] = [];
+  const client = await ActorSystem.start({ cluster, servers: server.url });
+  try {
+    for (const id of ['h1', 'h2', 'h3']) hosts.push(await startHost(server.url, cluster, id));
+    await waitFor(() => coordinator.registry?.schedulable().length === 3, { timeoutMs: 10_000 });
+    const ids = Array.from({ length: 9 }, (_, i) => `w${i}`);
+    const where = new Map<string, string>();
+    for (const id of ids)
+      where.set(id, (await client.refOf({ kind: 'worker', id }).ask('where', {})) as string);
+    // Least-loaded placement spreads them evenly.
+    const perHost = [...where.values()].reduce<Record<string, number>>(
+      (acc, h) => ({ ...acc, [h]: (acc[h] ?? 0) + 1 }),
+      {},
+    );
+    expect(perHost).toEqual({ h1: 3, h2: 3, h3: 3 });
+
+    await hosts[0]!.kill('SIGKILL');
+    for (const id of ids)
+      await client.refOf({ kind: 'worker', id }).post('append', { entry: 'after-crash' });
+    for (const id of ids) {
+      await waitFor(async () => (await stateOf(client, id))?.entries.length === 1, {
+        timeoutMs: 15_000,
+        message: `post to ${id} not processed`,
+      });
+    }
+    expect(coordinator.registry!.get('h1')!.state).toBe('DEAD');
+    for (const id of ids) {
+      const s = (await stateOf(client, id))!;
+      expect(s.entries).toEqual(['after-crash']);
+      expect(s.hosts[0]).not.toBe('h1');
+    }
+  } finally {
+    await client.shutdown();
+    for (const h of hosts) await h.kill('SIGKILL');
+    await coordinator.stop();
+  }
+});
+
+test('a partitioned host cannot commit after it was declared dead; it is fenced when it comes back', async () => {
+  const cluster = randomClusterName();
+  const coordinator = await Coordinator.start({ cluster, nats: { servers: server.url }, ...FAST });
+  const client = await ActorSystem.start({ cluster, servers: server.url });
+  let old: Child | undefined;
+  let other: Child | undefined;
+  try {
+    old = await startHost(server.url, cluster, 'old');
+    await waitFor(() => coordinator.registry?.isAlive('old'), { timeoutMs: 10_000 });
+    const ref = client.refOf({ kind: 'worker', id: 'p1' });
+    expect(await ref.ask('where', {})).toBe('old');
+    other = await startHost(server.url, cluster, 'other');
+    await waitFor(() => coordinator.registry?.isAlive('other'), { timeoutMs: 10_000 });
+    const oldIncarnation = coordinator.registry!.get('old')!.info.incarnation;
+
+    await ref.post('slowAppend', { entry: 'slow', ms: 1_500 });
+    await old.waitForLine((l) => l === 'TURN p1 slow');
+    old.child.kill('SIGSTOP'); // partition: the process is alive but silent
+    await waitFor(() => coordinator.registry!.get('old')!.state === 'DEAD', { timeoutMs: 10_000 });
+    await ref.post('append', { entry: 'new' });
+    // The unfinished slow turn is replayed on 'other', then the new post.
+    await waitFor(async () => (await stateOf(client, 'p1'))?.entries.length === 2, {
+      timeoutMs: 15_000,
+    });
+    old.child.kill('SIGCONT'); // the partition heals: the old turn finishes and tries to commit
+    await waitFor(
+      () => {
+        const r = coordinator.registry!.get('old');
+        return r?.state === 'ALIVE' && r.info.incarnation !== oldIncarnation;
+      },
+      { timeoutMs: 15_000, message: 'old host was not fenced and re-registered' },
+    );
+    const s = (await stateOf(client, 'p1'))!;
+    expect(s.entries).toEqual(['slow', 'new']);
+    expect(s.hosts).toEqual(['other', 'other']);
+    expect((await client.states.read({ kind: 'worker', id: 'p1' }))!.record.epoch).toBe(2);
+  } finally {
+    old?.child.kill('SIGCONT');
+    await client.shutdown();
+    await old?.kill('SIGKILL');
+    await other?.kill('SIGKILL');
+    await coordinator.stop();
+  }
+});

@@ -1,0 +1,166 @@
+import { ActorSystem, defineActor } from '@troupe/actors';
+import { type TroupeError } from '@troupe/proto';
+import {
+  randomClusterName,
+  startNatsServer,
+  waitFor,
+  type NatsServerHandle,
+} from '@troupe/testkit';
+import { z } from 'zod';
+import { Coordinator } from '../../src/coordinator';
+import { remindAt } from '../../src/reminders';
+
+let server: NatsServerHandle;
+beforeAll(async () => {
+  server = await startNatsServer();
+});
+afterAll(async () => {
+  await server.stop();
+});
+
+const FAST = {
+  heartbeatMs: 200,
+  missedHeartbeats: 3,
+  sweepIntervalMs: 500,
+  metrics: { port: null },
+};
+const admitted: string[] = [];
+let release: (() => void) | undefined;
+
+const Task = defineActor({
+  kind: 'task',
+  state: z.object({ runs: z.number().int() }),
+  initialState: () => ({ runs: 0 }),
+  messages: { run: z.object({}), hold: z.object({}), note: z.object({ text: z.string() }) },
+  handlers: {
+    run: async (ctx, _msg, state) => {
+      admitted.push(ctx.self.id);
+      // Hold the slot briefly so requests pile up in the fair queue.
+      await new Promise((r) => setTimeout(r, 15));
+      return { state: { runs: state.runs + 1 } };
+    },
+    hold: async () => {
+      await new Promise<void>((r) => (release = r));
+      return { reply: 'released' };
+    },
+    note: () => ({ reply: 'ok' }),
+  },
+  idleTimeoutMs: 1,
+  trackRunning: true,
+});
+
+test('two jobs weighted 1:3 competing for 4 slots get their share within ±10 %', async () => {
+  const cluster = randomClusterName();
+  const weights: Record<string, number> = { 'job-a': 1, 'job-b': 3 };
+  const coordinator = await Coordinator.start(
+    { cluster, nats: { servers: server.url }, ...FAST },
+    { jobPolicy: (jobId) => ({ weight: weights[jobId] ?? 1, priority: 0 }) },
+  );
+  const host = await ActorSystem.start({
+    cluster,
+    servers: server.url,
+    hostId: 'h1',
+    hosting: [Task],
+    placement: 'none',
+    slots: { task: 4 },
+  });
+  const client = await ActorSystem.start({ cluster, servers: server.url });
+  try {
+    await waitFor(() => coordinator.registry?.isAlive('h1'), { timeoutMs: 10_000 });
+    admitted.length = 0;
+    const n = 60;
+    const asks = [];
+    for (let i = 0; i < n; i++) {
+      for (const job of ['job-a', 'job-b']) {
+        const ref = client.ref(Task, `${job}-${i}`).withHints({ jobId: job });
+        asks.push(ref.ask('run', {}, { timeoutMs: 90_000 }));
+      }
+    }
+    await Promise.all(asks);
+    // Look at the window where both jobs still had a backlog: the first 60 admissions (job-b,
+    // at 3/4 of them, has 45 of its 60 then).
+    const window = admitted.slice(0, 60);
+    const bShare = window.filter((id) => id.startsWith('job-b')).length / window.length;
+    expect(bShare).toBeGreaterThanOrEqual(0.675);
+    expect(bShare).toBeLessThanOrEqual(0.825);
+    expect(admitted).toHaveLength(2 * n);
+  } finally {
+    await client.shutdown();
+    await host.shutdown({ graceMs: 500 });
+    await coordinator.stop();
+  }
+});
+
+test('a directed invocation of a RUNNING instance is refused with BUSY', async () => {
+  const cluster = randomClusterName();
+  const coordinator = await Coordinator.start({ cluster, nats: { servers: server.url }, ...FAST });
+  const host = await ActorSystem.start({
+    cluster,
+    servers: server.url,
+    hostId: 'h1',
+    hosting: [Task],
+    placement: 'none',
+  });
+  const client = await ActorSystem.start({ cluster, servers: server.url });
+  try {
+    await waitFor(() => coordinator.registry?.isAlive('h1'), { timeoutMs: 10_000 });
+    const ref = client.ref(Task, 'busy-1');
+    const held = ref.ask('hold', {}, { timeoutMs: 30_000 });
+    await waitFor(async () => (await client.directory.get(ref.address)).entry.state === 'RUNNING', {
+      timeoutMs: 10_000,
+    });
+    const err = (await ref
+      .ask('note', { text: 'x' }, { requireIdle: true })
+      .catch((e: unknown) => e)) as TroupeError;
+    expect(err.code).toBe('BUSY');
+    release!();
+    expect(await held).toBe('released');
+    expect(await ref.ask('note', { text: 'y' }, { requireIdle: true })).toBe('ok');
+  } finally {
+    await client.shutdown();
+    await host.shutdown({ graceMs: 500 });
+    await coordinator.stop();
+  }
+});
+
+test('reminders survive a coordinator restart and wake a sleeping actor', async () => {
+  const cluster = randomClusterName();
+  let coordinator = await Coordinator.start({
+    cluster,
+    nats: { servers: server.url },
+    ...FAST,
+    leaseMs: 1_000,
+    renewMs: 200,
+  });
+  const host = await ActorSystem.start({
+    cluster,
+    servers: server.url,
+    hostId: 'h1',
+    hosting: [Task],
+    placement: 'none',
+  });
+  try {
+    await waitFor(() => coordinator.isLeader, { timeoutMs: 10_000 });
+    await remindAt(host.nc, cluster, { kind: 'task', id: 'rem-1' }, Date.now() + 1_500, 'run', {});
+    await coordinator.stop();
+    coordinator = await Coordinator.start({
+      cluster,
+      nats: { servers: server.url },
+      ...FAST,
+      leaseMs: 1_000,
+      renewMs: 200,
+    });
+    const addr = { kind: 'task', id: 'rem-1' };
+    await waitFor(
+      async () =>
+        ((await host.states.read(addr))?.record.data as { runs: number } | undefined)?.runs === 1,
+      {
+        timeoutMs: 15_000,
+        message: 'reminder did not fire after the restart',
+      },
+    );
+  } finally {
+    await host.shutdown({ graceMs: 500 });
+    await coordinator.stop();
+  }
+});
