@@ -19,7 +19,7 @@ import {
 } from './actor-definition';
 import { decodeJson, encodeJson } from './internal/json-codec';
 import { isNatsTimeout, isNoResponders } from './internal/nats-errors';
-import { MAIL_HINT_TYPE } from './internal/protocol';
+import { type CoreEnvelope, MAIL_HINT_TYPE } from './internal/protocol';
 import { type PlacementHints, type Transport } from './internal/transport';
 
 /** Options of {@link ActorRef.ask}. */
@@ -66,9 +66,11 @@ export class UntypedActorRef {
   ) {
     validateAddress(address);
     this.subject = actorSubject(transport.cluster, address);
+    this.senderText = sender ? formatAddress(sender) : undefined;
   }
 
   private readonly subject: string;
+  private readonly senderText: string | undefined;
 
   /** A ref to the same actor whose activations and posts carry these scheduling hints. */
   withHints(hints: PlacementHints): UntypedActorRef {
@@ -85,21 +87,23 @@ export class UntypedActorRef {
   async ask(type: string, msg: unknown, options: AskOptions = {}): Promise<unknown> {
     const timeoutMs = options.timeoutMs ?? DEFAULT_ASK_TIMEOUT_MS;
     const deadline = Date.now() + timeoutMs;
-    const timeout = timeoutError(`ask ${type} to ${formatAddress(this.address)}`, timeoutMs);
     const subject = this.subject;
-    const data = encodeJson(msg);
+    const envelope: CoreEnvelope = { t: type, m: msg, d: deadline };
+    if (this.senderText) envelope.s = this.senderText;
+    if (options.requireIdle) envelope.i = 1;
+    const data = encodeJson(envelope);
+    // Created after an await, the timeout error still names the waiter: V8's async stack traces
+    // keep the caller chain. Building it up front cost an Error per ask.
+    const timeout = () => timeoutError(`ask ${type} to ${formatAddress(this.address)}`, timeoutMs);
     let activations = 0;
     for (;;) {
       throwIfAborted(options.signal);
       const remaining = deadline - Date.now();
-      if (remaining <= 0) throw timeout;
-      const h = this.headers(type);
-      h.set(Header.DEADLINE, String(deadline));
-      if (options.requireIdle) h.set(Header.REQUIRE_IDLE, '1');
+      if (remaining <= 0) throw timeout();
       let reply;
       try {
         reply = await withAbort(
-          this.transport.nc.request(subject, data, { timeout: remaining, headers: h }),
+          this.transport.nc.request(subject, data, { timeout: remaining }),
           options.signal,
         );
       } catch (err) {
@@ -112,28 +116,20 @@ export class UntypedActorRef {
               `${formatAddress(this.address)} does not stay active`,
             );
           }
-          await this.transport.activate(this.address, {
-            timeoutMs: Math.max(1, deadline - Date.now()),
-            ...(options.signal ? { signal: options.signal } : {}),
-            ...(this.hints ? { hints: this.hints } : {}),
-          });
+          await this.activate(deadline, options.signal);
           continue;
         }
-        if (isNatsTimeout(err)) throw timeout;
+        if (isNatsTimeout(err)) throw timeout();
         if (err instanceof TroupeError) throw err;
         throw new TroupeError('UNAVAILABLE', `ask to ${formatAddress(this.address)} failed`, {
           cause: err,
         });
       }
-      const error = decodeErrorHeaders(reply.headers);
+      const error = reply.headers ? decodeErrorHeaders(reply.headers) : undefined;
       if (error?.details?.['moved'] === true) {
         // We reached an activation on its way out: have the actor activated again and retry.
         if (++activations > 5) throw error;
-        await this.transport.activate(this.address, {
-          timeoutMs: Math.max(1, deadline - Date.now()),
-          ...(options.signal ? { signal: options.signal } : {}),
-          ...(this.hints ? { hints: this.hints } : {}),
-        });
+        await this.activate(deadline, options.signal);
         continue;
       }
       if (error) throw error;
@@ -141,9 +137,19 @@ export class UntypedActorRef {
     }
   }
 
+  private async activate(deadline: number, signal: AbortSignal | undefined): Promise<void> {
+    await this.transport.activate(this.address, {
+      timeoutMs: Math.max(1, deadline - Date.now()),
+      ...(signal ? { signal } : {}),
+      ...(this.hints ? { hints: this.hints } : {}),
+    });
+  }
+
   /** Fire and forget over core NATS: at most once, delivered only to a live activation. */
   tell(type: string, msg: unknown): void {
-    this.transport.nc.publish(this.subject, encodeJson(msg), { headers: this.headers(type) });
+    const envelope: CoreEnvelope = { t: type, m: msg };
+    if (this.senderText) envelope.s = this.senderText;
+    this.transport.nc.publish(this.subject, encodeJson(envelope));
   }
 
   /**
@@ -174,9 +180,8 @@ export class UntypedActorRef {
     }
     if (!ack.duplicate) {
       // Fast path to a live activation; the placement service's inbox watcher is the durable path.
-      const hint = natsHeaders();
-      hint.set(Header.MSG_TYPE, MAIL_HINT_TYPE);
-      this.transport.nc.publish(this.subject, encodeJson({ seq: ack.seq }), { headers: hint });
+      const hint: CoreEnvelope = { t: MAIL_HINT_TYPE, m: { seq: ack.seq } };
+      this.transport.nc.publish(this.subject, encodeJson(hint));
     }
     return { seq: ack.seq, duplicate: ack.duplicate };
   }

@@ -149,6 +149,8 @@ export class ActorSystem implements RefFactory {
           ...(options.sweepIntervalMs ? { sweepIntervalMs: options.sweepIntervalMs } : {}),
         });
         await placer.start();
+        const local = placer;
+        transport.localPlacer = (request) => local.activate(request);
       }
       let registrar: HostRegistrar | undefined;
       if (host && (options.register ?? placement === 'none')) {
@@ -225,6 +227,10 @@ async function connectNats(options: ActorSystemOptions): Promise<NatsConnection>
     servers: options.servers ?? 'nats://127.0.0.1:4222',
     name: `troupe-${options.cluster ?? 'default'}`,
     maxReconnectAttempts: -1,
+    // nats.js otherwise allocates two Error objects per request to capture call stacks: a fifth
+    // of the CPU of an activation (every KV operation is a request). Our errors name what was
+    // waited on, and async stack traces still show the caller.
+    noAsyncTraces: true,
   };
   if (options.credentials && 'token' in options.credentials) opts.token = options.credentials.token;
   if (options.credentials && 'user' in options.credentials) {

@@ -74,7 +74,8 @@ export class Directory {
     next: DirectoryEntry,
   ): Promise<number | undefined> {
     const key = directoryKey(addr);
-    const data = encodeJson(DirectoryEntrySchema.parse(next));
+    // Our own, typed value: validated when read back, not on every write.
+    const data = encodeJson(next);
     try {
       return revision === 0
         ? await this.createOrUpdateDeleted(key, data)

@@ -17,7 +17,7 @@ import {
   parseActorKey,
   validateAddress,
 } from '@troupe/proto';
-import { headers as natsHeaders, type Subscription } from '@nats-io/transport-node';
+import { type Subscription } from '@nats-io/transport-node';
 import {
   AckPolicy,
   DeliverPolicy,
@@ -33,6 +33,7 @@ import { isNoResponders } from './internal/nats-errors';
 import {
   ActivateRequestSchema,
   type ActivateReply,
+  type CoreEnvelope,
   HostPingReplySchema,
   MAIL_HINT_TYPE,
 } from './internal/protocol';
@@ -408,14 +409,10 @@ export class PlacementService {
   }
 
   private hint(addr: ActorAddress, seq: number): void {
-    const h = natsHeaders();
-    h.set(Header.MSG_TYPE, MAIL_HINT_TYPE);
+    const hint: CoreEnvelope = { t: MAIL_HINT_TYPE, m: { seq } };
     this.options.transport.nc.publish(
       actorSubject(this.options.transport.cluster, addr),
-      encodeJson({ seq }),
-      {
-        headers: h,
-      },
+      encodeJson(hint),
     );
   }
 

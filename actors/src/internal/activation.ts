@@ -26,7 +26,7 @@ import { type Logger } from '../logger';
 import { type RefFactory } from '../ref-factory';
 import { isFenced, type StateRecord, type StateStore } from '../state-store';
 import { decodeJson, encodeJson } from './json-codec';
-import { MAIL_HINT_TYPE } from './protocol';
+import { type CoreEnvelope, MAIL_HINT_TYPE, parseCoreEnvelope } from './protocol';
 import { type Transport } from './transport';
 
 /**
@@ -55,7 +55,14 @@ export interface ActivationHost {
   onEnded(activation: Activation): void;
 }
 
-type CoreItem = { kind: 'core'; msg: Msg; type: string; via: 'ask' | 'tell' };
+interface CoreItem {
+  msg: Msg;
+  type: string;
+  via: 'ask' | 'tell';
+  payload: unknown;
+  deadline?: number;
+  sender?: string;
+}
 
 /** Why an activation ended. */
 export type EndReason = 'idle' | 'shutdown' | 'fenced' | 'deactivated' | 'failed';
@@ -207,16 +214,33 @@ export class Activation {
       if (msg.reply) this.replyError(msg, movedError(this.key, 'is passivating'));
       return;
     }
-    const type = msg.headers?.get(Header.MSG_TYPE) ?? '';
-    if (type === MAIL_HINT_TYPE) {
+    const via = msg.reply ? 'ask' : 'tell';
+    let envelope: CoreEnvelope | undefined;
+    try {
+      envelope = parseCoreEnvelope(decodeJson(msg.data));
+    } catch {
+      envelope = undefined;
+    }
+    if (!envelope) {
+      const error = new TroupeError(
+        'INVALID_ARGUMENT',
+        'payload: must be a Troupe message envelope {t, m}',
+      );
+      if (via === 'ask') this.replyError(msg, error);
+      else this.log.warn({ err: error }, 'malformed message dropped (tell is at most once)');
+      return;
+    }
+    if (envelope.t === MAIL_HINT_TYPE) {
       this.inboxWanted = true;
     } else {
-      const via = msg.reply ? 'ask' : 'tell';
-      if (via === 'ask' && msg.headers?.get(Header.REQUIRE_IDLE) === '1' && this.busy) {
+      if (via === 'ask' && envelope.i === 1 && this.busy) {
         this.replyError(msg, new TroupeError('BUSY', `${this.key} is running a turn`));
         return;
       }
-      this.queue.push({ kind: 'core', msg, type, via });
+      const item: CoreItem = { msg, type: envelope.t, via, payload: envelope.m };
+      if (envelope.d !== undefined) item.deadline = envelope.d;
+      if (envelope.s !== undefined) item.sender = envelope.s;
+      this.queue.push(item);
     }
     this.schedule();
   }
@@ -384,26 +408,25 @@ export class Activation {
   // ---- core messages ------------------------------------------------------------------------
 
   private async handleCore(item: CoreItem): Promise<void> {
-    const deadline = Number(item.msg.headers?.get(Header.DEADLINE) ?? '');
-    if (Number.isFinite(deadline) && deadline > 0 && deadline <= Date.now()) {
+    const deadline = item.deadline;
+    if (deadline !== undefined && deadline <= Date.now()) {
       return; // the asker has given up; don't spend a turn on it
     }
     let payload: unknown;
+    let sender: ActorAddress | undefined;
     try {
-      payload = this.validate(item.type, decodeJson(item.msg.data));
+      payload = this.validate(item.type, item.payload);
+      if (item.sender !== undefined) sender = parseAddress(item.sender);
     } catch (err) {
       if (item.via === 'ask') this.replyError(item.msg, toTroupeError(err));
       else
         this.log.warn({ err, type: item.type }, 'invalid message dropped (tell is at most once)');
       return;
     }
-    const sender = item.msg.headers?.get(Header.SENDER);
-    const info: MessageInfo = {
-      type: item.type,
-      via: item.via,
-      ...(sender ? { sender: parseAddress(sender) } : {}),
-    };
-    const turn = new Turn(this, info, false, this.cursor, deadline > 0 ? deadline : undefined);
+    const info: MessageInfo = sender
+      ? { type: item.type, via: item.via, sender }
+      : { type: item.type, via: item.via };
+    const turn = new Turn(this, info, false, this.cursor, deadline);
     try {
       const result = await this.runHandler(turn, payload);
       const changed = result?.state !== undefined || turn.drainedThrough > this.cursor;
@@ -499,28 +522,22 @@ export class Activation {
   }
 
   private contextFor(turn: Turn): ActorContext<unknown> {
-    // Signals and refs are built on first use: most turns never touch them, and
-    // AbortSignal.any + a timer per message would dominate a short handler's cost.
-    let signal: AbortSignal | undefined;
-    let refs: RefFactory | undefined;
-    const parent = this.abort.signal;
-    const host = this.host;
-    const self = this.address;
-    return {
-      self,
-      epoch: this.epoch,
-      log: this.log,
-      get signal() {
-        return (signal ??= turn.signal(parent));
-      },
-      message: turn.info,
-      resumed: turn.resumed,
-      get refs() {
-        return (refs ??= host.refsFor(self));
-      },
-      drainInbox: () => turn.drain(),
-      checkpoint: (state) => turn.checkpoint(this.validated(state)),
-    };
+    return new TurnContext(this, turn, this.abort.signal);
+  }
+
+  /** @internal for {@link TurnContext} */
+  get refsForSelf(): RefFactory {
+    return this.host.refsFor(this.address);
+  }
+
+  /** @internal for {@link TurnContext} */
+  get logger(): Logger {
+    return this.log;
+  }
+
+  /** @internal for {@link TurnContext} */
+  validateState(state: unknown): unknown {
+    return this.validated(state);
   }
 
   // ---- directory ----------------------------------------------------------------------------
@@ -659,4 +676,48 @@ function inboxInfo(stored: StoredMsg): MessageInfo & { seq: number } {
     ...(dedupeId ? { dedupeId } : {}),
     ...(sender ? { sender: parseAddress(sender) } : {}),
   };
+}
+
+/**
+ * What a handler sees of one turn. A class rather than an object literal: signals and refs are
+ * built on first use (most turns never touch them, and AbortSignal.any plus a timer per message
+ * would dominate a short handler), and prototype getters make the per-message object cheap.
+ */
+class TurnContext implements ActorContext<unknown> {
+  private signalCache?: AbortSignal;
+  private refsCache?: RefFactory;
+
+  constructor(
+    private readonly activation: Activation,
+    private readonly turn: Turn,
+    private readonly parentSignal: AbortSignal,
+  ) {}
+
+  get self(): ActorAddress {
+    return this.activation.address;
+  }
+  get epoch(): number {
+    return this.activation.epoch;
+  }
+  get log(): Logger {
+    return this.activation.logger;
+  }
+  get signal(): AbortSignal {
+    return (this.signalCache ??= this.turn.signal(this.parentSignal));
+  }
+  get message(): MessageInfo {
+    return this.turn.info;
+  }
+  get resumed(): boolean {
+    return this.turn.resumed;
+  }
+  get refs(): RefFactory {
+    return (this.refsCache ??= this.activation.refsForSelf);
+  }
+  drainInbox(): Promise<InboxMessage[]> {
+    return this.turn.drain();
+  }
+  checkpoint(state: unknown): Promise<void> {
+    return this.turn.checkpoint(this.activation.validateState(state));
+  }
 }

@@ -1,11 +1,11 @@
 import { TroupeError } from '@troupe/proto';
 
-const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
 /** JSON → bytes for NATS payloads and KV values. */
 export function encodeJson(value: unknown): Uint8Array {
-  return encoder.encode(JSON.stringify(value ?? null));
+  // Buffer.from beats TextEncoder.encode for the short strings of actor messages.
+  return Buffer.from(JSON.stringify(value ?? null), 'utf8');
 }
 
 /** Bytes → JSON; a payload that is not JSON is an INVALID_ARGUMENT, never a crash. */

@@ -39,3 +39,27 @@ export type HostPingReply = z.infer<typeof HostPingReplySchema>;
 
 /** Reserved message type of the "you have mail" hint sent to a live actor after a post. */
 export const MAIL_HINT_TYPE = '$mail';
+
+/**
+ * Envelope of a core-NATS message to a live actor (ask, tell, post hint). Carried in the payload
+ * rather than in headers: header encoding and parsing was the largest per-message cost of a tell.
+ *   t: message type; m: the message; d: absolute deadline (ms since epoch) of an ask;
+ *   s: sender address `kind/id`; i: 1 = refuse with BUSY while a turn runs (requireIdle).
+ */
+export interface CoreEnvelope {
+  t: string;
+  m?: unknown;
+  d?: number;
+  s?: string;
+  i?: 1;
+}
+
+/** Reads an envelope; undefined when the payload is not one. */
+export function parseCoreEnvelope(value: unknown): CoreEnvelope | undefined {
+  if (typeof value !== 'object' || value === null) return undefined;
+  const v = value as Record<string, unknown>;
+  if (typeof v['t'] !== 'string') return undefined;
+  if (v['d'] !== undefined && typeof v['d'] !== 'number') return undefined;
+  if (v['s'] !== undefined && typeof v['s'] !== 'string') return undefined;
+  return v as unknown as CoreEnvelope;
+}

@@ -25,6 +25,18 @@ export interface PlacementHints {
 
 /** What refs and activations share: the connection and the way to ask for an activation. */
 export class Transport {
+  /**
+   * A placement service in this process: activation requests skip the NATS round trip to it.
+   * Only a {@link LocalPlacer} is installed here (a coordinator's placer answers over NATS).
+   */
+  localPlacer?: (request: {
+    addr: ActorAddress;
+    deadlineMs: number;
+    jobId?: string;
+    labels?: Record<string, string>;
+    near?: ActorAddress;
+  }) => Promise<ActivateReply>;
+
   constructor(
     readonly cluster: string,
     readonly nc: NatsConnection,
@@ -40,9 +52,15 @@ export class Transport {
     addr: ActorAddress,
     options: { timeoutMs: number; signal?: AbortSignal; hints?: PlacementHints },
   ): Promise<ActivateReply> {
-    const subject = coordSubject(this.cluster, 'sched', 'activate');
-    const timeout = timeoutError(`activation of ${addr.kind}/${addr.id}`, options.timeoutMs);
     options.signal?.throwIfAborted();
+    if (this.localPlacer) {
+      return this.localPlacer({
+        addr,
+        deadlineMs: Date.now() + options.timeoutMs,
+        ...options.hints,
+      });
+    }
+    const subject = coordSubject(this.cluster, 'sched', 'activate');
     let reply;
     try {
       const h = natsHeaders();
@@ -59,7 +77,9 @@ export class Transport {
           { cause: err },
         );
       }
-      if (isNatsTimeout(err)) throw timeout;
+      if (isNatsTimeout(err)) {
+        throw timeoutError(`activation of ${addr.kind}/${addr.id}`, options.timeoutMs);
+      }
       throw new TroupeError('UNAVAILABLE', 'activation request failed', { cause: err });
     }
     const error = decodeErrorHeaders(reply.headers);
