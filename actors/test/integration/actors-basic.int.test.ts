@@ -95,6 +95,14 @@ test('a handler error becomes an error reply and never kills the host', async ()
   expect(await c.ask('add', { by: 3 })).toBe(3);
 });
 
+test('a handler that produces an invalid state gets INTERNAL and the state is unchanged', async () => {
+  const c = system.ref(Counter, 'corrupt');
+  expect(await c.ask('add', { by: 2 })).toBe(2);
+  await expect(c.ask('corrupt', {})).rejects.toMatchObject({ code: 'INTERNAL' });
+  expect(await c.ask('get', {})).toBe(2);
+  expect((await system.states.read(c.address))!.record.data).toEqual({ count: 2, log: [2] });
+});
+
 test('poison and invalid posts go to the dead-letter stream with their error; later posts still apply', async () => {
   const c = system.ref(Counter, 'poison');
   const bad = await c.post('fail', { code: 'boom' });
