@@ -10,6 +10,7 @@ import {
 import { type KV, type KvWatchEntry } from '@nats-io/kv';
 import { DEFAULT_JOB_POLICY, FairQueue, type JobPolicy } from './fair-queue';
 import { type HostRecord, type HostRegistry } from './host-registry';
+import { Occupancy } from './internal/occupancy';
 
 /** Options of {@link ClusterPlacement}. */
 export interface ClusterPlacementOptions {
@@ -21,12 +22,6 @@ export interface ClusterPlacementOptions {
   jobPolicy?: (jobId: string) => JobPolicy;
   /** Max live activations per kind across the cluster. @default unlimited */
   kindLimits?: Record<string, number>;
-}
-
-interface Live {
-  hostId: string;
-  kind: string;
-  jobId?: string;
 }
 
 interface Waiter {
@@ -46,8 +41,7 @@ const NO_JOB = '';
  * truth of what runs where) plus placements in flight.
  */
 export class ClusterPlacement {
-  private readonly live = new Map<string, Live>();
-  private readonly pending = new Map<string, Live>();
+  private readonly occupancy = new Occupancy();
   private readonly queues = new Map<string, FairQueue<Waiter>>();
   private watchStop?: () => void;
   private readonly jobPolicy: (jobId: string) => JobPolicy;
@@ -97,40 +91,25 @@ export class ClusterPlacement {
       const parsed = DirectoryEntrySchema.safeParse(e.json());
       if (parsed.success) entry = parsed.data;
     }
-    const pending = this.pending.get(key);
     if (entry && isLiveState(entry.state) && entry.hostId) {
-      this.live.set(key, {
+      this.occupancy.setLive(key, {
         hostId: entry.hostId,
         kind: addr.kind,
         ...(entry.jobId ? { jobId: entry.jobId } : {}),
       });
-      if (pending && pending.hostId === entry.hostId) this.pending.delete(key);
-    } else if (this.live.delete(key)) {
+    } else if (this.occupancy.clearLive(key)) {
       this.kick(addr.kind);
     }
   }
 
   /** Live + in-flight activations of `kind` on `hostId`. */
   used(hostId: string, kind: string): number {
-    let n = 0;
-    for (const l of this.live.values()) if (l.hostId === hostId && l.kind === kind) n++;
-    for (const [key, l] of this.pending)
-      if (!this.live.has(key) && l.hostId === hostId && l.kind === kind) n++;
-    return n;
-  }
-
-  private countWhere(pred: (l: Live) => boolean): number {
-    let n = 0;
-    for (const l of this.live.values()) if (pred(l)) n++;
-    for (const [key, l] of this.pending) if (!this.live.has(key) && pred(l)) n++;
-    return n;
+    return this.occupancy.used(hostId, kind);
   }
 
   /** Live activations per job (for metrics and limits). */
   liveByJob(): Record<string, number> {
-    const out: Record<string, number> = {};
-    for (const l of this.live.values()) if (l.jobId) out[l.jobId] = (out[l.jobId] ?? 0) + 1;
-    return out;
+    return this.occupancy.liveByJob();
   }
 
   /** Requests waiting for capacity, per kind. */
@@ -184,8 +163,7 @@ export class ClusterPlacement {
   /** Releases the in-flight count of a placement that did not happen. */
   placementFailed = (request: PlacementRequest, target: PlacementTarget): void => {
     const key = directoryKey(request.addr);
-    const p = this.pending.get(key);
-    if (p && p.hostId === target.hostId) this.pending.delete(key);
+    this.occupancy.clearPending(key, target.hostId);
     this.kick(request.addr.kind);
   };
 
@@ -223,15 +201,14 @@ export class ClusterPlacement {
   private jobHasRoom(jobId: string): boolean {
     if (jobId === NO_JOB) return true;
     const limit = this.jobPolicy(jobId).maxActivations;
-    return limit === undefined || this.countWhere((l) => l.jobId === jobId) < limit;
+    return limit === undefined || this.occupancy.usedByJob(jobId) < limit;
   }
 
   private tryPlace(request: PlacementRequest): PlacementTarget | undefined {
     const kind = request.addr.kind;
     if (request.jobId && !this.jobHasRoom(request.jobId)) return undefined;
     const kindLimit = this.options.kindLimits?.[kind];
-    if (kindLimit !== undefined && this.countWhere((l) => l.kind === kind) >= kindLimit)
-      return undefined;
+    if (kindLimit !== undefined && this.occupancy.usedByKind(kind) >= kindLimit) return undefined;
     const fits = this.options.registry
       .schedulable()
       .filter((h) => h.info.kinds.includes(kind) && labelsMatch(h, request.labels))
@@ -246,7 +223,7 @@ export class ClusterPlacement {
       chosen = fits[0]!;
     }
     const key = directoryKey(request.addr);
-    this.pending.set(key, {
+    this.occupancy.setPending(key, {
       hostId: chosen.h.info.hostId,
       kind,
       ...(request.jobId ? { jobId: request.jobId } : {}),
@@ -256,7 +233,8 @@ export class ClusterPlacement {
   }
 
   private hostOf(addr: ActorAddress): string | undefined {
-    return this.live.get(directoryKey(addr))?.hostId;
+    const o = this.occupancy.get(directoryKey(addr));
+    return o?.source === 'live' ? o.hostId : undefined;
   }
 }
 

@@ -3,37 +3,21 @@
  *   wake_latency_p50_ms   post to a SLEEPING actor → handler start (the coordinator's wake
  *                         consumer activates it on a registered host), median
  *   wake_latency_ratio    that median / the median of the same post to an already ACTIVE actor
- *   activations_per_s     distinct actors activated per s across 2 hosts (64 asks in flight)
+ *   activations_per_s     distinct actors activated per s across 2 host processes (64 asks in
+ *                         flight from a client process; the coordinator runs in the client)
  *   budget_pairs_per_s,   from perf/coordinator-budget (run as a child, its JSON line reused)
  *   budget_overshoot
  */
-import { execFileSync } from 'node:child_process';
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import path from 'node:path';
-import { ActorSystem, defineActor } from '@troupe/actors';
+import { ActorSystem } from '@troupe/actors';
 import { Coordinator } from '@troupe/coordinator';
 import { randomClusterName, startNatsServer } from '@troupe/testkit';
-import { z } from 'zod';
+import { Probe } from './probe';
 import { median, nowUs, printResult, printTable, quantile } from '../lib/report';
 
 const WAKE_SAMPLES = 100;
 const ACTIVATIONS = 2_000;
-
-let started = 0;
-let lastStartUs = 0;
-const Probe = defineActor({
-  kind: 'probe',
-  state: z.object({ n: z.number().int() }),
-  initialState: () => ({ n: 0 }),
-  messages: { hit: z.object({}), ping: z.object({}) },
-  handlers: {
-    hit: () => {
-      lastStartUs = nowUs();
-      started++;
-    },
-    ping: () => ({ reply: 'pong' }),
-  },
-  idleTimeoutMs: 600_000,
-});
 
 async function until(pred: () => boolean, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -52,19 +36,28 @@ async function main(): Promise<void> {
     heartbeatMs: 500,
     metrics: { port: null },
   });
-  const hosts = await Promise.all(
-    ['h1', 'h2'].map((hostId) =>
-      ActorSystem.start({
-        cluster,
-        servers: server.url,
-        hostId,
-        hosting: [Probe],
-        placement: 'none',
-      }),
-    ),
-  );
+  // Hosts are separate processes, as in a deployment; each prints HIT <monotonic ns> per wake.
+  const hits: bigint[] = [];
+  const hosts: ChildProcess[] = ['h1', 'h2'].map((hostId) => {
+    const child = spawn(
+      process.execPath,
+      [path.join(__dirname, 'host.js'), server.url, cluster, hostId],
+      {
+        stdio: ['ignore', 'pipe', 'inherit'],
+      },
+    );
+    let buf = '';
+    child.stdout.on('data', (d: Buffer) => {
+      buf += d.toString();
+      const lines = buf.split('\n');
+      buf = lines.pop()!;
+      for (const l of lines) if (l.startsWith('HIT ')) hits.push(BigInt(l.slice(4)));
+    });
+    return child;
+  });
   const client = await ActorSystem.start({ cluster, servers: server.url });
   try {
+    // The coordinator itself (budget ledger host) and the two probe hosts.
     await until(() => (coordinator.registry?.schedulable().length ?? 0) >= 3, 20_000);
 
     // ---- wake latency: sleeping vs active ---------------------------------------------------
@@ -72,16 +65,16 @@ async function main(): Promise<void> {
     const active: number[] = [];
     for (let i = 0; i < WAKE_SAMPLES; i++) {
       const ref = client.ref(Probe, `wake-${i}`);
-      let before = started;
-      let t0 = nowUs();
+      let before = hits.length;
+      let t0 = process.hrtime.bigint();
       await ref.post('hit', {});
-      await until(() => started > before, 20_000);
-      sleeping.push((lastStartUs - t0) / 1_000);
-      before = started;
-      t0 = nowUs();
+      await until(() => hits.length > before, 20_000);
+      sleeping.push(Number(hits[before]! - t0) / 1e6);
+      before = hits.length;
+      t0 = process.hrtime.bigint();
       await ref.post('hit', {});
-      await until(() => started > before, 20_000);
-      active.push((lastStartUs - t0) / 1_000);
+      await until(() => hits.length > before, 20_000);
+      active.push(Number(hits[before]! - t0) / 1e6);
     }
 
     // ---- activations across two hosts -----------------------------------------------------
@@ -95,7 +88,9 @@ async function main(): Promise<void> {
       }),
     );
     const activationsPerS = ACTIVATIONS / ((nowUs() - t0) / 1e6);
-    const perHost = hosts.map((h) => h.activationsStarted);
+    const perHost = (coordinator.registry?.list() ?? [])
+      .filter((h) => h.info.kinds.includes('probe'))
+      .map((h) => `${h.info.hostId}:${h.load['probe'] ?? 0}`);
 
     // ---- budget ledger (its own suite, run as a child) --------------------------------------
     const out = execFileSync(
@@ -121,14 +116,14 @@ async function main(): Promise<void> {
       'wake of a sleeping actor p99 (ms)': quantile(sleeping, 0.99),
       'post to an active actor p50 (ms)': median(active),
       'activations/s across 2 hosts': activationsPerS,
-      'activations per host': perHost.join(' / '),
+      'live probes per host (last heartbeat)': perHost.join(' / '),
       'budget reserve+settle pairs/s (100 callers)': metrics.budget_pairs_per_s,
       'budget overshoot': metrics.budget_overshoot,
     });
     printResult('coordinator', metrics);
   } finally {
     await client.shutdown();
-    for (const h of hosts) await h.shutdown({ graceMs: 1_000 });
+    for (const h of hosts) h.kill('SIGKILL');
     await coordinator.stop();
     await server.stop();
   }

@@ -39,7 +39,12 @@ test('kill -9 of a host with active actors: they are re-activated elsewhere and 
   const client = await ActorSystem.start({ cluster, servers: server.url });
   try {
     for (const id of ['h1', 'h2', 'h3']) hosts.push(await startHost(server.url, cluster, id));
-    await waitFor(() => coordinator.registry?.schedulable().length === 3, { timeoutMs: 10_000 });
+    await waitFor(
+      () =>
+        coordinator.registry?.schedulable().filter((h) => h.info.kinds.includes('worker'))
+          .length === 3,
+      { timeoutMs: 10_000 },
+    );
     const ids = Array.from({ length: 9 }, (_, i) => `w${i}`);
     const where = new Map<string, string>();
     for (const id of ids)

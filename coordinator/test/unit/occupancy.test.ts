@@ -1,0 +1,34 @@
+import { Occupancy } from '../../src/internal/occupancy';
+
+test('counts live and pending occupants once per key, per host/kind, kind and job', () => {
+  const o = new Occupancy();
+  o.setPending('w.a', { hostId: 'h1', kind: 'w', jobId: 'j' });
+  expect(o.used('h1', 'w')).toBe(1);
+  // The directory shows it live on the same host: still one slot.
+  o.setLive('w.a', { hostId: 'h1', kind: 'w', jobId: 'j' });
+  expect(o.used('h1', 'w')).toBe(1);
+  expect(o.usedByJob('j')).toBe(1);
+  // A pending placement never overrides a live occupant.
+  o.setPending('w.a', { hostId: 'h2', kind: 'w' });
+  expect(o.used('h2', 'w')).toBe(0);
+  o.setLive('w.b', { hostId: 'h2', kind: 'w' });
+  expect(o.usedByKind('w')).toBe(2);
+  expect(o.liveByJob()).toEqual({ j: 1 });
+  expect(o.clearLive('w.a')).toBe(true);
+  expect(o.clearLive('w.a')).toBe(false);
+  expect(o.used('h1', 'w')).toBe(0);
+  expect(o.usedByJob('j')).toBe(0);
+});
+
+test('a failed placement frees only its own pending slot', () => {
+  const o = new Occupancy();
+  o.setPending('w.a', { hostId: 'h1', kind: 'w' });
+  o.clearPending('w.a', 'h2');
+  expect(o.used('h1', 'w')).toBe(1);
+  o.clearPending('w.a', 'h1');
+  expect(o.used('h1', 'w')).toBe(0);
+  // clearLive leaves a pending placement in place.
+  o.setPending('w.c', { hostId: 'h1', kind: 'w' });
+  expect(o.clearLive('w.c')).toBe(false);
+  expect(o.used('h1', 'w')).toBe(1);
+});
