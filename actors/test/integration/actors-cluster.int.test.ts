@@ -114,10 +114,11 @@ const Journal = defineActor({
 function startHostProcess(
   cluster: string,
   hostId: string,
+  fixture = 'host-process.js',
 ): { child: ChildProcess; lines: string[] } {
   const child = spawn(
     process.execPath,
-    [path.join(__dirname, '../fixtures/host-process.js'), server.url, cluster, hostId],
+    [path.join(__dirname, '../fixtures', fixture), server.url, cluster, hostId],
     {
       stdio: ['ignore', 'pipe', 'pipe'],
     },
@@ -209,5 +210,36 @@ test('posts sent while no placer runs are delivered once a host with a placer st
     expect((await host.states.read(addr))!.record.data).toEqual({ entries: ['a', 'b'] });
   } finally {
     await host.shutdown({ graceMs: 500 });
+  }
+});
+
+test('two host processes racing to activate the same addresses: exactly one activation each', async () => {
+  const cluster = randomClusterName();
+  const a = startHostProcess(cluster, 'proc-a', 'race-host.js');
+  const b = startHostProcess(cluster, 'proc-b', 'race-host.js');
+  const client = await ActorSystem.start({ cluster, servers: server.url });
+  try {
+    for (const h of [a, b]) {
+      await waitFor(() => h.lines.includes('READY'), {
+        timeoutMs: 15_000,
+        message: h.lines.join('\n'),
+      });
+    }
+    const ids = Array.from({ length: 12 }, (_, i) => `r${i}`);
+    // Every ask goes through coord.sched.activate, answered by either process's placer (a queue
+    // group), so both race for every address.
+    const asks = ids.flatMap((id) =>
+      Array.from({ length: 6 }, () => client.refOf({ kind: 'tally', id }).ask('bump', {})),
+    );
+    await Promise.all(asks);
+    const activated = [...a.lines, ...b.lines].filter((l) => l.startsWith('ACTIVATED '));
+    expect(activated.sort()).toEqual(ids.map((id) => `ACTIVATED ${id}`).sort());
+    for (const id of ids) {
+      const s = await client.states.read({ kind: 'tally', id });
+      expect(s!.record.data).toEqual({ n: 6 });
+    }
+  } finally {
+    await client.shutdown();
+    for (const h of [a, b]) if (h.child.exitCode === null) h.child.kill('SIGKILL');
   }
 });
