@@ -1,10 +1,105 @@
 /**
  * @packageDocumentation
- * `@troupe/node-agent`: the host side of Troupe. This part is the sandbox layer the sandbox,
- * evaluator and VM actors call: policy-checked sandbox specs, a Docker backend (and an unsafe
- * process backend for development), warm pools, an evaluator that grades in fresh containers, the
- * reaper that removes orphans, and the offline image manager.
+ * `@troupe/node-agent`: the host side of Troupe. The `troupe-node-agent` process ({@link NodeAgent})
+ * hosts the `sandbox` and `evaluator` actors, advertises their capacity to the coordinator and
+ * keeps cluster artifacts in the object store ({@link ArtifactStore}). Underneath is the sandbox
+ * layer those actors call: policy-checked sandbox specs, a Docker backend (and an unsafe process
+ * backend for development), warm pools, an evaluator that grades in fresh containers, the reaper
+ * that removes orphans, and the offline image manager.
  */
+export {
+  ArtifactNameSchema,
+  ArtifactStore,
+  type ArtifactInfo,
+  type ArtifactPutOptions,
+  type ArtifactSource,
+  type ArtifactStoreOptions,
+} from './artifact-store';
+export {
+  applyEnvironment,
+  ConfigSchema,
+  defaultHostId,
+  ENVIRONMENT_VARIABLES,
+  WarmPoolEntrySchema,
+  type NodeAgentConfig,
+  type NodeAgentOptions,
+} from './config';
+export { NodeAgent, type NodeAgentDeps } from './node-agent';
+export {
+  createSandboxActor,
+  isSandboxLost,
+  sandboxRef,
+  type PassivateFn,
+  type SandboxActorDefinition,
+  type SandboxActorOptions,
+} from './sandbox-actor';
+export {
+  CommandSchema,
+  CreateSandboxMessageSchema,
+  EmptyMessageSchema,
+  ExecMessageSchema,
+  ExportFilesMessageSchema,
+  GetFilesMessageSchema,
+  JobIdSchema,
+  PutFilesMessageSchema,
+  SANDBOX_KIND,
+  SandboxActorStateSchema,
+  SandboxActorStatus,
+  SandboxMessages,
+  SandboxSpecInputSchema,
+  SnapshotMessageSchema,
+  StartBackgroundMessageSchema,
+  StoredSandboxSpecSchema,
+  TaskMessageSchema,
+  WaitMessageSchema,
+  WireFileSchema,
+  WireFilesSchema,
+  type CreateSandboxMessage,
+  type CreateSandboxReply,
+  type DestroyReply,
+  type ExecMessage,
+  type ExecReply,
+  type ExportFilesMessage,
+  type ExportFilesReply,
+  type GetFilesMessage,
+  type GetFilesReply,
+  type PutFilesMessage,
+  type PutFilesReply,
+  type SandboxActorState,
+  type SandboxSpecInput,
+  type SandboxStatusReply,
+  type SnapshotReply,
+  type StartBackgroundMessage,
+  type StartBackgroundReply,
+  type TaskStatusReply,
+  type WireFile,
+} from './sandbox-actor-messages';
+export {
+  createEvaluatorActor,
+  evaluatorRef,
+  type EvaluatorActorDefinition,
+  type EvaluatorActorOptions,
+} from './evaluator-actor';
+export {
+  EVALUATOR_KIND,
+  EvaluatorActorStateSchema,
+  EvaluatorMessages,
+  GradeMessageSchema,
+  type EvaluatorActorState,
+  type GradeMessage,
+  type GradeReply,
+} from './evaluator-actor-messages';
+export {
+  defaultSlots,
+  detectBackends,
+  dockerAnswers,
+  machineResources,
+  type DetectBackendsOptions,
+  type HostBackend,
+  type HostResources,
+  type KindSlots,
+} from './host-capacity';
+export { ImageResolver, type ImagePreparer, type ImageResolverOptions } from './image-resolver';
 export {
   DockerSandboxBackend,
   DockerSandboxBackendConfigSchema,

@@ -7,6 +7,8 @@
  * - warm pool: `pool.acquire()` from a filled pool: `warm_acquire_p50_ms` (target ≤ 50)
  * - exec: `sandbox.exec(['true'])` vs a raw dockerode exec of `true` (create, start, demux,
  *   inspect) in the same container: `exec_overhead_ratio` (target ≤ 1.2)
+ * - exec through the sandbox actor (an ask over NATS to a standalone node agent: request/reply,
+ *   validation, one turn) vs `sandbox.exec` of the library: `sandbox_actor_exec_overhead_ratio`
  *
  * `--python` also times a cold cycle and an `import sklearn` in troupe-python (building the image
  * first when it is missing, ~4 min on a fresh machine). `--samples N` changes the sample count.
@@ -15,8 +17,15 @@ import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { promisify } from 'node:util';
 import type Docker from 'dockerode';
-import { DockerSandboxBackend, ImageManager, WarmPool } from '@troupe/node-agent';
-import { ensureDocker, randomClusterName } from '@troupe/testkit';
+import { ActorSystem } from '@troupe/actors';
+import {
+  DockerSandboxBackend,
+  ImageManager,
+  NodeAgent,
+  sandboxRef,
+  WarmPool,
+} from '@troupe/node-agent';
+import { ensureDocker, randomClusterName, startNatsServer } from '@troupe/testkit';
 import { median, nowUs, printResult, printTable, quantile } from '../lib/report';
 
 const run = promisify(execFile);
@@ -137,6 +146,46 @@ async function main(): Promise<void> {
       });
     } finally {
       await sb.destroy();
+    }
+
+    // Exec through the sandbox actor vs the library, interleaved, on a standalone node agent.
+    const nats = await startNatsServer();
+    const agent = await NodeAgent.start(
+      { cluster, hostId: 'perf-node', nats: { servers: nats.url }, standalone: true },
+      { docker },
+    );
+    const client = await ActorSystem.start({ cluster, servers: nats.url });
+    const direct = await backend.create({ image, labels });
+    try {
+      const ref = sandboxRef(client, 'perf-sandbox');
+      await ref.ask('create', { spec: { image } }, { timeoutMs: 60_000 });
+      const viaActor: number[] = [];
+      const viaLibrary: number[] = [];
+      for (let i = 0; i < SAMPLES * 2 + 3; i++) {
+        let t0 = nowUs();
+        await ref.ask('exec', { cmd: ['true'] });
+        const a = nowUs() - t0;
+        t0 = nowUs();
+        await direct.exec(['true']);
+        const b = nowUs() - t0;
+        if (i >= 3) {
+          viaActor.push(a);
+          viaLibrary.push(b);
+        }
+      }
+      metrics.sandbox_actor_exec_overhead_ratio = median(viaActor) / median(viaLibrary);
+      printTable('exec true (ms): sandbox actor ask vs sandbox.exec', {
+        actor_p50: ms(median(viaActor)),
+        actor_p90: ms(quantile(viaActor, 0.9)),
+        library_p50: ms(median(viaLibrary)),
+        ratio: metrics.sandbox_actor_exec_overhead_ratio,
+      });
+      await ref.ask('destroy', {});
+    } finally {
+      await direct.destroy();
+      await client.shutdown();
+      await agent.stop();
+      await nats.stop();
     }
 
     if (WITH_PYTHON) {

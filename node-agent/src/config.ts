@@ -1,0 +1,314 @@
+import os from 'node:os';
+import { NamePattern } from '@troupe/proto';
+import { z } from 'zod';
+import { SandboxSpecSchema } from './sandbox-spec';
+
+const MiB = 1024 * 1024;
+
+/** A host id made from this machine's hostname (`[A-Za-z0-9_-]{1,64}`). */
+export function defaultHostId(): string {
+  const cleaned = os
+    .hostname()
+    .replace(/[^A-Za-z0-9_-]+/g, '-')
+    .replace(/^-+|-+$/g, '')
+    .slice(0, 64);
+  return cleaned === '' ? 'node' : cleaned;
+}
+
+const spec = SandboxSpecSchema.shape;
+
+/** One warm pool: ready sandboxes of one image with the default policy. */
+export const WarmPoolEntrySchema = z
+  .object({
+    /** Image, e.g. `troupe-python:latest` (built from `deploy/images` on start when missing). */
+    image: spec.image,
+    /** Ready sandboxes to keep. @default 2 */
+    size: z.int().min(0).max(64).default(2),
+    /** Memory limit of the pooled sandboxes. @default 512 */
+    memoryMb: spec.memoryMb,
+    /** CPU limit. @default 1 */
+    cpus: spec.cpus,
+    /** Pids limit. @default 256 */
+    pidsLimit: spec.pidsLimit,
+    /** /tmp size. @default 256 */
+    tmpfsMb: spec.tmpfsMb,
+  })
+  .strict();
+
+const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const;
+
+/**
+ * Node agent configuration (`troupe-node-agent --config node-agent.yaml`, environment overrides
+ * in `main.ts`). Parsed once; every field has a default.
+ */
+export const ConfigSchema = z
+  .object({
+    /** Cluster name. @default 'default' */
+    cluster: z.string().regex(NamePattern.CLUSTER, 'must match [a-z0-9-]{1,32}').default('default'),
+    /**
+     * This host's id; keep it stable across restarts (the reaper of the next process with this
+     * id removes what a crashed one left) and unique in the cluster.
+     * @default the hostname, cleaned to `[A-Za-z0-9_-]{1,64}`
+     */
+    hostId: z
+      .string()
+      .regex(NamePattern.HOST_ID, 'must match [A-Za-z0-9_-]{1,64}')
+      .default(defaultHostId),
+    /** NATS connection. @default { servers: 'nats://127.0.0.1:4222' } */
+    nats: z
+      .object({
+        servers: z
+          .union([z.string().min(1), z.array(z.string().min(1)).min(1)])
+          .default('nats://127.0.0.1:4222'),
+        user: z.string().min(1).optional(),
+        pass: z.string().min(1).optional(),
+        token: z.string().min(1).optional(),
+      })
+      .strict()
+      .prefault({}),
+    /** Labels advertised to the coordinator (placement `labels` hints match them). @default {} */
+    labels: z
+      .record(
+        z
+          .string()
+          .regex(
+            /^[A-Za-z0-9][A-Za-z0-9._/-]{0,62}$/,
+            'must match [A-Za-z0-9][A-Za-z0-9._/-]{0,62}',
+          ),
+        z.string().max(256),
+      )
+      .default({}),
+    /**
+     * Concurrent activations per kind.
+     * @default sandbox: 2 × cores (at most one per 512 MiB), evaluator: cores (one per GiB)
+     */
+    slots: z
+      .object({
+        sandbox: z.int().min(0).max(10_000).optional(),
+        evaluator: z.int().min(0).max(10_000).optional(),
+      })
+      .strict()
+      .prefault({}),
+    /**
+     * Sandbox backend: `docker`, `process` (no isolation; needs `allowProcessBackend`), or `auto`
+     * (Docker when the engine answers, else the process backend when allowed).
+     * @default 'auto'
+     */
+    backend: z.enum(['auto', 'docker', 'process']).default('auto'),
+    /** Allow the unsafe process backend (development only). @default false */
+    allowProcessBackend: z.boolean().default(false),
+    /** The Docker engine. */
+    docker: z
+      .object({
+        /** @default '/var/run/docker.sock' */
+        socketPath: z.string().min(1).default('/var/run/docker.sock'),
+        /** @default 3000 */
+        pingTimeoutMs: z.int().min(100).default(3_000),
+      })
+      .strict()
+      .prefault({}),
+    /** The process backend. */
+    processBackend: z
+      .object({
+        /** @default `<tmpdir>/troupe-process-sandboxes` */
+        rootDir: z.string().min(1).optional(),
+      })
+      .strict()
+      .prefault({}),
+    /** Sandbox actors. */
+    sandbox: z
+      .object({
+        /** Destroy a sandbox after this long without a message. @default 1800000 */
+        idleTimeoutMs: z.int().min(1_000).default(1_800_000),
+        /** Exec timeout when a call gives none. @default 60000 */
+        defaultExecTimeoutMs: z.int().min(1).default(60_000),
+        /** Output kept per stream when a call gives no `maxOutputBytes`. @default 1048576 */
+        maxOutputBytes: z.int().min(0).default(MiB),
+      })
+      .strict()
+      .prefault({}),
+    /** Evaluator actors and their grading sandboxes. */
+    evaluator: z
+      .object({
+        /** @default 600000 */
+        defaultTimeoutMs: z.int().min(1).default(600_000),
+        /** @default 1024 */
+        memoryMb: z.int().min(16).default(1024),
+        /** @default 1 */
+        cpus: z.number().min(0.01).default(1),
+        /** @default 256 */
+        pidsLimit: z.int().min(8).default(256),
+        /** Grader output kept per stream (head + tail). @default 1048576 */
+        maxLogBytes: z.int().min(1024).default(MiB),
+        /** Grades remembered per evaluator id for replays. @default 500 */
+        maxStoredGrades: z.int().min(1).max(5_000).default(500),
+      })
+      .strict()
+      .prefault({}),
+    /** Offline images (`deploy/images`). */
+    images: z
+      .object({
+        /** Build a missing `troupe-<name>` image on first use. @default true */
+        allowBuild: z.boolean().default(true),
+        /** @default `deploy/images/build.sh` of this checkout */
+        buildScript: z.string().min(1).optional(),
+      })
+      .strict()
+      .prefault({}),
+    /** Warm pools (Docker only); a `create` with a matching spec takes a pooled sandbox. @default [] */
+    warmPools: z.array(WarmPoolEntrySchema).max(32).default([]),
+    /** Orphan removal after the start-up sweep. */
+    reaper: z
+      .object({
+        /** @default 60000 */
+        intervalMs: z.int().min(100).default(60_000),
+        /** @default 30000 */
+        minAgeMs: z.int().min(0).default(30_000),
+      })
+      .strict()
+      .prefault({}),
+    /** How long running calls may finish on shutdown before they are aborted. @default 30000 */
+    shutdownGraceMs: z.int().min(0).default(30_000),
+    /**
+     * Place activations here without a coordinator (`placement: 'local'`): a single process that
+     * needs nothing else. @default false
+     */
+    standalone: z.boolean().default(false),
+    /** Replicas of the object store when it has to be created. @default 1 */
+    replicas: z.int().min(1).max(5).default(1),
+    /** @default 'info' */
+    logLevel: z.enum(LOG_LEVELS).default('info'),
+  })
+  .strict()
+  .superRefine((c, ctx) => {
+    if (c.backend === 'process' && !c.allowProcessBackend) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['allowProcessBackend'],
+        message:
+          "must be true when backend is 'process': the process backend isolates nothing (development only)",
+      });
+    }
+    if (c.nats.token && (c.nats.user || c.nats.pass)) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['nats', 'token'],
+        message: 'give either token or user/pass, not both',
+      });
+    }
+    if (Boolean(c.nats.user) !== Boolean(c.nats.pass)) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['nats', 'user'],
+        message: 'user and pass go together',
+      });
+    }
+    if (c.backend === 'process' && c.warmPools.length > 0) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['warmPools'],
+        message: "warm pools need the Docker backend (backend is 'process')",
+      });
+    }
+  });
+
+/** What a caller passes (before defaults): the YAML file's shape. */
+export type NodeAgentOptions = z.input<typeof ConfigSchema>;
+/** Validated configuration with defaults. */
+export type NodeAgentConfig = z.output<typeof ConfigSchema>;
+
+/** The environment variables `troupe-node-agent` reads (see {@link applyEnvironment}). */
+export const ENVIRONMENT_VARIABLES = [
+  'TROUPE_CLUSTER',
+  'TROUPE_NATS_URL',
+  'TROUPE_NATS_USER',
+  'TROUPE_NATS_PASS',
+  'TROUPE_NATS_TOKEN',
+  'TROUPE_HOST_ID',
+  'TROUPE_NODE_LABELS',
+  'TROUPE_SLOTS',
+  'TROUPE_BACKEND',
+  'TROUPE_ALLOW_PROCESS_BACKEND',
+  'TROUPE_DOCKER_SOCKET',
+  'TROUPE_STANDALONE',
+  'TROUPE_LOG_LEVEL',
+] as const;
+
+/**
+ * Applies environment overrides to a raw (unvalidated) config. Values are put where the schema
+ * will check them; only their syntax is checked here, and every problem is returned (named by
+ * the variable), not thrown, so that all of them can be printed at once.
+ *
+ * `TROUPE_NATS_URL` is comma-separated; `TROUPE_NODE_LABELS` and `TROUPE_SLOTS` are `k=v,k=v`;
+ * booleans accept `1/true/yes/0/false/no`.
+ */
+export function applyEnvironment(
+  raw: Record<string, unknown>,
+  env: Readonly<Record<string, string | undefined>>,
+): { config: Record<string, unknown>; issues: string[] } {
+  const issues: string[] = [];
+  const config: Record<string, unknown> = { ...raw };
+  const section = (key: string): Record<string, unknown> => {
+    const current = config[key];
+    const copy = typeof current === 'object' && current !== null ? { ...current } : {};
+    config[key] = copy;
+    return copy;
+  };
+  const set = (name: string, apply: (value: string) => void): void => {
+    const value = env[name];
+    if (value !== undefined && value !== '') apply(value);
+  };
+  const bool = (name: string, value: string): boolean | undefined => {
+    if (/^(1|true|yes)$/i.test(value)) return true;
+    if (/^(0|false|no)$/i.test(value)) return false;
+    issues.push(`${name}: must be 1, true, yes, 0, false or no (got '${value}')`);
+    return undefined;
+  };
+  const pairs = (name: string, value: string): Record<string, string> => {
+    const out: Record<string, string> = {};
+    for (const part of value
+      .split(',')
+      .map((p) => p.trim())
+      .filter((p) => p !== '')) {
+      const eq = part.indexOf('=');
+      if (eq <= 0) {
+        issues.push(`${name}: '${part}' is not key=value (expected k=v,k=v)`);
+        continue;
+      }
+      out[part.slice(0, eq).trim()] = part.slice(eq + 1).trim();
+    }
+    return out;
+  };
+  set('TROUPE_CLUSTER', (v) => (config['cluster'] = v));
+  set('TROUPE_HOST_ID', (v) => (config['hostId'] = v));
+  set('TROUPE_LOG_LEVEL', (v) => (config['logLevel'] = v));
+  set('TROUPE_BACKEND', (v) => (config['backend'] = v));
+  set('TROUPE_NATS_URL', (v) => (section('nats')['servers'] = v.split(',').map((s) => s.trim())));
+  set('TROUPE_NATS_USER', (v) => (section('nats')['user'] = v));
+  set('TROUPE_NATS_PASS', (v) => (section('nats')['pass'] = v));
+  set('TROUPE_NATS_TOKEN', (v) => (section('nats')['token'] = v));
+  set('TROUPE_DOCKER_SOCKET', (v) => (section('docker')['socketPath'] = v));
+  set('TROUPE_NODE_LABELS', (v) => {
+    config['labels'] = {
+      ...(config['labels'] as object | undefined),
+      ...pairs('TROUPE_NODE_LABELS', v),
+    };
+  });
+  set('TROUPE_SLOTS', (v) => {
+    const slots = section('slots');
+    for (const [k, n] of Object.entries(pairs('TROUPE_SLOTS', v))) {
+      const num = Number(n);
+      if (n === '' || !Number.isFinite(num)) issues.push(`TROUPE_SLOTS: ${k}=${n} is not a number`);
+      else slots[k] = num;
+    }
+  });
+  set('TROUPE_ALLOW_PROCESS_BACKEND', (v) => {
+    const b = bool('TROUPE_ALLOW_PROCESS_BACKEND', v);
+    if (b !== undefined) config['allowProcessBackend'] = b;
+  });
+  set('TROUPE_STANDALONE', (v) => {
+    const b = bool('TROUPE_STANDALONE', v);
+    if (b !== undefined) config['standalone'] = b;
+  });
+  return { config, issues };
+}

@@ -1,0 +1,40 @@
+import {
+  type ActorAddress,
+  ErrorCode,
+  formatAddress,
+  isTroupeError,
+  TroupeError,
+} from '@troupe/proto';
+import { type Logger } from '../logger';
+
+/** Passivates one activation of `addr` if it still runs at `epoch`. */
+export type PassivateFn = (addr: ActorAddress, epoch: number) => Promise<void>;
+
+/**
+ * Passivates the activation once the current turn is over: the reply is sent and the state
+ * committed before it stops (calling it inside the turn and awaiting it would deadlock).
+ */
+export function passivateAfterTurn(
+  passivate: PassivateFn | undefined,
+  turn: { self: ActorAddress; epoch: number },
+  log: Logger,
+): void {
+  if (!passivate) return;
+  const { self, epoch } = turn;
+  setImmediate(() => {
+    passivate(self, epoch).catch((err: unknown) =>
+      log.warn({ err, actor: formatAddress(self) }, 'could not passivate'),
+    );
+  });
+}
+
+/** A `NOT_FOUND` with the message field it came from in its message and details. */
+export function notFoundAt(err: unknown, field: string): unknown {
+  if (isTroupeError(err) && err.code === ErrorCode.NOT_FOUND) {
+    return new TroupeError(ErrorCode.NOT_FOUND, `${field}: ${err.message}`, {
+      cause: err,
+      details: { ...err.details, field },
+    });
+  }
+  return err;
+}

@@ -1,0 +1,115 @@
+import { writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { isSandboxLost, sandboxRef } from '@troupe/node-agent';
+import { makeTempDir, startNatsServer, type NatsServerHandle } from '@troupe/testkit';
+import { type AgentCluster, rejection, startAgentCluster } from './agent-cluster';
+import { type AgentProcess, assertFreshBuild, spawnAgent } from './agent-process';
+import { leftovers } from './helpers';
+
+let server: NatsServerHandle;
+beforeAll(async () => {
+  assertFreshBuild();
+  server = await startNatsServer();
+});
+afterAll(async () => {
+  await server.stop();
+});
+
+describe('troupe-node-agent process', () => {
+  let c: AgentCluster;
+  let proc: AgentProcess | undefined;
+  beforeEach(async () => {
+    c = await startAgentCluster(server);
+  });
+  afterEach(async () => {
+    await proc?.kill('SIGKILL');
+    proc = undefined;
+    await c.stop();
+  });
+
+  const start = (hostId: string): AgentProcess =>
+    spawnAgent({
+      TROUPE_CLUSTER: c.cluster,
+      TROUPE_NATS_URL: server.url,
+      TROUPE_HOST_ID: hostId,
+      TROUPE_SLOTS: 'sandbox=2,evaluator=1',
+      TROUPE_LOG_LEVEL: 'warn',
+    });
+
+  test('kill -9 with a live sandbox: the next agent with the host id reaps it, the sandbox is lost', async () => {
+    proc = start('crash-host');
+    await c.waitRegistered('crash-host');
+    const sb = sandboxRef(c.client, 'sb-doomed');
+    await sb.ask('create', { spec: { image: c.fx.busybox } }, { timeoutMs: 60_000 });
+    await sb.ask('startBackground', { cmd: ['sleep', '1000'] });
+    expect((await sb.ask('exec', { cmd: ['echo', 'alive'] })).stdout).toBe('alive\n');
+
+    expect(await proc.kill('SIGKILL')).toBe('SIGKILL');
+    const orphaned = await leftovers(c.fx.docker, c.cluster);
+    expect(orphaned.containers).toHaveLength(1);
+    expect(orphaned.volumes).toHaveLength(1);
+
+    // A new node agent with the same host id: its start-up sweep removes everything.
+    await c.startAgent({ hostId: 'crash-host' });
+    expect(await leftovers(c.fx.docker, c.cluster)).toEqual({ containers: [], volumes: [] });
+
+    const lost = await rejection(sb.ask('exec', { cmd: ['true'] }, { timeoutMs: 20_000 }));
+    expect(lost.code).toBe('UNAVAILABLE');
+    expect(lost.message).toMatch(/^sandbox lost: sb-doomed: /);
+    expect(lost.retryable).toBe(false);
+    expect(isSandboxLost(lost)).toBe(true);
+    expect(lost.details).toMatchObject({ sandboxLost: true, hostId: 'crash-host' });
+    expect(isSandboxLost(await rejection(sb.ask('create', { spec: { image: 'x' } })))).toBe(true);
+    const status = await sb.ask('status', {});
+    expect(status.status).toBe('lost');
+    expect(status.lostReason).toMatch(/ended with an earlier activation/);
+    expect(await sb.ask('destroy', {})).toEqual({});
+
+    // The job layer's retry: a new sandbox on the new agent.
+    const fresh = sandboxRef(c.client, 'sb-retry');
+    await fresh.ask('create', { spec: { image: c.fx.busybox } }, { timeoutMs: 60_000 });
+    expect((await fresh.ask('exec', { cmd: ['echo', 'ok'] })).stdout).toBe('ok\n');
+    await fresh.ask('destroy', {});
+  });
+
+  test('SIGTERM drains: sandboxes destroyed, host deregistered, exit 0', async () => {
+    proc = start('term-host');
+    await c.waitRegistered('term-host');
+    const sb = sandboxRef(c.client, 'sb-term');
+    await sb.ask('create', { spec: { image: c.fx.busybox } }, { timeoutMs: 60_000 });
+    expect((await leftovers(c.fx.docker, c.cluster)).containers).toHaveLength(1);
+
+    expect(await proc.kill('SIGTERM')).toBe(0);
+    expect(await leftovers(c.fx.docker, c.cluster)).toEqual({ containers: [], volumes: [] });
+    expect(c.coordinator.registry!.get('term-host')).toBeUndefined();
+    expect(proc.output()).not.toMatch(/"level":50/); // no errors logged
+  });
+});
+
+test('a bad config prints every issue and exits 2 before connecting', async () => {
+  const dir = await makeTempDir('troupe-node-agent-config-');
+  try {
+    const file = path.join(dir.path, 'node-agent.yaml');
+    await writeFile(file, 'slots:\n  sandbox: -1\nsurprise: true\nbackend: process\n');
+    const proc = spawnAgent(
+      {
+        TROUPE_CLUSTER: 'Bad_Name',
+        TROUPE_NODE_LABELS: 'oops',
+        // Nothing listens here: a process that got as far as connecting would fail differently.
+        TROUPE_NATS_URL: 'nats://127.0.0.1:1',
+      },
+      ['--config', file],
+    );
+    expect(await proc.exited).toBe(2);
+    const out = proc.output();
+    expect(out).toContain(
+      "troupe-node-agent: TROUPE_NODE_LABELS: 'oops' is not key=value (expected k=v,k=v)",
+    );
+    expect(out).toContain('troupe-node-agent: config.cluster: must match [a-z0-9-]{1,32}');
+    expect(out).toMatch(/troupe-node-agent: config\.slots\.sandbox: /);
+    expect(out).toContain('troupe-node-agent: config: Unrecognized key: "surprise"');
+    expect(out).not.toMatch(/NATS|connect/i);
+  } finally {
+    await dir.cleanup();
+  }
+});
