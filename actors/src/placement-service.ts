@@ -39,6 +39,9 @@ import {
 } from './internal/protocol';
 import { type Transport } from './internal/transport';
 
+/** Host refusals (draining, full) tolerated for one activation request before giving up. */
+const MAX_REFUSALS = 10;
+
 /** What a placement decision is made from. */
 export interface PlacementRequest {
   addr: ActorAddress;
@@ -212,6 +215,7 @@ export class PlacementService {
     const key = formatAddress(addr);
     const deadline = Math.max(request.deadlineMs, Date.now() + 1_000);
     let failures = 0;
+    let refusals = 0;
     let waitMs = 5;
     while (Date.now() < deadline) {
       const { entry, revision } = await this.options.directory.get(addr);
@@ -274,12 +278,17 @@ export class PlacementService {
       } catch (err) {
         this.options.onPlacementFailed?.(request, target);
         const error = toTroupeError(err);
-        failures++;
-        this.options.log.warn({ err: error, actor: key, failures }, 'activation failed');
+        const refused = error.details?.['hostRefused'] === true || isNoResponders(err);
+        // A host that refuses (draining, full, just died) says nothing about the actor: try
+        // again, elsewhere, and never mark the actor STOPPED for it.
+        if (refused) refusals++;
+        else failures++;
+        this.options.log.warn({ err: error, actor: key, failures, refusals }, 'activation failed');
         const current = await this.options.directory.get(addr);
         if (current.entry.epoch !== epoch) continue; // someone moved on; look again
         const stop =
-          failures >= this.maxAttempts || (!error.retryable && error.code !== 'UNAVAILABLE');
+          !refused &&
+          (failures >= this.maxAttempts || (!error.retryable && error.code !== 'UNAVAILABLE'));
         await this.options.directory.compareAndSet(addr, current.revision, {
           state: stop ? 'STOPPED' : 'SLEEPING',
           epoch,
@@ -287,7 +296,8 @@ export class PlacementService {
           reason: `activation failed: ${error.message}`,
         });
         if (stop) throw error;
-        await delay(100 * 4 ** (failures - 1));
+        if (refused && refusals > MAX_REFUSALS) throw error;
+        await delay(refused ? 20 * refusals : 100 * 4 ** (failures - 1));
       }
     }
     throw new TroupeError('TIMEOUT', `activation of ${key} did not complete`);

@@ -178,17 +178,9 @@ export class ActorHost implements ActivationHost, RegistrarHost {
     epoch: number,
     placement: { directoryRevision?: number; jobId?: string } = {},
   ): Promise<Activation> {
-    if (this.closing) throw new TroupeError('UNAVAILABLE', `host ${this.hostId} is shutting down`);
+    if (this.closing) throw hostRefused(`host ${this.hostId} is shutting down`);
     const def = this.defs.get(addr.kind);
-    if (!def) {
-      throw new TroupeError(
-        'UNAVAILABLE',
-        `host ${this.hostId} does not host kind '${addr.kind}'`,
-        {
-          retryable: false,
-        },
-      );
-    }
+    if (!def) throw hostRefused(`host ${this.hostId} does not host kind '${addr.kind}'`);
     const key = formatAddress(addr);
     const existing = this.live.get(key);
     if (existing && existing.epoch === epoch) return existing;
@@ -206,10 +198,7 @@ export class ActorHost implements ActivationHost, RegistrarHost {
     if (inFlight) return inFlight;
     const limit = this.options.slots[addr.kind];
     if (limit !== undefined && (this.countByKind()[addr.kind] ?? 0) >= limit) {
-      throw new TroupeError(
-        'UNAVAILABLE',
-        `host ${this.hostId} has no free ${addr.kind} slot (${limit})`,
-      );
+      throw hostRefused(`host ${this.hostId} has no free ${addr.kind} slot (${limit})`);
     }
     const activation = new Activation(def, addr.id, epoch, this, placement);
     const start = (async () => {
@@ -260,4 +249,12 @@ export class ActorHost implements ActivationHost, RegistrarHost {
       await stopped;
     }
   }
+}
+
+/**
+ * The host cannot take this activation (shutting down, full, wrong kind); the actor itself is
+ * fine, so the placer tries again, elsewhere, without counting it towards STOPPED.
+ */
+function hostRefused(message: string): TroupeError {
+  return new TroupeError('UNAVAILABLE', message, { details: { hostRefused: true } });
 }
