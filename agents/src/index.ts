@@ -60,3 +60,180 @@ export {
   TokenBucketRateLimiter,
   type TokenBucketRateLimiterOptions,
 } from './llm/token-bucket-rate-limiter';
+// Evolutionary program search (the `evolve` driver's actors and pure search logic).
+export { BuiltinOperators, type BuiltinOperatorsOptions } from './evolve/builtin-operators';
+export { createOperators } from './evolve/create-operators';
+export {
+  type DebugChainDecision,
+  type DebugChainLimits,
+  type DebugChainProgress,
+  nextDebugStep,
+} from './evolve/debug-chain';
+export { Direction, fitnessOf, scoreOf } from './evolve/direction';
+export {
+  type Evaluate,
+  type EvaluateOptions,
+  EvaluationPhase,
+  type EvaluationRequest,
+} from './evolve/evaluation-request';
+export {
+  type EvaluatorResult,
+  EvaluatorResultSchema,
+  EvaluatorStatus,
+  isBuggyResult,
+  parseEvaluatorOutput,
+  parseEvaluatorResult,
+  parseLenientJson,
+} from './evolve/evaluator-result';
+export {
+  createEvolveActors,
+  EVOLVE_ISLAND_KIND,
+  EVOLVE_SEARCH_KIND,
+  type EvolveActorDeps,
+  EvolveRunMessageSchema,
+  IslandStepReplySchema,
+} from './evolve/evolve-actors';
+export {
+  type EvolveConfig,
+  type EvolveLimits,
+  EvolveLimitsSchema,
+  type EvolveOptions,
+  EvolveOptionsSchema,
+  OperatorMode,
+  parseEvolveConfig,
+} from './evolve/evolve-config';
+export {
+  evolveStreamName,
+  evolveSubject,
+  evolveSubjectFilter,
+  islandActorId,
+  searchActorId,
+  validateTaskId,
+} from './evolve/evolve-names';
+export { extractFirstCodeBlock } from './evolve/extract-code-block';
+export { type FinalSelection, selectFinal } from './evolve/final-selection';
+export {
+  AdmissionReason,
+  type AdmissionOutcome,
+  admitChild,
+  chooseIsland,
+  evictWorst,
+  islandAverage,
+  islandBest,
+  type IslandMember,
+  sampleParents,
+} from './evolve/island';
+export {
+  evaluateWithRetry,
+  type IslandStep,
+  IslandStepSchema,
+  type IslandWorkerDeps,
+  runIslandStep,
+  type SlotWork,
+  SlotWorkSchema,
+} from './evolve/island-worker';
+export {
+  JetStreamJournalStore,
+  type JetStreamJournalStoreOptions,
+} from './evolve/jet-stream-journal-store';
+export {
+  attemptIdOf,
+  type AttemptRecord,
+  AttemptRecordSchema,
+  EvolveTaskStatus,
+  type FinalRecord,
+  FinalRecordSchema,
+  type GenerationRecord,
+  GenerationRecordSchema,
+  type JournalRecord,
+  JournalRecordSchema,
+  journalMessageId,
+  NodeOutcome,
+  type NodeRecord,
+  NodeRecordSchema,
+  SelectionSource,
+  type StopRecord,
+  StopRecordSchema,
+  TASK_ID_PATTERN,
+  type TaskRecord,
+  TaskRecordSchema,
+  type TestStartRecord,
+  TestStartRecordSchema,
+} from './evolve/journal-record';
+export {
+  type AppendReceipt,
+  InMemoryJournalStore,
+  type JournalRead,
+  type JournalStore,
+} from './evolve/journal-store';
+export {
+  type ChatFunction,
+  type ChatReply,
+  LlmOperator,
+  type LlmOperatorOptions,
+} from './evolve/llm-operator';
+export { OperatorKind } from './evolve/operator-kind';
+export {
+  buildOperatorPrompt,
+  type OperatorChatMessage,
+  type PromptInput,
+} from './evolve/operator-prompts';
+export { createProcessEvaluate, type ProcessEvaluateOptions } from './evolve/process-evaluate';
+export { MAX_PROGRAM_CHARS, type Program, programHash, ProgramSchema } from './evolve/program';
+export { replayJournal } from './evolve/replay-journal';
+export { type MigrationMove, type MigrationOutcome, ringMigration } from './evolve/ring-migration';
+export {
+  activeIntervals,
+  type AttemptTimings,
+  budgetStopReason,
+  type BudgetUsage,
+  StopReason,
+  type TimeInterval,
+  unionLengthMs,
+} from './evolve/search-budget';
+export type {
+  OperatorContext,
+  OperatorParent,
+  Proposal,
+  SearchOperators,
+} from './evolve/search-operators';
+export {
+  type IslandStepper,
+  SearchRunner,
+  type SearchRunnerDeps,
+  type SearchTask,
+} from './evolve/search-runner';
+export {
+  applyJournalRecord,
+  budgetUsage,
+  comparePositions,
+  computeGenerationClose,
+  createSearchState,
+  type GenerationClose,
+  nodesInOrder,
+  planGeneration,
+  type SearchState,
+  type SlotPlan,
+  type SlotProgress,
+  slotChain,
+  slotProgress,
+} from './evolve/search-state';
+export {
+  evolveOptionsFromSpec,
+  loadSearchTask,
+  type LoadedSearchTask,
+  parseSearchTaskSpec,
+  renderEvaluatorCommand,
+  type SearchTaskSpec,
+  SearchTaskSpecSchema,
+} from './evolve/search-task-spec';
+export { SeededRng } from './evolve/seeded-rng';
+export { softmaxOverNormalised } from './evolve/softmax';
+export {
+  formatParamValue,
+  parseTunableParams,
+  rewriteTunableParams,
+  TUNABLE_PARAM_MARKER,
+  type TunableParam,
+  TunableParamType,
+} from './evolve/tunable-params';

@@ -1,0 +1,410 @@
+import { TroupeError } from '@troupe/proto';
+import { nextDebugStep } from './debug-chain';
+import { fitnessOf } from './direction';
+import { type EvolveConfig, parseEvolveConfig } from './evolve-config';
+import { admitChild, chooseIsland, type IslandMember, sampleParents } from './island';
+import {
+  type AttemptRecord,
+  type GenerationRecord,
+  type FinalRecord,
+  type JournalRecord,
+  type NodeRecord,
+  type StopRecord,
+  type TaskRecord,
+  type TestStartRecord,
+} from './journal-record';
+import { type OperatorKind } from './operator-kind';
+import { type Program } from './program';
+import { ringMigration } from './ring-migration';
+import { activeIntervals, type BudgetUsage, unionLengthMs } from './search-budget';
+import { SeededRng } from './seeded-rng';
+
+/**
+ * Everything a search knows, as a fold of its journal (see {@link applyJournalRecord}): the live
+ * search and a resumed one both build it only from records, so a resume restores islands,
+ * generation counter and budgets exactly. Plain data (JSON-compatible).
+ */
+export interface SearchState {
+  /** The task. */
+  taskId: string;
+  /** Its configuration (from the task record). */
+  config: EvolveConfig;
+  /** Its seed programs. */
+  seeds: Program[];
+  /** The generation in progress (closed generations are below it). */
+  generation: number;
+  /** Island populations. */
+  islands: IslandMember[][];
+  /** `joinedAt` of the next member to arrive anywhere. */
+  nextJoinedAt: number;
+  /** Nodes that have been sent by migration (never sent again). */
+  migrated: string[];
+  /** Every node, by attempt id. */
+  nodes: Record<string, NodeRecord>;
+  /** Every attempt started, by attempt id. */
+  attempts: Record<string, AttemptRecord>;
+  /** Charged time of the closed generations, in ms. */
+  closedChargedMs: number;
+  /** Generation records, oldest first. */
+  history: GenerationRecord[];
+  /** Set once the search stopped. */
+  stop: StopRecord | null;
+  /** Test-phase attempts started on the selected program. */
+  testAttempts: TestStartRecord[];
+  /** Set once final selection was journaled. */
+  final: FinalRecord | null;
+  /** Records applied. */
+  records: number;
+}
+
+/** One child to produce in a generation, as planned from the state at the generation's start. */
+export interface SlotPlan {
+  /** Generation. */
+  generation: number;
+  /** Index of the child in the generation. */
+  slot: number;
+  /** Island it is for. */
+  island: number;
+  /** Operator of the child (depth 0). */
+  operator: Exclude<OperatorKind, 'debug'>;
+  /** Parents (Improve: one, Crossover: two). */
+  parentIds: string[];
+  /** For `seed`: which seed program. */
+  seedIndex: number | null;
+}
+
+/** What remains to do in a slot. */
+export interface SlotProgress {
+  /** Nothing more to do (a result is in and no Debug step follows). */
+  done: boolean;
+  /** Depth of the next attempt. */
+  depth: number;
+  /** Try of the next attempt (attempts lost in crashes at that depth before it). */
+  try: number;
+  /** For a Debug attempt, the buggy node it repairs. */
+  debugParentId: string | null;
+  /** Time spent on the slot's Debug attempts so far, in ms. */
+  debugElapsedMs: number;
+  /** Attempts the slot has started so far (lost ones included). */
+  attemptsUsed: number;
+}
+
+/** A fresh state from the task record. */
+export function createSearchState(task: TaskRecord): SearchState {
+  const config = parseEvolveConfig(task.config);
+  return {
+    taskId: task.taskId,
+    config,
+    seeds: task.seeds.map((s) => ({ ...s })),
+    generation: 0,
+    islands: Array.from({ length: config.islands }, () => []),
+    nextJoinedAt: 0,
+    migrated: [],
+    nodes: {},
+    attempts: {},
+    closedChargedMs: 0,
+    history: [],
+    stop: null,
+    testAttempts: [],
+    final: null,
+    records: 1,
+  };
+}
+
+/**
+ * Applies one journal record to the state (in place; returns it). Duplicates (a record whose
+ * attempt or generation is already applied) change nothing. A `generation` record closes the
+ * generation in progress by recomputing its admissions, evictions and migration with
+ * {@link computeGenerationClose}, so the islands follow from the node records alone.
+ * @throws TroupeError `INTERNAL` for a record of another task or a generation out of order
+ */
+export function applyJournalRecord(state: SearchState, record: JournalRecord): SearchState {
+  if (record.taskId !== state.taskId) {
+    throw new TroupeError('INTERNAL', `journal record of task ${record.taskId} in ${state.taskId}`);
+  }
+  state.records++;
+  switch (record.type) {
+    case 'task':
+      break;
+    case 'attempt':
+      state.attempts[record.attemptId] ??= record;
+      break;
+    case 'node':
+      state.nodes[record.attemptId] ??= record;
+      break;
+    case 'generation': {
+      if (record.generation < state.generation) break;
+      if (record.generation !== state.generation) {
+        throw new TroupeError(
+          'INTERNAL',
+          `generation ${record.generation} closed while ${state.generation} is in progress`,
+        );
+      }
+      const close = computeGenerationClose(state, record.closedAt);
+      state.islands = close.islands;
+      state.nextJoinedAt = close.nextJoinedAt;
+      state.migrated.push(...close.record.migrations.map((m) => m.nodeId));
+      state.closedChargedMs += close.record.chargedMs;
+      state.history.push(close.record);
+      state.generation++;
+      break;
+    }
+    case 'stop':
+      state.stop ??= record;
+      break;
+    case 'test-start':
+      if (!state.testAttempts.some((t) => t.attemptId === record.attemptId)) {
+        state.testAttempts.push(record);
+      }
+      break;
+    case 'final':
+      state.final ??= record;
+      break;
+  }
+  return state;
+}
+
+/** Position order of nodes: generation, slot, depth, try. */
+export function comparePositions(
+  a: Pick<NodeRecord, 'generation' | 'slot' | 'depth' | 'try'>,
+  b: Pick<NodeRecord, 'generation' | 'slot' | 'depth' | 'try'>,
+): number {
+  return a.generation - b.generation || a.slot - b.slot || a.depth - b.depth || a.try - b.try;
+}
+
+/** All nodes in position order. */
+export function nodesInOrder(state: SearchState): NodeRecord[] {
+  return Object.values(state.nodes).sort(comparePositions);
+}
+
+/**
+ * The chain of a slot: per depth the node of the lowest try (a later try at the same depth only
+ * exists when an earlier one was thought lost), in depth order.
+ */
+export function slotChain(state: SearchState, generation: number, slot: number): NodeRecord[] {
+  const byDepth = new Map<number, NodeRecord>();
+  for (const n of Object.values(state.nodes)) {
+    if (n.generation !== generation || n.slot !== slot) continue;
+    const cur = byDepth.get(n.depth);
+    if (!cur || n.try < cur.try) byDepth.set(n.depth, n);
+  }
+  return [...byDepth.values()].sort((a, b) => a.depth - b.depth);
+}
+
+function attemptsAt(state: SearchState, g: number, slot: number, depth?: number): number {
+  let n = 0;
+  for (const a of Object.values(state.attempts)) {
+    if (a.generation === g && a.slot === slot && (depth === undefined || a.depth === depth)) n++;
+  }
+  return n;
+}
+
+/** What remains to do in a slot of the generation in progress. */
+export function slotProgress(state: SearchState, slot: number): SlotProgress {
+  const g = state.generation;
+  const chain = slotChain(state, g, slot);
+  const attemptsUsed = attemptsAt(state, g, slot);
+  const debugElapsedMs = chain
+    .filter((n) => n.depth > 0)
+    .reduce((sum, n) => sum + n.timings.totalMs, 0);
+  const last = chain[chain.length - 1];
+  if (!last) {
+    return {
+      done: false,
+      depth: 0,
+      try: attemptsAt(state, g, slot, 0),
+      debugParentId: null,
+      debugElapsedMs,
+      attemptsUsed,
+    };
+  }
+  const decision = nextDebugStep(
+    {
+      canDebug: state.config.operators === 'llm',
+      depth: last.depth,
+      elapsedMs: debugElapsedMs,
+      lastOutcome: last.outcome,
+      attemptsLeft: Number.POSITIVE_INFINITY,
+    },
+    { maxDepth: state.config.debugMaxDepth, maxTimeMs: state.config.debugMaxTimeMs },
+  );
+  const depth = last.depth + 1;
+  return {
+    done: decision !== 'continue',
+    depth,
+    try: attemptsAt(state, g, slot, depth),
+    debugParentId: last.attemptId,
+    debugElapsedMs,
+    attemptsUsed,
+  };
+}
+
+/**
+ * The children of the generation in progress, planned from the state at its start (pure and
+ * seeded: the same state plans the same children, which is what lets a resumed search redo
+ * exactly the slots a crash interrupted). Generation 0: the seeds unchanged (when
+ * `includeSeeds`), then `draftsPerIsland` drafts per island. Later: `childrenPerGeneration`
+ * children, each for an island chosen by softmax over normalised island fitness; an empty island
+ * drafts; otherwise Crossover with `crossoverProbability` (from `crossoverAfterGeneration`, with
+ * two members) of two parents sampled by fitness, else Improve of one.
+ */
+export function planGeneration(state: SearchState): SlotPlan[] {
+  const g = state.generation;
+  const cfg = state.config;
+  const n = cfg.islands;
+  const plans: SlotPlan[] = [];
+  const add = (p: Omit<SlotPlan, 'generation' | 'slot'>): void => {
+    plans.push({ generation: g, slot: plans.length, ...p });
+  };
+  if (g === 0) {
+    if (cfg.includeSeeds) {
+      state.seeds.forEach((_, k) =>
+        add({ island: k % n, operator: 'seed', parentIds: [], seedIndex: k }),
+      );
+    }
+    const drafts = cfg.draftsPerIsland > 0 || plans.length > 0 ? cfg.draftsPerIsland : 1;
+    for (let island = 0; island < n; island++) {
+      for (let d = 0; d < drafts; d++)
+        add({ island, operator: 'draft', parentIds: [], seedIndex: null });
+    }
+    return plans;
+  }
+  for (let s = 0; s < cfg.childrenPerGeneration; s++) {
+    const rng = SeededRng.fromKey(cfg.seed, state.taskId, 'plan', g, s);
+    const island = chooseIsland(state.islands, cfg.islandTemperature, rng);
+    const members = state.islands[island] ?? [];
+    if (members.length === 0) {
+      add({ island, operator: 'draft', parentIds: [], seedIndex: null });
+      continue;
+    }
+    const crossover =
+      g >= cfg.crossoverAfterGeneration &&
+      members.length >= 2 &&
+      rng.next() < cfg.crossoverProbability;
+    const parents = sampleParents(members, crossover ? 2 : 1, cfg.parentTemperature, rng);
+    add({
+      island,
+      operator: crossover ? 'crossover' : 'improve',
+      parentIds: parents.map((p) => p.nodeId),
+      seedIndex: null,
+    });
+  }
+  return plans;
+}
+
+/** The outcome of closing the generation in progress. */
+export interface GenerationClose {
+  /** The record to journal. */
+  record: GenerationRecord;
+  /** Islands after admissions, evictions and migration. */
+  islands: IslandMember[][];
+  /** `joinedAt` of the next arrival. */
+  nextJoinedAt: number;
+}
+
+/**
+ * Closes the generation in progress (pure): each slot's candidate — the first scored node of its
+ * chain, i.e. the child or its successful Debug — is offered to the slot's island in slot order
+ * (see {@link admitChild}); then, every `migrationInterval` generations, ring migration (see
+ * {@link ringMigration}). The charged time is the union of the generation's active intervals.
+ */
+export function computeGenerationClose(state: SearchState, closedAt: number): GenerationClose {
+  const g = state.generation;
+  const cfg = state.config;
+  const genNodes = Object.values(state.nodes).filter((nd) => nd.generation === g);
+  const slots = [...new Set(genNodes.map((nd) => nd.slot))].sort((a, b) => a - b);
+  let islands = state.islands.map((m) => [...m]);
+  let joinedAt = state.nextJoinedAt;
+  const admissions: GenerationRecord['admissions'] = [];
+  const evicted: GenerationRecord['evicted'] = [];
+  for (const slot of slots) {
+    const candidate = slotChain(state, g, slot).find((nd) => nd.outcome === 'scored');
+    if (!candidate || candidate.result?.score == null) continue;
+    const member: IslandMember = {
+      nodeId: candidate.attemptId,
+      fitness: fitnessOf(candidate.result.score, cfg.direction),
+      codeHash: candidate.codeHash,
+      migrant: false,
+      joinedAt,
+    };
+    const outcome = admitChild(islands[candidate.island] ?? [], member, cfg.maxIslandSize);
+    if (outcome.admitted) {
+      joinedAt++;
+      islands[candidate.island] = outcome.members;
+      for (const e of outcome.evicted) evicted.push({ island: candidate.island, nodeId: e.nodeId });
+    }
+    admissions.push({
+      nodeId: candidate.attemptId,
+      island: candidate.island,
+      admitted: outcome.admitted,
+      reason: outcome.reason,
+    });
+  }
+  let migrations: GenerationRecord['migrations'] = [];
+  if (cfg.migrationInterval > 0 && (g + 1) % cfg.migrationInterval === 0) {
+    const m = ringMigration(islands, {
+      topK: cfg.migrationTopK,
+      maxSize: cfg.maxIslandSize,
+      alreadyMigrated: new Set(state.migrated),
+      nextJoinedAt: joinedAt,
+    });
+    islands = m.islands;
+    joinedAt = m.nextJoinedAt;
+    migrations = m.moves;
+    evicted.push(...m.evicted);
+  }
+  const chargedMs = unionLengthMs(genNodes.flatMap((nd) => activeIntervals(nd.timings)));
+  return {
+    record: {
+      type: 'generation',
+      taskId: state.taskId,
+      generation: g,
+      admissions,
+      evicted,
+      migrations,
+      chargedMs,
+      closedAt,
+    },
+    islands,
+    nextJoinedAt: joinedAt,
+  };
+}
+
+/**
+ * Budget usage derived from the state: evaluations = attempts that evaluated or never reported
+ * (lost or running), charged time = closed generations plus the union of the active intervals of
+ * the generation in progress, queue wait and cost summed over nodes.
+ */
+export function budgetUsage(state: SearchState): BudgetUsage {
+  let evaluations = 0;
+  let lostAttempts = 0;
+  for (const id of Object.keys(state.attempts)) {
+    const node = state.nodes[id];
+    if (!node) {
+      evaluations++;
+      lostAttempts++;
+    } else if (node.outcome !== 'no_code') {
+      evaluations++;
+    }
+  }
+  let queueMs = 0;
+  let costUsd = 0;
+  const current: NodeRecord[] = [];
+  for (const node of Object.values(state.nodes)) {
+    // A node without an attempt record can only come from a damaged journal; count it anyway.
+    if (!state.attempts[node.attemptId] && node.outcome !== 'no_code') evaluations++;
+    queueMs += node.timings.queueMs;
+    costUsd += node.costUsd;
+    if (node.generation === state.generation) current.push(node);
+  }
+  const chargedMs =
+    state.closedChargedMs + unionLengthMs(current.flatMap((nd) => activeIntervals(nd.timings)));
+  return {
+    evaluations,
+    lostAttempts,
+    chargedMs,
+    queueMs,
+    costUsd: Math.round(costUsd * 1e9) / 1e9,
+    generations: state.generation,
+  };
+}
