@@ -1,2 +1,12 @@
 /** @packageDocumentation @troupe/client: gRPC client SDK and the troupe CLI. */
-export const PACKAGE_NAME = '@troupe/client';
+export { toClientError } from './client-error';
+export {
+  TroupeClient,
+  type CallOpts,
+  type ClientRetryOptions,
+  type ClientTlsOptions,
+  type ListJobsFilter,
+  type SubmitOptions,
+  type TroupeClientOptions,
+  type WatchOptions,
+} from './troupe-client';

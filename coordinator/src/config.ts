@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { GrpcConfigSchema } from './jobs/grpc-config';
 
 /** Coordinator configuration: parsed once in `main.ts`; every field has a default. */
 export const ConfigSchema = z
@@ -39,6 +40,8 @@ export const ConfigSchema = z
       .strict()
       .default({ port: 9464, host: '127.0.0.1' }),
     shutdownGraceMs: z.number().int().min(0).default(10_000),
+    /** The gRPC job API (JobService, NodeService); not served when absent. */
+    grpc: GrpcConfigSchema.optional(),
     logLevel: z
       .enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'])
       .default('info'),

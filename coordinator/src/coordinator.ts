@@ -21,6 +21,9 @@ import { HostRegistry } from './host-registry';
 import { LeaderLease } from './leader-lease';
 import { MetricsServer } from './metrics';
 import { ReminderService } from './reminders';
+import { DriverRegistry } from './jobs/driver-registry';
+import { JobApiServer } from './jobs/job-api-server';
+import { JobManager, type JobManagerOptions } from './jobs/job-manager';
 
 /** What {@link Coordinator.start} takes besides the config. */
 export interface CoordinatorDeps {
@@ -32,8 +35,15 @@ export interface CoordinatorDeps {
    * @default the budget ledger and rate-limit actors
    */
   hosting?: readonly AnyActorDefinition[];
-  /** Scheduling policy per job (the job manager provides it). */
+  /** Scheduling policy per job. @default the job manager's (from each job's spec) */
   jobPolicy?: (jobId: string) => JobPolicy;
+  /**
+   * Job kinds this coordinator runs (`registerBuiltinDrivers` of `@troupe/benchmarks` fills one).
+   * With drivers or a `grpc` config section the coordinator hosts the job and task actors.
+   */
+  drivers?: DriverRegistry;
+  /** Tuning of the job manager (cancel grace, actor idle times). */
+  jobs?: Omit<JobManagerOptions, 'drivers' | 'logger'>;
 }
 
 /** The services that run only on the leader. */
@@ -55,6 +65,11 @@ export class Coordinator {
   private metrics?: MetricsServer;
   /** Port of the metrics endpoint, when enabled. */
   metricsPort?: number;
+  /** The job manager, when this coordinator runs jobs. */
+  jobs?: JobManager;
+  private grpc?: JobApiServer;
+  /** Port of the gRPC job API, when served. */
+  grpcPort?: number;
 
   private constructor(
     readonly config: CoordinatorConfig,
@@ -87,7 +102,18 @@ export class Coordinator {
         ...(config.nats.token ? { token: config.nats.token } : {}),
         ...(config.nats.user ? { user: config.nats.user, pass: config.nats.pass } : {}),
       }));
-    const hosting = deps.hosting ?? [BudgetLedgerActor, RateLimitActor];
+    const jobs =
+      deps.drivers || config.grpc
+        ? new JobManager({
+            ...deps.jobs,
+            drivers: deps.drivers ?? new DriverRegistry(),
+            logger: log,
+          })
+        : undefined;
+    const hosting = [
+      ...(deps.hosting ?? [BudgetLedgerActor, RateLimitActor]),
+      ...(jobs?.definitions ?? []),
+    ];
     const system = await ActorSystem.start({
       cluster: config.cluster,
       connection: nc,
@@ -98,6 +124,33 @@ export class Coordinator {
       register: hosting.length > 0,
     });
     const c = new Coordinator(config, id, system, nc, !deps.connection, log, deps);
+    if (jobs) {
+      try {
+        await jobs.start({
+          cluster: config.cluster,
+          nc,
+          refs: system,
+          hostId: id,
+          isLeader: () => c.isLeader,
+          directory: system.directory,
+        });
+        c.jobs = jobs;
+        if (config.grpc) {
+          c.grpc = await JobApiServer.start({
+            jobs,
+            nodes: () => c.registry,
+            config: config.grpc,
+            logger: log,
+          });
+          c.grpcPort = c.grpc.port;
+        }
+      } catch (err) {
+        jobs.stop();
+        await system.shutdown({ graceMs: 0 });
+        if (!deps.connection) await nc.close();
+        throw err;
+      }
+    }
     if (config.metrics.port !== null) {
       c.metrics = new MetricsServer(c.metricsSource());
       // Budget per scope of the cluster ledger, from the leader only (one series per cluster).
@@ -173,7 +226,11 @@ export class Coordinator {
       directoryKv,
       log: this.log.child({ component: 'placement' }),
       kindLimits: this.config.kindLimits,
-      ...(this.deps.jobPolicy ? { jobPolicy: this.deps.jobPolicy } : {}),
+      ...(this.deps.jobPolicy
+        ? { jobPolicy: this.deps.jobPolicy }
+        : this.jobs
+          ? { jobPolicy: this.jobs.policyOf }
+          : {}),
     });
     const placer = new PlacementService({
       transport: this.system.transport,
@@ -211,10 +268,12 @@ export class Coordinator {
 
   /** Steps down (handing the lease over), stops hosting, and closes the connection. */
   async stop(): Promise<void> {
+    await this.grpc?.stop(Math.min(5_000, this.config.shutdownGraceMs));
     await this.lease?.stop();
     await this.transition;
     await this.system.shutdown({ graceMs: this.config.shutdownGraceMs });
     await this.metrics?.close();
+    this.jobs?.stop();
     if (this.ownsConnection) await this.nc.drain();
   }
 

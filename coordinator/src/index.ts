@@ -100,3 +100,111 @@ export { DEFAULT_JOB_POLICY, FairQueue, type JobPolicy } from './fair-queue';
 export { LeaderLease, type LeaderLeaseOptions } from './leader-lease';
 export { remindAt, ReminderSchema, ReminderService, type Reminder } from './reminders';
 export { MetricsServer, type MetricsSource } from './metrics';
+export { DriverRegistry } from './jobs/driver-registry';
+export {
+  type AnyJobDriver,
+  type CollectedTask,
+  isInfrastructureFailure,
+  type JobDriver,
+  type PlanContext,
+  type PlannedTask,
+  type TaskArtifacts,
+  type TaskContext,
+  type TaskGrade,
+  TASK_ID_PATTERN,
+  TASK_ID_RULE,
+  type TaskProgress,
+} from './jobs/job-driver';
+export {
+  AgentConfigSchema,
+  JOB_NAME_PATTERN,
+  JobBudgetSchema,
+  jobDisplayName,
+  JobSpecSchema,
+  MAX_JOB_CONCURRENCY,
+  parseJobSpec,
+  parseSpecText,
+  RetryPolicySchema,
+  SpecTextFormat,
+  type JobSpec,
+  type JobSpecInput,
+} from './jobs/job-spec';
+export {
+  EVENT_SEQUENCE_HEADER,
+  EVENT_TYPE_HEADER,
+  JobEventRecordSchema,
+  type JobEventDraft,
+  type JobEventKind,
+  type JobEventRecord,
+} from './jobs/job-event';
+export { JobEventLog, type JobEventLogOptions, type ReadEventsOptions } from './jobs/job-event-log';
+export {
+  countTasks,
+  emptyJobState,
+  isFinalPhase,
+  isFinalTaskPhase,
+  JobPhase,
+  JobStateSchema,
+  JobTransitions,
+  retryDelayMs,
+  TaskOutcomeSchema,
+  TaskPhase,
+  type JobEffects,
+  type JobState,
+  type TaskCounts,
+  type TaskEntry,
+  type TaskOutcome,
+} from './jobs/job-state';
+export {
+  aggregateOf,
+  JobAggregateRecordSchema,
+  JobRecordSchema,
+  recordOf,
+  TaskResultRecordSchema,
+  type JobAggregateRecord,
+  type JobRecord,
+  type TaskResultRecord,
+} from './jobs/job-record';
+export {
+  jobArtifactPrefix,
+  JobStore,
+  planObjectName,
+  type JobStoreOptions,
+} from './jobs/job-store';
+export {
+  attemptResourceId,
+  JOB_ACTOR_KIND,
+  TASK_ACTOR_KIND,
+  taskActorId,
+} from './jobs/job-runtime';
+export { createJobActor, JobActorMessages, type JobActorOptions } from './jobs/job-actor';
+export { createTaskActor, TaskActorMessages, type TaskActorOptions } from './jobs/task-actor';
+export {
+  JobManager,
+  newJobId,
+  type ArtifactReader,
+  type JobManagerOptions,
+  type JobManagerStartOptions,
+  type JobResultsView,
+  type ListJobsOptions,
+  type SubmitJobOptions,
+  type TaskResultView,
+  type WireTaskStatus,
+} from './jobs/job-manager';
+export {
+  DEFAULT_GRPC_PORT,
+  DEFAULT_MAX_MESSAGE_BYTES,
+  GrpcConfigSchema,
+  MIN_TOKEN_CHARS,
+  type GrpcConfig,
+  type GrpcOptions,
+} from './jobs/grpc-config';
+export { BearerAuth } from './jobs/bearer-auth';
+export { JobApiServer, type JobApiServerOptions, type NodeSource } from './jobs/job-api-server';
+export {
+  toWireAggregate,
+  toWireEvent,
+  toWireJob,
+  toWireNode,
+  toWireResults,
+} from './jobs/job-wire';

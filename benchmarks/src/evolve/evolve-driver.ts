@@ -1,0 +1,445 @@
+import { createHash } from 'node:crypto';
+import {
+  type ChatFunction,
+  createOperators,
+  type EvolveConfig,
+  evolveOptionsFromSpec,
+  type FinalRecord,
+  InMemoryJournalStore,
+  type JournalRecord,
+  type JournalStore,
+  parseEvolveConfig,
+  runIslandStep,
+  SearchRunner,
+} from '@troupe/agents';
+import { type JobDriver, type JobSpec, type TaskContext } from '@troupe/coordinator';
+import { invalidArgument, parseWith } from '@troupe/proto';
+import {
+  DEFAULT_EVALUATOR_SLOTS,
+  type EvolveJobConfig,
+  EvolveJobConfigSchema,
+  type EvolveTask,
+  type EvolveTaskInput,
+  EvolveTaskInputSchema,
+  EvolveTaskListSchema,
+} from './evolve-job-spec';
+import { renderEvolveReport } from './evolve-report';
+import { bestScore, fitnessSeries } from './fitness-series';
+import { ProgressJournal } from './progress-journal';
+import {
+  destroySandboxes,
+  evaluatorSandboxIds,
+  programFileOf,
+  SandboxEvaluatorPool,
+} from './sandbox-evaluator-pool';
+import { loadSuiteBundle } from './suite-bundle';
+
+/** Options of {@link createEvolveDriver}. */
+export interface EvolveDriverOptions {
+  /**
+   * Where search journals live. A task's journal is keyed by job and task
+   * ({@link evolveJournalTaskId}), so a retried attempt resumes the search where the last one
+   * stopped. Pass a `JetStreamJournalStore` on the host's NATS connection to survive restarts.
+   * @default one in-memory journal per driver (resumes within this process only)
+   */
+  journal?: JournalStore;
+  /** Evaluator slots when a job's `config.evaluatorSlots` is not set. @default 2 */
+  evaluatorSlots?: number;
+  /** Model calls, for suites or jobs with `operators: llm`. @default none (llm refused) */
+  chat?: ChatFunction;
+  /** Deadline of creating one evaluator sandbox (a missing image is built). @default 600000 */
+  createTimeoutMs?: number;
+  /** Base of relative `suite` paths. @default process.cwd() when validating/planning */
+  cwd?: string;
+}
+
+/** What an `evolve` attempt produced (what `grade` reads). */
+export interface EvolveRun {
+  /** The search's task id in the journal. */
+  searchId: string;
+  /** The search's own status (`succeeded`, `no_valid_program`, `no_program`, `test_failed`). */
+  status: FinalRecord['status'];
+  stopReason: FinalRecord['stopReason'];
+  selection: FinalRecord['selection'];
+  /** sha256 of the selected program, or null. */
+  selectedProgramHash: string | null;
+  /** Test-phase score of the selected program, or null. */
+  testScore: number | null;
+  /** Test-phase status (`ok`, `invalid`, …), or null when not graded. */
+  testStatus: string | null;
+  /** Test grading error (infrastructure), or null. */
+  testError: string | null;
+  usage: FinalRecord['usage'];
+  /** Generations with a generation record. */
+  generations: number;
+  /** Evaluator sandbox failures and replacements in this execution. */
+  sandboxFailures: number;
+  sandboxReplacements: number;
+  /** Reference scores of the suite. */
+  reference: Record<string, number>;
+}
+
+/**
+ * The journal task id of a job's search task: `<jobId>-<taskId>` (characters outside
+ * `[A-Za-z0-9_-]` become `_`), or a digest when that is longer than 100 characters.
+ */
+export function evolveJournalTaskId(jobId: string, taskId: string): string {
+  const plain = `${jobId}-${taskId}`.replace(/[^A-Za-z0-9_-]/g, '_');
+  if (plain.length <= 100) return plain;
+  return `ev-${createHash('sha256').update(`${jobId}/${taskId}`).digest('hex').slice(0, 40)}`;
+}
+
+function tasksOf(spec: JobSpec): EvolveTask[] {
+  const tasks = parseWith(EvolveTaskListSchema, spec.tasks, { prefix: 'spec.tasks' });
+  const seen = new Map<string, number>();
+  tasks.forEach((t, i) => {
+    const first = seen.get(t.id);
+    if (first !== undefined) {
+      throw invalidArgument(
+        `spec.tasks[${i}].id`,
+        `must be unique (spec.tasks[${first}] has it too)`,
+        t.id,
+      );
+    }
+    seen.set(t.id, i);
+  });
+  return tasks;
+}
+
+/** The search options of a task: the suite's, with the job's overrides on top. */
+function searchConfigOf(input: Pick<EvolveTaskInput, 'suite' | 'task'>): EvolveConfig {
+  return parseEvolveConfig(
+    evolveOptionsFromSpec(input.suite, {
+      ...input.suite.search,
+      ...(input.task.search ?? {}),
+      limits: { ...input.suite.limits, ...(input.task.limits ?? {}) },
+    }),
+  );
+}
+
+/**
+ * The `evolve` driver: each task is an evolutionary program search over a suite
+ * (`benchmarks/suites/<name>`, see docs/benchmarks/evolve.md), run by the evolve package's
+ * {@link SearchRunner} in the task's turn, islands in the same process, with a journal keyed by
+ * job and task so a retried attempt resumes. Candidates are evaluated in the node agent's
+ * sandboxes ({@link SandboxEvaluatorPool}); the selected program is graded once on the hidden
+ * test phase. The task passes when the search selected a validated program and its test grading
+ * succeeded; its score is the test score.
+ *
+ * ```yaml
+ * kind: evolve
+ * concurrency: 1
+ * taskTimeoutMs: 900000
+ * config: {evaluatorSlots: 2}
+ * tasks:
+ *   - {id: or3, suite: benchmarks/suites/binpacking-or3, limits: {maxEvaluations: 120}}
+ * ```
+ *
+ * Artifacts per task: `program.<ext>` (the selected program), `journal-summary.json`,
+ * `report.html` (fitness per island over evaluations and time, with the suite's reference
+ * scores) and, with `config.saveJournal`, `journal.jsonl`.
+ */
+export function createEvolveDriver(
+  options: EvolveDriverOptions = {},
+): JobDriver<EvolveTaskInput, EvolveRun> {
+  const journal = options.journal ?? new InMemoryJournalStore();
+  const pools = new Map<string, SandboxEvaluatorPool>();
+  const slotsOf = (config: EvolveJobConfig): number =>
+    config.evaluatorSlots ?? options.evaluatorSlots ?? DEFAULT_EVALUATOR_SLOTS;
+
+  const checkOperators = (input: Pick<EvolveTaskInput, 'suite' | 'task'>, field: string): void => {
+    const config = searchConfigOf(input);
+    if (config.operators === 'llm' && !options.chat) {
+      throw invalidArgument(
+        field,
+        'operators: llm needs a model, and this driver was registered without one (use builtin)',
+      );
+    }
+  };
+
+  return {
+    name: 'evolve',
+    description:
+      'evolutionary program search over a suite (task.yaml); evaluations in sandboxes, score = test score',
+
+    validate(spec) {
+      const config = parseWith(EvolveJobConfigSchema, spec.config, { prefix: 'spec.config' });
+      void config;
+      if (spec.agent !== undefined) {
+        throw invalidArgument('spec.agent', 'evolve takes its operators from the suite: remove it');
+      }
+      tasksOf(spec).forEach((task, i) => {
+        const bundle = loadSuiteBundle(task.suite, `spec.tasks[${i}].suite`, options.cwd);
+        try {
+          checkOperators({ suite: bundle.spec, task }, `spec.tasks[${i}].search.operators`);
+        } catch (err) {
+          if ((err as { details?: { field?: string } }).details?.field?.startsWith('spec.')) {
+            throw err;
+          }
+          throw invalidArgument(`spec.tasks[${i}]`, (err as Error).message);
+        }
+      });
+    },
+
+    plan(spec) {
+      const config = parseWith(EvolveJobConfigSchema, spec.config, { prefix: 'spec.config' });
+      return tasksOf(spec).map((task, i) => {
+        const bundle = loadSuiteBundle(task.suite, `spec.tasks[${i}].suite`, options.cwd);
+        const input: EvolveTaskInput = {
+          task,
+          config,
+          suiteDir: bundle.suiteDir,
+          suite: bundle.spec,
+          seeds: bundle.seeds,
+          files: bundle.files,
+        };
+        return { id: task.id, input };
+      });
+    },
+
+    async runTask(ctx, raw) {
+      const input = parseWith(EvolveTaskInputSchema, raw, { prefix: 'input' });
+      const slots = slotsOf(input.config);
+      const searchConfig = searchConfigOf(input);
+      // A crash interrupted an earlier execution of this attempt: its sandboxes may still live.
+      for (const stale of ctx.staleResourceIds) {
+        await destroySandboxes(ctx.refs, ctx.jobId, evaluatorSandboxIds(stale, slots), ctx.log);
+      }
+      const pool = new SandboxEvaluatorPool({
+        refs: ctx.refs,
+        jobId: ctx.jobId,
+        resourceId: ctx.resourceId,
+        slots,
+        suite: input.suite,
+        files: input.files,
+        cpus: input.config.evaluatorCpus,
+        ...(options.createTimeoutMs ? { createTimeoutMs: options.createTimeoutMs } : {}),
+        log: ctx.log,
+      });
+      pools.set(ctx.resourceId, pool);
+      const searchId = evolveJournalTaskId(ctx.jobId, ctx.taskId);
+      const reference = input.suite.reference;
+      const refText = Object.entries(reference)
+        .map(([k, v]) => `${k} ${v}`)
+        .join(', ');
+      const observed = new ProgressJournal(journal, searchConfig.direction, (p) => {
+        const best = p.bestScore === null ? 'none yet' : String(p.bestScore);
+        ctx.progress({
+          step: p.generation + 1,
+          message:
+            `${input.suite.name}: generation ${p.generation} closed, ${p.evaluations}/` +
+            `${searchConfig.limits.maxEvaluations} evaluations, best validation ${best}` +
+            (refText ? ` (reference: ${refText})` : ''),
+        });
+      });
+      const operators = createOperators(searchConfig, options.chat ? { chat: options.chat } : {});
+      // Stop early enough that the generation in progress, final selection and the test grading
+      // fit before the task's deadline (a timed-out task is graded on whatever exists).
+      const evalMs = searchConfig.evaluationTimeoutMs;
+      const reserveMs = Math.min(
+        (searchConfig.testPhase ? 3 : 1) * evalMs + 10_000,
+        Math.max(0, (ctx.deadlineUnixMs - Date.now()) / 2),
+      );
+      const stopAt = ctx.deadlineUnixMs - reserveMs;
+      const runner = new SearchRunner(
+        { taskId: searchId, options: searchConfig, seeds: input.seeds },
+        {
+          journal: observed,
+          evaluate: pool.evaluate,
+          logger: ctx.log,
+          stepIsland: async (_island, step, signal) =>
+            runIslandStep(
+              step,
+              { evaluate: pool.evaluate, operators, journal: observed, logger: ctx.log },
+              signal,
+            ),
+          stopRequested: () => pool.fatal !== undefined || Date.now() >= stopAt,
+        },
+      );
+      ctx.progress({
+        message:
+          `${input.suite.name}: search ${searchId} starting (${slots} evaluator slots, ` +
+          `${searchConfig.limits.maxEvaluations} evaluations max, ${searchConfig.islands} islands)`,
+      });
+      const final = await runner.run(ctx.signal);
+      if (pool.fatal !== undefined && final.selection.source !== 'best_validation') {
+        throw pool.fatal;
+      }
+      const records = (await journal.read(searchId, 0, { signal: ctx.signal })).records;
+      const run = runOf(searchId, final, records, pool, reference);
+      await storeArtifacts(ctx, input, run, records);
+      ctx.progress({
+        message:
+          `${input.suite.name}: ${run.status}, validation ${String(run.selection.score)}, ` +
+          `test ${String(run.testScore)} after ${run.usage.evaluations} evaluations ` +
+          `(${run.stopReason})` +
+          (refText ? `; reference: ${refText}` : ''),
+      });
+      return run;
+    },
+
+    async grade(ctx, raw, run) {
+      if (!run) {
+        // Timed out (or failed) before the final record: report how far the journal got.
+        const input = parseWith(EvolveTaskInputSchema, raw, { prefix: 'input' });
+        const searchId = evolveJournalTaskId(ctx.jobId, ctx.taskId);
+        const records = (await journal.read(searchId, 0, { signal: ctx.signal })).records;
+        const series = fitnessSeries(records);
+        return {
+          passed: false,
+          stopReason: 'timeout',
+          details: {
+            searchId,
+            validationScore: series ? bestScore(series.evaluations, series.direction) : null,
+            generations: series?.generations.length ?? 0,
+            evaluations: series?.evaluations.length ?? 0,
+            suite: input.suite.name,
+          },
+        };
+      }
+      const passed = run.status === 'succeeded' && run.testScore !== null;
+      return {
+        passed,
+        ...(run.testScore !== null ? { score: run.testScore } : { score: 0 }),
+        stopReason: run.stopReason,
+        costUsd: run.usage.costUsd,
+        details: {
+          status: run.status,
+          validationScore: run.selection.score,
+          testScore: run.testScore,
+          testStatus: run.testStatus,
+          ...(run.testError ? { testError: run.testError } : {}),
+          evaluations: run.usage.evaluations,
+          generations: run.generations,
+          stopReason: run.stopReason,
+          selectedProgramHash: run.selectedProgramHash,
+          selectionSource: run.selection.source,
+          random_no_valid: run.selection.source === 'random_no_valid',
+          queueMs: Math.round(run.usage.queueMs),
+          chargedMs: Math.round(run.usage.chargedMs),
+          lostAttempts: run.usage.lostAttempts,
+          sandboxFailures: run.sandboxFailures,
+          sandboxReplacements: run.sandboxReplacements,
+          reference: run.reference,
+          searchId: run.searchId,
+        },
+      };
+    },
+
+    async cleanup(ctx, raw) {
+      const input = parseWith(EvolveTaskInputSchema, raw, { prefix: 'input' });
+      const slots = slotsOf(input.config);
+      const pool = pools.get(ctx.resourceId);
+      pools.delete(ctx.resourceId);
+      // This process ran the execution: destroy what it created. Otherwise (another host, a
+      // restart) destroy every id the execution could have used.
+      const ids = pool ? [...pool.created] : evaluatorSandboxIds(ctx.resourceId, slots);
+      for (const stale of ctx.staleResourceIds) ids.push(...evaluatorSandboxIds(stale, slots));
+      await destroySandboxes(ctx.refs, ctx.jobId, ids, ctx.log, ctx.signal);
+    },
+
+    collect(_spec, tasks) {
+      const scores: Record<string, number> = {};
+      const validation: Record<string, number> = {};
+      let evaluations = 0;
+      for (const t of tasks) {
+        if (t.score !== undefined) scores[t.taskId] = t.score;
+        const v = t.details?.['validationScore'];
+        if (typeof v === 'number') validation[t.taskId] = v;
+        const e = t.details?.['evaluations'];
+        if (typeof e === 'number') evaluations += e;
+      }
+      return { testScores: scores, validationScores: validation, evaluations };
+    },
+  };
+}
+
+function runOf(
+  searchId: string,
+  final: FinalRecord,
+  records: readonly JournalRecord[],
+  pool: SandboxEvaluatorPool,
+  reference: Record<string, number>,
+): EvolveRun {
+  const selected = records.find(
+    (r): r is Extract<JournalRecord, { type: 'node' }> =>
+      r.type === 'node' && r.attemptId === final.selection.nodeId,
+  );
+  const testResult = final.test?.result ?? null;
+  return {
+    searchId,
+    status: final.status,
+    stopReason: final.stopReason,
+    selection: final.selection,
+    selectedProgramHash: selected?.codeHash ?? null,
+    testScore: testResult?.status === 'ok' ? testResult.score : null,
+    testStatus: testResult?.status ?? null,
+    testError: final.test?.error ?? null,
+    usage: final.usage,
+    generations: records.filter((r) => r.type === 'generation').length,
+    sandboxFailures: pool.failures,
+    sandboxReplacements: pool.replacements,
+    reference,
+  };
+}
+
+async function storeArtifacts(
+  ctx: TaskContext,
+  input: EvolveTaskInput,
+  run: EvolveRun,
+  records: readonly JournalRecord[],
+): Promise<void> {
+  const opts = { signal: ctx.signal };
+  const selected = records.find(
+    (r): r is Extract<JournalRecord, { type: 'node' }> =>
+      r.type === 'node' && r.attemptId === run.selection.nodeId,
+  );
+  if (selected) {
+    await ctx.artifacts.put(programFileOf(selected.program.language), selected.program.source, {
+      contentType: 'text/plain; charset=utf-8',
+      ...opts,
+    });
+  }
+  const series = fitnessSeries(records);
+  const summary = {
+    suite: input.suite.name,
+    suiteDir: input.suiteDir,
+    ...run,
+    generations: series?.generations ?? [],
+  };
+  await ctx.artifacts.put('journal-summary.json', `${JSON.stringify(summary, null, 2)}\n`, {
+    contentType: 'application/json',
+    ...opts,
+  });
+  if (series) {
+    const html = renderEvolveReport({
+      title: `${input.suite.name} — job ${ctx.jobId}, task ${ctx.taskId}`,
+      series,
+      reference: input.suite.reference,
+      summary: {
+        status: run.status,
+        'validation score (selected)': run.selection.score,
+        'test score (selected)': run.testScore,
+        'selection source': run.selection.source,
+        'selected program sha256': run.selectedProgramHash,
+        evaluations: run.usage.evaluations,
+        generations: run.generations,
+        'stop reason': run.stopReason,
+        'charged time (s)': Math.round(run.usage.chargedMs) / 1000,
+        'queue time (s)': Math.round(run.usage.queueMs) / 1000,
+        direction: series.direction,
+      },
+    });
+    await ctx.artifacts.put('report.html', html, {
+      contentType: 'text/html; charset=utf-8',
+      ...opts,
+    });
+  }
+  if (input.config.saveJournal) {
+    await ctx.artifacts.put(
+      'journal.jsonl',
+      records.map((r) => JSON.stringify(r)).join('\n') + '\n',
+      { contentType: 'application/x-ndjson', ...opts },
+    );
+  }
+}

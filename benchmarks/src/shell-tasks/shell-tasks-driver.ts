@@ -1,0 +1,292 @@
+import { type UntypedActorRef } from '@troupe/actors';
+import { type JobDriver, type JobSpec, type TaskContext } from '@troupe/coordinator';
+import { errorCode, invalidArgument, isCancelled, parseWith, TroupeError } from '@troupe/proto';
+import { z } from 'zod';
+import {
+  type ShellTask,
+  ShellTaskGeneratorSchema,
+  type ShellTaskInput,
+  ShellTaskInputSchema,
+  ShellTaskListSchema,
+  ShellTasksConfigSchema,
+} from './shell-tasks-spec';
+
+/** Kind of the node agent's sandbox actors (its contract: create, startBackground, wait, kill, destroy). */
+const SANDBOX_KIND = 'sandbox';
+/** Output kept in a task's details (the tail of each stream). */
+const DETAIL_TAIL_CHARS = 4_096;
+
+/** What a shell task's run produced. */
+export interface ShellRun {
+  exitCode: number;
+  stdout: string;
+  stderr: string;
+  timedOut: boolean;
+  oomKilled: boolean;
+  durationMs: number;
+}
+
+/** Options of {@link createShellTasksDriver}. */
+export interface ShellTasksDriverOptions {
+  /**
+   * Longest single wait on a running command: bounds how long a cancellation or timeout waits
+   * before the command is killed.
+   * @default 1000
+   */
+  waitSliceMs?: number;
+  /** Deadline of creating a sandbox (building a missing image included). @default 300000 */
+  createTimeoutMs?: number;
+}
+
+// The node agent's replies, read leniently (fields may be added).
+const StartReplySchema = z.object({ taskId: z.string() }).loose();
+const TaskStatusSchema = z
+  .object({
+    state: z.string(),
+    exitCode: z.number().int().optional(),
+    stdout: z.string().default(''),
+    stderr: z.string().default(''),
+    oomKilled: z.boolean().optional(),
+    durationMs: z.number().default(0),
+    error: z.string().optional(),
+  })
+  .loose();
+type TaskStatus = z.output<typeof TaskStatusSchema>;
+
+/** The sandbox id of an attempt's execution. */
+export function shellSandboxId(resourceId: string): string {
+  return `sh-${resourceId}`;
+}
+
+function tail(text: string, max = DETAIL_TAIL_CHARS): string {
+  return text.length <= max ? text : `…${text.slice(text.length - max + 1)}`;
+}
+
+/** The job's tasks, validated: a list, or `{count, command}` expanded. */
+function tasksOf(spec: JobSpec): ShellTask[] {
+  const raw = spec.tasks;
+  if (Array.isArray(raw)) {
+    const tasks = parseWith(ShellTaskListSchema, raw, { prefix: 'spec.tasks' });
+    const seen = new Map<string, number>();
+    tasks.forEach((t, i) => {
+      const first = seen.get(t.id);
+      if (first !== undefined) {
+        throw invalidArgument(
+          `spec.tasks[${i}].id`,
+          `must be unique (spec.tasks[${first}] has it too)`,
+          t.id,
+        );
+      }
+      seen.set(t.id, i);
+    });
+    return tasks;
+  }
+  if (typeof raw === 'object' && raw !== null) {
+    const g = parseWith(ShellTaskGeneratorSchema, raw, { prefix: 'spec.tasks' });
+    return Array.from({ length: g.count }, (_, i) => ({
+      id: `${g.idPrefix}${i}`,
+      command:
+        typeof g.command === 'string'
+          ? g.command.replaceAll('{i}', String(i))
+          : g.command.map((a) => a.replaceAll('{i}', String(i))),
+      expectExitCode: g.expectExitCode,
+      ...(g.timeoutMs !== undefined ? { timeoutMs: g.timeoutMs } : {}),
+    }));
+  }
+  throw invalidArgument('spec.tasks', 'must be a list of tasks or {count, command}', raw);
+}
+
+/**
+ * The `shell-tasks` driver: each task runs one command in a fresh sandbox (the node agent's
+ * `sandbox` actor, default image `troupe-busybox:latest`, no network) and passes when it exits
+ * with `expectExitCode` (default 0). Real work, useful for smoke runs of a cluster:
+ *
+ * ```yaml
+ * kind: shell-tasks
+ * concurrency: 4
+ * tasks:
+ *   - {id: hello, command: 'echo hello'}
+ *   - {id: files, command: 'wc -l data.txt', files: {data.txt: "a\nb\n"}}
+ * ```
+ *
+ * The command runs as a background task polled in short waits, so a cancellation or the task's
+ * timeout kills it within `waitSliceMs`; a timed-out command is graded on what it printed (it
+ * fails). Output goes to the task's details (tails) and, with `config.saveOutput`, to the
+ * artifact `output.log`.
+ */
+export function createShellTasksDriver(
+  options: ShellTasksDriverOptions = {},
+): JobDriver<ShellTaskInput, ShellRun> {
+  const waitSliceMs = options.waitSliceMs ?? 1_000;
+  const createTimeoutMs = options.createTimeoutMs ?? 300_000;
+
+  const sandbox = (ctx: TaskContext, resourceId: string): UntypedActorRef =>
+    ctx.refs
+      .refOf({ kind: SANDBOX_KIND, id: shellSandboxId(resourceId) })
+      .withHints({ jobId: ctx.jobId });
+
+  const destroy = async (ctx: TaskContext, resourceId: string): Promise<void> => {
+    await sandbox(ctx, resourceId).ask('destroy', {}, { timeoutMs: 30_000, signal: ctx.signal });
+  };
+
+  return {
+    name: 'shell-tasks',
+    description: 'runs a shell command per task in a sandbox; passes on the expected exit code',
+
+    validate(spec) {
+      parseWith(ShellTasksConfigSchema, spec.config, { prefix: 'spec.config' });
+      if (spec.agent !== undefined) {
+        throw invalidArgument('spec.agent', 'shell-tasks runs no agent: remove it');
+      }
+      tasksOf(spec);
+    },
+
+    plan(spec) {
+      const config = parseWith(ShellTasksConfigSchema, spec.config, { prefix: 'spec.config' });
+      return tasksOf(spec).map((task) => ({ id: task.id, input: { task, config } }));
+    },
+
+    async runTask(ctx, raw) {
+      const { task, config } = parseWith(ShellTaskInputSchema, raw, { prefix: 'input' });
+      // A crash interrupted an earlier execution of this attempt: its sandbox may still live.
+      for (const stale of ctx.staleResourceIds) {
+        await destroy(ctx, stale).catch((err: unknown) =>
+          ctx.log.warn({ err, resourceId: stale }, 'could not destroy a stale sandbox'),
+        );
+      }
+      const sb = sandbox(ctx, ctx.resourceId);
+      await sb.ask(
+        'create',
+        {
+          spec: {
+            image: task.image ?? config.image,
+            memoryMb: config.memoryMb,
+            cpus: config.cpus,
+            network: config.network ? 'bridge' : 'none',
+            env: config.env,
+            files: task.files ?? {},
+          },
+          jobId: ctx.jobId,
+        },
+        { timeoutMs: createTimeoutMs, signal: ctx.signal },
+      );
+      const remaining = Math.max(1, ctx.deadlineUnixMs - Date.now());
+      // The job's timeout is ours to enforce (so the task ends TIMED_OUT and is graded); the
+      // sandbox's own kill is a backstop a little later. A shorter per-command limit is the
+      // sandbox's to enforce (the command then fails with `timedOut` in its details).
+      const commandLimited = task.timeoutMs !== undefined && task.timeoutMs < remaining;
+      const started = StartReplySchema.parse(
+        await sb.ask(
+          'startBackground',
+          {
+            cmd: task.command,
+            timeoutMs: commandLimited ? task.timeoutMs : remaining + 2_000,
+            ...(task.env ? { env: task.env } : {}),
+            ...(task.cwd ? { cwd: task.cwd } : {}),
+          },
+          { timeoutMs: 30_000, signal: ctx.signal },
+        ),
+      );
+      let status: TaskStatus | undefined;
+      while (!ctx.signal.aborted) {
+        try {
+          status = TaskStatusSchema.parse(
+            await sb.ask(
+              'wait',
+              { taskId: started.taskId, timeoutMs: waitSliceMs },
+              { timeoutMs: waitSliceMs + 30_000, signal: ctx.signal },
+            ),
+          );
+        } catch (err) {
+          if (ctx.signal.aborted) break;
+          throw err;
+        }
+        if (status.state !== 'running') break;
+      }
+      if (ctx.signal.aborted) {
+        // Timeout, cancellation or shutdown: kill the command and keep what it printed.
+        const killed = await sb
+          .ask('kill', { taskId: started.taskId }, { timeoutMs: waitSliceMs + 15_000 })
+          .catch(() => undefined);
+        const reason: unknown = ctx.signal.reason;
+        if (isCancelled(reason) || errorCode(reason) !== 'TIMEOUT') throw reason;
+        const parsed = TaskStatusSchema.safeParse(killed);
+        status = parsed.success ? parsed.data : status;
+        if (!status) throw reason;
+        return await finish(ctx, config.saveOutput, status, true);
+      }
+      if (!status) throw new TroupeError('INTERNAL', 'the sandbox reported no status');
+      if (status.state === 'failed') {
+        throw new TroupeError(
+          'UNAVAILABLE',
+          `the command could not run: ${status.error ?? 'unknown'}`,
+        );
+      }
+      return await finish(ctx, config.saveOutput, status, status.state === 'timed-out');
+    },
+
+    async grade(_ctx, raw, run) {
+      const { task } = parseWith(ShellTaskInputSchema, raw, { prefix: 'input' });
+      if (!run) {
+        return { passed: false, stopReason: 'timeout', details: { timedOut: true } };
+      }
+      const passed = !run.timedOut && run.exitCode === task.expectExitCode;
+      return {
+        passed,
+        score: passed ? 1 : 0,
+        stopReason: run.timedOut ? 'timeout' : 'exit',
+        details: {
+          exitCode: run.exitCode,
+          expectExitCode: task.expectExitCode,
+          timedOut: run.timedOut,
+          oomKilled: run.oomKilled,
+          durationMs: run.durationMs,
+          stdoutTail: tail(run.stdout),
+          stderrTail: tail(run.stderr),
+        },
+      };
+    },
+
+    async cleanup(ctx) {
+      await destroy(ctx, ctx.resourceId);
+    },
+
+    collect(_spec, tasks) {
+      const exitCodes: Record<string, number> = {};
+      let durationMs = 0;
+      let timed = 0;
+      for (const t of tasks) {
+        const code = t.details?.['exitCode'];
+        if (typeof code === 'number') exitCodes[String(code)] = (exitCodes[String(code)] ?? 0) + 1;
+        const d = t.details?.['durationMs'];
+        if (typeof d === 'number') {
+          durationMs += d;
+          timed++;
+        }
+      }
+      return { exitCodes, meanCommandMs: timed > 0 ? Math.round(durationMs / timed) : 0 };
+    },
+  };
+
+  async function finish(
+    ctx: TaskContext,
+    saveOutput: boolean,
+    status: TaskStatus,
+    timedOut: boolean,
+  ): Promise<ShellRun> {
+    const run: ShellRun = {
+      exitCode: status.exitCode ?? -1,
+      stdout: status.stdout,
+      stderr: status.stderr,
+      timedOut,
+      oomKilled: status.oomKilled ?? false,
+      durationMs: Math.round(status.durationMs),
+    };
+    if (saveOutput) {
+      const text = run.stderr ? `${run.stdout}\n--- stderr ---\n${run.stderr}` : run.stdout;
+      await ctx.artifacts.put('output.log', text, { contentType: 'text/plain; charset=utf-8' });
+    }
+    // Keep the run small: it travels back to the task actor only, but tails are all we grade.
+    return { ...run, stdout: tail(run.stdout, 65_536), stderr: tail(run.stderr, 65_536) };
+  }
+}

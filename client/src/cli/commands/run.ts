@@ -1,0 +1,73 @@
+import { rmSync } from 'node:fs';
+import * as path from 'node:path';
+import { TroupeClient } from '../../troupe-client';
+import { println } from '../cli-io';
+import { type CommandContext } from '../command-context';
+import { dataDirOf } from '../dev-state';
+import { EmbeddedCluster } from '../embedded-cluster';
+import { CliError, ExitCode } from '../exit-codes';
+import { resultsJson, resultsTable } from '../results-format';
+import { readSpec } from '../read-spec';
+import { exitForOutcome, outcomeLine, watchJob } from '../watch-job';
+import { intOption } from './int-option';
+
+/** Options of `troupe run`. */
+export interface RunCommandOptions {
+  json?: boolean;
+  sandboxSlots?: string;
+  processBackend?: boolean;
+  keepData?: boolean;
+  logLevel?: string;
+}
+
+/**
+ * `troupe run <spec>`: one shot — starts an embedded cluster, submits the spec, shows progress,
+ * prints the results (a table, or JSON with --json) and stops. Exits 0 when the job ran to
+ * completion whatever its pass rate; otherwise non-zero with a one-line reason.
+ */
+export async function runCommand(
+  ctx: CommandContext,
+  specFile: string,
+  opts: RunCommandOptions,
+): Promise<number> {
+  const { text, format } = readSpec(ctx.io.cwd, specFile);
+  const sandboxSlots = intOption('--sandbox-slots', opts.sandboxSlots);
+  const base = dataDirOf(ctx.io.cwd, ctx.global.dataDir ?? ctx.io.env['TROUPE_DATA_DIR']);
+  const dataDir = path.join(base, `run-${process.pid}-${Date.now().toString(36)}`);
+  println(ctx.io.stderr, 'starting an embedded cluster …');
+  const cluster = await EmbeddedCluster.start({
+    dataDir,
+    cluster: 'run',
+    grpcPort: 0,
+    advertise: false,
+    ...(sandboxSlots !== undefined ? { sandboxSlots } : {}),
+    ...(opts.processBackend ? { processBackend: true } : {}),
+    ...(opts.logLevel ? { logLevel: opts.logLevel } : {}),
+  });
+  const client = new TroupeClient({ address: cluster.address, token: cluster.token });
+  try {
+    const job = await client.submitJob(text, { format, signal: ctx.signal });
+    println(ctx.io.stderr, `job ${job.jobId} (${job.name}, ${job.kind}) submitted`);
+    const outcome = await watchJob(client, job.jobId, ctx.io, { json: false, signal: ctx.signal });
+    if (!outcome.state) {
+      await client.cancelJob(job.jobId, 'interrupted', { timeoutMs: 5_000 }).catch(() => undefined);
+      throw new CliError(`interrupted; job ${job.jobId} cancelled`, ExitCode.INTERRUPTED);
+    }
+    println(ctx.io.stderr, outcomeLine(job.jobId, outcome));
+    const [full, results] = await Promise.all([
+      client.getJob(job.jobId),
+      client.getResults(job.jobId),
+    ]);
+    ctx.io.stdout.write(
+      opts.json
+        ? `${JSON.stringify(resultsJson(full, results), null, 2)}\n`
+        : `${resultsTable(full, results)}\n`,
+    );
+    return exitForOutcome(job.jobId, outcome, ctx.signal);
+  } finally {
+    client.close();
+    println(ctx.io.stderr, 'stopping the embedded cluster …');
+    await cluster.stop();
+    if (!opts.keepData) rmSync(dataDir, { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,478 @@
+import { randomUUID } from 'node:crypto';
+import {
+  type CallOptions,
+  type ChannelCredentials,
+  type ClientReadableStream,
+  type ClientUnaryCall,
+  credentials as grpcCredentials,
+  Metadata,
+  type ServiceError,
+} from '@grpc/grpc-js';
+import {
+  type ArtifactChunk__Output,
+  type CancelJobRequest,
+  type CancelJobResponse__Output,
+  cancelledError,
+  type DrainNodeRequest,
+  type DrainNodeResponse__Output,
+  type GetJobRequest,
+  type GetResultsRequest,
+  type ListJobsRequest,
+  type ListNodesRequest,
+  type ListNodesResponse__Output,
+  type SubmitJobRequest,
+  type SubmitJobResponse__Output,
+  fromAbortSignal,
+  type Job__Output,
+  type JobEvent__Output,
+  type JobResults__Output,
+  type JobServiceClient,
+  type JobState,
+  type ListJobsResponse__Output,
+  loadJobApi,
+  type Node__Output,
+  type NodeServiceClient,
+  TroupeError,
+} from '@troupe/proto';
+import { toClientError } from './client-error';
+
+/** TLS settings of a {@link TroupeClient}. */
+export interface ClientTlsOptions {
+  /** PEM CA bundle that signed the server's certificate. @default the system roots */
+  ca?: Buffer | string;
+  /** PEM client certificate chain (mutual TLS). */
+  certChain?: Buffer | string;
+  /** PEM client private key (mutual TLS). */
+  privateKey?: Buffer | string;
+}
+
+/** Retries of `UNAVAILABLE` (unreachable server, leader change). */
+export interface ClientRetryOptions {
+  /** Attempts in all, the first included. @default 5 */
+  maxAttempts?: number;
+  /** Backoff before the first retry; doubles each time. @default 200 */
+  initialBackoffMs?: number;
+  /** Cap of the backoff. @default 3000 */
+  maxBackoffMs?: number;
+}
+
+/** What a caller passes to the {@link TroupeClient} constructor. */
+export interface TroupeClientOptions {
+  /** `host:port` of a coordinator's job API. */
+  address: string;
+  /** Bearer token (sent as `authorization: Bearer <token>`). @default none */
+  token?: string;
+  /** TLS; plaintext when absent. */
+  tls?: ClientTlsOptions;
+  /** Deadline of each unary call. @default 30000 */
+  timeoutMs?: number;
+  /**
+   * Deadline of one watch stream; the watch reconnects from where it was when it passes, so it
+   * only bounds how long one stream lives.
+   * @default 600000
+   */
+  watchStreamMs?: number;
+  retry?: ClientRetryOptions;
+  /** Largest request sent (the server has its own limit). @default 64 MiB */
+  maxSendMessageBytes?: number;
+}
+
+/** Options of one call. */
+export interface CallOpts {
+  /** Deadline of this call. @default the client's `timeoutMs` */
+  timeoutMs?: number;
+  /** Cancels the call. */
+  signal?: AbortSignal;
+}
+
+/** A submission. */
+export interface SubmitOptions extends CallOpts {
+  /** Encoding of a text spec. @default 'auto' (YAML, which includes JSON) */
+  format?: 'auto' | 'yaml' | 'json';
+  /**
+   * Makes the submission idempotent. @default a random key per `submitJob` call, so its own
+   * retries never create a second job
+   */
+  idempotencyKey?: string;
+  /** Re-run the unfinished tasks of this finished job. */
+  resumeJobId?: string;
+}
+
+/** Filters of {@link TroupeClient.listJobs}. */
+export interface ListJobsFilter {
+  states?: JobState[];
+  labels?: Record<string, string>;
+  pageSize?: number;
+  pageToken?: string;
+}
+
+/** Options of {@link TroupeClient.watch}. */
+export interface WatchOptions {
+  /** First sequence to deliver. @default 1 (the whole history) */
+  fromSequence?: number;
+  /** Stops the watch (the iterator ends without an error). */
+  signal?: AbortSignal;
+  /** Reconnect (resuming after the last event) when the stream breaks. @default true */
+  reconnect?: boolean;
+  /** Consecutive failed reconnects before giving up. @default 10 */
+  maxReconnects?: number;
+  /** Called before each reconnect (for progress displays). */
+  onReconnect?: (info: { attempt: number; fromSequence: number; error: TroupeError }) => void;
+}
+
+type Unary<Req, Res> = (
+  arg: Req,
+  metadata: Metadata,
+  options: CallOptions,
+  callback: (err: ServiceError | null, value?: Res) => void,
+) => ClientUnaryCall;
+
+/** Codes after which a broken watch is resumed. */
+const RESUMABLE = new Set(['UNAVAILABLE', 'TIMEOUT', 'INTERNAL', 'CANCELLED']);
+
+/**
+ * Typed client of the Troupe job API (`troupe.v1.JobService`, `troupe.v1.NodeService`). Every
+ * call has a deadline, is cancellable with an `AbortSignal`, and is retried with backoff on
+ * `UNAVAILABLE`; errors are `TroupeError`s with the server's code, message and details.
+ * {@link watch} is an async iterator that reconnects and resumes after the last event it
+ * delivered, so a consumer sees every event exactly once.
+ *
+ * ```ts
+ * const client = new TroupeClient({ address: '127.0.0.1:50051', token });
+ * const { jobId } = await client.submitJob(yamlText);
+ * for await (const e of client.watch(jobId)) console.log(e.sequence, e.type, e.message);
+ * const results = await client.getResults(jobId);
+ * client.close();
+ * ```
+ */
+export class TroupeClient {
+  private readonly jobs: JobServiceClient;
+  private readonly nodes: NodeServiceClient;
+  private readonly timeoutMs: number;
+  private readonly watchStreamMs: number;
+  private readonly retry: Required<ClientRetryOptions>;
+
+  constructor(private readonly options: TroupeClientOptions) {
+    if (!options.address) throw new TroupeError('INVALID_ARGUMENT', '`address`: is required');
+    const api = loadJobApi();
+    const creds: ChannelCredentials = options.tls
+      ? grpcCredentials.createSsl(
+          toBuffer(options.tls.ca),
+          toBuffer(options.tls.privateKey),
+          toBuffer(options.tls.certChain),
+        )
+      : grpcCredentials.createInsecure();
+    const channelOptions = {
+      'grpc.max_send_message_length': options.maxSendMessageBytes ?? 64 * 1024 * 1024,
+      'grpc.max_receive_message_length': -1,
+    };
+    this.jobs = new api.JobService(options.address, creds, channelOptions);
+    this.nodes = new api.NodeService(options.address, creds, channelOptions);
+    this.timeoutMs = options.timeoutMs ?? 30_000;
+    this.watchStreamMs = options.watchStreamMs ?? 600_000;
+    this.retry = {
+      maxAttempts: options.retry?.maxAttempts ?? 5,
+      initialBackoffMs: options.retry?.initialBackoffMs ?? 200,
+      maxBackoffMs: options.retry?.maxBackoffMs ?? 3_000,
+    };
+  }
+
+  /** The server address. */
+  get address(): string {
+    return this.options.address;
+  }
+
+  /** Closes the channels. */
+  close(): void {
+    this.jobs.close();
+    this.nodes.close();
+  }
+
+  /** Validates, persists and queues a job; returns it (with its id). */
+  async submitJob(
+    spec: string | Record<string, unknown>,
+    options: SubmitOptions = {},
+  ): Promise<Job__Output> {
+    const text = typeof spec === 'string' ? spec : JSON.stringify(spec);
+    const format =
+      typeof spec !== 'string' || options.format === 'json'
+        ? 'SPEC_FORMAT_JSON'
+        : options.format === 'yaml'
+          ? 'SPEC_FORMAT_YAML'
+          : 'SPEC_FORMAT_UNSPECIFIED';
+    const res = await this.unary<SubmitJobRequest, SubmitJobResponse__Output>(
+      this.jobs.SubmitJob.bind(this.jobs),
+      {
+        spec: text,
+        specFormat: format,
+        idempotencyKey: options.idempotencyKey ?? randomUUID(),
+        resumeJobId: options.resumeJobId ?? '',
+      },
+      options,
+    );
+    if (!res.job) throw new TroupeError('INTERNAL', 'SubmitJob returned no job');
+    return res.job;
+  }
+
+  /** One job; `NOT_FOUND` when there is none. */
+  async getJob(jobId: string, options: CallOpts = {}): Promise<Job__Output> {
+    return this.unary<GetJobRequest, Job__Output>(
+      this.jobs.GetJob.bind(this.jobs),
+      { jobId },
+      options,
+    );
+  }
+
+  /** One page of jobs, newest first. */
+  async listJobs(
+    filter: ListJobsFilter = {},
+    options: CallOpts = {},
+  ): Promise<ListJobsResponse__Output> {
+    return this.unary<ListJobsRequest, ListJobsResponse__Output>(
+      this.jobs.ListJobs.bind(this.jobs),
+      {
+        states: filter.states ?? [],
+        labelSelector: filter.labels ?? {},
+        pageSize: filter.pageSize ?? 0,
+        pageToken: filter.pageToken ?? '',
+      },
+      options,
+    );
+  }
+
+  /** Every job matching the filter, page after page. */
+  async *listAllJobs(
+    filter: Omit<ListJobsFilter, 'pageToken'> = {},
+    options: CallOpts = {},
+  ): AsyncGenerator<Job__Output> {
+    let pageToken = '';
+    do {
+      const page = await this.listJobs({ ...filter, pageToken }, options);
+      yield* page.jobs;
+      pageToken = page.nextPageToken;
+    } while (pageToken);
+  }
+
+  /** Requests cancellation; the job reaches CANCELLED asynchronously. */
+  async cancelJob(jobId: string, reason = 'user', options: CallOpts = {}): Promise<Job__Output> {
+    const res = await this.unary<CancelJobRequest, CancelJobResponse__Output>(
+      this.jobs.CancelJob.bind(this.jobs),
+      { jobId, reason },
+      options,
+    );
+    if (!res.job) throw new TroupeError('INTERNAL', 'CancelJob returned no job');
+    return res.job;
+  }
+
+  /** Per-task results and the aggregate. */
+  async getResults(jobId: string, options: CallOpts = {}): Promise<JobResults__Output> {
+    return this.unary<GetResultsRequest, JobResults__Output>(
+      this.jobs.GetResults.bind(this.jobs),
+      { jobId },
+      options,
+    );
+  }
+
+  /** Registered node agents. */
+  async listNodes(options: CallOpts = {}): Promise<Node__Output[]> {
+    const res = await this.unary<ListNodesRequest, ListNodesResponse__Output>(
+      this.nodes.ListNodes.bind(this.nodes),
+      {},
+      options,
+    );
+    return res.nodes;
+  }
+
+  /** Stops placing new work on a node. */
+  async drainNode(hostId: string, reason = '', options: CallOpts = {}): Promise<Node__Output> {
+    const res = await this.unary<DrainNodeRequest, DrainNodeResponse__Output>(
+      this.nodes.DrainNode.bind(this.nodes),
+      { hostId, reason },
+      options,
+    );
+    if (!res.node) throw new TroupeError('INTERNAL', 'DrainNode returned no node');
+    return res.node;
+  }
+
+  /**
+   * The job's events from `fromSequence`: its history first, then live events until
+   * JOB_FINISHED. A broken stream is reopened after the last delivered sequence (no gaps, no
+   * duplicates); the iterator ends quietly when `signal` aborts.
+   */
+  async *watch(jobId: string, options: WatchOptions = {}): AsyncGenerator<JobEvent__Output> {
+    let next = Math.max(1, options.fromSequence ?? 1);
+    let failures = 0;
+    // Type of the last event delivered (across reconnections).
+    let lastType = '';
+    const maxReconnects = options.maxReconnects ?? 10;
+    for (;;) {
+      if (options.signal?.aborted) return;
+      const stream = this.jobs.WatchJob({ jobId, fromSequence: next }, this.metadata(), {
+        deadline: Date.now() + this.watchStreamMs,
+      });
+      try {
+        for await (const e of abortable(stream, options.signal)) {
+          const event = e as JobEvent__Output;
+          // Anything at or before what we delivered is a replay: skip it.
+          if (event.sequence < next) continue;
+          next = event.sequence + 1;
+          failures = 0;
+          lastType = event.type;
+          yield event;
+        }
+        if (options.signal?.aborted) return;
+        // The server ends the stream after the job's last JOB_FINISHED; any other end (its
+        // shutdown) is resumed.
+        if (lastType === 'JOB_FINISHED') return;
+        throw new TroupeError('UNAVAILABLE', 'the watch stream ended early');
+      } catch (err) {
+        if (options.signal?.aborted) return;
+        const e = err instanceof TroupeError ? err : toClientError(err, this.address);
+        const resumable =
+          (options.reconnect ?? true) && RESUMABLE.has(e.code) && failures < maxReconnects;
+        if (!resumable) throw e;
+        failures++;
+        options.onReconnect?.({ attempt: failures, fromSequence: next, error: e });
+        await sleep(this.backoff(failures), options.signal);
+      } finally {
+        stream.cancel();
+      }
+    }
+  }
+
+  /** The chunks of an artifact, in order. */
+  async *getArtifact(
+    jobId: string,
+    path: string,
+    options: { signal?: AbortSignal; timeoutMs?: number } = {},
+  ): AsyncGenerator<ArtifactChunk__Output> {
+    const stream = this.jobs.GetArtifact({ jobId, path }, this.metadata(), {
+      deadline: Date.now() + (options.timeoutMs ?? 10 * this.timeoutMs),
+    });
+    try {
+      for await (const chunk of abortable(stream, options.signal)) {
+        yield chunk as ArtifactChunk__Output;
+      }
+    } catch (err) {
+      throw err instanceof TroupeError ? err : toClientError(err, this.address);
+    } finally {
+      stream.cancel();
+    }
+  }
+
+  /** A whole artifact in memory, with its content type. */
+  async downloadArtifact(
+    jobId: string,
+    path: string,
+    options: { signal?: AbortSignal; timeoutMs?: number } = {},
+  ): Promise<{ data: Buffer; contentType: string }> {
+    const parts: Buffer[] = [];
+    let contentType = '';
+    for await (const c of this.getArtifact(jobId, path, options)) {
+      if (c.contentType) contentType = c.contentType;
+      parts.push(c.data);
+    }
+    return { data: Buffer.concat(parts), contentType };
+  }
+
+  private metadata(): Metadata {
+    const md = new Metadata();
+    if (this.options.token) md.set('authorization', `Bearer ${this.options.token}`);
+    return md;
+  }
+
+  private backoff(attempt: number): number {
+    const base = Math.min(
+      this.retry.maxBackoffMs,
+      this.retry.initialBackoffMs * 2 ** Math.max(0, attempt - 1),
+    );
+    return base / 2 + Math.random() * (base / 2);
+  }
+
+  private async unary<Req, Res>(
+    method: Unary<Req, Res>,
+    request: Req,
+    options: CallOpts,
+  ): Promise<Res> {
+    const timeoutMs = options.timeoutMs ?? this.timeoutMs;
+    const deadline = Date.now() + timeoutMs;
+    for (let attempt = 1; ; attempt++) {
+      if (options.signal?.aborted) throw fromAbortSignal(options.signal);
+      try {
+        return await this.once(method, request, deadline, options.signal);
+      } catch (err) {
+        const e = toClientError(err, this.address);
+        const wait = this.backoff(attempt);
+        const retry =
+          e.code === 'UNAVAILABLE' &&
+          attempt < this.retry.maxAttempts &&
+          Date.now() + wait < deadline &&
+          !options.signal?.aborted;
+        if (!retry) throw e;
+        await sleep(wait, options.signal);
+      }
+    }
+  }
+
+  private once<Req, Res>(
+    method: Unary<Req, Res>,
+    request: Req,
+    deadline: number,
+    signal: AbortSignal | undefined,
+  ): Promise<Res> {
+    return new Promise<Res>((resolve, reject) => {
+      const call = method(request, this.metadata(), { deadline }, (err, value) => {
+        signal?.removeEventListener('abort', onAbort);
+        if (err) reject(err);
+        else if (value === undefined) reject(new TroupeError('INTERNAL', 'empty reply'));
+        else resolve(value);
+      });
+      const onAbort = () => {
+        call.cancel();
+        reject(signal ? fromAbortSignal(signal) : cancelledError('user'));
+      };
+      signal?.addEventListener('abort', onAbort, { once: true });
+    });
+  }
+}
+
+function toBuffer(v: Buffer | string | undefined): Buffer | null {
+  if (v === undefined) return null;
+  return typeof v === 'string' ? Buffer.from(v) : v;
+}
+
+/** The stream's messages; ends (without error) when `signal` aborts. */
+async function* abortable(
+  stream: ClientReadableStream<unknown>,
+  signal: AbortSignal | undefined,
+): AsyncGenerator<unknown> {
+  if (!signal) {
+    yield* stream;
+    return;
+  }
+  const onAbort = () => stream.cancel();
+  signal.addEventListener('abort', onAbort, { once: true });
+  try {
+    for await (const m of stream) {
+      if (signal.aborted) return;
+      yield m;
+    }
+  } catch (err) {
+    if (signal.aborted) return;
+    throw err;
+  } finally {
+    signal.removeEventListener('abort', onAbort);
+  }
+}
+
+async function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  await new Promise<void>((resolve) => {
+    const t = setTimeout(done, ms);
+    function done() {
+      clearTimeout(t);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    }
+    signal?.addEventListener('abort', done, { once: true });
+  });
+}

@@ -1,0 +1,233 @@
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { Coordinator, DriverRegistry } from '@troupe/coordinator';
+import { type JobEvent__Output } from '@troupe/proto';
+import { type NatsServerHandle, waitFor } from '@troupe/testkit';
+import { startServer, startTestCluster, type TestCluster } from './test-cluster';
+
+// The job API end to end: the SDK over gRPC against a real coordinator (job and task actors,
+// shell-tasks driver) and a real node agent running Docker sandboxes.
+
+let server: NatsServerHandle;
+let tc: TestCluster;
+
+beforeAll(async () => {
+  server = await startServer();
+  tc = await startTestCluster(server);
+});
+afterAll(async () => {
+  await tc?.stop();
+  await server?.stop();
+});
+
+const SPEC = `
+name: smoke
+kind: shell-tasks
+concurrency: 2
+labels: {suite: smoke}
+tasks:
+  - {id: hello, command: 'echo hello from $GREETING', env: {GREETING: troupe}}
+  - {id: fails, command: 'echo oops >&2; exit 3'}
+  - {id: files, command: 'wc -l < data.txt', files: {data.txt: "a\\nb\\nc\\n"}}
+  - {id: exit-two, command: 'exit 2', expectExitCode: 2}
+`;
+
+async function drain(iter: AsyncIterable<JobEvent__Output>): Promise<JobEvent__Output[]> {
+  const out: JobEvent__Output[] = [];
+  for await (const e of iter) out.push(e);
+  return out;
+}
+
+test('submit, watch and read results of a shell-tasks job through the SDK', async () => {
+  const client = tc.client();
+  const job = await client.submitJob(SPEC);
+  expect(job).toMatchObject({ name: 'smoke', kind: 'shell-tasks', state: 'QUEUED' });
+  const events = await drain(client.watch(job.jobId, { signal: AbortSignal.timeout(90_000) }));
+  expect(events.map((e) => e.sequence)).toEqual(events.map((_, i) => i + 1));
+  expect(events.at(-1)?.type).toBe('JOB_FINISHED');
+  const started = events.filter((e) => e.type === 'TASK_STARTED');
+  expect(started).toHaveLength(4);
+  expect(JSON.parse(started[0]!.payloadJson)).toMatchObject({ attempt: 1 });
+
+  const results = await client.getResults(job.jobId);
+  expect(results.state).toBe('SUCCEEDED');
+  const byId = Object.fromEntries(results.tasks.map((t) => [t.taskId, t]));
+  expect(byId['hello']?.status).toBe('TASK_PASSED');
+  expect(byId['fails']?.status).toBe('TASK_FAILED');
+  expect(byId['files']?.status).toBe('TASK_PASSED');
+  expect(byId['exit-two']?.status).toBe('TASK_PASSED');
+  expect(JSON.parse(byId['hello']!.detailsJson)).toMatchObject({
+    exitCode: 0,
+    stdoutTail: 'hello from troupe\n',
+  });
+  expect(JSON.parse(byId['fails']!.detailsJson)).toMatchObject({
+    exitCode: 3,
+    stderrTail: 'oops\n',
+  });
+  expect(JSON.parse(byId['files']!.detailsJson)).toMatchObject({ stdoutTail: '3\n' });
+  expect(results.aggregate).toMatchObject({ total: 4, passed: 3, failed: 1, pending: 0 });
+  expect(results.aggregate?.passRate).toBeCloseTo(0.75);
+
+  // The output artifact of a task, streamed back.
+  const path = byId['hello']!.artifacts[0]!;
+  expect(path).toBe(`jobs/${job.jobId}/tasks/hello/output.log`);
+  const artifact = await client.downloadArtifact(job.jobId, path);
+  expect(artifact.data.toString()).toBe('hello from troupe\n');
+  expect(artifact.contentType).toMatch(/^text\/plain/);
+
+  const listed = await client.listJobs({ labels: { suite: 'smoke' }, states: ['SUCCEEDED'] });
+  expect(listed.jobs.map((j) => j.jobId)).toEqual([job.jobId]);
+  const got = await client.getJob(job.jobId);
+  expect(got.progress).toMatchObject({ total: 4, done: 4, passed: 3, failed: 1 });
+  // Every sandbox of the job is gone.
+  await waitFor(async () => (await tc.jobContainers(job.jobId)).length === 0, {
+    timeoutMs: 20_000,
+  });
+  const nodes = await client.listNodes();
+  expect(nodes.map((n) => n.hostId)).toContain(tc.agent.hostId);
+});
+
+test('unauthenticated and wrongly authenticated calls are refused; the right token works', async () => {
+  const anonymous = tc.client({ token: '' });
+  await expect(anonymous.listJobs()).rejects.toMatchObject({ code: 'UNAUTHENTICATED' });
+  const wrong = tc.client({ token: 'x'.repeat(48) });
+  await expect(wrong.submitJob(SPEC)).rejects.toMatchObject({
+    code: 'UNAUTHENTICATED',
+    message: 'invalid bearer token',
+  });
+  await expect(drain(wrong.watch('j-nope'))).rejects.toMatchObject({ code: 'UNAUTHENTICATED' });
+  await expect(wrong.listNodes()).rejects.toMatchObject({ code: 'UNAUTHENTICATED' });
+  await expect(tc.client().listJobs()).resolves.toBeDefined();
+});
+
+// Each malformed spec with (part of) the field path its error must name.
+const MALFORMED: [string, string, 'yaml' | 'json'][] = [
+  ['kind: [shell-tasks', '`spec`: is not valid YAML', 'yaml'],
+  ['{"kind": "shell-tasks",', '`spec`: is not valid JSON', 'json'],
+  ['', '`spec`: must be a non-empty', 'yaml'],
+  ['42', '`spec`: must be a mapping', 'yaml'],
+  ['tasks: []', 'spec.kind: is required', 'yaml'],
+  ['kind: nope\ntasks: []', '`spec.kind`: unknown job kind (known: shell-tasks)', 'yaml'],
+  ['kind: shell-tasks', 'spec.tasks: is required', 'yaml'],
+  ['kind: shell-tasks\ntasks: 7', '`spec.tasks`: must be a list of tasks', 'yaml'],
+  ['kind: shell-tasks\ntasks: [{id: a}]', 'spec.tasks[0].command', 'yaml'],
+  [
+    "kind: shell-tasks\ntasks: [{id: 'no spaces', command: 'true'}]",
+    'spec.tasks[0].id: must match',
+    'yaml',
+  ],
+  [
+    "kind: shell-tasks\ntasks: [{id: a, command: 'true'}, {id: a, command: 'true'}]",
+    '`spec.tasks[1].id`: must be unique',
+    'yaml',
+  ],
+  ['kind: shell-tasks\ntasks: []\nconcurrency: 0', 'spec.concurrency: must be >= 1', 'yaml'],
+  ['kind: shell-tasks\ntasks: []\nconcurrency: many', 'spec.concurrency: must be a number', 'yaml'],
+  ['kind: shell-tasks\ntasks: []\nretries: {max: 99}', 'spec.retries.max: must be <= 10', 'yaml'],
+  ['kind: shell-tasks\ntasks: []\nbudget: {usd: -5}', 'spec.budget.usd: must be >= 0', 'yaml'],
+  ['kind: shell-tasks\ntasks: []\ntaskTimeoutMs: 5', 'spec.taskTimeoutMs: must be >= 100', 'yaml'],
+  ['kind: shell-tasks\ntasks: []\nlabels: {team: 1}', 'spec.labels.team', 'yaml'],
+  ['kind: shell-tasks\ntasks: []\nconcurency: 2', 'Unrecognized key: "concurency"', 'yaml'],
+  [
+    'kind: shell-tasks\ntasks: []\nconfig: {memoryMb: 1}',
+    'spec.config.memoryMb: must be >= 16',
+    'yaml',
+  ],
+  [
+    "kind: shell-tasks\ntasks: [{id: a, command: 'true', expectExitCode: 300}]",
+    'spec.tasks[0].expectExitCode: must be <= 255',
+    'yaml',
+  ],
+  [
+    "kind: shell-tasks\ntasks: {count: 0, command: 'true'}",
+    'spec.tasks.count: must be >= 1',
+    'yaml',
+  ],
+  [
+    'kind: shell-tasks\ntasks: []\nagent: {model: gpt}',
+    '`spec.agent`: shell-tasks runs no agent',
+    'yaml',
+  ],
+];
+
+test(`${MALFORMED.length} malformed specs are each refused naming the field; the server keeps serving`, async () => {
+  const client = tc.client();
+  for (const [spec, field, format] of MALFORMED) {
+    const err = await client.submitJob(spec, { format }).then(
+      () => undefined,
+      (e: unknown) => e as { code: string; message: string },
+    );
+    expect({ spec, code: err?.code }).toEqual({ spec, code: 'INVALID_ARGUMENT' });
+    expect({ spec, message: err?.message }).toEqual({
+      spec,
+      message: expect.stringContaining(field),
+    });
+  }
+  // Still serving: a valid job runs to the end.
+  const job = await client.submitJob("kind: shell-tasks\ntasks: [{id: ok, command: 'true'}]");
+  const events = await drain(client.watch(job.jobId, { signal: AbortSignal.timeout(60_000) }));
+  expect(JSON.parse(events.at(-1)!.payloadJson)).toMatchObject({ state: 'SUCCEEDED' });
+});
+
+test('a request larger than the limit is refused cleanly', async () => {
+  const client = tc.client();
+  const huge = `kind: shell-tasks\ntasks: []\nname: x\n# ${'x'.repeat(5 * 1024 * 1024)}\n`;
+  await expect(client.submitJob(huge)).rejects.toMatchObject({
+    code: 'INVALID_ARGUMENT',
+    message: expect.stringContaining('larger than'),
+  });
+  await expect(client.listJobs({ pageSize: 1 })).resolves.toBeDefined();
+});
+
+test('TLS: a coordinator serving the API over TLS answers a client that trusts its CA', async () => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'troupe-tls-'));
+  const cert = path.join(dir, 'cert.pem');
+  const key = path.join(dir, 'key.pem');
+  execFileSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'rsa:2048',
+      '-nodes',
+      '-days',
+      '1',
+      '-subj',
+      '/CN=localhost',
+      '-addext',
+      'subjectAltName=IP:127.0.0.1,DNS:localhost',
+      '-keyout',
+      key,
+      '-out',
+      cert,
+    ],
+    { stdio: 'ignore' },
+  );
+  const tokenFile = path.join(dir, 'token');
+  writeFileSync(tokenFile, `${tc.token}\n`);
+  // A second (standby) coordinator of the same cluster, serving the API over TLS.
+  const standby = await Coordinator.start(
+    {
+      cluster: tc.cluster,
+      nats: { servers: server.url },
+      metrics: { port: null },
+      shutdownGraceMs: 0,
+      grpc: { host: '127.0.0.1', port: 0, tokenFile, tls: { certFile: cert, keyFile: key } },
+    },
+    { drivers: new DriverRegistry() },
+  );
+  try {
+    const address = `127.0.0.1:${standby.grpcPort}`;
+    const secure = tc.client({ address, tls: { ca: readFileSync(cert) } });
+    const page = await secure.listJobs({ pageSize: 1 });
+    expect(Array.isArray(page.jobs)).toBe(true);
+    await expect(secure.getJob('j-none')).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    const plaintext = tc.client({ address, retry: { maxAttempts: 1 }, timeoutMs: 3_000 });
+    await expect(plaintext.listJobs()).rejects.toMatchObject({ code: 'UNAVAILABLE' });
+  } finally {
+    await standby.stop();
+  }
+});

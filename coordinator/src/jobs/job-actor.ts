@@ -1,0 +1,384 @@
+import { type ActorContext, defineActor } from '@troupe/actors';
+import { invalidArgument, TroupeError } from '@troupe/proto';
+import { z } from 'zod';
+import { BudgetLedger } from '../budget/budget-ledger';
+import { remindAt } from '../reminders';
+import { type CollectedTask, type PlannedTask, TASK_ID_PATTERN, TASK_ID_RULE } from './job-driver';
+import { type JobEventDraft, type JobEventRecord } from './job-event';
+import { aggregateOf, recordOf } from './job-record';
+import {
+  JOB_ACTOR_KIND,
+  type JobRuntime,
+  type JobRuntimeHolder,
+  revive,
+  TASK_ACTOR_KIND,
+  taskActorId,
+} from './job-runtime';
+import { type JobSpec, JobSpecSchema } from './job-spec';
+import {
+  countTasks,
+  emptyJobState,
+  isFinalPhase,
+  type JobEffects,
+  type JobState,
+  JobStateSchema,
+  JobTransitions,
+  TaskOutcomeSchema,
+} from './job-state';
+
+const Index = z.number().int().nonnegative();
+const Attempt = z.number().int().positive();
+
+/** Messages of the job actor. */
+export const JobActorMessages = {
+  /** The validated spec (posted once by SubmitJob, dedupe id `start-<jobId>`). */
+  start: z.object({ spec: JobSpecSchema, createdUnixMs: z.number().int() }),
+  /** Re-run the tasks of a finished job that did not get a grade (SubmitJob `resume_job_id`). */
+  resume: z.object({ spec: JobSpecSchema }),
+  /** A task actor began executing an attempt. */
+  started: z.object({
+    index: Index,
+    attempt: Attempt,
+    hostId: z.string(),
+    executions: z.number().int().positive(),
+  }),
+  /** A task attempt ended. */
+  outcome: TaskOutcomeSchema,
+  /** Progress inside a task (told, best effort). */
+  progress: z.object({
+    index: Index,
+    attempt: Attempt,
+    message: z.string().max(2_000).optional(),
+    step: z.number().int().nonnegative().optional(),
+    tokens: z.number().int().nonnegative().optional(),
+    costUsd: z.number().nonnegative().optional(),
+  }),
+  /** A retry's backoff is over (a durable reminder). */
+  retry: z.object({ index: Index, attempt: Attempt }),
+  /** Cancel the job (asked by CancelJob; replies with the job record). */
+  cancel: z.object({ reason: z.string().min(1).max(500) }),
+  /** The cancellation grace period is over (a durable reminder). */
+  cancelDeadline: z.object({}),
+  /** The job's state (asked by GetResults). */
+  snapshot: z.object({}),
+  /**
+   * Liveness probe of the job manager's watchdog: activates the job actor if its wake was lost,
+   * and pings the task actors of running tasks so a lost wake of theirs is recovered too.
+   */
+  ping: z.object({}),
+};
+
+type Result = { state: JobState; effects: JobEffects };
+
+/** Options of {@link createJobActor}. */
+export interface JobActorOptions {
+  /**
+   * Passivate after this long without messages (the state stays in KV).
+   * @default 300000
+   */
+  idleTimeoutMs?: number;
+}
+
+/**
+ * The job actor (kind `job`, id = job id): keeps the spec, the plan's task table and the
+ * counters, fans tasks out to task actors under the job's concurrency, retries infrastructure
+ * failures with backoff (durable reminders), handles cancellation, and records every change as an
+ * event on the job's event subject and in the job's KV record. All transitions are in
+ * {@link JobTransitions}; this file carries out their effects.
+ */
+export function createJobActor(holder: JobRuntimeHolder, options: JobActorOptions = {}) {
+  const now = () => Date.now();
+  return defineActor({
+    kind: JOB_ACTOR_KIND,
+    state: JobStateSchema,
+    initialState: (id) => emptyJobState(id),
+    messages: JobActorMessages,
+    idleTimeoutMs: options.idleTimeoutMs ?? 300_000,
+    maxAttempts: 5,
+    handlers: {
+      start: async (ctx, msg, state) => {
+        if (state.phase !== 'NEW') return; // a repeated submission
+        const rt = holder.get();
+        const spec = msg.spec;
+        const { taskIds, planError } = await planJob(ctx, rt, holder, state.jobId, spec);
+        const result = JobTransitions.start(state, {
+          spec,
+          createdUnixMs: msg.createdUnixMs,
+          taskIds,
+          ...(planError !== undefined ? { planError } : {}),
+          now: now(),
+        });
+        return { state: await carryOut(ctx, rt, holder, state, result) };
+      },
+      resume: async (ctx, msg, state) => {
+        const rt = holder.get();
+        holder.forget(state.jobId);
+        const result = JobTransitions.resume(state, { spec: msg.spec }, now());
+        if (result.state !== state && msg.spec.budget) {
+          // The finished job's scope was folded into the cluster's: open one for what is left.
+          const spent = countTasks(state.tasks);
+          const { usd, tokens } = msg.spec.budget;
+          await new BudgetLedger(ctx.refs).createScope(`job:${state.jobId}`, 'cluster', {
+            ...(usd !== undefined ? { usd: Math.max(0, usd - spent.costUsd) } : {}),
+            ...(tokens !== undefined
+              ? { tokens: Math.max(0, tokens - spent.promptTokens - spent.completionTokens) }
+              : {}),
+          });
+        }
+        return { state: await carryOut(ctx, rt, holder, state, result) };
+      },
+      started: async (ctx, msg, state) => {
+        const result = JobTransitions.started(state, msg, now());
+        return { state: await carryOut(ctx, holder.get(), holder, state, result) };
+      },
+      outcome: async (ctx, msg, state) => {
+        const result = JobTransitions.outcome(state, msg, now());
+        return { state: await carryOut(ctx, holder.get(), holder, state, result) };
+      },
+      progress: async (ctx, msg, state) => {
+        const t = state.tasks[msg.index];
+        // Best effort: a report may overtake the `started` post or trail the outcome.
+        if (!t || t.attempts !== msg.attempt || isFinalPhase(state.phase)) return;
+        const event: JobEventDraft =
+          msg.message !== undefined
+            ? { type: 'LOG', taskId: t.id, message: msg.message, payload: { attempt: msg.attempt } }
+            : {
+                type: 'TASK_PROGRESS',
+                taskId: t.id,
+                message: `task ${t.id} step ${msg.step ?? '?'}`,
+                payload: {
+                  attempt: msg.attempt,
+                  ...(msg.step !== undefined ? { step: msg.step } : {}),
+                  ...(msg.tokens !== undefined ? { tokens: msg.tokens } : {}),
+                  ...(msg.costUsd !== undefined ? { costUsd: msg.costUsd } : {}),
+                },
+              };
+        const result: Result = {
+          state,
+          effects: {
+            events: [event],
+            dispatch: [],
+            retries: [],
+            recordChanged: false,
+            finished: false,
+          },
+        };
+        return { state: await carryOut(ctx, holder.get(), holder, state, result, true) };
+      },
+      retry: async (ctx, msg, state) => {
+        const result = JobTransitions.retryDue(state, msg, now());
+        return { state: await carryOut(ctx, holder.get(), holder, state, result) };
+      },
+      cancel: async (ctx, msg, state) => {
+        const rt = holder.get();
+        if (state.phase === 'NEW') {
+          throw new TroupeError('UNAVAILABLE', `job ${state.jobId} has not started yet; retry`);
+        }
+        const result = JobTransitions.cancel(state, msg, now());
+        const next = await carryOut(ctx, rt, holder, state, result);
+        if (next.cancel && !state.cancel && next.phase === 'RUNNING') {
+          await remindAt(
+            rt.nc,
+            rt.cluster,
+            ctx.self,
+            now() + rt.cancelGraceMs,
+            'cancelDeadline',
+            {},
+            { id: `cancel-${state.jobId}` },
+          );
+        }
+        return { state: next, reply: recordOf(next, now()) };
+      },
+      cancelDeadline: async (ctx, _msg, state) => {
+        const result = JobTransitions.cancelDeadline(state, now());
+        return { state: await carryOut(ctx, holder.get(), holder, state, result) };
+      },
+      snapshot: (_ctx, _msg, state) => ({ reply: state }),
+      ping: (ctx, _msg, state) => {
+        if (state.phase !== 'RUNNING') return { reply: {} };
+        // Not awaited: a task actor in a long turn answers BUSY; a sleeping one with a pending
+        // `run` is activated by the ask and then processes it.
+        const rt = holder.get();
+        state.tasks.forEach((t, index) => {
+          if (t.status !== 'QUEUED' && t.status !== 'RUNNING') return;
+          const addr = { kind: TASK_ACTOR_KIND, id: taskActorId(state.jobId, index) };
+          void revive(rt.directory, addr, ctx.log)
+            .then(() =>
+              ctx.refs
+                .refOf(addr)
+                .withHints({ jobId: state.jobId })
+                .ask('ping', {}, { timeoutMs: 5_000, requireIdle: true }),
+            )
+            .catch(() => undefined);
+        });
+        return { reply: {} };
+      },
+    },
+  });
+}
+
+/** The job actor definition type. */
+export type JobActorDefinition = ReturnType<typeof createJobActor>;
+
+/**
+ * Plans a job: creates its budget scope, asks the driver for the tasks, checks their ids and
+ * stores the plan. A failure becomes `planError` (the job ends FAILED) — except a shutdown, which
+ * is rethrown so the `start` message is replayed by the next activation.
+ */
+async function planJob(
+  ctx: ActorContext<JobState>,
+  rt: JobRuntime,
+  holder: JobRuntimeHolder,
+  jobId: string,
+  spec: JobSpec,
+): Promise<{ taskIds?: string[]; planError?: string }> {
+  try {
+    const driver = rt.drivers.get(spec.kind);
+    if (spec.budget && (spec.budget.usd !== undefined || spec.budget.tokens !== undefined)) {
+      await new BudgetLedger(ctx.refs).createScope(`job:${jobId}`, 'cluster', {
+        ...(spec.budget.usd !== undefined ? { usd: spec.budget.usd } : {}),
+        ...(spec.budget.tokens !== undefined ? { tokens: spec.budget.tokens } : {}),
+      });
+    }
+    const plan = await driver.plan(spec, { jobId, signal: ctx.signal, log: ctx.log });
+    checkPlan(plan);
+    await rt.store.putPlan(jobId, plan);
+    holder.rememberPlan(jobId, plan);
+    return { taskIds: plan.map((t) => t.id) };
+  } catch (err) {
+    // A shutdown or fencing: the `start` message is replayed by the next activation.
+    if (ctx.signal.aborted) throw err;
+    ctx.log.warn({ err, jobId }, 'planning failed');
+    return { planError: err instanceof Error ? err.message : String(err) };
+  }
+}
+
+function checkPlan(plan: readonly PlannedTask[]): void {
+  const seen = new Set<string>();
+  plan.forEach((t, i) => {
+    if (typeof t.id !== 'string' || !TASK_ID_PATTERN.test(t.id)) {
+      throw invalidArgument(`plan[${i}].id`, TASK_ID_RULE, t.id);
+    }
+    if (seen.has(t.id)) throw invalidArgument(`plan[${i}].id`, 'task ids must be unique', t.id);
+    seen.add(t.id);
+  });
+}
+
+/**
+ * Carries out a transition's effects — job record, events, task dispatches, retry reminders, all
+ * idempotent — and returns the state to commit (with its event counter advanced).
+ */
+async function carryOut(
+  ctx: ActorContext<JobState>,
+  rt: JobRuntime,
+  holder: JobRuntimeHolder,
+  prev: JobState,
+  result: Result,
+  eventsOnly = false,
+): Promise<JobState> {
+  const { effects } = result;
+  if (result.state === prev && effects.events.length === 0) return prev;
+  const t = Date.now();
+  const next: JobState = { ...result.state };
+  const drafts = [...effects.events];
+  if (effects.finished) {
+    next.extra = await collectExtra(rt, next);
+    const aggregate = aggregateOf(next, t);
+    drafts.push({
+      type: 'JOB_FINISHED',
+      taskId: '',
+      message: `job ${next.jobId} ${next.phase.toLowerCase()}${next.reason ? `: ${next.reason}` : ''} — ${aggregate.passed}/${aggregate.total} passed`,
+      payload: { state: next.phase, reason: next.reason, aggregate },
+    });
+  }
+  const events: JobEventRecord[] = drafts.map((d, i) => ({
+    ...d,
+    sequence: next.nextSequence + i,
+    jobId: next.jobId,
+    timeUnixMs: d.timeUnixMs ?? t,
+  }));
+  next.nextSequence += events.length;
+  const writeRecord = !eventsOnly && next.spec && (effects.recordChanged || effects.finished);
+  if (effects.finished) {
+    // The record first: a watcher that sees JOB_FINISHED and then reads the job finds it final.
+    if (writeRecord) await rt.store.putJob(recordOf(next, t));
+    await rt.events.append(events);
+  } else {
+    await Promise.all([
+      writeRecord ? rt.store.putJob(recordOf(next, t)) : undefined,
+      rt.events.append(events),
+    ]);
+  }
+  if (effects.dispatch.length > 0) {
+    const plan = await holder.plan(next.jobId);
+    await Promise.all(
+      effects.dispatch.map(({ index, attempt }) => {
+        const task = plan[index];
+        if (!task) throw new TroupeError('INTERNAL', `job ${next.jobId} has no task ${index}`);
+        const ref = ctx.refs
+          .refOf({ kind: TASK_ACTOR_KIND, id: taskActorId(next.jobId, index) })
+          .withHints({ jobId: next.jobId });
+        return ref
+          .post(
+            'run',
+            { jobId: next.jobId, index, taskId: task.id, attempt, input: task.input },
+            { dedupeId: `run-${next.jobId}-${index}-${attempt}`, signal: ctx.signal },
+          )
+          .then(() => {
+            // Activate the task actor now rather than when the wake-on-post consumer gets to it
+            // (an ask to a sleeping actor asks for its activation; the ask itself is answered
+            // BUSY once the actor runs the `run` turn). Not awaited, best effort.
+            ref.ask('ping', {}, { timeoutMs: 10_000, requireIdle: true }).catch(() => undefined);
+          });
+      }),
+    );
+  }
+  for (const r of effects.retries) {
+    await remindAt(
+      rt.nc,
+      rt.cluster,
+      ctx.self,
+      r.atMs,
+      'retry',
+      { index: r.index, attempt: r.attempt },
+      { id: `retry-${next.jobId}-${r.index}-${r.attempt}` },
+    );
+  }
+  if (effects.finished) {
+    holder.forget(next.jobId);
+    if (next.spec?.budget) {
+      // Fold the job's budget scope into the cluster's (a ledger tree holds at most 1,000 scopes);
+      // its spending stays counted there. Best effort: a leftover scope only takes room.
+      await new BudgetLedger(ctx.refs)
+        .removeScope(`job:${next.jobId}`)
+        .catch((err: unknown) => ctx.log.warn({ err }, 'could not remove the job budget scope'));
+    }
+  }
+  return next;
+}
+
+/** The driver's aggregate metrics, from the final task results (failures are logged, not fatal). */
+async function collectExtra(
+  rt: JobRuntime,
+  s: JobState,
+): Promise<Record<string, unknown> | undefined> {
+  if (!s.spec || !rt.drivers.has(s.spec.kind)) return undefined;
+  const driver = rt.drivers.get(s.spec.kind);
+  if (!driver.collect) return undefined;
+  try {
+    const results = await rt.store.taskResults(s.jobId);
+    const tasks: CollectedTask[] = s.tasks.map((t, i) => {
+      const r = results.get(i);
+      return {
+        taskId: t.id,
+        status: t.status,
+        ...(t.score !== undefined ? { score: t.score } : {}),
+        ...(r?.details ? { details: r.details } : {}),
+      };
+    });
+    return driver.collect(s.spec, tasks);
+  } catch (err) {
+    rt.log.warn({ err, jobId: s.jobId }, 'driver collect failed');
+    return { collectError: err instanceof Error ? err.message : String(err) };
+  }
+}

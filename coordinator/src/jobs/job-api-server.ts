@@ -1,0 +1,330 @@
+import { readFileSync } from 'node:fs';
+import {
+  type handleServerStreamingCall,
+  type handleUnaryCall,
+  Server,
+  ServerCredentials,
+  type ServerUnaryCall,
+  type ServerWritableStream,
+} from '@grpc/grpc-js';
+import { type Logger, noopLogger } from '@troupe/actors';
+import {
+  type ArtifactChunk,
+  cancelledError,
+  type CancelJobRequest__Output,
+  type CancelJobResponse,
+  type DrainNodeRequest__Output,
+  type DrainNodeResponse,
+  type GetArtifactRequest__Output,
+  type GetJobRequest__Output,
+  type GetResultsRequest__Output,
+  invalidArgument,
+  type Job,
+  type JobEvent,
+  type JobResults,
+  type JobServiceHandlers,
+  type ListJobsRequest__Output,
+  type ListJobsResponse,
+  type ListNodesRequest__Output,
+  type ListNodesResponse,
+  loadJobApi,
+  type NodeServiceHandlers,
+  type SubmitJobRequest__Output,
+  type SubmitJobResponse,
+  timeoutError,
+  toGrpcServiceError,
+  toTroupeError,
+  TroupeError,
+  type WatchJobRequest__Output,
+} from '@troupe/proto';
+import { type HostRecord } from '../host-registry';
+import { BearerAuth } from './bearer-auth';
+import { type GrpcConfig } from './grpc-config';
+import { type JobManager } from './job-manager';
+import { toWireEvent, toWireJob, toWireNode, toWireResults } from './job-wire';
+
+/** What NodeService reads: the coordinator's host registry (present on the leader only). */
+export interface NodeSource {
+  list(): HostRecord[];
+  drain(hostId: string, reason?: string): Promise<HostRecord>;
+}
+
+/** What a caller passes to {@link JobApiServer.start}. */
+export interface JobApiServerOptions {
+  jobs: JobManager;
+  /** The host registry, when this coordinator leads; undefined otherwise. */
+  nodes: () => NodeSource | undefined;
+  config: GrpcConfig;
+  logger?: Logger;
+}
+
+/** Largest data chunk of GetArtifact (the proto promises at most 64 KiB). */
+const ARTIFACT_CHUNK_BYTES = 64 * 1024;
+
+/**
+ * The gRPC server of the job API: `troupe.v1.JobService` and `troupe.v1.NodeService` over the
+ * {@link JobManager} and the host registry. Every call is authenticated with the bearer token
+ * (constant-time compare) unless the config allows unauthenticated access; requests larger than
+ * `maxMessageBytes` are refused by grpc-js before they are decoded; errors leave through
+ * `toGrpcServiceError`; a call's deadline and cancellation become the `AbortSignal` of the work.
+ */
+export class JobApiServer {
+  private constructor(
+    private readonly server: Server,
+    /** The bound port (useful with port 0). */
+    readonly port: number,
+    private readonly stopWatches: () => void,
+  ) {}
+
+  /** Builds the server, binds `host:port` and starts serving. */
+  static async start(options: JobApiServerOptions): Promise<JobApiServer> {
+    const { config, jobs } = options;
+    const log = (options.logger ?? noopLogger).child({ component: 'job-api' });
+    const auth = BearerAuth.fromConfig(config);
+    const api = loadJobApi();
+    const server = new Server({
+      'grpc.max_receive_message_length': config.maxMessageBytes,
+      'grpc.max_send_message_length': 64 * 1024 * 1024,
+    });
+    // Aborts every open call (watch streams) when the server stops.
+    const open = new Set<AbortController>();
+
+    const withCall = (
+      call: ServerUnaryCall<unknown, unknown> | ServerWritableStream<unknown, unknown>,
+    ): { signal: AbortSignal; done: () => void } => {
+      const ctl = new AbortController();
+      open.add(ctl);
+      const onCancel = () => ctl.abort(cancelledError('the client cancelled the call'));
+      call.once('cancelled', onCancel);
+      const deadline = call.getDeadline();
+      const deadlineMs = deadline instanceof Date ? deadline.getTime() : Number(deadline);
+      let timer: NodeJS.Timeout | undefined;
+      if (Number.isFinite(deadlineMs)) {
+        const ms = Math.max(0, deadlineMs - Date.now());
+        const onTimeout = timeoutError(`${call.getPath()}`, ms);
+        timer = setTimeout(() => ctl.abort(onTimeout), ms);
+      }
+      return {
+        signal: ctl.signal,
+        done: () => {
+          clearTimeout(timer);
+          call.removeListener('cancelled', onCancel);
+          open.delete(ctl);
+        },
+      };
+    };
+
+    const unary =
+      <Req, Res>(
+        name: string,
+        fn: (req: Req, signal: AbortSignal) => Promise<Res>,
+      ): handleUnaryCall<Req, Res> =>
+      (call, callback) => {
+        const { signal, done } = withCall(call);
+        void (async () => {
+          try {
+            auth.check(call.metadata);
+            const res = await fn(call.request, signal);
+            callback(null, res);
+          } catch (err) {
+            const e = toTroupeError(err);
+            if (e.code === 'INTERNAL') log.error({ err, method: name }, 'job API call failed');
+            else log.debug({ err, method: name }, 'job API call refused');
+            callback(toGrpcServiceError(e));
+          } finally {
+            done();
+          }
+        })();
+      };
+
+    const stream =
+      <Req, Res>(
+        name: string,
+        fn: (req: Req, signal: AbortSignal, write: (m: Res) => Promise<void>) => Promise<void>,
+      ): handleServerStreamingCall<Req, Res> =>
+      (call) => {
+        const { signal, done } = withCall(call);
+        const write = async (m: Res): Promise<void> => {
+          if (signal.aborted) throw toTroupeError(signal.reason);
+          if (!call.write(m)) {
+            await new Promise<void>((resolve) => {
+              const finish = () => {
+                call.removeListener('drain', finish);
+                signal.removeEventListener('abort', finish);
+                resolve();
+              };
+              call.once('drain', finish);
+              signal.addEventListener('abort', finish, { once: true });
+            });
+          }
+        };
+        void (async () => {
+          try {
+            auth.check(call.metadata);
+            await fn(call.request, signal, write);
+            if (!call.cancelled) call.end();
+          } catch (err) {
+            const e = toTroupeError(err);
+            if (e.code === 'INTERNAL') log.error({ err, method: name }, 'job API stream failed');
+            if (!call.cancelled) call.emit('error', toGrpcServiceError(e));
+          } finally {
+            done();
+          }
+        })();
+      };
+
+    const jobHandlers: JobServiceHandlers = {
+      SubmitJob: unary<SubmitJobRequest__Output, SubmitJobResponse>('SubmitJob', async (req) => {
+        const format =
+          req.specFormat === 'SPEC_FORMAT_JSON'
+            ? 'json'
+            : req.specFormat === 'SPEC_FORMAT_YAML'
+              ? 'yaml'
+              : 'auto';
+        const record = await jobs.submit({
+          spec: req.spec,
+          format,
+          ...(req.idempotencyKey ? { idempotencyKey: req.idempotencyKey } : {}),
+          ...(req.resumeJobId ? { resumeJobId: req.resumeJobId } : {}),
+        });
+        return { jobId: record.jobId, job: toWireJob(record) };
+      }),
+      GetJob: unary<GetJobRequest__Output, Job>('GetJob', async (req) =>
+        toWireJob(await jobs.get(requireJobId(req.jobId))),
+      ),
+      ListJobs: unary<ListJobsRequest__Output, ListJobsResponse>('ListJobs', async (req) => {
+        const { jobs: list, nextPageToken } = await jobs.list({
+          states: req.states.filter((s) => s !== 'JOB_STATE_UNSPECIFIED'),
+          labels: req.labelSelector,
+          pageSize: req.pageSize,
+          pageToken: req.pageToken,
+        });
+        return { jobs: list.map(toWireJob), nextPageToken };
+      }),
+      WatchJob: stream<WatchJobRequest__Output, JobEvent>(
+        'WatchJob',
+        async (req, signal, write) => {
+          const events = await jobs.watch(requireJobId(req.jobId), {
+            fromSequence: req.fromSequence,
+            signal,
+          });
+          for await (const e of events) await write(toWireEvent(e));
+        },
+      ),
+      CancelJob: unary<CancelJobRequest__Output, CancelJobResponse>(
+        'CancelJob',
+        async (req, signal) => ({
+          job: toWireJob(await jobs.cancel(requireJobId(req.jobId), req.reason || 'user', signal)),
+        }),
+      ),
+      GetResults: unary<GetResultsRequest__Output, JobResults>('GetResults', async (req, signal) =>
+        toWireResults(await jobs.results(requireJobId(req.jobId), signal)),
+      ),
+      GetArtifact: stream<GetArtifactRequest__Output, ArtifactChunk>(
+        'GetArtifact',
+        async (req, signal, write) => {
+          if (!req.path) throw invalidArgument('path', 'is required');
+          const reader = await jobs.artifact(requireJobId(req.jobId), req.path);
+          let offset = 0;
+          let first = true;
+          const send = async (data: Uint8Array) => {
+            await write({
+              data: Buffer.from(data.buffer, data.byteOffset, data.byteLength),
+              offset,
+              totalSize: reader.size,
+              ...(first ? { contentType: reader.contentType } : {}),
+            });
+            first = false;
+            offset += data.byteLength;
+          };
+          for await (const chunk of reader.chunks) {
+            if (signal.aborted) throw toTroupeError(signal.reason);
+            for (let i = 0; i < chunk.byteLength; i += ARTIFACT_CHUNK_BYTES) {
+              await send(chunk.subarray(i, Math.min(chunk.byteLength, i + ARTIFACT_CHUNK_BYTES)));
+            }
+          }
+          if (first) await send(new Uint8Array(0)); // an empty artifact still gets its metadata
+        },
+      ),
+    };
+
+    const leaderNodes = (): NodeSource => {
+      const nodes = options.nodes();
+      if (!nodes) {
+        throw new TroupeError(
+          'UNAVAILABLE',
+          'this coordinator is not the leader; node information is served by the leader',
+        );
+      }
+      return nodes;
+    };
+    const nodeHandlers: NodeServiceHandlers = {
+      ListNodes: unary<ListNodesRequest__Output, ListNodesResponse>('ListNodes', async () => ({
+        nodes: leaderNodes()
+          .list()
+          .sort((a, b) => (a.info.hostId < b.info.hostId ? -1 : 1))
+          .map(toWireNode),
+      })),
+      DrainNode: unary<DrainNodeRequest__Output, DrainNodeResponse>('DrainNode', async (req) => {
+        if (!req.hostId) throw invalidArgument('host_id', 'is required');
+        const node = await leaderNodes().drain(req.hostId, req.reason || 'drained by operator');
+        return { node: toWireNode(node) };
+      }),
+    };
+
+    server.addService(api.JobService.service, jobHandlers);
+    server.addService(api.NodeService.service, nodeHandlers);
+    const credentials = config.tls
+      ? ServerCredentials.createSsl(
+          config.tls.clientCaFile ? readFileSync(config.tls.clientCaFile) : null,
+          [
+            {
+              cert_chain: readFileSync(config.tls.certFile),
+              private_key: readFileSync(config.tls.keyFile),
+            },
+          ],
+          config.tls.clientCaFile !== undefined,
+        )
+      : ServerCredentials.createInsecure();
+    const port = await new Promise<number>((resolve, reject) => {
+      server.bindAsync(`${config.host}:${config.port}`, credentials, (err, p) =>
+        err
+          ? reject(
+              new TroupeError(
+                'UNAVAILABLE',
+                `cannot bind the job API on ${config.host}:${config.port}: ${err.message}`,
+                { cause: err },
+              ),
+            )
+          : resolve(p),
+      );
+    });
+    log.info(
+      { host: config.host, port, tls: config.tls !== undefined, auth: auth.enabled },
+      'job API listening',
+    );
+    return new JobApiServer(server, port, () => {
+      for (const c of open) c.abort(cancelledError('shutdown'));
+    });
+  }
+
+  /** Stops taking calls, ends open streams, and waits up to `graceMs` for calls to finish. */
+  async stop(graceMs = 5_000): Promise<void> {
+    this.stopWatches();
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(() => {
+        this.server.forceShutdown();
+        resolve();
+      }, graceMs);
+      this.server.tryShutdown(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
+  }
+}
+
+function requireJobId(jobId: string): string {
+  if (!jobId) throw invalidArgument('job_id', 'is required');
+  return jobId;
+}

@@ -1,0 +1,175 @@
+import { type Logger, type RefFactory } from '@troupe/actors';
+import { errorCode, type ErrorCode } from '@troupe/proto';
+import { type JobSpec } from './job-spec';
+
+/** What task ids must match (they appear in events, results and artifact paths). */
+export const TASK_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
+/** The rule of {@link TASK_ID_PATTERN}, for error messages. */
+export const TASK_ID_RULE = 'must match [A-Za-z0-9][A-Za-z0-9._-]{0,127}';
+
+/** One task of a job's plan. */
+export interface PlannedTask {
+  /** Unique within the job, {@link TASK_ID_PATTERN}. */
+  id: string;
+  /** What the driver needs to run it; JSON-serialisable (it is stored and sent to task actors). */
+  input: unknown;
+}
+
+/** What {@link JobDriver.plan} gets. */
+export interface PlanContext {
+  jobId: string;
+  /** Aborted when the planning must stop (shutdown, cancellation). */
+  signal: AbortSignal;
+  log: Logger;
+}
+
+/** Stores files produced by a task where `GetArtifact` / `troupe artifact` can fetch them. */
+export interface TaskArtifacts {
+  /**
+   * Stores `data` as `<name>` under the task's artifact prefix and returns its path (listed in the
+   * task's result).
+   */
+  put(
+    name: string,
+    data: Uint8Array | string,
+    options?: { contentType?: string; signal?: AbortSignal },
+  ): Promise<string>;
+  /** The path `<name>` gets under this task's prefix (for artifacts other actors write). */
+  pathOf(name: string): string;
+}
+
+/** A progress report from inside a task (becomes a TASK_PROGRESS or LOG event). */
+export interface TaskProgress {
+  /** A line worth showing to the user: makes it a LOG event. */
+  message?: string;
+  step?: number;
+  tokens?: number;
+  costUsd?: number;
+}
+
+/** What the driver's per-task methods get. */
+export interface TaskContext {
+  jobId: string;
+  /** The task's id from the plan. */
+  taskId: string;
+  /** Position of the task in the plan. */
+  index: number;
+  /** Attempt number, from 1 (infrastructure retries increase it). */
+  attempt: number;
+  /** The job's validated spec. */
+  spec: JobSpec;
+  /**
+   * Aborted when the work must stop: the task's timeout (reason `TIMEOUT`), the job's
+   * cancellation (`CANCELLED`, reason `user`), or the host shutting down. Pass it to everything.
+   */
+  signal: AbortSignal;
+  /** When the attempt's time is up (Unix ms). */
+  deadlineUnixMs: number;
+  /** Refs to actors anywhere in the cluster (sandboxes, evaluators, agents). */
+  refs: RefFactory;
+  log: Logger;
+  /** Host running the task. */
+  hostId: string;
+  /** Times this attempt has started executing: 1, or more after a crash interrupted it. */
+  execution: number;
+  /**
+   * A string unique to this job, task, attempt and execution, usable in actor ids
+   * (`[A-Za-z0-9_-]`, at most 100 characters): name the sandboxes of the attempt after it, so
+   * {@link JobDriver.cleanup} can remove them without bookkeeping.
+   */
+  resourceId: string;
+  /**
+   * The `resourceId`s of earlier, interrupted executions of this attempt (a crash replay): what
+   * they created may still exist and should be removed.
+   */
+  staleResourceIds: string[];
+  /** Budget ledger scope for model calls (`job:<jobId>`), when the job has a budget. */
+  budgetScope?: string;
+  artifacts: TaskArtifacts;
+  /** Sends a progress report (best effort). */
+  progress(p: TaskProgress): void;
+}
+
+/** A grader's verdict on one task attempt. */
+export interface TaskGrade {
+  /** Whether the task passed. */
+  passed: boolean;
+  /** Score, usually in [0, 1]. @default 1 when passed, 0 otherwise */
+  score?: number;
+  /** Why the work stopped ("finished", "max_steps", "exit", ...). */
+  stopReason?: string;
+  /** Model spend of the attempt. @default 0 */
+  costUsd?: number;
+  /** Prompt tokens of the attempt. @default 0 */
+  promptTokens?: number;
+  /** Completion tokens of the attempt. @default 0 */
+  completionTokens?: number;
+  /** Grader and benchmark details (JSON object), shown in results. */
+  details?: Record<string, unknown>;
+}
+
+/** A task's final result as {@link JobDriver.collect} sees it. */
+export interface CollectedTask {
+  taskId: string;
+  status: string;
+  score?: number;
+  details?: Record<string, unknown>;
+}
+
+/**
+ * A job kind. Drivers are registered with the coordinator (they live in `@troupe/benchmarks`,
+ * which the coordinator never imports) and run as: `plan` once per job, then per task `runTask`
+ * → `grade` → `cleanup`, each task in its own task actor; `collect` adds benchmark-specific
+ * aggregate metrics at the end.
+ *
+ * Failures: anything `runTask` or `grade` throws is an infrastructure failure and is retried
+ * with backoff (up to `spec.retries.max`), except `INVALID_ARGUMENT`, `PERMISSION_DENIED`,
+ * `UNAUTHENTICATED`, `NOT_FOUND` and `BUDGET_EXHAUSTED`, which end the task as errored at once. A
+ * grade with `passed: false` is a result and is never retried.
+ *
+ * Timeouts: when the task's time is up `ctx.signal` aborts with a `TIMEOUT`; `runTask` should
+ * return what exists (or throw), and `grade` is then called with a fresh signal and the partial
+ * run (or `undefined`). The task ends TIMED_OUT with that grade.
+ */
+export interface JobDriver<TInput = unknown, TRun = unknown> {
+  /** The job kind users write in `kind:`. */
+  readonly name: string;
+  /** One line for `INVALID_ARGUMENT` listings and docs. */
+  readonly description: string;
+  /**
+   * Checks the driver-specific parts of a spec (`tasks`, `config`, `agent`); throws an
+   * `INVALID_ARGUMENT` naming the field (`spec.tasks[3].command: must be a non-empty string`).
+   */
+  validate(spec: JobSpec): void;
+  /** Expands the spec into tasks (ids unique). */
+  plan(spec: JobSpec, ctx: PlanContext): Promise<PlannedTask[]> | PlannedTask[];
+  /** Does the work of one attempt and returns what the grader needs (JSON-serialisable). */
+  runTask(ctx: TaskContext, input: TInput): Promise<TRun>;
+  /** Grades an attempt; `run` is undefined when `runTask` threw on its timeout. */
+  grade(ctx: TaskContext, input: TInput, run: TRun | undefined): Promise<TaskGrade>;
+  /** Releases what the attempt created (sandboxes); runs after every attempt, even failed ones. */
+  cleanup?(ctx: TaskContext, input: TInput): Promise<void>;
+  /** Benchmark-specific aggregate metrics over the final results. */
+  collect?(spec: JobSpec, tasks: readonly CollectedTask[]): Record<string, unknown>;
+}
+
+/** A driver with its type parameters erased, as the registry holds it. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type AnyJobDriver = JobDriver<any, any>;
+
+const NOT_INFRASTRUCTURE: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
+  'INVALID_ARGUMENT',
+  'PERMISSION_DENIED',
+  'UNAUTHENTICATED',
+  'NOT_FOUND',
+  'BUDGET_EXHAUSTED',
+  'CANCELLED',
+]);
+
+/**
+ * Whether a failure of `runTask`/`grade` is an infrastructure failure, which is retried. Bad input,
+ * missing permissions, exhausted budgets and cancellations are not: retrying cannot help.
+ */
+export function isInfrastructureFailure(err: unknown): boolean {
+  return !NOT_INFRASTRUCTURE.has(errorCode(err));
+}

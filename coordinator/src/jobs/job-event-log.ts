@@ -1,0 +1,184 @@
+import { eventsStreamName, eventsSubject, eventsSubjectFilter, TroupeError } from '@troupe/proto';
+import { headers as natsHeaders, nanos, type NatsConnection } from '@nats-io/transport-node';
+import {
+  AckPolicy,
+  DeliverPolicy,
+  jetstream,
+  jetstreamManager,
+  type JetStreamClient,
+  type JetStreamManager,
+  type JsMsg,
+} from '@nats-io/jetstream';
+import {
+  EVENT_SEQUENCE_HEADER,
+  EVENT_TYPE_HEADER,
+  type JobEventRecord,
+  JobEventRecordSchema,
+} from './job-event';
+
+/** Options of {@link JobEventLog.open}. */
+export interface JobEventLogOptions {
+  /** Replicas of the events stream. @default 1 */
+  replicas?: number;
+  /**
+   * Window in which a re-sent event (same job and sequence, after a crash before the job actor
+   * committed) is dropped by the stream.
+   * @default 600000
+   */
+  dedupeWindowMs?: number;
+  /** How long events are kept. @default 0 (forever) */
+  maxAgeMs?: number;
+}
+
+/** Options of {@link JobEventLog.read}. */
+export interface ReadEventsOptions {
+  /** First sequence to deliver (0 and 1 both mean the beginning). @default 1 */
+  fromSequence?: number;
+  /** Keep following live events until JOB_FINISHED; false stops at the current end. @default true */
+  follow?: boolean;
+  /** Stops the read (the iterator ends). */
+  signal?: AbortSignal;
+}
+
+/**
+ * The job event log: JetStream stream `TROUPE_<C>_EVENTS` on `troupe.<c>.events.<jobId>`, one
+ * subject per job. The job actor is the only writer; each event carries its per-job sequence
+ * number in the {@link EVENT_SEQUENCE_HEADER} header and as `Nats-Msg-Id` `<jobId>:<seq>`, so an
+ * event re-sent after a crash is dropped by the stream. Readers replay from any sequence and
+ * follow live events with no gaps and no duplicates (they also drop any sequence already seen).
+ */
+export class JobEventLog {
+  private constructor(
+    readonly cluster: string,
+    private readonly jsm: JetStreamManager,
+    private readonly js: JetStreamClient,
+  ) {}
+
+  /** Creates the events stream if needed (idempotent) and returns the log. */
+  static async open(
+    nc: NatsConnection,
+    cluster: string,
+    options: JobEventLogOptions = {},
+  ): Promise<JobEventLog> {
+    const jsm = await jetstreamManager(nc);
+    const name = eventsStreamName(cluster);
+    try {
+      await jsm.streams.info(name);
+    } catch (err) {
+      if (!(err instanceof Error) || !/not found/i.test(err.message)) {
+        throw new TroupeError('UNAVAILABLE', `cannot read stream ${name}`, { cause: err });
+      }
+      try {
+        await jsm.streams.add({
+          name,
+          subjects: [eventsSubjectFilter(cluster)],
+          num_replicas: options.replicas ?? 1,
+          duplicate_window: nanos(options.dedupeWindowMs ?? 600_000),
+          max_age: nanos(options.maxAgeMs ?? 0),
+          allow_direct: true,
+        });
+      } catch (addErr) {
+        // Another process may have created it between our check and our add.
+        await jsm.streams.info(name).catch(() => {
+          throw new TroupeError('UNAVAILABLE', `cannot create stream ${name}`, { cause: addErr });
+        });
+      }
+    }
+    return new JobEventLog(cluster, jsm, jetstream(nc));
+  }
+
+  /**
+   * Appends events (already numbered by the caller) in order. Publishes are pipelined on one
+   * connection, so the stream keeps their order; a sequence already stored is dropped.
+   */
+  async append(events: readonly JobEventRecord[]): Promise<void> {
+    await Promise.all(
+      events.map((e) => {
+        const h = natsHeaders();
+        h.set(EVENT_SEQUENCE_HEADER, String(e.sequence));
+        h.set(EVENT_TYPE_HEADER, e.type);
+        return this.js.publish(eventsSubject(this.cluster, e.jobId), JSON.stringify(e), {
+          headers: h,
+          msgID: `${e.jobId}:${e.sequence}`,
+        });
+      }),
+    );
+  }
+
+  /** The sequence of the job's last stored event; 0 when it has none. */
+  async lastSequence(jobId: string): Promise<number> {
+    const m = await this.jsm.direct
+      .getMessage(eventsStreamName(this.cluster), {
+        last_by_subj: eventsSubject(this.cluster, jobId),
+      })
+      .catch(() => null);
+    if (!m) return 0;
+    const seq = Number(m.header?.get(EVENT_SEQUENCE_HEADER) ?? '0');
+    return Number.isFinite(seq) ? seq : 0;
+  }
+
+  /**
+   * The job's events from `fromSequence`, in order, each exactly once: past events first, then
+   * (with `follow`) live ones until the last JOB_FINISHED (a resumed job has several) or the
+   * signal aborts.
+   */
+  async *read(jobId: string, options: ReadEventsOptions = {}): AsyncGenerator<JobEventRecord> {
+    const from = Math.max(1, options.fromSequence ?? 1);
+    const follow = options.follow ?? true;
+    const signal = options.signal;
+    if (signal?.aborted) return;
+    const stream = eventsStreamName(this.cluster);
+    // Nothing left to deliver of a finished job (a watcher resuming after its last event).
+    const tail = await this.jsm.direct
+      .getMessage(stream, { last_by_subj: eventsSubject(this.cluster, jobId) })
+      .catch(() => null);
+    if (tail) {
+      const lastSeq = Number(tail.header?.get(EVENT_SEQUENCE_HEADER) ?? '0');
+      const lastType = tail.header?.get(EVENT_TYPE_HEADER);
+      if (lastSeq < from && (lastType === 'JOB_FINISHED' || !follow)) return;
+    } else if (!follow) {
+      return;
+    }
+    // An explicit consumer with the singular filter_subject: nats-server 2.9 ignores the filter
+    // of ordered consumers created with `filterSubjects` (PLATFORM-NOTES "Trap").
+    const info = await this.jsm.consumers.add(stream, {
+      filter_subject: eventsSubject(this.cluster, jobId),
+      deliver_policy: DeliverPolicy.All,
+      ack_policy: AckPolicy.None,
+      inactive_threshold: nanos(60_000),
+      mem_storage: true,
+    });
+    const consumer = await this.js.consumers.get(stream, info.name);
+    const messages = await consumer.consume({ max_messages: 512 });
+    const stop = () => void messages.close().catch(() => undefined);
+    signal?.addEventListener('abort', stop, { once: true });
+    let last = from - 1;
+    try {
+      if (!follow && info.num_pending === 0) return;
+      for await (const m of messages) {
+        const event = decodeEvent(m);
+        if (event && event.sequence > last) {
+          last = event.sequence;
+          yield event;
+          // The end, unless the job was resumed after it (a later JOB_RESUMED is already stored).
+          if (event.type === 'JOB_FINISHED' && m.info.pending === 0) return;
+        }
+        if (!follow && m.info.pending === 0) return;
+      }
+      if (signal?.aborted) return;
+    } finally {
+      signal?.removeEventListener('abort', stop);
+      stop();
+      await this.jsm.consumers.delete(stream, info.name).catch(() => undefined);
+    }
+  }
+}
+
+function decodeEvent(m: JsMsg): JobEventRecord | undefined {
+  try {
+    const parsed = JobEventRecordSchema.safeParse(m.json());
+    return parsed.success ? parsed.data : undefined;
+  } catch {
+    return undefined;
+  }
+}

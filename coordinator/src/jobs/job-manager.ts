@@ -1,0 +1,497 @@
+import { createHash, randomBytes } from 'node:crypto';
+import {
+  type AnyActorDefinition,
+  type Directory,
+  type Logger,
+  noopLogger,
+  type RefFactory,
+} from '@troupe/actors';
+import { invalidArgument, TroupeError, validateJobId } from '@troupe/proto';
+import { type NatsConnection } from '@nats-io/transport-node';
+import { DEFAULT_JOB_POLICY, type JobPolicy } from '../fair-queue';
+import { type DriverRegistry } from './driver-registry';
+import { createJobActor, type JobActorOptions } from './job-actor';
+import { type JobEventRecord } from './job-event';
+import { JobEventLog } from './job-event-log';
+import {
+  aggregateOf,
+  type JobAggregateRecord,
+  type JobRecord,
+  JobRecordSchema,
+  recordOf,
+} from './job-record';
+import { JOB_ACTOR_KIND, JobRuntimeHolder, revive } from './job-runtime';
+import { jobDisplayName, parseSpecText, type SpecTextFormat } from './job-spec';
+import { emptyJobState, JobStateSchema, type TaskPhase } from './job-state';
+import { jobArtifactPrefix, JobStore } from './job-store';
+import { createTaskActor, type TaskActorOptions } from './task-actor';
+
+/** What a caller passes to the {@link JobManager} constructor. */
+export interface JobManagerOptions {
+  /** The job kinds this coordinator can run. */
+  drivers: DriverRegistry;
+  /** @default no logging */
+  logger?: Logger;
+  /** Time running tasks get to stop after a cancellation. @default 30000 */
+  cancelGraceMs?: number;
+  /** Time allowed to grade a timed-out attempt. @default 60000 */
+  gradeTimeoutMs?: number;
+  /** Options of the job actor kind. */
+  jobActor?: JobActorOptions;
+  /** Options of the task actor kind. */
+  taskActor?: TaskActorOptions;
+  /**
+   * How often the leader pings the actors of running jobs, which re-activates any whose wake on
+   * post was lost (a host that died between a post and its activation).
+   * @default 5000
+   */
+  watchdogMs?: number;
+}
+
+/** What {@link JobManager.start} needs once the process is connected. */
+export interface JobManagerStartOptions {
+  cluster: string;
+  nc: NatsConnection;
+  /** Refs for asks and posts (the process's actor system). */
+  refs: RefFactory;
+  /** Host id of this process. */
+  hostId: string;
+  /** Replicas of the job bucket, events stream and object store. @default 1 */
+  replicas?: number;
+  /** Whether this process leads the cluster (only the leader runs the watchdog). @default always */
+  isLeader?: () => boolean;
+  /** The actor directory (the watchdog restarts stopped job actors through it). */
+  directory?: Directory;
+}
+
+/** A job submission. */
+export interface SubmitJobOptions {
+  /** The spec: YAML/JSON text, or an already parsed object. */
+  spec: string | Record<string, unknown>;
+  /** Encoding of a text spec. @default 'auto' (YAML, which includes JSON) */
+  format?: SpecTextFormat;
+  /** Makes the submission idempotent (at most 128 characters). */
+  idempotencyKey?: string;
+  /** Re-run the unfinished tasks of this finished job instead of creating a new one. */
+  resumeJobId?: string;
+}
+
+/** Filters and paging of {@link JobManager.list}. */
+export interface ListJobsOptions {
+  /** Only these states (wire names); empty = all. */
+  states?: readonly string[];
+  /** Only jobs carrying all these labels. */
+  labels?: Record<string, string>;
+  /** @default 50, at most 1000 */
+  pageSize?: number;
+  /** Token from the previous page. */
+  pageToken?: string;
+}
+
+/** Wire status names of tasks. */
+export type WireTaskStatus =
+  | 'TASK_PENDING'
+  | 'TASK_RUNNING'
+  | 'TASK_PASSED'
+  | 'TASK_FAILED'
+  | 'TASK_ERRORED'
+  | 'TASK_TIMED_OUT'
+  | 'TASK_CANCELLED';
+
+const WIRE_TASK_STATUS: Record<TaskPhase, WireTaskStatus> = {
+  PENDING: 'TASK_PENDING',
+  BACKOFF: 'TASK_PENDING',
+  QUEUED: 'TASK_PENDING',
+  RUNNING: 'TASK_RUNNING',
+  PASSED: 'TASK_PASSED',
+  FAILED: 'TASK_FAILED',
+  ERRORED: 'TASK_ERRORED',
+  TIMED_OUT: 'TASK_TIMED_OUT',
+  CANCELLED: 'TASK_CANCELLED',
+};
+
+/** One task in {@link JobResultsView}. */
+export interface TaskResultView {
+  taskId: string;
+  status: WireTaskStatus;
+  score?: number;
+  attempts: number;
+  costUsd: number;
+  tokens: number;
+  durationMs: number;
+  stopReason: string;
+  error: string;
+  artifacts: string[];
+  details?: Record<string, unknown>;
+}
+
+/** Results of a job: per task and aggregate. */
+export interface JobResultsView {
+  jobId: string;
+  state: JobRecord['state'];
+  aggregate: JobAggregateRecord;
+  tasks: TaskResultView[];
+}
+
+/** An artifact being read. */
+export interface ArtifactReader {
+  size: number;
+  contentType: string;
+  /** The bytes, in order. */
+  chunks: AsyncIterable<Uint8Array>;
+}
+
+const MAX_PAGE_SIZE = 1_000;
+const DEFAULT_PAGE_SIZE = 50;
+
+/**
+ * The job manager of a coordinator: the job and task actor kinds (to host), and the operations of
+ * the job API — submit, get, list, watch, cancel, results, artifacts — over the jobs bucket, the
+ * events stream, the object store and the job actors. The gRPC `JobService` is a thin layer over
+ * it; in-process users (tests, `troupe dev`) may call it directly.
+ */
+export class JobManager {
+  /** The job and task actor kinds; host them (the coordinator does) before {@link start}. */
+  readonly definitions: readonly AnyActorDefinition[];
+  readonly drivers: DriverRegistry;
+  private readonly holder = new JobRuntimeHolder();
+  private readonly log: Logger;
+  private readonly policies = new Map<string, JobPolicy>();
+  private started?: JobManagerStartOptions & { store: JobStore; events: JobEventLog };
+  private stopWatch?: () => void;
+  private watchdog?: NodeJS.Timeout;
+
+  constructor(private readonly options: JobManagerOptions) {
+    this.drivers = options.drivers;
+    this.log = (options.logger ?? noopLogger).child({ component: 'jobs' });
+    this.definitions = [
+      createJobActor(this.holder, options.jobActor),
+      createTaskActor(this.holder, options.taskActor),
+    ];
+  }
+
+  /** Opens the bucket, stream and object store and binds the actors' runtime. */
+  async start(options: JobManagerStartOptions): Promise<void> {
+    const { nc, cluster } = options;
+    const replicas = options.replicas ?? 1;
+    const store = await JobStore.open(nc, cluster, { replicas });
+    const events = await JobEventLog.open(nc, cluster, { replicas });
+    this.holder.bind({
+      cluster,
+      hostId: options.hostId,
+      nc,
+      refs: options.refs,
+      store,
+      events,
+      drivers: this.drivers,
+      log: this.log,
+      cancelGraceMs: this.options.cancelGraceMs ?? 30_000,
+      gradeTimeoutMs: this.options.gradeTimeoutMs ?? 60_000,
+      ...(options.directory ? { directory: options.directory } : {}),
+    });
+    this.started = { ...options, store, events };
+    // Scheduling policies of jobs (read synchronously by placement) follow the job records.
+    const watcher = await store.kv.watch({ key: 'job.>' });
+    this.stopWatch = () => watcher.stop();
+    void (async () => {
+      for await (const e of watcher) {
+        const jobId = e.key.slice('job.'.length);
+        if (e.operation !== 'PUT') {
+          this.policies.delete(jobId);
+          continue;
+        }
+        const parsed = JobRecordSchema.safeParse(e.json());
+        if (!parsed.success) continue;
+        const r = parsed.data;
+        if (r.state === 'SUCCEEDED' || r.state === 'FAILED' || r.state === 'CANCELLED') {
+          this.policies.delete(jobId);
+        } else {
+          this.policies.set(jobId, { priority: r.priority, weight: r.weight });
+        }
+      }
+    })().catch((err: unknown) => this.log.warn({ err }, 'job policy watch stopped'));
+    const isLeader = options.isLeader ?? (() => true);
+    this.watchdog = setInterval(() => {
+      if (isLeader()) this.pingRunningJobs();
+    }, this.options.watchdogMs ?? 5_000);
+    this.watchdog.unref();
+  }
+
+  /** Stops the policy watch and the watchdog (the actors stop with their actor system). */
+  stop(): void {
+    clearInterval(this.watchdog);
+    this.stopWatch?.();
+  }
+
+  /** Pings the job actor of every unfinished job (best effort; see the `ping` message). */
+  private pingRunningJobs(): void {
+    const refs = this.started?.refs;
+    if (!refs) return;
+    for (const jobId of this.policies.keys()) {
+      const addr = { kind: JOB_ACTOR_KIND, id: jobId };
+      void revive(this.started?.directory, addr, this.log)
+        .then(() =>
+          refs
+            .refOf(addr)
+            .withHints({ jobId })
+            .ask('ping', {}, { timeoutMs: 5_000, requireIdle: true }),
+        )
+        .catch((err: unknown) => this.log.debug({ err, jobId }, 'job watchdog ping failed'));
+    }
+  }
+
+  /** Scheduling policy of a job, for placement's fair queue. */
+  readonly policyOf = (jobId: string): JobPolicy => this.policies.get(jobId) ?? DEFAULT_JOB_POLICY;
+
+  private need(): JobManagerStartOptions & { store: JobStore; events: JobEventLog } {
+    if (!this.started) throw new TroupeError('UNAVAILABLE', 'the job manager is not started');
+    return this.started;
+  }
+
+  /** The job event log (for in-process readers). */
+  get events(): JobEventLog {
+    return this.need().events;
+  }
+
+  /** The job store (for in-process readers). */
+  get store(): JobStore {
+    return this.need().store;
+  }
+
+  /**
+   * Validates and persists a spec and queues the job. `INVALID_ARGUMENT` naming the field and the
+   * rule when the spec is invalid (an unknown kind lists the known ones).
+   */
+  async submit(req: SubmitJobOptions): Promise<JobRecord> {
+    const { store, refs } = this.need();
+    const raw = typeof req.spec === 'string' ? parseSpecText(req.spec, req.format) : req.spec;
+    const spec = this.drivers.validate(raw);
+    const key = req.idempotencyKey ?? '';
+    if (key.length > 128) throw invalidArgument('idempotency_key', 'at most 128 characters');
+    if (req.resumeJobId) {
+      validateJobId(req.resumeJobId);
+      const existing = await store.getJob(req.resumeJobId);
+      if (!existing) throw new TroupeError('NOT_FOUND', `job ${req.resumeJobId} not found`);
+      if (existing.kind !== spec.kind) {
+        throw invalidArgument(
+          'spec.kind',
+          `must be the kind of the job to resume (${existing.kind})`,
+          spec.kind,
+        );
+      }
+      if (existing.state === 'QUEUED' || existing.state === 'RUNNING') return existing;
+      const tag = key || randomBytes(6).toString('hex');
+      await refs
+        .refOf({ kind: JOB_ACTOR_KIND, id: req.resumeJobId })
+        .withHints({ jobId: req.resumeJobId })
+        .post(
+          'resume',
+          { spec },
+          {
+            dedupeId: `resume-${req.resumeJobId}-${createHash('sha256').update(tag).digest('hex')}`,
+          },
+        );
+      return { ...existing, state: 'RUNNING', reason: '' };
+    }
+    let jobId = newJobId();
+    if (key) {
+      const bound = await store.bindIdempotencyKey(key, jobId);
+      if (bound !== jobId) {
+        const existing = await store.getJob(bound);
+        if (existing) return existing;
+        jobId = bound; // the first submission died before creating its job: finish its work
+      }
+    }
+    const createdUnixMs = Date.now();
+    const record = recordOf(
+      { ...emptyJobState(jobId), phase: 'QUEUED', spec, createdUnixMs },
+      createdUnixMs,
+    );
+    try {
+      await store.createJob(record);
+    } catch (err) {
+      const existing = key ? await store.getJob(jobId) : undefined;
+      if (existing) return existing;
+      throw err;
+    }
+    this.policies.set(jobId, { priority: spec.priority, weight: spec.weight });
+    await refs
+      .refOf({ kind: JOB_ACTOR_KIND, id: jobId })
+      .withHints({ jobId })
+      .post('start', { spec, createdUnixMs }, { dedupeId: `start-${jobId}` });
+    this.log.info({ jobId, kind: spec.kind, name: jobDisplayName(spec) }, 'job submitted');
+    return record;
+  }
+
+  /** One job's record; `NOT_FOUND` when there is none. */
+  async get(jobId: string): Promise<JobRecord> {
+    validateJobId(jobId);
+    const r = await this.need().store.getJob(jobId);
+    if (!r) throw new TroupeError('NOT_FOUND', `job ${jobId} not found`);
+    return r;
+  }
+
+  /** Jobs, newest first, filtered and paged. */
+  async list(options: ListJobsOptions = {}): Promise<{ jobs: JobRecord[]; nextPageToken: string }> {
+    const pageSize =
+      options.pageSize === undefined || options.pageSize === 0
+        ? DEFAULT_PAGE_SIZE
+        : Math.min(MAX_PAGE_SIZE, options.pageSize);
+    if (pageSize < 0) throw invalidArgument('page_size', 'must be >= 0', options.pageSize);
+    const states = new Set(options.states ?? []);
+    const labels = options.labels ?? {};
+    const filterHash = createHash('sha256')
+      .update(JSON.stringify([[...states].sort(), Object.entries(labels).sort()]))
+      .digest('hex')
+      .slice(0, 16);
+    let after: { c: number; j: string } | undefined;
+    if (options.pageToken) after = decodePageToken(options.pageToken, filterHash);
+    const all = (await this.need().store.listJobs())
+      .filter((r) => states.size === 0 || states.has(r.state))
+      .filter((r) => Object.entries(labels).every(([k, v]) => r.labels[k] === v))
+      .sort((a, b) => b.createdUnixMs - a.createdUnixMs || (a.jobId < b.jobId ? 1 : -1));
+    const start = after
+      ? all.findIndex(
+          (r) => r.createdUnixMs < after.c || (r.createdUnixMs === after.c && r.jobId < after.j),
+        )
+      : 0;
+    const page = start < 0 ? [] : all.slice(start, start + pageSize);
+    const last = page[page.length - 1];
+    const more = start >= 0 && start + pageSize < all.length;
+    return {
+      jobs: page,
+      nextPageToken:
+        more && last
+          ? encodePageToken({ c: last.createdUnixMs, j: last.jobId, f: filterHash })
+          : '',
+    };
+  }
+
+  /**
+   * Requests cancellation (running tasks are aborted, their sandboxes destroyed; the job reaches
+   * CANCELLED asynchronously). A finished job is returned unchanged.
+   */
+  async cancel(jobId: string, reason: string, signal?: AbortSignal): Promise<JobRecord> {
+    const record = await this.get(jobId);
+    if (record.state === 'SUCCEEDED' || record.state === 'FAILED' || record.state === 'CANCELLED') {
+      return record;
+    }
+    const reply = await this.need()
+      .refs.refOf({ kind: JOB_ACTOR_KIND, id: jobId })
+      .withHints({ jobId })
+      .ask(
+        'cancel',
+        { reason: reason.trim() === '' ? 'user' : reason.slice(0, 500) },
+        { timeoutMs: 15_000, ...(signal ? { signal } : {}) },
+      );
+    return JobRecordSchema.parse(reply);
+  }
+
+  /** Per-task results and the aggregate (also while the job runs). */
+  async results(jobId: string, signal?: AbortSignal): Promise<JobResultsView> {
+    const record = await this.get(jobId);
+    const { refs, store } = this.need();
+    const reply = await refs
+      .refOf({ kind: JOB_ACTOR_KIND, id: jobId })
+      .withHints({ jobId })
+      .ask('snapshot', {}, { timeoutMs: 15_000, ...(signal ? { signal } : {}) });
+    const state = JobStateSchema.parse(reply);
+    const details = await store.taskResults(jobId);
+    const tasks: TaskResultView[] = state.tasks.map((t, i) => {
+      const d = details.get(i);
+      const fresh = d !== undefined && d.attempt === t.attempts && d.status === t.status;
+      return {
+        taskId: t.id,
+        status: WIRE_TASK_STATUS[t.status],
+        ...(t.score !== undefined ? { score: t.score } : {}),
+        attempts: t.attempts,
+        costUsd: t.costUsd,
+        tokens: t.promptTokens + t.completionTokens,
+        durationMs: t.durationMs,
+        stopReason: t.stopReason ?? '',
+        error: t.error ?? '',
+        artifacts: d?.artifacts ?? [],
+        ...(fresh && d.details ? { details: d.details } : {}),
+      };
+    });
+    return {
+      jobId,
+      state: state.phase === 'NEW' ? record.state : state.phase,
+      aggregate: aggregateOf(state, Date.now()),
+      tasks,
+    };
+  }
+
+  /** The job's events from `fromSequence`, replayed then followed until JOB_FINISHED. */
+  async watch(
+    jobId: string,
+    options: { fromSequence?: number; signal?: AbortSignal; follow?: boolean } = {},
+  ): Promise<AsyncGenerator<JobEventRecord>> {
+    await this.get(jobId);
+    return this.need().events.read(jobId, options);
+  }
+
+  /** Opens an artifact of a job for reading. */
+  async artifact(jobId: string, path: string): Promise<ArtifactReader> {
+    await this.get(jobId);
+    const prefix = jobArtifactPrefix(jobId);
+    if (!path.startsWith(prefix) || path.split('/').includes('..')) {
+      throw invalidArgument(
+        'path',
+        `must be an artifact of job ${jobId} (starting ${prefix})`,
+        path,
+      );
+    }
+    const result = await this.need().store.objects.get(path);
+    if (!result) throw new TroupeError('NOT_FOUND', `artifact ${path} not found`);
+    const contentType =
+      result.info.metadata?.['content-type'] ??
+      result.info.description ??
+      'application/octet-stream';
+    const stream = result.data;
+    return {
+      size: result.info.size,
+      contentType,
+      chunks: (async function* () {
+        const reader = stream.getReader();
+        try {
+          for (;;) {
+            const { done, value } = await reader.read();
+            if (done) break;
+            if (value) yield value;
+          }
+          const err = await result.error;
+          if (err) throw new TroupeError('UNAVAILABLE', `reading ${path} failed`, { cause: err });
+        } finally {
+          reader.releaseLock();
+        }
+      })(),
+    };
+  }
+}
+
+/** A new job id: time-ordered, 18 characters. */
+export function newJobId(): string {
+  return `j-${Date.now().toString(36)}${randomBytes(4).toString('hex')}`;
+}
+
+function encodePageToken(t: { c: number; j: string; f: string }): string {
+  return Buffer.from(JSON.stringify(t)).toString('base64url');
+}
+
+function decodePageToken(token: string, filterHash: string): { c: number; j: string } {
+  const bad = () =>
+    invalidArgument('page_token', 'is not a token of this listing (same filters required)');
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(Buffer.from(token, 'base64url').toString('utf8'));
+  } catch {
+    throw bad();
+  }
+  if (typeof parsed !== 'object' || parsed === null) throw bad();
+  const p = parsed as Record<string, unknown>;
+  if (typeof p['c'] !== 'number' || typeof p['j'] !== 'string' || p['f'] !== filterHash) {
+    throw bad();
+  }
+  return { c: p['c'], j: p['j'] };
+}

@@ -1,0 +1,155 @@
+import { createHash } from 'node:crypto';
+import { kvBucketName, objectStoreName, TroupeError } from '@troupe/proto';
+import { type NatsConnection } from '@nats-io/transport-node';
+import { type KV, Kvm } from '@nats-io/kv';
+import { type ObjectInfo, type ObjectStore, Objm } from '@nats-io/obj';
+import { z } from 'zod';
+import { type PlannedTask } from './job-driver';
+import {
+  type JobRecord,
+  JobRecordSchema,
+  type TaskResultRecord,
+  TaskResultRecordSchema,
+} from './job-record';
+
+/** Options of {@link JobStore.open}. */
+export interface JobStoreOptions {
+  /** Replicas of the bucket and the object store. @default 1 */
+  replicas?: number;
+}
+
+/** Where a job's plan is kept in the object store. */
+export function planObjectName(jobId: string): string {
+  return `jobs/${jobId}/plan.json`;
+}
+
+/** Prefix of every artifact of a job in the object store. */
+export function jobArtifactPrefix(jobId: string): string {
+  return `jobs/${jobId}/`;
+}
+
+const PlanSchema = z.array(z.object({ id: z.string(), input: z.unknown() }));
+
+/**
+ * Persistence of jobs besides the job actor's own state: the KV bucket `troupe_<c>_jobs` (job
+ * records `job.<jobId>` for GetJob/ListJobs, idempotency keys `idem.<sha256>`, task results
+ * `result.<jobId>.<index>`) and the object store `troupe_<c>_artifacts` (plans and artifacts
+ * under `jobs/<jobId>/`).
+ */
+export class JobStore {
+  private constructor(
+    readonly kv: KV,
+    readonly objects: ObjectStore,
+  ) {}
+
+  /** Opens (creating if needed) the bucket and the object store of `cluster`. */
+  static async open(
+    nc: NatsConnection,
+    cluster: string,
+    options: JobStoreOptions = {},
+  ): Promise<JobStore> {
+    const replicas = options.replicas ?? 1;
+    const kv = await new Kvm(nc).create(kvBucketName(cluster, 'jobs'), { replicas, history: 1 });
+    const objm = new Objm(nc);
+    // Another component (the node agent's artifact store) may have created the store with its own
+    // options: open it as it is, create it only when missing.
+    const name = objectStoreName(cluster);
+    let objects: ObjectStore;
+    try {
+      objects = await objm.open(name);
+    } catch {
+      objects = await objm.create(name, { replicas });
+    }
+    return new JobStore(kv, objects);
+  }
+
+  /** Creates a job record; `ALREADY_EXISTS` when the id is taken. */
+  async createJob(record: JobRecord): Promise<void> {
+    try {
+      await this.kv.create(`job.${record.jobId}`, JSON.stringify(record));
+    } catch (err) {
+      throw new TroupeError('ALREADY_EXISTS', `job ${record.jobId} already exists`, { cause: err });
+    }
+  }
+
+  /** Writes a job record (last writer wins: only the job actor writes after creation). */
+  async putJob(record: JobRecord): Promise<void> {
+    await this.kv.put(`job.${record.jobId}`, JSON.stringify(record));
+  }
+
+  /** A job record, or undefined. */
+  async getJob(jobId: string): Promise<JobRecord | undefined> {
+    const e = await this.kv.get(`job.${jobId}`);
+    if (!e || e.operation !== 'PUT') return undefined;
+    const parsed = JobRecordSchema.safeParse(e.json());
+    return parsed.success ? parsed.data : undefined;
+  }
+
+  /** Every job record (unsorted). */
+  async listJobs(): Promise<JobRecord[]> {
+    const keys: string[] = [];
+    for await (const k of await this.kv.keys('job.*')) keys.push(k);
+    const records = await Promise.all(keys.map((k) => this.getJob(k.slice('job.'.length))));
+    return records.filter((r): r is JobRecord => r !== undefined);
+  }
+
+  /**
+   * Binds an idempotency key to `jobId` unless it is bound already; returns the job it is bound
+   * to (the given one when this call bound it).
+   */
+  async bindIdempotencyKey(key: string, jobId: string): Promise<string> {
+    const k = `idem.${createHash('sha256').update(key).digest('hex')}`;
+    try {
+      await this.kv.create(k, jobId);
+      return jobId;
+    } catch (err) {
+      const e = await this.kv.get(k);
+      if (e && e.operation === 'PUT') return e.string();
+      throw new TroupeError('UNAVAILABLE', 'cannot record the idempotency key', { cause: err });
+    }
+  }
+
+  /** Writes the full result of a task attempt. */
+  async putTaskResult(jobId: string, result: TaskResultRecord): Promise<void> {
+    await this.kv.put(`result.${jobId}.${result.index}`, JSON.stringify(result));
+  }
+
+  /** Every stored task result of a job, by plan index. */
+  async taskResults(jobId: string): Promise<Map<number, TaskResultRecord>> {
+    const keys: string[] = [];
+    for await (const k of await this.kv.keys(`result.${jobId}.*`)) keys.push(k);
+    const out = new Map<number, TaskResultRecord>();
+    await Promise.all(
+      keys.map(async (k) => {
+        const e = await this.kv.get(k);
+        if (!e || e.operation !== 'PUT') return;
+        const parsed = TaskResultRecordSchema.safeParse(e.json());
+        if (parsed.success) out.set(parsed.data.index, parsed.data);
+      }),
+    );
+    return out;
+  }
+
+  /** Stores a job's plan (object store: plans can be larger than a KV value). */
+  async putPlan(jobId: string, tasks: readonly PlannedTask[]): Promise<void> {
+    await this.objects.putBlob(
+      { name: planObjectName(jobId), description: 'job plan' },
+      new TextEncoder().encode(JSON.stringify(tasks)),
+    );
+  }
+
+  /** A job's plan, or undefined when none was stored. */
+  async getPlan(jobId: string): Promise<PlannedTask[] | undefined> {
+    const blob = await this.objects.getBlob(planObjectName(jobId));
+    if (!blob) return undefined;
+    return PlanSchema.parse(JSON.parse(new TextDecoder().decode(blob)));
+  }
+
+  /** Stores an artifact under `path`. */
+  async putArtifact(path: string, data: Uint8Array, contentType: string): Promise<ObjectInfo> {
+    return this.objects.putBlob(
+      { name: path, description: contentType, metadata: { 'content-type': contentType } },
+      data,
+    );
+  }
+}

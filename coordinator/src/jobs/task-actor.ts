@@ -1,0 +1,349 @@
+import { type ActorContext, defineActor, type UntypedActorRef } from '@troupe/actors';
+import {
+  cancelledError,
+  CancelReason,
+  errorCode,
+  eventsSubject,
+  fromAbortSignal,
+  invalidArgument,
+  isBudgetExhausted,
+  timeoutError,
+} from '@troupe/proto';
+import { z } from 'zod';
+import {
+  type AnyJobDriver,
+  isInfrastructureFailure,
+  type TaskArtifacts,
+  type TaskContext,
+  type TaskGrade,
+} from './job-driver';
+import { EVENT_TYPE_HEADER } from './job-event';
+import { type TaskResultRecord } from './job-record';
+import {
+  attemptResourceId,
+  JOB_ACTOR_KIND,
+  type JobRuntime,
+  type JobRuntimeHolder,
+  TASK_ACTOR_KIND,
+} from './job-runtime';
+import { type JobSpec } from './job-spec';
+import { type TaskOutcome } from './job-state';
+import { jobArtifactPrefix } from './job-store';
+
+/** Messages of the task actor. */
+export const TaskActorMessages = {
+  /** Run one attempt of a task (posted by the job actor, dedupe id `run-<job>-<index>-<attempt>`). */
+  run: z.object({
+    jobId: z.string(),
+    index: z.number().int().nonnegative(),
+    taskId: z.string(),
+    attempt: z.number().int().positive(),
+    input: z.unknown(),
+  }),
+  /** Liveness probe (the job actor's watchdog ping activates a task actor whose wake was lost). */
+  ping: z.object({}),
+};
+
+/** State of a task actor: how often the current attempt began executing (replays count). */
+export const TaskActorStateSchema = z.object({
+  attempt: z.number().int().nonnegative(),
+  executions: z.number().int().nonnegative(),
+});
+type TaskActorState = z.output<typeof TaskActorStateSchema>;
+
+/** Options of {@link createTaskActor}. */
+export interface TaskActorOptions {
+  /** Passivate after this long without messages. @default 10000 */
+  idleTimeoutMs?: number;
+  /** Time allowed to `cleanup` an attempt. @default 60000 */
+  cleanupTimeoutMs?: number;
+}
+
+const ARTIFACT_NAME = /^[A-Za-z0-9._-][A-Za-z0-9._/-]{0,199}$/;
+
+/**
+ * The task actor (kind `job-task`, one per task of a job): runs one attempt per `run` message, in
+ * its turn — `runTask`, `grade`, `cleanup` of the job's driver — under the task's timeout and the
+ * job's cancellation (it watches the job's event subject for JOB_CANCEL_REQUESTED), writes the
+ * full result to the jobs bucket and posts the outcome to the job actor. Task actors are placed
+ * like any actor (hint `jobId`), so tasks spread over the hosts that host this kind. A turn
+ * interrupted by a crash or shutdown is not committed: the next activation runs the attempt again
+ * from scratch (and reports it, `executions` > 1).
+ */
+export function createTaskActor(holder: JobRuntimeHolder, options: TaskActorOptions = {}) {
+  return defineActor({
+    kind: TASK_ACTOR_KIND,
+    state: TaskActorStateSchema,
+    initialState: () => ({ attempt: 0, executions: 0 }),
+    messages: TaskActorMessages,
+    idleTimeoutMs: options.idleTimeoutMs ?? 10_000,
+    maxAttempts: 5,
+    handlers: {
+      run: async (ctx, msg, state) => {
+        const rt = holder.get();
+        const next: TaskActorState = {
+          attempt: msg.attempt,
+          executions: state.attempt === msg.attempt ? state.executions + 1 : 1,
+        };
+        // Recorded before any work, so a replay after a crash knows it is one.
+        await ctx.checkpoint(next);
+        const job = ctx.refs.refOf({ kind: JOB_ACTOR_KIND, id: msg.jobId });
+        const outcome = await runAttempt(ctx, rt, holder, job, msg, next.executions, options);
+        await job.post('outcome', outcome, {
+          dedupeId: `outcome-${msg.jobId}-${msg.index}-${msg.attempt}`,
+        });
+        return { state: next };
+      },
+      ping: () => ({ reply: {} }),
+    },
+  });
+}
+
+/** The task actor definition type. */
+export type TaskActorDefinition = ReturnType<typeof createTaskActor>;
+
+type RunMessage = z.output<(typeof TaskActorMessages)['run']>;
+
+async function runAttempt(
+  ctx: ActorContext<TaskActorState>,
+  rt: JobRuntime,
+  holder: JobRuntimeHolder,
+  job: UntypedActorRef,
+  msg: RunMessage,
+  executions: number,
+  options: TaskActorOptions,
+): Promise<TaskOutcome> {
+  const started = Date.now();
+  const base = {
+    index: msg.index,
+    attempt: msg.attempt,
+    hostId: rt.hostId,
+    executions,
+  };
+  const outcome = (o: Partial<TaskOutcome> & Pick<TaskOutcome, 'status'>): TaskOutcome => ({
+    infrastructure: false,
+    budgetExhausted: false,
+    costUsd: 0,
+    promptTokens: 0,
+    completionTokens: 0,
+    durationMs: Date.now() - started,
+    ...base,
+    ...o,
+  });
+
+  let spec: JobSpec;
+  let driver: AnyJobDriver;
+  try {
+    spec = await holder.spec(msg.jobId);
+    driver = rt.drivers.get(spec.kind);
+  } catch (err) {
+    if (ctx.signal.aborted) throw fromAbortSignal(ctx.signal);
+    return outcome({
+      status: 'ERRORED',
+      infrastructure: isInfrastructureFailure(err),
+      error: messageOf(err),
+    });
+  }
+
+  // Cancellation: the job actor records JOB_CANCEL_REQUESTED on the job's event subject; a core
+  // subscription sees it as it is stored. Subscribe first, then check the record, so a cancel
+  // that came before the subscription is not missed.
+  const cancel = new AbortController();
+  const sub = rt.nc.subscribe(eventsSubject(rt.cluster, msg.jobId), {
+    callback: (err, m) => {
+      if (!err && m.headers?.get(EVENT_TYPE_HEADER) === 'JOB_CANCEL_REQUESTED') {
+        cancel.abort(cancelledError(CancelReason.USER));
+      }
+    },
+  });
+  const timeout = new AbortController();
+  const timeoutMs = spec.taskTimeoutMs;
+  const onTimeout = timeoutError(`task ${msg.taskId} attempt ${msg.attempt}`, timeoutMs);
+  const timer = setTimeout(() => timeout.abort(onTimeout), timeoutMs);
+  const artifacts: string[] = [];
+  const work = AbortSignal.any([ctx.signal, cancel.signal, timeout.signal]);
+  const tctx = taskContext(
+    ctx,
+    rt,
+    job,
+    msg,
+    executions,
+    spec,
+    work,
+    started + timeoutMs,
+    artifacts,
+  );
+  let grade: TaskGrade | undefined;
+  let result: TaskOutcome;
+  try {
+    const record = await rt.store.getJob(msg.jobId);
+    if (record?.cancelRequested || record?.state === 'CANCELLED') {
+      cancel.abort(cancelledError(CancelReason.USER));
+    } else {
+      await job.post(
+        'started',
+        { index: msg.index, attempt: msg.attempt, hostId: rt.hostId, executions },
+        { dedupeId: `started-${msg.jobId}-${msg.index}-${msg.attempt}-${executions}` },
+      );
+    }
+    let run: unknown;
+    let runError: unknown;
+    if (!cancel.signal.aborted) {
+      try {
+        run = await driver.runTask(tctx, msg.input);
+      } catch (err) {
+        runError = err;
+      }
+    }
+    clearTimeout(timer);
+    if (ctx.signal.aborted) throw fromAbortSignal(ctx.signal); // replayed by the next activation
+    const timedOut = timeout.signal.aborted && !cancel.signal.aborted;
+    if (cancel.signal.aborted) {
+      result = outcome({ status: 'CANCELLED', error: 'cancelled: user' });
+    } else if (runError !== undefined && !timedOut) {
+      result = outcome({
+        status: 'ERRORED',
+        infrastructure: isInfrastructureFailure(runError),
+        budgetExhausted: isBudgetExhausted(runError),
+        error: messageOf(runError),
+      });
+    } else {
+      // Grade what exists, with a fresh deadline when the attempt timed out.
+      const gradeSignal = AbortSignal.any([
+        ctx.signal,
+        cancel.signal,
+        timedOut ? AbortSignal.timeout(rt.gradeTimeoutMs) : work,
+      ]);
+      const gctx = timedOut
+        ? taskContext(
+            ctx,
+            rt,
+            job,
+            msg,
+            executions,
+            spec,
+            gradeSignal,
+            Date.now() + rt.gradeTimeoutMs,
+            artifacts,
+          )
+        : tctx;
+      try {
+        grade = await driver.grade(gctx, msg.input, runError === undefined ? run : undefined);
+        const score = grade.score ?? (grade.passed ? 1 : 0);
+        result = outcome({
+          status: timedOut ? 'TIMED_OUT' : grade.passed ? 'PASSED' : 'FAILED',
+          score,
+          costUsd: grade.costUsd ?? 0,
+          promptTokens: grade.promptTokens ?? 0,
+          completionTokens: grade.completionTokens ?? 0,
+          stopReason: grade.stopReason ?? (timedOut ? 'timeout' : 'finished'),
+          ...(timedOut ? { error: onTimeout.message } : {}),
+        });
+      } catch (err) {
+        if (ctx.signal.aborted) throw fromAbortSignal(ctx.signal);
+        result = cancel.signal.aborted
+          ? outcome({ status: 'CANCELLED', error: 'cancelled: user' })
+          : outcome({
+              status: 'ERRORED',
+              infrastructure: isInfrastructureFailure(err),
+              budgetExhausted: isBudgetExhausted(err),
+              error: `grading failed: ${messageOf(err)}`,
+            });
+      }
+    }
+  } finally {
+    clearTimeout(timer);
+    sub.unsubscribe();
+    if (driver.cleanup) {
+      // A fresh signal: the work's is aborted when we got here by cancellation or timeout.
+      const cleanupSignal = AbortSignal.timeout(options.cleanupTimeoutMs ?? 60_000);
+      const cctx = taskContext(
+        ctx,
+        rt,
+        job,
+        msg,
+        executions,
+        spec,
+        cleanupSignal,
+        Date.now(),
+        artifacts,
+      );
+      await driver.cleanup(cctx, msg.input).catch((err: unknown) => {
+        ctx.log.warn({ err, jobId: msg.jobId, taskId: msg.taskId }, 'task cleanup failed');
+      });
+    }
+  }
+  const record: TaskResultRecord = {
+    taskId: msg.taskId,
+    index: msg.index,
+    attempt: msg.attempt,
+    status: result.status,
+    ...(result.score !== undefined ? { score: result.score } : {}),
+    costUsd: result.costUsd,
+    tokens: result.promptTokens + result.completionTokens,
+    durationMs: result.durationMs,
+    stopReason: result.stopReason ?? '',
+    error: result.error ?? '',
+    artifacts,
+    ...(grade?.details ? { details: grade.details } : {}),
+  };
+  await rt.store.putTaskResult(msg.jobId, record);
+  return result;
+}
+
+function taskContext(
+  ctx: ActorContext<TaskActorState>,
+  rt: JobRuntime,
+  job: UntypedActorRef,
+  msg: RunMessage,
+  execution: number,
+  spec: JobSpec,
+  signal: AbortSignal,
+  deadlineUnixMs: number,
+  artifacts: string[],
+): TaskContext {
+  const prefix = `${jobArtifactPrefix(msg.jobId)}tasks/${msg.taskId}/`;
+  const pathOf = (name: string): string => {
+    if (!ARTIFACT_NAME.test(name) || name.split('/').includes('..')) {
+      throw invalidArgument('artifact name', 'must match [A-Za-z0-9._/-]{1,200} without ..', name);
+    }
+    return `${prefix}${name}`;
+  };
+  const store: TaskArtifacts = {
+    pathOf,
+    put: async (name, data, opts = {}) => {
+      const path = pathOf(name);
+      const bytes = typeof data === 'string' ? new TextEncoder().encode(data) : data;
+      await rt.store.putArtifact(path, bytes, opts.contentType ?? 'application/octet-stream');
+      if (!artifacts.includes(path)) artifacts.push(path);
+      return path;
+    },
+  };
+  return {
+    jobId: msg.jobId,
+    taskId: msg.taskId,
+    index: msg.index,
+    attempt: msg.attempt,
+    spec,
+    signal,
+    deadlineUnixMs,
+    refs: ctx.refs,
+    log: ctx.log.child({ jobId: msg.jobId, taskId: msg.taskId, attempt: msg.attempt }),
+    hostId: rt.hostId,
+    execution,
+    resourceId: attemptResourceId(msg.jobId, msg.index, msg.attempt, execution),
+    staleResourceIds: Array.from({ length: execution - 1 }, (_, i) =>
+      attemptResourceId(msg.jobId, msg.index, msg.attempt, i + 1),
+    ),
+    ...(spec.budget ? { budgetScope: `job:${msg.jobId}` } : {}),
+    artifacts: store,
+    progress: (p) => {
+      job.tell('progress', { index: msg.index, attempt: msg.attempt, ...p });
+    },
+  };
+}
+
+function messageOf(err: unknown): string {
+  const text = err instanceof Error ? err.message : String(err);
+  return `${errorCode(err)}: ${text}`;
+}

@@ -1,0 +1,284 @@
+import {
+  Coordinator,
+  DriverRegistry,
+  type JobDriver,
+  type JobEventRecord,
+  type JobManager,
+  type JobSpec,
+} from '@troupe/coordinator';
+import { invalidArgument, TroupeError } from '@troupe/proto';
+import {
+  randomClusterName,
+  startNatsServer,
+  waitFor,
+  type NatsServerHandle,
+} from '@troupe/testkit';
+
+// The job machinery end to end in one process, with a driver whose tasks behave as told: pass,
+// fail, fail on infrastructure N times, or hang until aborted.
+
+interface ScriptTask {
+  id: string;
+  do: 'pass' | 'fail' | 'hang' | 'costly' | `flaky:${number}`;
+}
+
+const calls = { run: new Map<string, number>(), cleanup: new Map<string, number>() };
+const budgetScopes: (string | undefined)[] = [];
+const bump = (m: Map<string, number>, k: string) => m.set(k, (m.get(k) ?? 0) + 1);
+
+const scripted: JobDriver<ScriptTask, { ok: boolean; partial?: boolean }> = {
+  name: 'scripted',
+  description: 'tasks that pass, fail, hang or fail on infrastructure, as scripted',
+  validate(spec: JobSpec) {
+    if (!Array.isArray(spec.tasks)) throw invalidArgument('spec.tasks', 'must be a list');
+  },
+  plan: (spec) => (spec.tasks as ScriptTask[]).map((t) => ({ id: t.id, input: t })),
+  async runTask(ctx, task) {
+    const key = `${ctx.jobId}/${task.id}`;
+    bump(calls.run, key);
+    if (task.do.startsWith('flaky:')) {
+      const failures = Number(task.do.slice('flaky:'.length));
+      if (ctx.attempt <= failures) throw new TroupeError('UNAVAILABLE', `flake ${ctx.attempt}`);
+      return { ok: true };
+    }
+    if (task.do === 'hang') {
+      await new Promise<void>((resolve) => {
+        if (ctx.signal.aborted) resolve();
+        ctx.signal.addEventListener('abort', () => resolve(), { once: true });
+      });
+      return { ok: false, partial: true };
+    }
+    ctx.progress({ message: `running ${task.id}` });
+    if (task.do === 'costly') budgetScopes.push(ctx.budgetScope);
+    return { ok: task.do === 'pass' || task.do === 'costly' };
+  },
+  async grade(_ctx, task, run) {
+    return {
+      passed: run?.ok === true,
+      details: { partial: run?.partial === true },
+      ...(task.do === 'costly' ? { costUsd: 0.6, promptTokens: 100, completionTokens: 20 } : {}),
+    };
+  },
+  async cleanup(ctx, task) {
+    bump(calls.cleanup, `${ctx.jobId}/${task.id}`);
+  },
+  collect: (_spec, tasks) => ({ graded: tasks.filter((t) => t.score !== undefined).length }),
+};
+
+let server: NatsServerHandle;
+let coordinator: Coordinator;
+let jobs: JobManager;
+
+beforeAll(async () => {
+  server = await startNatsServer();
+  coordinator = await Coordinator.start(
+    {
+      cluster: randomClusterName(),
+      nats: { servers: server.url },
+      heartbeatMs: 200,
+      metrics: { port: null },
+      shutdownGraceMs: 500,
+    },
+    { drivers: new DriverRegistry().register(scripted), jobs: { cancelGraceMs: 5_000 } },
+  );
+  jobs = coordinator.jobs!;
+});
+afterAll(async () => {
+  await coordinator?.stop();
+  await server?.stop();
+});
+
+async function collect(jobId: string, fromSequence = 1): Promise<JobEventRecord[]> {
+  const out: JobEventRecord[] = [];
+  const signal = AbortSignal.timeout(60_000);
+  for await (const e of await jobs.watch(jobId, { fromSequence, signal })) out.push(e);
+  return out;
+}
+
+test('runs a job under its concurrency: retries infrastructure failures, never graded ones', async () => {
+  const record = await jobs.submit({
+    spec: {
+      kind: 'scripted',
+      concurrency: 2,
+      retries: { max: 2, backoffMs: 50, maxBackoffMs: 100 },
+      tasks: [
+        { id: 'a', do: 'pass' },
+        { id: 'b', do: 'fail' },
+        { id: 'c', do: 'flaky:2' },
+        { id: 'd', do: 'pass' },
+      ],
+    },
+  });
+  expect(record.state).toBe('QUEUED');
+  const events = await collect(record.jobId);
+  // One log, numbered 1..n without gaps, ending with JOB_FINISHED.
+  expect(events.map((e) => e.sequence)).toEqual(events.map((_, i) => i + 1));
+  expect(events[0]?.type).toBe('JOB_QUEUED');
+  const last = events[events.length - 1]!;
+  expect(last.type).toBe('JOB_FINISHED');
+  expect(last.payload).toMatchObject({ state: 'SUCCEEDED' });
+  // Never more than two tasks running at once.
+  let running = 0;
+  let peak = 0;
+  for (const e of events) {
+    if (e.type === 'TASK_QUEUED') peak = Math.max(peak, ++running);
+    if (e.type === 'TASK_GRADED' || e.type === 'TASK_RETRY' || e.type === 'TASK_FINISHED')
+      running--;
+  }
+  expect(peak).toBe(2);
+  expect(events.filter((e) => e.type === 'TASK_RETRY').map((e) => e.taskId)).toEqual(['c', 'c']);
+  expect(calls.run.get(`${record.jobId}/b`)).toBe(1); // the graded failure ran once
+  expect(calls.run.get(`${record.jobId}/c`)).toBe(3);
+  expect(calls.cleanup.get(`${record.jobId}/c`)).toBe(3); // cleanup after every attempt
+  expect(events.some((e) => e.type === 'LOG' && e.message === 'running a')).toBe(true);
+
+  const results = await jobs.results(record.jobId);
+  expect(results.state).toBe('SUCCEEDED');
+  expect(results.tasks.map((t) => [t.taskId, t.status, t.attempts])).toEqual([
+    ['a', 'TASK_PASSED', 1],
+    ['b', 'TASK_FAILED', 1],
+    ['c', 'TASK_PASSED', 3],
+    ['d', 'TASK_PASSED', 1],
+  ]);
+  expect(results.aggregate).toMatchObject({ total: 4, passed: 3, failed: 1, pending: 0 });
+  expect(results.aggregate.passRate).toBeCloseTo(0.75);
+  expect(results.aggregate.extra).toEqual({ graded: 4 });
+  const job = await jobs.get(record.jobId);
+  expect(job.state).toBe('SUCCEEDED');
+  expect(job.progress).toMatchObject({ total: 4, done: 4, passed: 3, failed: 1, running: 0 });
+
+  // A late watcher from the middle gets exactly the rest.
+  const tail = await collect(record.jobId, 5);
+  expect(tail).toEqual(events.slice(4));
+});
+
+test('a task that hits its timeout is stopped and what exists is graded', async () => {
+  const record = await jobs.submit({
+    spec: { kind: 'scripted', taskTimeoutMs: 300, tasks: [{ id: 'slow', do: 'hang' }] },
+  });
+  const events = await collect(record.jobId);
+  const graded = events.find((e) => e.type === 'TASK_GRADED');
+  expect(graded?.payload).toMatchObject({ status: 'TIMED_OUT', score: 0 });
+  const results = await jobs.results(record.jobId);
+  expect(results.tasks[0]).toMatchObject({ status: 'TASK_TIMED_OUT', stopReason: 'timeout' });
+  expect(results.tasks[0]?.details).toEqual({ partial: true });
+  expect(results.state).toBe('SUCCEEDED');
+});
+
+test('cancel stops running tasks, runs their cleanup, and ends the job CANCELLED', async () => {
+  const record = await jobs.submit({
+    spec: {
+      kind: 'scripted',
+      concurrency: 2,
+      tasks: [
+        { id: 'h1', do: 'hang' },
+        { id: 'h2', do: 'hang' },
+        { id: 'h3', do: 'hang' },
+      ],
+    },
+  });
+  await waitFor(async () => (await jobs.get(record.jobId)).progress.running === 2, {
+    timeoutMs: 20_000,
+  });
+  await waitFor(() => calls.run.get(`${record.jobId}/h2`) === 1, { timeoutMs: 20_000 });
+  const cancelled = await jobs.cancel(record.jobId, 'user');
+  expect(cancelled.cancelRequested).toBe(true);
+  const events = await collect(record.jobId);
+  expect(events.at(-1)?.payload).toMatchObject({ state: 'CANCELLED', reason: 'user' });
+  const results = await jobs.results(record.jobId);
+  expect(results.tasks.map((t) => t.status)).toEqual([
+    'TASK_CANCELLED',
+    'TASK_CANCELLED',
+    'TASK_CANCELLED',
+  ]);
+  expect(calls.run.get(`${record.jobId}/h3`)).toBeUndefined();
+  expect(calls.cleanup.get(`${record.jobId}/h1`)).toBe(1);
+  expect(calls.cleanup.get(`${record.jobId}/h2`)).toBe(1);
+});
+
+test('invalid specs are refused naming the field; an idempotency key returns the first job', async () => {
+  await expect(jobs.submit({ spec: 'kind: nope\ntasks: []' })).rejects.toMatchObject({
+    code: 'INVALID_ARGUMENT',
+    message: expect.stringContaining('unknown job kind (known: scripted)'),
+  });
+  const spec = { kind: 'scripted', tasks: [{ id: 'x', do: 'pass' }] };
+  const a = await jobs.submit({ spec, idempotencyKey: 'k-1' });
+  const b = await jobs.submit({ spec, idempotencyKey: 'k-1' });
+  expect(b.jobId).toBe(a.jobId);
+  await collect(a.jobId);
+  const listed = await jobs.list({ states: ['SUCCEEDED'] });
+  expect(listed.jobs.map((j) => j.jobId)).toContain(a.jobId);
+  const page = await jobs.list({ pageSize: 1 });
+  expect(page.jobs).toHaveLength(1);
+  const next = await jobs.list({ pageSize: 1, pageToken: page.nextPageToken });
+  expect(next.jobs[0]?.jobId).not.toBe(page.jobs[0]?.jobId);
+});
+
+test('resubmitting a failed job with resumeJobId re-runs only its errored tasks', async () => {
+  const spec = {
+    kind: 'scripted',
+    retries: { max: 0 },
+    tasks: [
+      { id: 'fine', do: 'pass' },
+      { id: 'flake', do: 'flaky:1' },
+    ],
+  };
+  const first = await jobs.submit({ spec });
+  const events = await collect(first.jobId);
+  expect(events.at(-1)?.payload).toMatchObject({ state: 'FAILED' });
+  expect((await jobs.get(first.jobId)).reason).toMatch(/^1 of 2 tasks errored/);
+
+  const resumed = await jobs.submit({ spec, resumeJobId: first.jobId });
+  expect(resumed.jobId).toBe(first.jobId);
+  await waitFor(async () => (await jobs.get(first.jobId)).state === 'SUCCEEDED', {
+    timeoutMs: 20_000,
+  });
+  const all = await collect(first.jobId);
+  expect(all.filter((e) => e.type === 'JOB_RESUMED')).toHaveLength(1);
+  expect(all.filter((e) => e.type === 'JOB_FINISHED').map((e) => e.payload?.['state'])).toEqual([
+    'FAILED',
+    'SUCCEEDED',
+  ]);
+  expect(calls.run.get(`${first.jobId}/fine`)).toBe(1);
+  expect(calls.run.get(`${first.jobId}/flake`)).toBe(2);
+  const results = await jobs.results(first.jobId);
+  expect(results.tasks.map((t) => [t.taskId, t.status, t.attempts])).toEqual([
+    ['fine', 'TASK_PASSED', 1],
+    ['flake', 'TASK_PASSED', 2],
+  ]);
+});
+
+test('a job budget: the scope is opened for the tasks, and a spent budget fails the job', async () => {
+  const record = await jobs.submit({
+    spec: {
+      kind: 'scripted',
+      concurrency: 1,
+      budget: { usd: 1 },
+      tasks: [
+        { id: 'c1', do: 'costly' },
+        { id: 'c2', do: 'costly' },
+        { id: 'c3', do: 'costly' },
+      ],
+    },
+  });
+  const events = await collect(record.jobId);
+  expect(budgetScopes.slice(-2)).toEqual([`job:${record.jobId}`, `job:${record.jobId}`]);
+  const budget = events.filter((e) => e.type === 'BUDGET').map((e) => e.payload?.['spentUsd']);
+  expect(budget).toEqual([0.6, 1.2]);
+  expect(events.at(-1)?.payload).toMatchObject({
+    state: 'FAILED',
+    reason: expect.stringMatching(/^budget exhausted: spent \$1\.2000 of \$1/),
+  });
+  const results = await jobs.results(record.jobId);
+  expect(results.tasks.map((t) => t.status)).toEqual([
+    'TASK_PASSED',
+    'TASK_PASSED',
+    'TASK_ERRORED',
+  ]);
+  expect(results.aggregate).toMatchObject({
+    costUsd: 1.2,
+    promptTokens: 200,
+    completionTokens: 40,
+  });
+  expect(calls.run.get(`${record.jobId}/c3`)).toBeUndefined();
+});

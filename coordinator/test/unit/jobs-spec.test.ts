@@ -1,0 +1,97 @@
+import {
+  DriverRegistry,
+  type JobDriver,
+  type JobSpec,
+  parseJobSpec,
+  parseSpecText,
+} from '@troupe/coordinator';
+import { invalidArgument, type TroupeError } from '@troupe/proto';
+
+const echo: JobDriver = {
+  name: 'echo',
+  description: 'test driver',
+  validate(spec: JobSpec) {
+    if (!Array.isArray(spec.tasks)) throw invalidArgument('spec.tasks', 'must be a list');
+  },
+  plan: () => [],
+  runTask: async () => ({}),
+  grade: async () => ({ passed: true }),
+};
+
+function errorOf(fn: () => unknown): TroupeError {
+  try {
+    fn();
+  } catch (err) {
+    return err as TroupeError;
+  }
+  throw new Error('expected an error');
+}
+
+describe('job spec', () => {
+  it('fills defaults', () => {
+    const spec = parseJobSpec({ kind: 'echo', tasks: [] });
+    expect(spec).toMatchObject({
+      concurrency: 4,
+      priority: 0,
+      weight: 1,
+      taskTimeoutMs: 600_000,
+      retries: { max: 2, backoffMs: 1_000, maxBackoffMs: 60_000 },
+      labels: {},
+      config: {},
+    });
+  });
+
+  it.each([
+    [{ kind: 'echo', tasks: [], concurrency: 0 }, 'spec.concurrency: must be >= 1'],
+    [{ kind: 'echo', tasks: [], retries: { max: 11 } }, 'spec.retries.max: must be <= 10'],
+    [{ kind: 'echo', tasks: [], budget: { usd: -1 } }, 'spec.budget.usd: must be >= 0'],
+    [{ kind: 'echo', tasks: [], labels: { team: 3 } }, 'spec.labels.team: label values'],
+    [{ kind: 'Echo!', tasks: [] }, 'spec.kind: must match'],
+    [{ kind: 'echo' }, 'spec.tasks: is required'],
+    [{ kind: 'echo', tasks: [], concurency: 2 }, 'concurency'],
+    [
+      { kind: 'echo', tasks: [], retries: { backoffMs: 500, maxBackoffMs: 100 } },
+      'spec.retries.maxBackoffMs: must be >= retries.backoffMs',
+    ],
+  ])('names the field and the rule: %j', (raw, expected) => {
+    const err = errorOf(() => parseJobSpec(raw));
+    expect(err.code).toBe('INVALID_ARGUMENT');
+    expect(err.message).toContain(expected);
+  });
+
+  it('reports YAML syntax errors with their line', () => {
+    const err = errorOf(() => parseSpecText('kind: echo\ntasks: [1, 2\nconcurrency: 2\n'));
+    expect(err.code).toBe('INVALID_ARGUMENT');
+    expect(err.message).toMatch(/^`spec`: is not valid YAML: .* at line \d+, column \d+/);
+  });
+
+  it('parses JSON with the JSON format, and refuses a scalar document', () => {
+    expect(parseSpecText('{"kind":"echo","tasks":[]}', 'json')).toEqual({
+      kind: 'echo',
+      tasks: [],
+    });
+    expect(errorOf(() => parseSpecText('{"kind":', 'json')).message).toMatch(/not valid JSON/);
+    expect(errorOf(() => parseJobSpec(parseSpecText('42'))).message).toMatch(/must be a mapping/);
+  });
+});
+
+describe('driver registry', () => {
+  const registry = new DriverRegistry().register(echo);
+
+  it('validates the common fields, then the driver fields', () => {
+    expect(registry.validate({ kind: 'echo', tasks: [] }).kind).toBe('echo');
+    const err = errorOf(() => registry.validate({ kind: 'echo', tasks: 'x' }));
+    expect(err.message).toBe('`spec.tasks`: must be a list');
+  });
+
+  it('refuses an unknown kind, listing the known ones', () => {
+    const err = errorOf(() => registry.validate({ kind: 'nope', tasks: [] }));
+    expect(err.code).toBe('INVALID_ARGUMENT');
+    expect(err.message).toContain('`spec.kind`: unknown job kind (known: echo)');
+    expect(err.details).toMatchObject({ field: 'spec.kind', knownKinds: ['echo'] });
+  });
+
+  it('refuses two drivers with one name', () => {
+    expect(() => new DriverRegistry().register(echo).register(echo)).toThrow(/already/);
+  });
+});

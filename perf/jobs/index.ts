@@ -1,0 +1,185 @@
+/**
+ * perf/jobs: what running a batch through Troupe's job layer costs on top of Docker itself.
+ *
+ * A `shell-tasks` job of N trivial tasks (`true`, default 200) on one node agent, submitted and
+ * watched through the SDK over gRPC, against a plain script that runs the same N containers
+ * through dockerode with the same concurrency (create → start → wait → remove, same image and
+ * the sandbox policy's limits), measured in the same run (baseline, job, baseline again; the
+ * baseline is their mean):
+ *
+ * - `job_vs_script_ratio`: job wall time (submit → JOB_FINISHED) / script wall time (target ≤ 1.2)
+ * - `overhead_per_task_ms`: the scheduler's own cost per task on its slot's critical path — the
+ *   wall time of a job of N tasks of a `noop` driver (no sandbox, nothing to do) × concurrency / N:
+ *   dispatch post, task actor activation and turn, started/outcome posts, result record, events
+ * - also printed: `(job wall − script wall) × concurrency / N`, the difference per task against
+ *   the script (negative when Troupe's sandbox path is faster than the plain script's)
+ *
+ * Options: `--tasks N` (200), `--concurrency C` (4), `--samples S` (1 job run per sample).
+ */
+import { registerBuiltinDrivers } from '@troupe/benchmarks';
+import { TroupeClient } from '@troupe/client';
+import { Coordinator, DriverRegistry, type JobDriver } from '@troupe/coordinator';
+import { ImageManager, NodeAgent } from '@troupe/node-agent';
+import { ensureDocker, randomClusterName, startNatsServer } from '@troupe/testkit';
+import type Docker from 'dockerode';
+import { median, nowUs, printResult, printTable } from '../lib/report';
+
+function arg(name: string): string | undefined {
+  const i = process.argv.indexOf(name);
+  return i >= 0 ? process.argv[i + 1] : undefined;
+}
+
+const TASKS = Number(arg('--tasks') ?? 200);
+const CONCURRENCY = Number(arg('--concurrency') ?? 4);
+const SAMPLES = Number(arg('--samples') ?? 1);
+
+/** Runs `count` containers of `image` running `true`, `concurrency` at a time. */
+async function scriptRun(docker: Docker, image: string, label: string): Promise<number> {
+  let next = 0;
+  const t0 = nowUs();
+  const worker = async () => {
+    while (next < TASKS) {
+      next++;
+      const c = await docker.createContainer({
+        Image: image,
+        Cmd: ['true'],
+        User: '1000:1000',
+        Labels: { 'troupe.perf': label },
+        HostConfig: {
+          NetworkMode: 'none',
+          Memory: 256 * 1024 * 1024,
+          NanoCpus: 1e9,
+          PidsLimit: 256,
+          ReadonlyRootfs: true,
+          CapDrop: ['ALL'],
+          SecurityOpt: ['no-new-privileges'],
+          Tmpfs: { '/tmp': 'rw,size=64m' },
+        },
+      });
+      await c.start();
+      const r = (await c.wait()) as { StatusCode: number };
+      if (r.StatusCode !== 0) throw new Error(`container exited ${r.StatusCode}`);
+      await c.remove({ force: true, v: true });
+    }
+  };
+  await Promise.all(Array.from({ length: CONCURRENCY }, worker));
+  return (nowUs() - t0) / 1000;
+}
+
+/** A driver whose tasks do nothing: what remains is the scheduler's own cost. */
+const noop: JobDriver = {
+  name: 'noop',
+  description: 'tasks that do nothing (perf)',
+  validate: () => undefined,
+  plan: (spec) =>
+    Array.from({ length: Number(spec.tasks) }, (_, i) => ({ id: `n${i}`, input: {} })),
+  runTask: async () => ({}),
+  grade: async () => ({ passed: true }),
+};
+
+async function jobRun(
+  client: TroupeClient,
+  kind: 'shell-tasks' | 'noop',
+): Promise<{ wallMs: number; passed: number }> {
+  const t0 = nowUs();
+  const job = await client.submitJob({
+    name: 'perf-jobs',
+    kind,
+    concurrency: CONCURRENCY,
+    retries: { max: 0 },
+    tasks: kind === 'noop' ? TASKS : { count: TASKS, command: 'true' },
+  });
+  let finished = false;
+  for await (const e of client.watch(job.jobId)) {
+    if (e.type === 'JOB_FINISHED') finished = true;
+  }
+  const wallMs = (nowUs() - t0) / 1000;
+  if (!finished) throw new Error('the job did not finish');
+  const results = await client.getResults(job.jobId);
+  return { wallMs, passed: results.aggregate?.passed ?? 0 };
+}
+
+async function main(): Promise<void> {
+  const docker = await ensureDocker();
+  const { ref: image } = await new ImageManager({ docker }).ensure('busybox');
+  const server = await startNatsServer();
+  const cluster = randomClusterName();
+  const token = 'perf-token-0123456789abcdef';
+  const coordinator = await Coordinator.start(
+    {
+      cluster,
+      nats: { servers: server.url },
+      metrics: { port: null },
+      shutdownGraceMs: 1_000,
+      grpc: { host: '127.0.0.1', port: 0, token },
+    },
+    { drivers: registerBuiltinDrivers(new DriverRegistry()).register(noop) },
+  );
+  const agent = await NodeAgent.start({
+    cluster,
+    hostId: 'perf-agent',
+    nats: { servers: server.url },
+    shutdownGraceMs: 2_000,
+    slots: { sandbox: CONCURRENCY },
+  });
+  const client = new TroupeClient({ address: `127.0.0.1:${coordinator.grpcPort}`, token });
+  try {
+    // Warm-up: image cache, actor kinds, JIT.
+    await scriptRun(docker, image, cluster);
+    const warm = await client.submitJob({
+      kind: 'shell-tasks',
+      concurrency: CONCURRENCY,
+      tasks: { count: CONCURRENCY * 2, command: 'true' },
+    });
+    for await (const _ of client.watch(warm.jobId)) void _;
+    await jobRun(client, 'noop');
+
+    const jobs: number[] = [];
+    const scripts: number[] = [];
+    const noops: number[] = [];
+    for (let s = 0; s < SAMPLES; s++) {
+      const free = await jobRun(client, 'noop');
+      if (free.passed !== TASKS) throw new Error(`only ${free.passed}/${TASKS} noop tasks passed`);
+      noops.push(free.wallMs);
+      const before = await scriptRun(docker, image, cluster);
+      const run = await jobRun(client, 'shell-tasks');
+      if (run.passed !== TASKS) throw new Error(`only ${run.passed}/${TASKS} tasks passed`);
+      const after = await scriptRun(docker, image, cluster);
+      jobs.push(run.wallMs);
+      scripts.push((before + after) / 2);
+      printTable(`sample ${s + 1}`, {
+        noop_job_ms: free.wallMs,
+        script_before_ms: before,
+        job_ms: run.wallMs,
+        script_after_ms: after,
+      });
+    }
+    const jobMs = median(jobs);
+    const scriptMs = median(scripts);
+    const noopMs = median(noops);
+    printTable('perf/jobs', {
+      tasks: TASKS,
+      concurrency: CONCURRENCY,
+      job_wall_ms: jobMs,
+      script_wall_ms: scriptMs,
+      job_per_task_ms: jobMs / TASKS,
+      script_per_task_ms: scriptMs / TASKS,
+      noop_job_wall_ms: noopMs,
+      difference_vs_script_per_task_ms: ((jobMs - scriptMs) * CONCURRENCY) / TASKS,
+    });
+    printResult('jobs', {
+      job_vs_script_ratio: jobMs / scriptMs,
+      overhead_per_task_ms: (noopMs * CONCURRENCY) / TASKS,
+    });
+  } finally {
+    client.close();
+    await agent.stop();
+    await coordinator.stop();
+    await server.stop();
+  }
+}
+
+main().catch((err: unknown) => {
+  console.error(err);
+  process.exit(1);
+});
