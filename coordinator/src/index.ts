@@ -130,8 +130,6 @@ export {
   type JobSpecInput,
 } from './jobs/job-spec';
 export {
-  EVENT_SEQUENCE_HEADER,
-  EVENT_TYPE_HEADER,
   JobEventRecordSchema,
   type JobEventDraft,
   type JobEventKind,

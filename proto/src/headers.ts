@@ -27,6 +27,10 @@ export const Header = {
   REQUIRE_IDLE: 'Troupe-Require-Idle',
   /** Inbox stream sequence of the original message, on a dead-lettered copy (decimal). */
   ORIGINAL_SEQ: 'Troupe-Original-Seq',
+  /** Per-job sequence number (1, 2, 3, …) of a job event on the events stream (decimal). */
+  EVENT_SEQ: 'Troupe-Event-Seq',
+  /** Type of a job event (a `JobEventType` name), so readers can filter without decoding. */
+  EVENT_TYPE: 'Troupe-Event-Type',
   /** JetStream de-duplication id (`post(msg, {dedupeId})`); a NATS-defined header. */
   MSG_ID: 'Nats-Msg-Id',
 } as const;

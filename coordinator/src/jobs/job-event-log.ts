@@ -1,4 +1,10 @@
-import { eventsStreamName, eventsSubject, eventsSubjectFilter, TroupeError } from '@troupe/proto';
+import {
+  eventsStreamName,
+  eventsSubject,
+  eventsSubjectFilter,
+  Header,
+  TroupeError,
+} from '@troupe/proto';
 import { headers as natsHeaders, nanos, type NatsConnection } from '@nats-io/transport-node';
 import {
   AckPolicy,
@@ -9,12 +15,7 @@ import {
   type JetStreamManager,
   type JsMsg,
 } from '@nats-io/jetstream';
-import {
-  EVENT_SEQUENCE_HEADER,
-  EVENT_TYPE_HEADER,
-  type JobEventRecord,
-  JobEventRecordSchema,
-} from './job-event';
+import { type JobEventRecord, JobEventRecordSchema } from './job-event';
 
 /** Options of {@link JobEventLog.open}. */
 export interface JobEventLogOptions {
@@ -43,7 +44,7 @@ export interface ReadEventsOptions {
 /**
  * The job event log: JetStream stream `TROUPE_<C>_EVENTS` on `troupe.<c>.events.<jobId>`, one
  * subject per job. The job actor is the only writer; each event carries its per-job sequence
- * number in the {@link EVENT_SEQUENCE_HEADER} header and as `Nats-Msg-Id` `<jobId>:<seq>`, so an
+ * number in the {@link Header.EVENT_SEQ} header and as `Nats-Msg-Id` `<jobId>:<seq>`, so an
  * event re-sent after a crash is dropped by the stream. Readers replay from any sequence and
  * follow live events with no gaps and no duplicates (they also drop any sequence already seen).
  */
@@ -95,8 +96,8 @@ export class JobEventLog {
     await Promise.all(
       events.map((e) => {
         const h = natsHeaders();
-        h.set(EVENT_SEQUENCE_HEADER, String(e.sequence));
-        h.set(EVENT_TYPE_HEADER, e.type);
+        h.set(Header.EVENT_SEQ, String(e.sequence));
+        h.set(Header.EVENT_TYPE, e.type);
         return this.js.publish(eventsSubject(this.cluster, e.jobId), JSON.stringify(e), {
           headers: h,
           msgID: `${e.jobId}:${e.sequence}`,
@@ -113,7 +114,7 @@ export class JobEventLog {
       })
       .catch(() => null);
     if (!m) return 0;
-    const seq = Number(m.header?.get(EVENT_SEQUENCE_HEADER) ?? '0');
+    const seq = Number(m.header?.get(Header.EVENT_SEQ) ?? '0');
     return Number.isFinite(seq) ? seq : 0;
   }
 
@@ -133,8 +134,8 @@ export class JobEventLog {
       .getMessage(stream, { last_by_subj: eventsSubject(this.cluster, jobId) })
       .catch(() => null);
     if (tail) {
-      const lastSeq = Number(tail.header?.get(EVENT_SEQUENCE_HEADER) ?? '0');
-      const lastType = tail.header?.get(EVENT_TYPE_HEADER);
+      const lastSeq = Number(tail.header?.get(Header.EVENT_SEQ) ?? '0');
+      const lastType = tail.header?.get(Header.EVENT_TYPE);
       if (lastSeq < from && (lastType === 'JOB_FINISHED' || !follow)) return;
     } else if (!follow) {
       return;

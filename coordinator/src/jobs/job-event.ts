@@ -1,14 +1,6 @@
 import { JobEventType } from '@troupe/proto';
 import { z } from 'zod';
 
-/**
- * NATS header carrying an event's per-job sequence number (1, 2, 3, …) on the events stream.
- * (Candidate for `@troupe/proto`'s `Header`; kept here until the proto package takes it.)
- */
-export const EVENT_SEQUENCE_HEADER = 'Troupe-Event-Seq';
-/** NATS header carrying an event's type, so readers can filter without decoding. */
-export const EVENT_TYPE_HEADER = 'Troupe-Event-Type';
-
 /** Event types a job actor records (every `JobEventType` except the unspecified value). */
 export type JobEventKind = Exclude<keyof typeof JobEventType, 'JOB_EVENT_TYPE_UNSPECIFIED'>;
 

@@ -5,6 +5,7 @@ import {
   errorCode,
   eventsSubject,
   fromAbortSignal,
+  Header,
   invalidArgument,
   isBudgetExhausted,
   timeoutError,
@@ -17,7 +18,6 @@ import {
   type TaskContext,
   type TaskGrade,
 } from './job-driver';
-import { EVENT_TYPE_HEADER } from './job-event';
 import { type TaskResultRecord } from './job-record';
 import {
   attemptResourceId,
@@ -151,7 +151,7 @@ async function runAttempt(
   const cancel = new AbortController();
   const sub = rt.nc.subscribe(eventsSubject(rt.cluster, msg.jobId), {
     callback: (err, m) => {
-      if (!err && m.headers?.get(EVENT_TYPE_HEADER) === 'JOB_CANCEL_REQUESTED') {
+      if (!err && m.headers?.get(Header.EVENT_TYPE) === 'JOB_CANCEL_REQUESTED') {
         cancel.abort(cancelledError(CancelReason.USER));
       }
     },
