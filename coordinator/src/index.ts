@@ -111,6 +111,7 @@ export {
   type TaskArtifacts,
   type TaskContext,
   type TaskGrade,
+  MAX_TASKS_PER_JOB,
   TASK_ID_PATTERN,
   TASK_ID_RULE,
   type TaskProgress,

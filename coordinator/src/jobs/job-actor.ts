@@ -3,7 +3,13 @@ import { invalidArgument, TroupeError } from '@troupe/proto';
 import { z } from 'zod';
 import { BudgetLedger } from '../budget/budget-ledger';
 import { remindAt } from '../reminders';
-import { type CollectedTask, type PlannedTask, TASK_ID_PATTERN, TASK_ID_RULE } from './job-driver';
+import {
+  type CollectedTask,
+  MAX_TASKS_PER_JOB,
+  type PlannedTask,
+  TASK_ID_PATTERN,
+  TASK_ID_RULE,
+} from './job-driver';
 import { type JobEventDraft, type JobEventRecord } from './job-event';
 import { aggregateOf, recordOf } from './job-record';
 import {
@@ -254,6 +260,13 @@ async function planJob(
 }
 
 function checkPlan(plan: readonly PlannedTask[]): void {
+  if (plan.length > MAX_TASKS_PER_JOB) {
+    throw invalidArgument(
+      'plan',
+      `a job holds at most ${MAX_TASKS_PER_JOB} tasks (split the task set into several jobs)`,
+      plan.length,
+    );
+  }
   const seen = new Set<string>();
   plan.forEach((t, i) => {
     if (typeof t.id !== 'string' || !TASK_ID_PATTERN.test(t.id)) {

@@ -7,6 +7,13 @@ export const TASK_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 /** The rule of {@link TASK_ID_PATTERN}, for error messages. */
 export const TASK_ID_RULE = 'must match [A-Za-z0-9][A-Za-z0-9._-]{0,127}';
 
+/**
+ * Most tasks one job may plan. The job actor keeps its whole task table in one state record
+ * (rewritten per transition, bounded by NATS `max_payload`, 1 MiB by default); a larger task set
+ * is split into several jobs.
+ */
+export const MAX_TASKS_PER_JOB = 2_000;
+
 /** One task of a job's plan. */
 export interface PlannedTask {
   /** Unique within the job, {@link TASK_ID_PATTERN}. */

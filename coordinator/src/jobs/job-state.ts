@@ -221,7 +221,8 @@ export const TaskOutcomeSchema = z.object({
 /** A task attempt's outcome. */
 export type TaskOutcome = z.output<typeof TaskOutcomeSchema>;
 
-const MAX_ERROR_CHARS = 500;
+// Kept short: the task table is one state record (the full error is in the task's result).
+const MAX_ERROR_CHARS = 200;
 
 function truncate(text: string, max = MAX_ERROR_CHARS): string {
   return text.length <= max ? text : `${text.slice(0, max - 1)}…`;

@@ -5,6 +5,7 @@ import {
   type JobEventRecord,
   type JobManager,
   type JobSpec,
+  MAX_TASKS_PER_JOB,
 } from '@troupe/coordinator';
 import { invalidArgument, TroupeError } from '@troupe/proto';
 import {
@@ -212,6 +213,20 @@ test('invalid specs are refused naming the field; an idempotency key returns the
   expect(page.jobs).toHaveLength(1);
   const next = await jobs.list({ pageSize: 1, pageToken: page.nextPageToken });
   expect(next.jobs[0]?.jobId).not.toBe(page.jobs[0]?.jobId);
+});
+
+test('a plan larger than MAX_TASKS_PER_JOB fails the job with a reason naming the limit', async () => {
+  const tasks = Array.from({ length: MAX_TASKS_PER_JOB + 1 }, (_, i) => ({
+    id: `t${i}`,
+    do: 'pass',
+  }));
+  const record = await jobs.submit({ spec: { kind: 'scripted', tasks } });
+  const events = await collect(record.jobId);
+  expect(events.at(-1)?.payload).toMatchObject({ state: 'FAILED' });
+  const job = await jobs.get(record.jobId);
+  expect(job.reason).toContain(`a job holds at most ${MAX_TASKS_PER_JOB} tasks`);
+  expect(job.reason).toContain(String(MAX_TASKS_PER_JOB + 1));
+  expect([...calls.run.keys()].some((k) => k.startsWith(`${record.jobId}/`))).toBe(false);
 });
 
 test('resubmitting a failed job with resumeJobId re-runs only its errored tasks', async () => {
