@@ -1,8 +1,9 @@
 /**
  * @packageDocumentation
  * @troupe/agents: LLM client, agent actor, tools, subagents, skills, evolution and RSI roles.
- * So far: the model registry and the LLM client (`LlmClient`) with its budget, rate-limit and
- * call-recording hooks.
+ * The model registry and the LLM client (`LlmClient`) with its budget, rate-limit and
+ * call-recording hooks; the agent actor (sessions, tools, subagents, compaction, trajectories);
+ * the evolutionary search actors.
  */
 export type {
   BudgetAmount,
@@ -60,6 +61,81 @@ export {
   TokenBucketRateLimiter,
   type TokenBucketRateLimiterOptions,
 } from './llm/token-bucket-rate-limiter';
+// The agent actor: sessions, tools, subagents, compaction and trajectories.
+export {
+  ActorSandboxPort,
+  type ActorSandboxPortOptions,
+  SANDBOX_ACTOR_KIND,
+} from './agent/actor-sandbox-port';
+export {
+  type AgentActorDefinition,
+  type AgentActorOptions,
+  createAgentActor,
+} from './agent/agent-actor';
+export {
+  AGENT_KIND,
+  AgentMessages,
+  type AgentRunResult,
+  AgentRunResultSchema,
+  AgentTextMessageSchema,
+  type RunMessage,
+  RunMessageSchema,
+  SubagentResultMessageSchema,
+} from './agent/agent-messages';
+export {
+  type AgentSessionHandle,
+  type AgentSessionOptions,
+  runAgentSession,
+  startAgentSession,
+} from './agent/agent-session';
+export {
+  type AgentRunState,
+  type AgentSessionState,
+  AgentSessionStateSchema,
+  type StoredMessage,
+  StoredMessageSchema,
+  type SubagentRecord,
+} from './agent/agent-state';
+export { AgentStopReason } from './agent/agent-stop-reason';
+export {
+  AGENT_NAME_PATTERN,
+  type AgentLimits,
+  type AgentLimitsInput,
+  AgentLimitsSchema,
+  type AgentTemplate,
+  type AgentTemplateInput,
+  AgentTemplateSchema,
+  type CompactionInput,
+  parseAgentTemplate,
+} from './agent/agent-template';
+export { AgentToolArgs, toolDefinition } from './agent/agent-tool-args';
+export { AGENT_TOOL_NAMES, AgentToolName } from './agent/agent-tool-name';
+export {
+  applyCompaction,
+  type CompactionWindow,
+  conversationChars,
+  findCompactionWindow,
+} from './agent/compact-history';
+export { headTail, replaceExact } from './agent/replace-exact';
+export type { SandboxExecResult, SandboxJobStatus, SandboxPort } from './agent/sandbox-port';
+export { SessionBudget } from './agent/session-budget';
+export {
+  type TrajectoryEvent,
+  TrajectoryEventSchema,
+  TrajectoryEventType,
+} from './agent/trajectory-event';
+export {
+  type OpenAIChatMessage,
+  toOpenAIMessage,
+  trajectoriesToJsonl,
+  type TrajectoryJsonlRecord,
+  trajectoryToRecord,
+} from './agent/trajectory-jsonl';
+export {
+  latestPerSeq,
+  TrajectoryStore,
+  type TrajectoryStoreOptions,
+} from './agent/trajectory-store';
 // Evolutionary program search (the `evolve` driver's actors and pure search logic).
 export { BuiltinOperators, type BuiltinOperatorsOptions } from './evolve/builtin-operators';
 export { createOperators } from './evolve/create-operators';

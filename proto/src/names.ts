@@ -348,3 +348,22 @@ export function parseEventsSubject(cluster: string, subject: string): string | u
   const jobId = subject.slice(prefix.length);
   return NamePattern.JOB_ID.test(jobId) ? jobId : undefined;
 }
+
+/**
+ * `troupe.<c>.trajectory.<sessionId>`: the trajectory events of one agent session (model calls,
+ * tool calls and results, messages, compactions), in {@link trajectoryStreamName}. The session
+ * id follows the actor id rule.
+ */
+export function trajectorySubject(cluster: string, sessionId: string): string {
+  return `${root(cluster)}.trajectory.${validateActorId(sessionId)}`;
+}
+
+/** `troupe.<c>.trajectory.>`: the subjects of the trajectory stream. */
+export function trajectorySubjectFilter(cluster: string): string {
+  return `${root(cluster)}.trajectory.>`;
+}
+
+/** `TROUPE_<C>_TRAJECTORY`: the stream of all agent trajectories. */
+export function trajectoryStreamName(cluster: string): string {
+  return streamName(cluster, 'TRAJECTORY');
+}

@@ -1,0 +1,75 @@
+import { NamePattern } from '@troupe/proto';
+import { z } from 'zod';
+import { AgentStopReason } from './agent-stop-reason';
+import { ReplyToSchema, StoredMessageSchema } from './agent-state';
+import { AgentTemplateSchema } from './agent-template';
+
+/** Actor kind of agent sessions. */
+export const AGENT_KIND = 'agent';
+
+/** A run id: `[A-Za-z0-9_.:-]{1,200}`. */
+export const RunIdSchema = z
+  .string()
+  .regex(/^[A-Za-z0-9_.:-]{1,200}$/, 'must match [A-Za-z0-9_.:-]{1,200}');
+
+/** `run` (posted): start a run of the session on `task`. */
+export const RunMessageSchema = z.strictObject({
+  /** Id of this run; the result's `run_end` event carries it. Posting the same id twice runs once. */
+  runId: RunIdSchema,
+  /** The task, as the first user message of the run (pinned: compaction keeps it verbatim). */
+  task: z.string().min(1, 'must not be empty'),
+  /** The role. Required on the session's first run; later runs reuse the stored one. */
+  template: AgentTemplateSchema.optional(),
+  /** Sandbox actor id the tools act on. Required when the template holds a sandbox tool. */
+  sandboxId: z.string().regex(NamePattern.ACTOR_ID, 'must match [A-Za-z0-9_-]{1,128}').optional(),
+  /** Set by a parent agent on its subagents. */
+  parentSessionId: z.string().optional(),
+  /** Post the result there as `subagentResult` (async subagent calls). */
+  replyTo: ReplyToSchema.optional(),
+  /** Conversation to start from (a parent's history, `useParentHistory`). */
+  history: z.array(StoredMessageSchema).optional(),
+  /** Extra texts kept verbatim through compaction. */
+  pinned: z.array(z.string()).optional(),
+});
+/** Payload of `run`. */
+export type RunMessage = z.input<typeof RunMessageSchema>;
+
+/** `message` (posted): a text for the agent, delivered at its next tool boundary. */
+export const AgentTextMessageSchema = z.strictObject({
+  /** Who sent it (a session id, `user`, …). */
+  from: z.string().min(1).max(200),
+  text: z.string(),
+  /** Keep verbatim through compaction. @default false */
+  pinned: z.boolean().optional(),
+});
+
+/** The outcome of one run. */
+export const AgentRunResultSchema = z.object({
+  sessionId: z.string(),
+  runId: z.string(),
+  stopReason: z.enum(AgentStopReason),
+  /** `finish_task`'s summary, or the model's last text. */
+  finalText: z.string(),
+  /** Model calls made. */
+  steps: z.int(),
+  usage: z.object({ inputTokens: z.int(), outputTokens: z.int() }),
+  costUsd: z.number(),
+  /** The error behind MODEL_ERROR, BUDGET_EXHAUSTED or REJECTED. */
+  error: z.string().optional(),
+});
+/** The outcome of one run. */
+export type AgentRunResult = z.infer<typeof AgentRunResultSchema>;
+
+/** `subagentResult` (posted by a child to its parent): an async call's outcome. */
+export const SubagentResultMessageSchema = z.strictObject({
+  callId: z.string(),
+  result: AgentRunResultSchema,
+});
+
+/** Every message of the agent actor, by type. */
+export const AgentMessages = {
+  run: RunMessageSchema,
+  message: AgentTextMessageSchema,
+  subagentResult: SubagentResultMessageSchema,
+  status: z.strictObject({}),
+} as const;

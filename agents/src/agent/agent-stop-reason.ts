@@ -1,0 +1,21 @@
+/** Why an agent run stopped; recorded in the run's result and its `run_end` trajectory event. */
+export const AgentStopReason = {
+  /** The model called `finish_task`. */
+  FINISHED: 'FINISHED',
+  /** The model answered without calling a tool (after any automatic "continue" prompts). */
+  NO_TOOL_CALLS: 'NO_TOOL_CALLS',
+  /** `limits.maxSteps` model calls were made. */
+  MAX_STEPS: 'MAX_STEPS',
+  /** `limits.maxTokens` tokens were used. */
+  MAX_TOKENS: 'MAX_TOKENS',
+  /** The next model call could not reserve its worst case within `limits.maxCostUsd` or the ledger. */
+  BUDGET_EXHAUSTED: 'BUDGET_EXHAUSTED',
+  /** `limits.maxWallMs` passed since the run started. */
+  WALL_TIME: 'WALL_TIME',
+  /** The model call failed for good (retries exhausted, bad request, auth). */
+  MODEL_ERROR: 'MODEL_ERROR',
+  /** The run was refused: the session already had a run in progress. */
+  REJECTED: 'REJECTED',
+} as const;
+/** One of {@link AgentStopReason}. */
+export type AgentStopReason = (typeof AgentStopReason)[keyof typeof AgentStopReason];

@@ -1,0 +1,88 @@
+import { parseWith } from '@troupe/proto';
+import { z } from 'zod';
+import { MODEL_NAME } from '../llm/model-registry';
+import { AGENT_TOOL_NAMES, AgentToolName } from './agent-tool-name';
+
+/** A subagent or template name: `[a-z][a-z0-9_-]{0,31}`. */
+export const AGENT_NAME_PATTERN = /^[a-z][a-z0-9_-]{0,31}$/;
+
+/** Hard limits of one run; the first one reached stops it with its {@link AgentStopReason}. */
+export const AgentLimitsSchema = z.strictObject({
+  /** Model calls per run. @default 50 */
+  maxSteps: z.int().min(1).max(10_000).default(50),
+  /** Prompt + completion tokens per run (checked before each model call). @default unlimited */
+  maxTokens: z.int().min(1).optional(),
+  /**
+   * USD per run. Every model call reserves its worst case first; a call that does not fit is
+   * never sent. @default unlimited (the injected ledger may still refuse)
+   */
+  maxCostUsd: z.number().positive().optional(),
+  /** Wall time per run, from its start (restarts included). @default unlimited */
+  maxWallMs: z.int().min(1).optional(),
+});
+/** Limits as a caller writes them. */
+export type AgentLimitsInput = z.input<typeof AgentLimitsSchema>;
+/** Validated, defaulted limits. */
+export type AgentLimits = z.output<typeof AgentLimitsSchema>;
+
+/** History compaction settings. */
+export const CompactionSchema = z.strictObject({
+  /** Compact when the conversation's characters exceed this. */
+  maxChars: z.int().min(1_000),
+  /** Registry name of the summarising model. @default the agent's model */
+  model: z.string().regex(MODEL_NAME, 'must be a model name').optional(),
+  /** Characters of recent conversation kept verbatim. @default maxChars / 4 */
+  keepRecentChars: z.int().min(0).optional(),
+});
+/** Compaction settings as a caller writes them. */
+export type CompactionInput = z.input<typeof CompactionSchema>;
+
+/**
+ * An agent template: the role of a session. The template name is the role; a session id names
+ * one instance.
+ */
+export const AgentTemplateSchema = z.strictObject({
+  /** Role name, `[a-z][a-z0-9_-]{0,31}`. */
+  name: z.string().regex(AGENT_NAME_PATTERN, 'must match [a-z][a-z0-9_-]{0,31}'),
+  /** System instruction. */
+  instruction: z.string().min(1, 'must not be empty').max(200_000),
+  /** Registry name of the model. */
+  model: z.string().regex(MODEL_NAME, 'must be a model name'),
+  /** Tools the agent holds (`finish_task` is always available). @default [] */
+  tools: z
+    .array(z.enum(AGENT_TOOL_NAMES as [AgentToolName, ...AgentToolName[]]))
+    .default([])
+    .refine((t) => new Set(t).size === t.length, 'must not repeat a tool'),
+  /** Limits per run. @default {maxSteps: 50} */
+  limits: AgentLimitsSchema.default({ maxSteps: 50 }),
+  /**
+   * When the model answers without a tool call, prompt it with "continue" up to this many times
+   * per run before stopping with NO_TOOL_CALLS (`runUntilExplicitFinish`). @default 0
+   */
+  maxAutoContinues: z.int().min(0).max(100).default(0),
+  /** History compaction. @default none */
+  compaction: CompactionSchema.optional(),
+  /** Completion cap per model call. @default the model's maxTokens */
+  maxTokensPerCall: z.int().min(1).optional(),
+  /** Characters of a tool result kept in the context (head and tail). @default 16000 */
+  maxToolOutputChars: z.int().min(200).default(16_000),
+  /** Characters of an inbound message kept in the context (the rest is saved). @default 8000 */
+  maxMessageChars: z.int().min(200).default(8_000),
+});
+/** A template as a caller writes it. */
+export type AgentTemplateInput = z.input<typeof AgentTemplateSchema>;
+/** A validated, defaulted template. */
+export type AgentTemplate = z.output<typeof AgentTemplateSchema>;
+
+/**
+ * Validates a template; every problem is reported in one `INVALID_ARGUMENT` naming its field
+ * (`template.limits.maxSteps: …`).
+ */
+export function parseAgentTemplate(input: unknown): AgentTemplate {
+  return parseWith(AgentTemplateSchema, input, { prefix: 'template' });
+}
+
+/** Whether `template` holds `tool` (`finish_task` is held by every agent). */
+export function holdsTool(template: AgentTemplate, tool: string): boolean {
+  return tool === AgentToolName.FINISH_TASK || (template.tools as string[]).includes(tool);
+}

@@ -1,0 +1,886 @@
+import { type ActorContext, type InboxMessage, type Logger } from '@troupe/actors';
+import {
+  ErrorCode,
+  errorCode,
+  fromZodError,
+  hasErrorCode,
+  TroupeError,
+  toTroupeError,
+} from '@troupe/proto';
+import { type z } from 'zod';
+import type { BudgetHook } from '../llm/budget-hook';
+import type { ChatMessage, ToolCall } from '../llm/chat-message';
+import type { LlmClient } from '../llm/llm-client';
+import type { AgentSessionState, AgentRunState, StoredMessage } from './agent-state';
+import { AgentStopReason } from './agent-stop-reason';
+import { type AgentTemplate, holdsTool } from './agent-template';
+import { AgentToolArgs, toolDefinition } from './agent-tool-args';
+import {
+  AGENT_TOOL_NAMES,
+  type AgentToolName,
+  AgentToolName as T,
+  SANDBOX_TOOLS,
+} from './agent-tool-name';
+import {
+  AGENT_KIND,
+  type AgentRunResult,
+  AgentRunResultSchema,
+  AgentTextMessageSchema,
+  type RunMessage,
+  RunMessageSchema,
+  SubagentResultMessageSchema,
+} from './agent-messages';
+import {
+  applyCompaction,
+  conversationChars,
+  findCompactionWindow,
+  summaryPrompt,
+} from './compact-history';
+import { headTail, replaceExact } from './replace-exact';
+import type { SandboxPort } from './sandbox-port';
+import { SessionBudget } from './session-budget';
+import { TrajectoryEventType, type TrajectoryEvent } from './trajectory-event';
+import type { TrajectoryStore } from './trajectory-store';
+
+/** What every turn of an agent needs (from {@link createAgentActor}). */
+export interface AgentTurnDeps {
+  llm: LlmClient;
+  trajectories: TrajectoryStore;
+  sandbox: (ctx: ActorContext<AgentSessionState>, sandboxId: string) => SandboxPort;
+  budget: BudgetHook | undefined;
+  log: Logger;
+  subagentTimeoutMs: number;
+  now: () => number;
+}
+
+const CONTINUE_PROMPT =
+  'Continue working on the task. When it is done, call finish_task with a summary.';
+
+/** A tool's outcome as text for the model; `finish` ends the run with it as final text. */
+interface ToolOutcome {
+  content: string;
+  ok: boolean;
+  finish?: string;
+}
+
+/**
+ * One handler turn of an agent session: owns a working copy of the state, emits trajectory
+ * events, checkpoints after every committed step (a model reply, each tool result) and runs the
+ * loop until the run stops or waits for async subagent results.
+ */
+export class AgentTurn {
+  private pending: Promise<void>[] = [];
+
+  constructor(
+    private readonly ctx: ActorContext<AgentSessionState>,
+    readonly s: AgentSessionState,
+    private readonly deps: AgentTurnDeps,
+  ) {}
+
+  private get sessionId(): string {
+    return this.ctx.self.id;
+  }
+
+  /** Appends a trajectory event (published now, awaited at the next commit). */
+  emit(
+    runId: string,
+    type: TrajectoryEvent['type'],
+    messages: StoredMessage[] | undefined,
+    data: Record<string, unknown> = {},
+  ): number {
+    const seq = ++this.s.eventSeq;
+    const event: TrajectoryEvent = {
+      sessionId: this.sessionId,
+      seq,
+      epoch: this.ctx.epoch,
+      runId,
+      atMs: this.deps.now(),
+      type,
+      ...(messages ? { messages } : {}),
+      data,
+    };
+    const p = this.deps.trajectories.append(event);
+    p.catch(() => undefined); // awaited (and its error surfaced) by commit
+    this.pending.push(p);
+    return seq;
+  }
+
+  /** Waits for the events emitted so far and checkpoints the state. */
+  async commit(): Promise<void> {
+    const pending = this.pending;
+    this.pending = [];
+    await Promise.all([...pending, this.ctx.checkpoint(this.s)]);
+  }
+
+  /** Handles a `run` message: starts, resumes, or refuses it. */
+  async run(msg: z.output<typeof RunMessageSchema>): Promise<void> {
+    const { s } = this;
+    if (s.run && s.run.runId === msg.runId) {
+      if (s.run.status === 'running') await this.loop();
+      else if (s.run.status === 'done') await this.deliverResult(s.run);
+      return;
+    }
+    if (s.run && s.run.status !== 'done') {
+      await this.reject(
+        msg,
+        ErrorCode.BUSY,
+        `session ${this.sessionId} has run ${s.run.runId} in progress`,
+      );
+      return;
+    }
+    const template = msg.template ?? s.template;
+    if (!template) {
+      await this.reject(
+        msg,
+        ErrorCode.INVALID_ARGUMENT,
+        '`run.template`: required on the first run of a session',
+      );
+      return;
+    }
+    if (!this.deps.llm.registry.has(template.model)) {
+      await this.reject(
+        msg,
+        ErrorCode.INVALID_ARGUMENT,
+        `\`run.template.model\`: '${template.model}' is not in the model registry (registered: ${this.deps.llm.registry.names().join(', ')})`,
+      );
+      return;
+    }
+    const sandboxId = msg.sandboxId ?? s.sandboxId;
+    const needsSandbox = template.tools.filter((t) => SANDBOX_TOOLS.has(t));
+    if (needsSandbox.length > 0 && !sandboxId) {
+      await this.reject(
+        msg,
+        ErrorCode.INVALID_ARGUMENT,
+        `\`run.sandboxId\`: required because the template holds ${needsSandbox.join(', ')}`,
+      );
+      return;
+    }
+    s.template = template;
+    if (sandboxId) s.sandboxId = sandboxId;
+    if (msg.parentSessionId) s.parentSessionId = msg.parentSessionId;
+    const added: StoredMessage[] = [];
+    if (s.messages.length === 0) {
+      added.push({ role: 'system', content: template.instruction, pinned: true });
+      for (const m of msg.history ?? []) if (m.role !== 'system') added.push(m);
+    }
+    for (const p of msg.pinned ?? []) added.push({ role: 'user', content: p, pinned: true });
+    added.push({ role: 'user', content: msg.task, pinned: true });
+    s.messages.push(...added);
+    s.run = {
+      runId: msg.runId,
+      status: 'running',
+      startedAtMs: this.deps.now(),
+      steps: 0,
+      inputTokens: 0,
+      outputTokens: 0,
+      costUsd: 0,
+      continues: 0,
+      ...(msg.replyTo ? { replyTo: msg.replyTo } : {}),
+    };
+    this.emit(msg.runId, TrajectoryEventType.RUN_START, added, {
+      template: template.name,
+      model: template.model,
+      tools: this.toolDefs().map((d) => ({ type: 'function', function: d })),
+    });
+    await this.commit();
+    await this.loop();
+  }
+
+  /** Handles a posted text message or subagent result outside a run's turn. */
+  async inbound(type: string, payload: unknown): Promise<void> {
+    this.accept({ type, payload, seq: 0 });
+    const run = this.s.run;
+    if (run && run.status === 'waiting' && !this.awaitingAsync()) run.status = 'running';
+    if (run && run.status !== 'done') this.flushInbound(run.runId);
+    await this.commit();
+    if (run && run.status === 'running') await this.loop();
+  }
+
+  /** Refuses a run: a `run_end` with REJECTED for its id, and a reply to its caller. */
+  private async reject(
+    msg: Pick<RunMessage, 'runId' | 'replyTo'>,
+    code: ErrorCode,
+    why: string,
+  ): Promise<void> {
+    const result: AgentRunResult = {
+      sessionId: this.sessionId,
+      runId: msg.runId,
+      stopReason: AgentStopReason.REJECTED,
+      finalText: '',
+      steps: 0,
+      usage: { inputTokens: 0, outputTokens: 0 },
+      costUsd: 0,
+      error: `${code}: ${why}`,
+    };
+    this.emit(msg.runId, TrajectoryEventType.RUN_END, undefined, { result });
+    await this.commit();
+    if (msg.replyTo) await this.postResult(msg.replyTo, result);
+  }
+
+  private toolDefs() {
+    const t = this.s.template;
+    if (!t) return [];
+    return AGENT_TOOL_NAMES.filter((n) => holdsTool(t, n)).map((n) => toolDefinition(n));
+  }
+
+  private awaitingAsync(): boolean {
+    return Object.values(this.s.subagents).some((a) => a.activeMode === 'async');
+  }
+
+  /** The loop: pending tool calls, inbox, limits, compaction, model call; until stop or wait. */
+  private async loop(): Promise<void> {
+    const { s } = this;
+    const run = s.run as AgentRunState;
+    const template = s.template as AgentTemplate;
+    const limits = template.limits;
+    const budget = new SessionBudget(run.costUsd, limits.maxCostUsd, this.deps.budget);
+    for (;;) {
+      const finished = await this.runPendingTools(run);
+      if (finished !== undefined) return this.end(run, AgentStopReason.FINISHED, finished);
+      await this.drain(run.runId);
+      this.flushInbound(run.runId);
+      if (run.steps >= limits.maxSteps) return this.end(run, AgentStopReason.MAX_STEPS);
+      if (
+        limits.maxTokens !== undefined &&
+        run.inputTokens + run.outputTokens >= limits.maxTokens
+      ) {
+        return this.end(run, AgentStopReason.MAX_TOKENS);
+      }
+      const elapsed = this.deps.now() - run.startedAtMs;
+      if (limits.maxWallMs !== undefined && elapsed >= limits.maxWallMs) {
+        return this.end(run, AgentStopReason.WALL_TIME);
+      }
+      try {
+        await this.maybeCompact(run, budget);
+        const result = await this.deps.llm.chat({
+          model: template.model,
+          messages: s.messages.map(toChat),
+          tools: this.toolDefs(),
+          ...(template.maxTokensPerCall ? { maxTokens: template.maxTokensPerCall } : {}),
+          signal: this.ctx.signal,
+          budget,
+          requestId: `${this.sessionId}.${run.runId}.${run.steps + 1}`.slice(0, 200),
+          metadata: { session: this.sessionId, run: run.runId, step: run.steps + 1 },
+          ...(limits.maxWallMs !== undefined ? { totalTimeoutMs: limits.maxWallMs - elapsed } : {}),
+        });
+        run.steps++;
+        run.inputTokens += result.usage.promptTokens;
+        run.outputTokens += result.usage.completionTokens;
+        run.costUsd += result.costUsd;
+        const reply: StoredMessage = {
+          role: 'assistant',
+          content: result.message.content,
+          ...(result.message.toolCalls.length > 0 ? { toolCalls: result.message.toolCalls } : {}),
+        };
+        s.messages.push(reply);
+        this.emit(run.runId, TrajectoryEventType.MODEL_CALL, [reply], {
+          model: result.model,
+          requestId: result.requestId,
+          usage: result.usage,
+          costUsd: result.costUsd,
+          latencyMs: result.latencyMs,
+          attempts: result.attempts,
+          finishReason: result.finishReason,
+        });
+        if (result.message.toolCalls.length === 0) {
+          if (this.awaitingAsync()) {
+            run.status = 'waiting';
+            await this.commit();
+            return;
+          }
+          if (run.continues < template.maxAutoContinues) {
+            run.continues++;
+            const prompt: StoredMessage = { role: 'user', content: CONTINUE_PROMPT };
+            s.messages.push(prompt);
+            this.emit(run.runId, TrajectoryEventType.MESSAGE, [prompt], { from: 'continue' });
+            await this.commit();
+            continue;
+          }
+          return this.end(run, AgentStopReason.NO_TOOL_CALLS, result.message.content ?? '');
+        }
+        await this.commit();
+      } catch (err) {
+        if (this.ctx.signal.aborted) throw err; // shutdown or fenced: the runtime replays the run
+        const e = toTroupeError(err);
+        if (hasErrorCode(e, ErrorCode.BUDGET_EXHAUSTED)) {
+          return this.end(run, AgentStopReason.BUDGET_EXHAUSTED, undefined, e.message);
+        }
+        if (hasErrorCode(e, ErrorCode.TIMEOUT) && limits.maxWallMs !== undefined) {
+          return this.end(run, AgentStopReason.WALL_TIME, undefined, e.message);
+        }
+        if (e.retryable && errorCode(e) !== ErrorCode.UNAVAILABLE) throw e;
+        return this.end(run, AgentStopReason.MODEL_ERROR, undefined, `${e.code}: ${e.message}`);
+      }
+    }
+  }
+
+  /** Runs the tool calls of the last assistant message that have no result yet. */
+  private async runPendingTools(run: AgentRunState): Promise<string | undefined> {
+    const { s } = this;
+    let last = -1;
+    for (let i = s.messages.length - 1; i >= 0; i--) {
+      if (s.messages[i]?.role === 'assistant') {
+        last = i;
+        break;
+      }
+    }
+    const assistant = s.messages[last];
+    if (!assistant || assistant.role !== 'assistant' || !assistant.toolCalls) return undefined;
+    const answered = new Set(
+      s.messages.slice(last + 1).flatMap((m) => (m.role === 'tool' ? [m.toolCallId] : [])),
+    );
+    let finish: string | undefined;
+    for (const call of assistant.toolCalls) {
+      if (answered.has(call.id)) {
+        if (call.name === T.FINISH_TASK) finish ??= finishSummary(call);
+        continue;
+      }
+      this.emit(run.runId, TrajectoryEventType.TOOL_CALL, undefined, {
+        toolCallId: call.id,
+        name: call.name,
+        argumentsText: call.argumentsText,
+      });
+      const outcome = await this.execute(call, last);
+      const template = s.template as AgentTemplate;
+      const message: StoredMessage = {
+        role: 'tool',
+        toolCallId: call.id,
+        content: headTail(outcome.content, template.maxToolOutputChars),
+      };
+      s.messages.push(message);
+      this.emit(run.runId, TrajectoryEventType.TOOL_RESULT, [message], {
+        toolCallId: call.id,
+        name: call.name,
+        ok: outcome.ok,
+        ...(message.content.length < outcome.content.length
+          ? { fullContent: outcome.content }
+          : {}),
+      });
+      await this.drain(run.runId);
+      await this.commit();
+      if (outcome.finish !== undefined) finish ??= outcome.finish;
+    }
+    return finish;
+  }
+
+  /** Takes posted messages that arrived during the turn (a tool boundary) into `inbound`. */
+  private async drain(runId: string): Promise<void> {
+    const got: InboxMessage[] = await this.ctx.drainInbox();
+    for (const m of got) {
+      if (m.type === 'run') {
+        const parsed = RunMessageSchema.safeParse(m.payload);
+        if (parsed.success) {
+          await this.reject(
+            parsed.data,
+            ErrorCode.BUSY,
+            `session ${this.sessionId} has run ${runId} in progress`,
+          );
+        }
+        continue;
+      }
+      this.accept(m);
+    }
+  }
+
+  /** Turns an inbound message or subagent result into a pending user message. */
+  private accept(m: InboxMessage): void {
+    const { s } = this;
+    const template = s.template;
+    const runId = s.run?.runId ?? 'none';
+    if (m.type === 'message') {
+      const parsed = AgentTextMessageSchema.safeParse(m.payload);
+      if (!parsed.success) return;
+      const { from, text, pinned } = parsed.data;
+      const max = template?.maxMessageChars ?? 8_000;
+      let content = `[message from ${from}]\n${text}`;
+      const seq = s.eventSeq + 1;
+      if (content.length > max) {
+        content = `[message from ${from}]\n${text.slice(0, max)}\n…[message truncated: ${max} of ${text.length} characters shown; the full text is in trajectory event ${this.sessionId}#${seq}]`;
+      }
+      const message: StoredMessage = { role: 'user', content, ...(pinned ? { pinned } : {}) };
+      s.inbound = [...(s.inbound ?? []), message];
+      this.emit(runId, TrajectoryEventType.MESSAGE, undefined, {
+        from,
+        fullText: text,
+        truncated: content.length < text.length,
+      });
+    } else if (m.type === 'subagentResult') {
+      const parsed = SubagentResultMessageSchema.safeParse(m.payload);
+      if (!parsed.success) return;
+      const { callId, result } = parsed.data;
+      const child = Object.values(s.subagents).find((a) => a.activeCallId === callId);
+      if (child) {
+        delete child.activeCallId;
+        delete child.activeRunId;
+        delete child.activeMode;
+      }
+      const message: StoredMessage = {
+        role: 'user',
+        content: `[async result of subagent ${child?.name ?? result.sessionId} (call ${callId})]\n${formatResult(result)}`,
+      };
+      s.inbound = [...(s.inbound ?? []), message];
+      this.emit(runId, TrajectoryEventType.MESSAGE, undefined, {
+        from: result.sessionId,
+        callId,
+        stopReason: result.stopReason,
+      });
+    }
+  }
+
+  /** Moves pending inbound messages into the conversation (only between tool batches). */
+  private flushInbound(runId: string): void {
+    const { s } = this;
+    if (!s.inbound || s.inbound.length === 0) return;
+    const moved = s.inbound;
+    s.inbound = [];
+    s.messages.push(...moved);
+    this.emit(runId, TrajectoryEventType.MESSAGE, moved, { delivered: moved.length });
+  }
+
+  private async maybeCompact(run: AgentRunState, budget: BudgetHook): Promise<void> {
+    const { s } = this;
+    const cfg = (s.template as AgentTemplate).compaction;
+    if (!cfg) return;
+    const before = conversationChars(s.messages);
+    if (before <= cfg.maxChars) return;
+    const window = findCompactionWindow(
+      s.messages,
+      cfg.keepRecentChars ?? Math.floor(cfg.maxChars / 4),
+    );
+    if (!window) return;
+    const model = cfg.model ?? (s.template as AgentTemplate).model;
+    const result = await this.deps.llm.chat({
+      model,
+      messages: summaryPrompt(s.messages.slice(window.start, window.end)),
+      signal: this.ctx.signal,
+      budget,
+      metadata: { session: this.sessionId, run: run.runId, purpose: 'compaction' },
+    });
+    run.inputTokens += result.usage.promptTokens;
+    run.outputTokens += result.usage.completionTokens;
+    run.costUsd += result.costUsd;
+    const summary = result.message.content ?? '';
+    s.messages = applyCompaction(s.messages, window, summary);
+    this.emit(run.runId, TrajectoryEventType.COMPACTION, undefined, {
+      model,
+      removedMessages: window.end - window.start,
+      beforeChars: before,
+      afterChars: conversationChars(s.messages),
+      summary,
+      costUsd: result.costUsd,
+    });
+    await this.commit();
+  }
+
+  private async end(
+    run: AgentRunState,
+    reason: AgentStopReason,
+    finalText?: string,
+    error?: string,
+  ): Promise<void> {
+    run.status = 'done';
+    run.stopReason = reason;
+    run.finalText = finalText ?? lastAssistantText(this.s.messages);
+    if (error !== undefined) run.error = error;
+    run.endedAtMs = this.deps.now();
+    this.s.runsDone++;
+    this.flushInbound(run.runId);
+    this.emit(run.runId, TrajectoryEventType.RUN_END, undefined, { result: this.resultOf(run) });
+    await this.commit();
+    await this.deliverResult(run);
+  }
+
+  private resultOf(run: AgentRunState): AgentRunResult {
+    return {
+      sessionId: this.sessionId,
+      runId: run.runId,
+      stopReason: run.stopReason ?? AgentStopReason.MODEL_ERROR,
+      finalText: run.finalText ?? '',
+      steps: run.steps,
+      usage: { inputTokens: run.inputTokens, outputTokens: run.outputTokens },
+      costUsd: run.costUsd,
+      ...(run.error !== undefined ? { error: run.error } : {}),
+    };
+  }
+
+  private async deliverResult(run: AgentRunState): Promise<void> {
+    if (run.replyTo) await this.postResult(run.replyTo, this.resultOf(run));
+  }
+
+  private async postResult(
+    replyTo: { kind: string; id: string; callId: string },
+    result: AgentRunResult,
+  ): Promise<void> {
+    await this.ctx.refs
+      .refOf({ kind: replyTo.kind, id: replyTo.id })
+      .post(
+        'subagentResult',
+        { callId: replyTo.callId, result },
+        { dedupeId: `result:${result.runId}` },
+      );
+  }
+
+  // ---- tools ---------------------------------------------------------------------------------
+
+  private async execute(call: ToolCall, assistantIndex: number): Promise<ToolOutcome> {
+    const template = this.s.template as AgentTemplate;
+    if (
+      !(AGENT_TOOL_NAMES as readonly string[]).includes(call.name) ||
+      !holdsTool(template, call.name)
+    ) {
+      const held = AGENT_TOOL_NAMES.filter((n) => holdsTool(template, n));
+      return {
+        ok: false,
+        content: `error: unknown tool '${call.name}'; your tools: ${held.join(', ')}`,
+      };
+    }
+    const name = call.name as AgentToolName;
+    let raw: unknown;
+    try {
+      raw = call.argumentsText.trim() === '' ? {} : JSON.parse(call.argumentsText);
+    } catch (err) {
+      return {
+        ok: false,
+        content: `error: the arguments of ${name} are not valid JSON (${(err as Error).message}); send a JSON object`,
+      };
+    }
+    const parsed = AgentToolArgs[name].safeParse(raw);
+    if (!parsed.success) {
+      return {
+        ok: false,
+        content: `error: ${fromZodError(parsed.error, { prefix: 'arguments' }).message}`,
+      };
+    }
+    try {
+      return await this.dispatch(name, parsed.data, call, assistantIndex);
+    } catch (err) {
+      if (this.ctx.signal.aborted) throw err;
+      const e = toTroupeError(err);
+      return { ok: false, content: `error: ${e.code}: ${e.message}` };
+    }
+  }
+
+  private port(): SandboxPort {
+    const id = this.s.sandboxId;
+    if (!id) throw new TroupeError(ErrorCode.INVALID_ARGUMENT, 'this session has no sandbox');
+    return this.deps.sandbox(this.ctx, id);
+  }
+
+  private async dispatch(
+    name: AgentToolName,
+    args: unknown,
+    call: ToolCall,
+    assistantIndex: number,
+  ): Promise<ToolOutcome> {
+    const signal = this.ctx.signal;
+    switch (name) {
+      case T.RUN_TERMINAL_COMMAND: {
+        const a = args as {
+          command?: string;
+          action: string;
+          background: boolean;
+          job_id?: string;
+          timeout_s: number;
+        };
+        const port = this.port();
+        if (a.action === 'poll' || a.action === 'kill') {
+          const job =
+            a.action === 'poll'
+              ? await port.poll(a.job_id as string, { signal })
+              : await port.kill(a.job_id as string, { signal });
+          return {
+            ok: true,
+            content: `job ${job.jobId}: ${job.state}${job.exitCode !== undefined ? `, exit code ${job.exitCode}` : ''}${section('stdout', job.stdout)}${section('stderr', job.stderr)}`,
+          };
+        }
+        if (a.background) {
+          const jobId = await port.startBackground(a.command as string, { signal });
+          return {
+            ok: true,
+            content: `started background job ${jobId}; use action "poll" or "kill" with job_id "${jobId}"`,
+          };
+        }
+        const r = await port.exec(a.command as string, { timeoutMs: a.timeout_s * 1000, signal });
+        return {
+          ok: r.exitCode === 0 && !r.timedOut,
+          content: `exit code: ${r.exitCode}${r.timedOut ? ` (timed out after ${a.timeout_s} s, killed)` : ''}${section('stdout', r.stdout)}${section('stderr', r.stderr)}`,
+        };
+      }
+      case T.VIEW_FILE: {
+        const a = args as { path: string; start_line?: number; end_line?: number };
+        const text = await this.port().readFile(a.path, { signal });
+        const lines = text.split('\n');
+        if (lines.at(-1) === '') lines.pop();
+        const from = a.start_line ?? 1;
+        const to = Math.min(a.end_line ?? lines.length, lines.length);
+        if (from > Math.max(lines.length, 1)) {
+          return {
+            ok: false,
+            content: `error: \`arguments.start_line\`: ${a.path} has ${lines.length} lines`,
+          };
+        }
+        const shown = lines
+          .slice(from - 1, to)
+          .map((l, i) => `${String(from + i).padStart(6)}\t${l}`);
+        return {
+          ok: true,
+          content: `${a.path} (lines ${from}-${to} of ${lines.length})\n${shown.join('\n')}`,
+        };
+      }
+      case T.EDIT_FILE: {
+        const a = args as { path: string; old_text: string; new_text: string };
+        const port = this.port();
+        const text = await port.readFile(a.path, { signal });
+        const next = replaceExact(text, a.old_text, a.new_text, a.path);
+        await port.writeFile(a.path, next, { signal });
+        return { ok: true, content: `edited ${a.path}: replaced 1 occurrence` };
+      }
+      case T.WRITE_FILE: {
+        const a = args as { path: string; content: string };
+        await this.port().writeFile(a.path, a.content, { signal });
+        return { ok: true, content: `wrote ${Buffer.byteLength(a.content)} bytes to ${a.path}` };
+      }
+      case T.FINISH_TASK: {
+        const a = args as { summary: string };
+        return { ok: true, content: 'task finished', finish: a.summary };
+      }
+      case T.CREATE_SUBAGENT:
+        return this.createSubagent(
+          args as { name: string; instruction: string; model: string; tools: AgentToolName[] },
+        );
+      case T.CALL_SUBAGENT:
+        return this.callSubagent(
+          args as {
+            target: string;
+            request: string;
+            mode: 'sync' | 'async';
+            use_parent_history: boolean;
+          },
+          call,
+          assistantIndex,
+        );
+      case T.SEND_MESSAGE: {
+        const a = args as { to: string; text: string };
+        const target =
+          a.to === 'parent' ? this.s.parentSessionId : this.s.subagents[a.to]?.sessionId;
+        if (!target) {
+          const known = ['parent', ...Object.keys(this.s.subagents)].filter(
+            (n) => n !== 'parent' || this.s.parentSessionId,
+          );
+          return {
+            ok: false,
+            content: `error: \`arguments.to\`: no agent '${a.to}' (known: ${known.join(', ') || 'none'})`,
+          };
+        }
+        await this.ctx.refs
+          .refOf({ kind: AGENT_KIND, id: target })
+          .post(
+            'message',
+            { from: this.sessionId, text: a.text },
+            { dedupeId: `msg:${this.sessionId}:${call.id}`, signal },
+          );
+        return { ok: true, content: `message sent to ${a.to}` };
+      }
+      case T.LIST_AGENTS: {
+        const rows = Object.values(this.s.subagents).map(
+          (a) =>
+            `- ${a.name} (session ${a.sessionId}, model ${a.model}, tools [${a.tools.join(', ')}])${a.activeCallId ? ' BUSY' : ''}`,
+        );
+        const parent = this.s.parentSessionId ? `parent: ${this.s.parentSessionId}\n` : '';
+        return { ok: true, content: `${parent}subagents:\n${rows.join('\n') || '(none)'}` };
+      }
+    }
+  }
+
+  private createSubagent(a: {
+    name: string;
+    instruction: string;
+    model: string;
+    tools: AgentToolName[];
+  }): ToolOutcome {
+    const template = this.s.template as AgentTemplate;
+    const lacking = a.tools.filter((t) => !holdsTool(template, t));
+    if (lacking.length > 0) {
+      return {
+        ok: false,
+        content: `error: PERMISSION_DENIED: \`arguments.tools\`: a subagent may only get tools you hold; you lack ${lacking.join(', ')}`,
+      };
+    }
+    if (new Set(a.tools).size !== a.tools.length) {
+      return { ok: false, content: 'error: `arguments.tools`: must not repeat a tool' };
+    }
+    const model = a.model === 'inherit' ? template.model : a.model;
+    if (!this.deps.llm.registry.has(model)) {
+      return {
+        ok: false,
+        content: `error: \`arguments.model\`: '${model}' is not a registered model (registered: ${this.deps.llm.registry.names().join(', ')}, or inherit)`,
+      };
+    }
+    if (this.s.subagents[a.name]) {
+      return {
+        ok: false,
+        content: `error: ALREADY_EXISTS: \`arguments.name\`: a subagent '${a.name}' exists`,
+      };
+    }
+    const sessionId = `${this.sessionId}__${a.name}`;
+    if (sessionId.length > 128) {
+      return {
+        ok: false,
+        content: `error: \`arguments.name\`: the subagent's session id would exceed 128 characters`,
+      };
+    }
+    this.s.subagents[a.name] = {
+      name: a.name,
+      sessionId,
+      instruction: a.instruction,
+      model,
+      tools: a.tools,
+    };
+    return {
+      ok: true,
+      content: `created subagent ${a.name} (session ${sessionId}, model ${model}, tools [${a.tools.join(', ')}])`,
+    };
+  }
+
+  private async callSubagent(
+    a: { target: string; request: string; mode: 'sync' | 'async'; use_parent_history: boolean },
+    call: ToolCall,
+    assistantIndex: number,
+  ): Promise<ToolOutcome> {
+    const { s } = this;
+    const child = s.subagents[a.target];
+    if (!child) {
+      return {
+        ok: false,
+        content: `error: NOT_FOUND: \`arguments.target\`: no subagent '${a.target}' (yours: ${Object.keys(s.subagents).join(', ') || 'none'})`,
+      };
+    }
+    const ref = this.ctx.refs.refOf({ kind: AGENT_KIND, id: child.sessionId });
+    const runId = `${this.sessionId}.${call.id}`.replace(/[^A-Za-z0-9_.:-]/g, '_').slice(0, 200);
+    const resuming = child.activeCallId === call.id;
+    if (!resuming) {
+      if (child.activeCallId) {
+        return {
+          ok: false,
+          content: `error: BUSY: subagent ${a.target} is running (call ${child.activeCallId}); wait for its result`,
+        };
+      }
+      try {
+        await ref.ask(
+          'status',
+          {},
+          { requireIdle: true, timeoutMs: 15_000, signal: this.ctx.signal },
+        );
+      } catch (err) {
+        if (hasErrorCode(err, ErrorCode.BUSY)) {
+          return {
+            ok: false,
+            content: `error: BUSY: subagent ${a.target} is running; wait for its result`,
+          };
+        }
+        throw err;
+      }
+      child.activeCallId = call.id;
+      child.activeRunId = runId;
+      child.activeMode = a.mode;
+      // Remember the call before starting it, so a resumed turn waits instead of calling again.
+      await this.commit();
+    }
+    const parent = this.s.template as AgentTemplate;
+    const history = a.use_parent_history
+      ? s.messages.slice(0, assistantIndex).filter((m) => m.role !== 'system')
+      : undefined;
+    await ref.post(
+      'run',
+      {
+        runId,
+        task: a.request,
+        template: {
+          ...parent,
+          name: child.name,
+          instruction: child.instruction,
+          model: child.model,
+          tools: child.tools,
+          compaction: parent.compaction,
+        },
+        ...(s.sandboxId ? { sandboxId: s.sandboxId } : {}),
+        parentSessionId: this.sessionId,
+        ...(a.mode === 'async'
+          ? { replyTo: { kind: AGENT_KIND, id: this.sessionId, callId: call.id } }
+          : {}),
+        ...(history ? { history } : {}),
+      },
+      { dedupeId: `run:${runId}`, signal: this.ctx.signal },
+    );
+    if (a.mode === 'async') {
+      return {
+        ok: true,
+        content: `subagent ${a.target} started (call ${call.id}, session ${child.sessionId}); its result will arrive as a message`,
+      };
+    }
+    const signal = AbortSignal.any([
+      this.ctx.signal,
+      AbortSignal.timeout(this.deps.subagentTimeoutMs),
+    ]);
+    let result: AgentRunResult;
+    try {
+      result = AgentRunResultSchema.parse(
+        await this.deps.trajectories.waitForRunEnd(child.sessionId, runId, { signal }),
+      );
+    } finally {
+      if (!this.ctx.signal.aborted) {
+        delete child.activeCallId;
+        delete child.activeRunId;
+        delete child.activeMode;
+      }
+    }
+    return {
+      ok:
+        result.stopReason !== AgentStopReason.REJECTED &&
+        result.stopReason !== AgentStopReason.MODEL_ERROR,
+      content: `subagent ${a.target} (session ${result.sessionId}) ${formatResult(result)}`,
+    };
+  }
+}
+
+/** A stored message as the LLM client takes it (the `pinned` mark stays behind). */
+function toChat(m: StoredMessage): ChatMessage {
+  switch (m.role) {
+    case 'assistant':
+      return {
+        role: 'assistant',
+        content: m.content,
+        ...(m.toolCalls ? { toolCalls: m.toolCalls } : {}),
+      };
+    case 'tool':
+      return { role: 'tool', toolCallId: m.toolCallId, content: m.content };
+    default:
+      return { role: m.role, content: m.content };
+  }
+}
+
+function section(name: string, text: string): string {
+  return text.length > 0 ? `\n--- ${name} ---\n${text}` : '';
+}
+
+function finishSummary(call: ToolCall): string {
+  try {
+    const parsed = AgentToolArgs[T.FINISH_TASK].safeParse(JSON.parse(call.argumentsText));
+    return parsed.success ? parsed.data.summary : '';
+  } catch {
+    return '';
+  }
+}
+
+function lastAssistantText(messages: readonly StoredMessage[]): string {
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const m = messages[i];
+    if (m?.role === 'assistant' && m.content) return m.content;
+  }
+  return '';
+}
+
+function formatResult(r: AgentRunResult): string {
+  const head = `finished: ${r.stopReason} after ${r.steps} steps`;
+  return r.error ? `${head} (${r.error})\n${r.finalText}` : `${head}\n${r.finalText}`;
+}

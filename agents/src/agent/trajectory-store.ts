@@ -1,0 +1,217 @@
+import { randomBytes } from 'node:crypto';
+import {
+  AckPolicy,
+  DeliverPolicy,
+  jetstream,
+  jetstreamManager,
+  type JetStreamClient,
+  type JetStreamManager,
+} from '@nats-io/jetstream';
+import { type NatsConnection } from '@nats-io/transport-node';
+import {
+  ErrorCode,
+  fromAbortSignal,
+  trajectoryStreamName,
+  trajectorySubject,
+  trajectorySubjectFilter,
+  TroupeError,
+} from '@troupe/proto';
+import {
+  type TrajectoryEvent,
+  TrajectoryEventSchema,
+  TrajectoryEventType,
+} from './trajectory-event';
+
+/** Options of {@link TrajectoryStore}. */
+export interface TrajectoryStoreOptions {
+  /** An open NATS connection (not closed by the store). */
+  connection: NatsConnection;
+  /** Cluster name. */
+  cluster: string;
+  /** Stream replicas. @default 1 */
+  replicas?: number;
+  /** Window in which a repeated event id is dropped. @default 3600000 */
+  duplicateWindowMs?: number;
+}
+
+/**
+ * Agent trajectories in JetStream: stream `TROUPE_<C>_TRAJECTORY`, one subject per session
+ * (`troupe.<c>.trajectory.<sessionId>`). Events are published with `Nats-Msg-Id`
+ * `<sessionId>:<seq>:<epoch>`, so a retried publish is stored once while work redone by a newer
+ * activation after a crash is kept alongside (readers take the latest epoch per seq).
+ */
+export class TrajectoryStore {
+  private readonly nc: NatsConnection;
+  private readonly js: JetStreamClient;
+  private readonly cluster: string;
+  private readonly stream: string;
+  private readonly replicas: number;
+  private readonly duplicateWindowMs: number;
+  private ready: Promise<JetStreamManager> | undefined;
+
+  constructor(options: TrajectoryStoreOptions) {
+    this.nc = options.connection;
+    this.js = jetstream(options.connection);
+    this.cluster = options.cluster;
+    this.stream = trajectoryStreamName(options.cluster);
+    this.replicas = options.replicas ?? 1;
+    this.duplicateWindowMs = options.duplicateWindowMs ?? 3_600_000;
+  }
+
+  /** Creates the stream if missing (idempotent; called by every other method). */
+  ensure(): Promise<JetStreamManager> {
+    this.ready ??= this.createStream().catch((err: unknown) => {
+      this.ready = undefined;
+      throw err;
+    });
+    return this.ready;
+  }
+
+  private async createStream(): Promise<JetStreamManager> {
+    const jsm = await jetstreamManager(this.nc);
+    try {
+      await jsm.streams.info(this.stream);
+      return jsm;
+    } catch {
+      // missing: create it below
+    }
+    try {
+      await jsm.streams.add({
+        name: this.stream,
+        subjects: [trajectorySubjectFilter(this.cluster)],
+        num_replicas: this.replicas,
+        duplicate_window: this.duplicateWindowMs * 1_000_000,
+      });
+    } catch (err) {
+      // Another process may have created it between the check and the add.
+      await jsm.streams.info(this.stream).catch(() => {
+        throw new TroupeError(ErrorCode.UNAVAILABLE, `cannot create stream ${this.stream}`, {
+          cause: err,
+        });
+      });
+    }
+    return jsm;
+  }
+
+  /** Appends one event; resolves once JetStream stored it. */
+  async append(event: TrajectoryEvent): Promise<void> {
+    await this.ensure();
+    try {
+      await this.js.publish(
+        trajectorySubject(this.cluster, event.sessionId),
+        JSON.stringify(event),
+        {
+          msgID: `${event.sessionId}:${event.seq}:${event.epoch}`,
+        },
+      );
+    } catch (err) {
+      throw new TroupeError(
+        ErrorCode.UNAVAILABLE,
+        `cannot append to the trajectory of ${event.sessionId}`,
+        { cause: err },
+      );
+    }
+  }
+
+  /**
+   * Every stored event of a session, in stream order, with superseded ones (same seq, older
+   * epoch) removed.
+   */
+  async read(
+    sessionId: string,
+    options: { signal?: AbortSignal } = {},
+  ): Promise<TrajectoryEvent[]> {
+    const jsm = await this.ensure();
+    const subject = trajectorySubject(this.cluster, sessionId);
+    let last;
+    try {
+      last = await jsm.streams.getMessage(this.stream, { last_by_subj: subject });
+    } catch {
+      return [];
+    }
+    if (!last) return [];
+    // An explicit consumer with the singular filter_subject: ordered consumers ignore filters on
+    // nats-server 2.9 (PLATFORM-NOTES).
+    const name = `traj_${randomBytes(6).toString('hex')}`;
+    await jsm.consumers.add(this.stream, {
+      name,
+      filter_subject: subject,
+      deliver_policy: DeliverPolicy.All,
+      ack_policy: AckPolicy.None,
+      inactive_threshold: 60_000_000_000,
+    });
+    const events: TrajectoryEvent[] = [];
+    try {
+      const consumer = await this.js.consumers.get(this.stream, name);
+      let lastSeq = 0;
+      while (lastSeq < last.seq) {
+        if (options.signal?.aborted) throw fromAbortSignal(options.signal);
+        const batch = await consumer.fetch({ max_messages: 256, expires: 2_000 });
+        let got = 0;
+        for await (const m of batch) {
+          got++;
+          lastSeq = m.seq;
+          if (m.subject !== subject) continue;
+          const parsed = TrajectoryEventSchema.safeParse(m.json());
+          if (parsed.success) events.push(parsed.data);
+          if (lastSeq >= last.seq) break;
+        }
+        if (got === 0) {
+          throw new TroupeError(ErrorCode.UNAVAILABLE, `trajectory of ${sessionId}: read stalled`);
+        }
+      }
+    } finally {
+      await jsm.consumers.delete(this.stream, name).catch(() => undefined);
+    }
+    return latestPerSeq(events);
+  }
+
+  /**
+   * Waits for the `run_end` event of `runId` in session `sessionId` (already stored, or to come)
+   * and returns its `data.result`.
+   */
+  async waitForRunEnd(
+    sessionId: string,
+    runId: string,
+    options: { signal?: AbortSignal } = {},
+  ): Promise<unknown> {
+    const jsm = await this.ensure();
+    const subject = trajectorySubject(this.cluster, sessionId);
+    const isEnd = (e: TrajectoryEvent | undefined): boolean =>
+      e !== undefined && e.type === TrajectoryEventType.RUN_END && e.runId === runId;
+    // Subscribe first, then look at what is stored, so an end published in between is not missed.
+    const sub = this.nc.subscribe(subject);
+    const onAbort = (): void => sub.unsubscribe();
+    options.signal?.addEventListener('abort', onAbort, { once: true });
+    try {
+      try {
+        const last = await jsm.streams.getMessage(this.stream, { last_by_subj: subject });
+        const parsed = last ? TrajectoryEventSchema.safeParse(last.json()) : undefined;
+        if (parsed?.success && isEnd(parsed.data)) return parsed.data.data['result'];
+      } catch {
+        // nothing stored yet
+      }
+      if (options.signal?.aborted) throw fromAbortSignal(options.signal);
+      for await (const m of sub) {
+        const parsed = TrajectoryEventSchema.safeParse(m.json());
+        if (parsed.success && isEnd(parsed.data)) return parsed.data.data['result'];
+      }
+      if (options.signal?.aborted) throw fromAbortSignal(options.signal);
+      throw new TroupeError(
+        ErrorCode.UNAVAILABLE,
+        `trajectory subscription of ${sessionId} closed`,
+      );
+    } finally {
+      options.signal?.removeEventListener('abort', onAbort);
+      sub.unsubscribe();
+    }
+  }
+}
+
+/** Drops events superseded by a later epoch's event with the same seq; keeps stream order. */
+export function latestPerSeq(events: readonly TrajectoryEvent[]): TrajectoryEvent[] {
+  const latest = new Map<number, number>();
+  for (const e of events) latest.set(e.seq, Math.max(latest.get(e.seq) ?? -1, e.epoch));
+  const kept = events.filter((e) => latest.get(e.seq) === e.epoch);
+  return kept.sort((a, b) => a.seq - b.seq);
+}

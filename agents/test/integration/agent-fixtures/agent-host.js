@@ -1,0 +1,33 @@
+// A cluster-mode host process for the agent tests: hosts the `agent` kind with an LlmClient on
+// the given model registry (the test's FakeOpenAI), registers with the coordinator and
+// heartbeats. Uses the built packages (run `npm run build`). Prints READY.
+const { connect } = require('@nats-io/transport-node');
+const { ActorSystem } = require('@troupe/actors');
+const { LlmClient, ModelRegistry, TrajectoryStore, createAgentActor } = require('@troupe/agents');
+
+const [servers, cluster, hostId, registryJson] = process.argv.slice(2);
+
+async function main() {
+  const nc = await connect({ servers });
+  const registry = new ModelRegistry(JSON.parse(registryJson));
+  // Fast retries: the 429-storm test scripts several 429s in a row.
+  const llm = new LlmClient({ registry, retry: { initialBackoffMs: 20, maxBackoffMs: 200 } });
+  const trajectories = new TrajectoryStore({ connection: nc, cluster });
+  const agent = createAgentActor({ llm, trajectories, idleTimeoutMs: 5_000 });
+  const system = await ActorSystem.start({
+    cluster,
+    connection: nc,
+    hostId,
+    hosting: [agent],
+    placement: 'none',
+  });
+  process.stdout.write('READY\n');
+  const stop = () => system.shutdown({ graceMs: 1000 }).then(() => process.exit(0));
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
+}
+
+main().catch((err) => {
+  process.stderr.write(String(err && err.stack) + '\n');
+  process.exit(1);
+});
