@@ -52,6 +52,8 @@ export const AgentRunStateSchema = z.object({
   replyTo: ReplyToSchema.optional(),
   stopReason: z.enum(AgentStopReason).optional(),
   finalText: z.string().optional(),
+  /** `finish_task`'s summary, once its result is committed (the run ends at the next check). */
+  finishSummary: z.string().optional(),
   /** The error behind MODEL_ERROR / BUDGET_EXHAUSTED. */
   error: z.string().optional(),
   endedAtMs: z.number().optional(),

@@ -235,8 +235,10 @@ export class AgentTurn {
     const limits = template.limits;
     const budget = new SessionBudget(run.costUsd, limits.maxCostUsd, this.deps.budget);
     for (;;) {
-      const finished = await this.runPendingTools(run);
-      if (finished !== undefined) return this.end(run, AgentStopReason.FINISHED, finished);
+      await this.runPendingTools(run);
+      if (run.finishSummary !== undefined) {
+        return this.end(run, AgentStopReason.FINISHED, run.finishSummary);
+      }
       await this.drain(run.runId);
       this.flushInbound(run.runId);
       if (run.steps >= limits.maxSteps) return this.end(run, AgentStopReason.MAX_STEPS);
@@ -315,7 +317,7 @@ export class AgentTurn {
   }
 
   /** Runs the tool calls of the last assistant message that have no result yet. */
-  private async runPendingTools(run: AgentRunState): Promise<string | undefined> {
+  private async runPendingTools(run: AgentRunState): Promise<void> {
     const { s } = this;
     let last = -1;
     for (let i = s.messages.length - 1; i >= 0; i--) {
@@ -325,16 +327,12 @@ export class AgentTurn {
       }
     }
     const assistant = s.messages[last];
-    if (!assistant || assistant.role !== 'assistant' || !assistant.toolCalls) return undefined;
+    if (!assistant || assistant.role !== 'assistant' || !assistant.toolCalls) return;
     const answered = new Set(
       s.messages.slice(last + 1).flatMap((m) => (m.role === 'tool' ? [m.toolCallId] : [])),
     );
-    let finish: string | undefined;
     for (const call of assistant.toolCalls) {
-      if (answered.has(call.id)) {
-        if (call.name === T.FINISH_TASK) finish ??= finishSummary(call);
-        continue;
-      }
+      if (answered.has(call.id)) continue;
       this.emit(run.runId, TrajectoryEventType.TOOL_CALL, undefined, {
         toolCallId: call.id,
         name: call.name,
@@ -356,11 +354,10 @@ export class AgentTurn {
           ? { fullContent: outcome.content }
           : {}),
       });
+      if (outcome.finish !== undefined) run.finishSummary ??= outcome.finish;
       await this.drain(run.runId);
       await this.commit();
-      if (outcome.finish !== undefined) finish ??= outcome.finish;
     }
-    return finish;
   }
 
   /** Takes posted messages that arrived during the turn (a tool boundary) into `inbound`. */
@@ -861,15 +858,6 @@ function toChat(m: StoredMessage): ChatMessage {
 
 function section(name: string, text: string): string {
   return text.length > 0 ? `\n--- ${name} ---\n${text}` : '';
-}
-
-function finishSummary(call: ToolCall): string {
-  try {
-    const parsed = AgentToolArgs[T.FINISH_TASK].safeParse(JSON.parse(call.argumentsText));
-    return parsed.success ? parsed.data.summary : '';
-  } catch {
-    return '';
-  }
 }
 
 function lastAssistantText(messages: readonly StoredMessage[]): string {
