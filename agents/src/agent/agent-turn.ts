@@ -235,11 +235,11 @@ export class AgentTurn {
     const limits = template.limits;
     const budget = new SessionBudget(run.costUsd, limits.maxCostUsd, this.deps.budget);
     for (;;) {
-      await this.runPendingTools(run);
+      // Tool results drain the inbox after each call; otherwise drain here (first step, waking).
+      if (!(await this.runPendingTools(run))) await this.drain(run.runId);
       if (run.finishSummary !== undefined) {
         return this.end(run, AgentStopReason.FINISHED, run.finishSummary);
       }
-      await this.drain(run.runId);
       this.flushInbound(run.runId);
       if (run.steps >= limits.maxSteps) return this.end(run, AgentStopReason.MAX_STEPS);
       if (
@@ -316,8 +316,11 @@ export class AgentTurn {
     }
   }
 
-  /** Runs the tool calls of the last assistant message that have no result yet. */
-  private async runPendingTools(run: AgentRunState): Promise<void> {
+  /**
+   * Runs the tool calls of the last assistant message that have no result yet, draining the
+   * inbox after each; true when it ran any.
+   */
+  private async runPendingTools(run: AgentRunState): Promise<boolean> {
     const { s } = this;
     let last = -1;
     for (let i = s.messages.length - 1; i >= 0; i--) {
@@ -327,12 +330,14 @@ export class AgentTurn {
       }
     }
     const assistant = s.messages[last];
-    if (!assistant || assistant.role !== 'assistant' || !assistant.toolCalls) return;
+    if (!assistant || assistant.role !== 'assistant' || !assistant.toolCalls) return false;
     const answered = new Set(
       s.messages.slice(last + 1).flatMap((m) => (m.role === 'tool' ? [m.toolCallId] : [])),
     );
+    let ran = false;
     for (const call of assistant.toolCalls) {
       if (answered.has(call.id)) continue;
+      ran = true;
       this.emit(run.runId, TrajectoryEventType.TOOL_CALL, undefined, {
         toolCallId: call.id,
         name: call.name,
@@ -358,6 +363,7 @@ export class AgentTurn {
       await this.drain(run.runId);
       await this.commit();
     }
+    return ran;
   }
 
   /** Takes posted messages that arrived during the turn (a tool boundary) into `inbound`. */

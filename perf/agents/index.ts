@@ -1,0 +1,185 @@
+/**
+ * perf/agents: what the agent actor costs on top of its model calls, with a zero-latency
+ * FakeOpenAI, one real nats-server and the agent actor hosted in this process.
+ *
+ *   step_overhead_p50_ms  median over steps of (step wall time − that step's model call time):
+ *                         the loop, tool dispatch (`list_agents`, no sandbox), two checkpoints
+ *                         (model reply, tool result) and three trajectory publishes. Target ≤ 2.
+ *   concurrent_sessions   sessions run at once in the throughput phase (default 500)
+ *   steps_per_s           model steps per second over all of them
+ *   session_bytes         JS heap per live (idle, not passivated) session after its run, by
+ *                         difference of heapUsed after gc
+ *
+ * The baseline measured in the same run is a bare `LlmClient.chat` against the same server
+ * (`model_call_p50_ms`); ratios are printed against it.
+ * Options: `--steps N` (40 per session), `--sessions N` (5 sequential sessions for the overhead),
+ * `--concurrent N` (500), `--concurrent-steps N` (4).
+ */
+import { connect } from '@nats-io/transport-node';
+import { ActorSystem } from '@troupe/actors';
+import {
+  createAgentActor,
+  LlmClient,
+  ModelRegistry,
+  runAgentSession,
+  TrajectoryStore,
+  type TrajectoryEvent,
+} from '@troupe/agents';
+import { FakeOpenAI, randomClusterName, startNatsServer } from '@troupe/testkit';
+import { median, nowUs, printResult, printTable, quantile, round } from '../lib/report';
+
+function arg(name: string, fallback: number): number {
+  const i = process.argv.indexOf(name);
+  return i >= 0 ? Number(process.argv[i + 1]) : fallback;
+}
+
+const STEPS = arg('--steps', 40);
+const SESSIONS = arg('--sessions', 5);
+const CONCURRENT = arg('--concurrent', 500);
+const CONCURRENT_STEPS = arg('--concurrent-steps', 4);
+
+function gc(): void {
+  (globalThis as { gc?: () => void }).gc?.();
+}
+
+async function main(): Promise<void> {
+  const server = await startNatsServer();
+  const fake = await FakeOpenAI.start();
+  // Stateless script: list_agents until the request carries `steps - 1` tool results, then finish.
+  fake.setHandler((req) => {
+    const results = req.body.messages.filter((m) => m.role === 'tool').length;
+    const first = req.body.messages[0]?.content;
+    const system = typeof first === 'string' ? first : '';
+    const steps = Number(/steps=(\d+)/.exec(system)?.[1] ?? 1);
+    if (results + 1 >= steps) {
+      return { toolCalls: [{ name: 'finish_task', arguments: { summary: 'done' } }] };
+    }
+    return { toolCalls: [{ name: 'list_agents', arguments: {} }] };
+  });
+  const cluster = randomClusterName();
+  const nc = await connect({ servers: server.url });
+  const registry = new ModelRegistry({
+    models: {
+      fake: { baseURL: fake.baseURL, model: 'fake-model', inputUsdPer1M: 0, outputUsdPer1M: 0 },
+    },
+  });
+  const llm = new LlmClient({ registry });
+  const trajectories = new TrajectoryStore({ connection: nc, cluster });
+  const agent = createAgentActor({
+    llm,
+    trajectories,
+    idleTimeoutMs: 600_000,
+    // Fractional milliseconds in event timestamps, so per-step times can be measured.
+    now: () => performance.timeOrigin + performance.now(),
+  });
+  const system = await ActorSystem.start({ cluster, connection: nc, hosting: [agent] });
+  const template = (steps: number) => ({
+    name: 'perf',
+    instruction: `Perf agent, steps=${steps}.`,
+    model: 'fake',
+    tools: ['list_agents' as const],
+    limits: { maxSteps: steps + 1 },
+  });
+
+  // Baseline: bare model calls through the same client and server.
+  const model: number[] = [];
+  for (let i = 0; i < 200; i++) {
+    const t0 = nowUs();
+    await llm.chat({
+      model: 'fake',
+      messages: [
+        { role: 'system', content: 'Perf agent, steps=2.' },
+        { role: 'user', content: 'go' },
+      ],
+      signal: AbortSignal.timeout(10_000),
+    });
+    if (i >= 50) model.push((nowUs() - t0) / 1000);
+  }
+
+  // Step overhead: sequential sessions of STEPS steps each.
+  const overhead: number[] = [];
+  const stepMs: number[] = [];
+  for (let s = 0; s < SESSIONS + 1; s++) {
+    const sessionId = `seq-${s}`;
+    const result = await runAgentSession({
+      system,
+      trajectories,
+      sessionId,
+      template: template(STEPS),
+      task: 'Call list_agents until told otherwise.',
+      signal: AbortSignal.timeout(300_000),
+    });
+    if (result.stopReason !== 'FINISHED')
+      throw new Error(`session ${sessionId}: ${result.stopReason}`);
+    if (s === 0) continue; // warm-up
+    const calls = (await trajectories.read(sessionId)).filter(
+      (e: TrajectoryEvent) => e.type === 'model_call',
+    );
+    for (let i = 1; i < calls.length; i++) {
+      const prev = calls[i - 1] as TrajectoryEvent;
+      const cur = calls[i] as TrajectoryEvent;
+      const step = cur.atMs - prev.atMs;
+      stepMs.push(step);
+      overhead.push(step - Number(cur.data['latencyMs']));
+    }
+  }
+
+  // Throughput and memory: CONCURRENT sessions at once.
+  gc();
+  const heapBefore = process.memoryUsage().heapUsed;
+  const t0 = nowUs();
+  const results = await Promise.all(
+    Array.from({ length: CONCURRENT }, (_, i) =>
+      runAgentSession({
+        system,
+        trajectories,
+        sessionId: `conc-${i}`,
+        template: template(CONCURRENT_STEPS),
+        task: 'Call list_agents until told otherwise.',
+        signal: AbortSignal.timeout(600_000),
+      }),
+    ),
+  );
+  const wallS = (nowUs() - t0) / 1e6;
+  const totalSteps = results.reduce((n, r) => n + r.steps, 0);
+  const finished = results.filter((r) => r.stopReason === 'FINISHED').length;
+  gc();
+  const live = system.activationCount;
+  const heapAfter = process.memoryUsage().heapUsed;
+  const sessionBytes = Math.round((heapAfter - heapBefore) / Math.max(1, live));
+
+  const modelP50 = median(model);
+  const overheadP50 = median(overhead);
+  printTable('agent step (sequential sessions)', {
+    steps_measured: overhead.length,
+    model_call_p50_ms: round(modelP50),
+    step_p50_ms: round(median(stepMs)),
+    step_overhead_p50_ms: round(overheadP50),
+    step_overhead_p90_ms: round(quantile(overhead, 0.9)),
+    step_vs_model_call_ratio: round(median(stepMs) / modelP50),
+  });
+  printTable(`${CONCURRENT} concurrent sessions × ${CONCURRENT_STEPS} steps`, {
+    finished,
+    wall_s: round(wallS),
+    steps_per_s: round(totalSteps / wallS, 1),
+    bare_model_calls_per_s: round(1000 / modelP50, 1),
+    live_activations: live,
+    session_bytes: sessionBytes,
+  });
+  await system.shutdown({ graceMs: 1_000 });
+  await nc.close();
+  await fake.close();
+  await server.stop();
+  printResult('agents', {
+    step_overhead_p50_ms: round(overheadP50),
+    concurrent_sessions: CONCURRENT,
+    steps_per_s: round(totalSteps / wallS, 1),
+    session_bytes: sessionBytes,
+    model_call_p50_ms: round(modelP50),
+  });
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`${String((err as Error)?.stack ?? err)}\n`);
+  process.exit(1);
+});
