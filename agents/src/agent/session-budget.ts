@@ -7,6 +7,9 @@ import type {
   BudgetReserveContext,
 } from '../llm/budget-hook';
 
+// Float sums of prices drift by ~1e-17; a call that fits the cap exactly must not be refused.
+const USD_EPSILON = 1e-9;
+
 /**
  * A run's own cost cap in front of the cluster's ledger: `reserve` refuses with
  * `BUDGET_EXHAUSTED` when `spent + held + worst case` would pass `maxCostUsd` — so no call that
@@ -36,7 +39,7 @@ export class SessionBudget implements BudgetHook {
   async reserve(amount: BudgetAmount, context: BudgetReserveContext): Promise<BudgetReservation> {
     if (
       this.maxCostUsd !== undefined &&
-      this.spentUsd + this.heldUsd + amount.usd > this.maxCostUsd
+      this.spentUsd + this.heldUsd + amount.usd > this.maxCostUsd + USD_EPSILON
     ) {
       throw new TroupeError(
         ErrorCode.BUDGET_EXHAUSTED,
