@@ -190,7 +190,8 @@ export class AgentTurn {
   async inbound(type: string, payload: unknown): Promise<void> {
     this.accept({ type, payload, seq: 0 });
     const run = this.s.run;
-    if (run && run.status === 'waiting' && !this.awaitingAsync()) run.status = 'running';
+    // Any message wakes a session that waits for async results; with nothing to do it waits again.
+    if (run && run.status === 'waiting') run.status = 'running';
     if (run && run.status !== 'done') this.flushInbound(run.runId);
     await this.commit();
     if (run && run.status === 'running') await this.loop();
