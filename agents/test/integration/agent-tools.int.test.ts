@@ -227,3 +227,20 @@ test('compaction summarises older history and keeps pinned text verbatim', async
   const exported = JSON.stringify(trajectoryToRecord(sessionId, events).messages);
   expect(exported.split(long).length - 1).toBe(2);
 }, 120_000);
+
+test('runUntilExplicitFinish: bounded automatic continue prompts, then NO_TOOL_CALLS', async () => {
+  c.fake.enqueue({ content: 'thinking' }, { content: 'still thinking' }, { content: 'giving up' });
+  const result = await runAgentSession({
+    system: c.client,
+    trajectories: c.trajectories,
+    sessionId: `cont-${randomUUID().slice(0, 8)}`,
+    template: { name: 'ponder', instruction: 'Think.', model: 'fake', maxAutoContinues: 2 },
+    task: 'Ponder.',
+    signal: AbortSignal.timeout(60_000),
+  });
+  expect(result).toMatchObject({ stopReason: 'NO_TOOL_CALLS', finalText: 'giving up', steps: 3 });
+  const second = c.fake.chatRequests[1]?.body.messages.at(-1);
+  expect(second).toMatchObject({ role: 'user' });
+  expect(JSON.stringify(second)).toContain('call finish_task');
+  c.fake.assertScriptConsumed();
+}, 60_000);

@@ -29,6 +29,9 @@ import {
   parseEventsSubject,
   parseInboxSubject,
   stateKey,
+  trajectoryStreamName,
+  trajectorySubject,
+  trajectorySubjectFilter,
   type TroupeError,
   validateActorId,
   validateActorKind,
@@ -163,6 +166,9 @@ describe('builders', () => {
     expect(inboxSubjectFilter('dev')).toBe('troupe.dev.inbox.>');
     expect(deadLetterSubject('dev', addr)).toBe('troupe.dev.dlq.counter.c1');
     expect(deadLetterSubjectFilter('dev')).toBe('troupe.dev.dlq.>');
+    expect(trajectorySubject('dev', 'root_1-a')).toBe('troupe.dev.trajectory.root_1-a');
+    expect(trajectorySubjectFilter('dev')).toBe('troupe.dev.trajectory.>');
+    expect(() => trajectorySubject('dev', 'a.b')).toThrow(/actor id/);
   });
 
   it('builds stream names upper-cased with - turned into _', () => {
@@ -170,6 +176,7 @@ describe('builders', () => {
     expect(inboxStreamName('my-test-1')).toBe('TROUPE_MY_TEST_1_INBOX');
     expect(deadLetterStreamName('my-test-1')).toBe('TROUPE_MY_TEST_1_DLQ');
     expect(eventsStreamName('my-test-1')).toBe('TROUPE_MY_TEST_1_EVENTS');
+    expect(trajectoryStreamName('my-test-1')).toBe('TROUPE_MY_TEST_1_TRAJECTORY');
     for (const name of [
       inboxStreamName('a-b'),
       deadLetterStreamName('a-b'),
