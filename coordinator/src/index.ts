@@ -34,6 +34,11 @@ export {
   type BudgetLedgerDefinition,
 } from './budget/budget-ledger-actor';
 export {
+  LedgerBudgetHook,
+  type LedgerBudgetHookOptions,
+  type LedgerReserveContext,
+} from './budget/ledger-budget-hook';
+export {
   checkLedger,
   DEFAULT_LEDGER_CONFIG,
   emptyLedgerState,
