@@ -45,6 +45,7 @@ export {
   isFenced,
   StateRecordSchema,
   StateStore,
+  type StoredState,
   type StateRecord,
 } from './state-store';
 export {

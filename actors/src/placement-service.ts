@@ -25,7 +25,7 @@ import {
   type JetStreamManager,
   type JsMsg,
 } from '@nats-io/jetstream';
-import { type Directory, type DirectoryEntry, isLiveState } from './directory';
+import { type Directory, isLiveState, type VersionedEntry } from './directory';
 import { type Logger } from './logger';
 import { type StateStore } from './state-store';
 import { decodeJson, encodeJson } from './internal/json-codec';
@@ -33,8 +33,10 @@ import { isNoResponders } from './internal/nats-errors';
 import {
   ActivateRequestSchema,
   type ActivateReply,
+  type ActivationPlacement,
   type CoreEnvelope,
   HostPingReplySchema,
+  isRaced,
   MAIL_HINT_TYPE,
 } from './internal/protocol';
 import { type Transport } from './internal/transport';
@@ -53,6 +55,11 @@ export interface PlacementRequest {
   near?: ActorAddress;
   /** Absolute deadline (ms since epoch) after which the requester has given up. */
   deadlineMs: number;
+  /**
+   * The directory entry as the caller has just read it: the first decision uses it instead of
+   * reading again (every later attempt reads; the host's CAS catches a stale one).
+   */
+  known?: VersionedEntry;
 }
 
 /** A placement decision. */
@@ -81,6 +88,13 @@ export interface PlacementServiceOptions {
    * from its heartbeat registry instead.
    */
   hostAlive?: (hostId: string, incarnation: string | undefined) => Promise<boolean>;
+  /**
+   * A recent view of a directory entry that is *not* live (from a watch of the directory), used
+   * instead of a KV read for the first placement decision. Only a SLEEPING (or absent, revision
+   * 0) view may be returned: the host's claim is a CAS on that revision, so a stale view costs a
+   * refused claim and a real read, never a second activation. Undefined: read the KV.
+   */
+  peekDirectory?: (addr: ActorAddress) => VersionedEntry | undefined;
   /** Called when a placement fails or its activation has been started (for load accounting). */
   onPlacementFailed?: (request: PlacementRequest, target: PlacementTarget) => void;
   /**
@@ -104,11 +118,7 @@ export interface PlacementServiceOptions {
    */
   localHost?: {
     hostId: string;
-    activate(
-      addr: ActorAddress,
-      epoch: number,
-      placement: { directoryRevision?: number; jobId?: string },
-    ): Promise<unknown>;
+    activate(addr: ActorAddress, epoch: number, placement: ActivationPlacement): Promise<unknown>;
   };
   /**
    * Name of the durable inbox-watcher consumer (shared by every placer of the cluster).
@@ -125,7 +135,7 @@ export interface PlacementServiceOptions {
  * across the cluster under a fair scheduler.
  */
 export class PlacementService {
-  private readonly inFlight = new Map<string, Promise<ActivateReply>>();
+  private readonly inFlight = new Map<string, Promise<PlacedReply>>();
   private readonly alive = new Map<string, { incarnation: string; atMs: number }>();
   private sub?: Subscription;
   private messages?: ConsumerMessages;
@@ -172,7 +182,7 @@ export class PlacementService {
           return;
         }
         this.activate(request).then(
-          (reply) => msg.respond(encodeJson(reply)),
+          ({ hostId, epoch }) => msg.respond(encodeJson({ hostId, epoch } satisfies ActivateReply)),
           (e: unknown) => msg.respond(new Uint8Array(), { headers: encodeErrorHeaders(e) }),
         );
       },
@@ -197,7 +207,7 @@ export class PlacementService {
    * Makes `addr` live and returns where. Concurrent requests for one address share one attempt;
    * the directory CAS makes requests of different placers agree on a single activation.
    */
-  activate(request: PlacementRequest | ActorAddress): Promise<ActivateReply> {
+  activate(request: PlacementRequest | ActorAddress): Promise<PlacedReply> {
     const req: PlacementRequest =
       'addr' in request
         ? request
@@ -210,15 +220,18 @@ export class PlacementService {
     return p;
   }
 
-  private async doActivate(request: PlacementRequest): Promise<ActivateReply> {
+  private async doActivate(request: PlacementRequest): Promise<PlacedReply> {
     const { addr } = request;
     const key = formatAddress(addr);
     const deadline = Math.max(request.deadlineMs, Date.now() + 1_000);
     let failures = 0;
     let refusals = 0;
     let waitMs = 5;
+    let known = request.known;
     while (Date.now() < deadline) {
-      const { entry, revision } = await this.options.directory.get(addr);
+      const { entry, revision } =
+        known ?? this.options.peekDirectory?.(addr) ?? (await this.options.directory.get(addr));
+      known = undefined;
       if (entry.state === 'STOPPED') {
         throw new TroupeError(
           'UNAVAILABLE',
@@ -234,7 +247,7 @@ export class PlacementService {
           entry.state === 'ACTIVATING' && Date.now() - entry.updatedAtMs > this.activationTimeoutMs;
         if (alive && !stuck) {
           if (entry.state !== 'ACTIVATING') return { hostId: entry.hostId, epoch: entry.epoch };
-          // Someone else is activating it: wait for that to finish.
+          // Someone else is activating it (two-step form): wait for that to finish.
           await delay(waitMs);
           waitMs = Math.min(200, waitMs * 2);
           continue;
@@ -251,32 +264,24 @@ export class PlacementService {
       }
       const target = await this.options.selectHost(request);
       const epoch = entry.epoch + 1;
-      const next: DirectoryEntry = {
-        state: 'ACTIVATING',
-        hostId: target.hostId,
-        ...(target.incarnation ? { incarnation: target.incarnation } : {}),
+      // One-step form: the placer writes nothing; the chosen host claims the entry SLEEPING →
+      // IDLE at `epoch` by CAS on `revision`, so of several placers (or hosts) only one wins.
+      const placement: ActivationPlacement = {
+        claimRevision: revision,
         ...(request.jobId ? { jobId: request.jobId } : {}),
-        epoch,
-        updatedAtMs: Date.now(),
       };
-      const rev = await this.options.directory.compareAndSet(addr, revision, next);
-      if (rev === undefined) {
-        this.options.onPlacementFailed?.(request, target);
-        continue; // lost the race: look again
-      }
       try {
         if (this.options.localHost?.hostId === target.hostId) {
-          await this.options.localHost.activate(addr, epoch, {
-            directoryRevision: rev,
-            ...(request.jobId ? { jobId: request.jobId } : {}),
-          });
+          await this.options.localHost.activate(addr, epoch, placement);
         } else {
-          await this.requestHostActivation(target.hostId, addr, epoch, rev, request.jobId);
+          await this.requestHostActivation(target.hostId, addr, epoch, placement);
         }
         this.placements++;
-        return { hostId: target.hostId, epoch };
+        return { hostId: target.hostId, epoch, started: true };
       } catch (err) {
         this.options.onPlacementFailed?.(request, target);
+        // Another writer changed the entry first: nothing of ours was written; look again.
+        if (isRaced(err)) continue;
         const error = toTroupeError(err);
         const refused = error.details?.['hostRefused'] === true || isNoResponders(err);
         // A host that refuses (draining, full, just died) says nothing about the actor: try
@@ -285,16 +290,26 @@ export class PlacementService {
         else failures++;
         this.options.log.warn({ err: error, actor: key, failures, refusals }, 'activation failed');
         const current = await this.options.directory.get(addr);
-        if (current.entry.epoch !== epoch) continue; // someone moved on; look again
+        // Did the host claim the entry before failing? Then it is ours to put back to sleep.
+        const ours =
+          current.entry.epoch === epoch &&
+          current.entry.hostId === target.hostId &&
+          (target.incarnation === undefined ||
+            current.entry.incarnation === undefined ||
+            current.entry.incarnation === target.incarnation) &&
+          isLiveState(current.entry.state);
+        if (!ours && current.entry.epoch !== entry.epoch) continue; // someone moved on
         const stop =
           !refused &&
           (failures >= this.maxAttempts || (!error.retryable && error.code !== 'UNAVAILABLE'));
-        await this.options.directory.compareAndSet(addr, current.revision, {
-          state: stop ? 'STOPPED' : 'SLEEPING',
-          epoch,
-          updatedAtMs: Date.now(),
-          reason: `activation failed: ${error.message}`,
-        });
+        if (ours || stop) {
+          await this.options.directory.compareAndSet(addr, current.revision, {
+            state: stop ? 'STOPPED' : 'SLEEPING',
+            epoch,
+            updatedAtMs: Date.now(),
+            reason: `activation failed: ${error.message}`,
+          });
+        }
         if (stop) throw error;
         if (refused && refusals > MAX_REFUSALS) throw error;
         await delay(refused ? 20 * refusals : 100 * 4 ** (failures - 1));
@@ -307,11 +322,10 @@ export class PlacementService {
     hostId: string,
     addr: ActorAddress,
     epoch: number,
-    revision: number,
-    jobId: string | undefined,
+    placement: ActivationPlacement,
   ): Promise<void> {
     const { nc, cluster } = this.options.transport;
-    const body = encodeJson({ addr, epoch, revision, ...(jobId ? { jobId } : {}) });
+    const body = encodeJson({ addr, epoch, ...placement });
     const reply = await nc.request(hostSubject(cluster, hostId, 'activate'), body, {
       timeout: this.activationTimeoutMs,
     });
@@ -388,7 +402,8 @@ export class PlacementService {
       return;
     }
     try {
-      const { entry } = await this.options.directory.get(addr);
+      const known = this.options.peekDirectory?.(addr) ?? (await this.options.directory.get(addr));
+      const { entry } = known;
       if (entry.state === 'STOPPED') {
         m.ack(); // stays in the inbox; delivered if the actor is ever restarted
         return;
@@ -399,11 +414,15 @@ export class PlacementService {
       } else {
         const jobId = m.headers?.get(Header.JOB);
         keepAlive = setInterval(() => m.working(), 3_000);
-        await this.activate({
+        const placed = await this.activate({
           addr,
           deadlineMs: Date.now() + this.activationTimeoutMs,
+          known, // saves the placer a second read of the same entry
           ...(jobId ? { jobId } : {}),
         });
+        // An activation started for this wake reads its inbox as it starts; one that was found
+        // live (started by someone else, or a stale view) gets the hint the poster may have lost.
+        if (!placed.started) this.hint(addr, m.seq);
       }
       m.ack();
     } catch (err) {
@@ -474,6 +493,9 @@ export class PlacementService {
     return next !== null;
   }
 }
+
+/** An activate reply, plus whether this placer started the activation (vs. found it live). */
+type PlacedReply = ActivateReply & { started?: true };
 
 function delay(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms).unref());

@@ -27,6 +27,12 @@ export const StateRecordSchema = z.object({
 /** A decoded state record. */
 export type StateRecord = z.infer<typeof StateRecordSchema>;
 
+/** A stored state record with its KV revision. */
+export interface StoredState {
+  record: StateRecord;
+  revision: number;
+}
+
 /** Thrown (code UNAVAILABLE, not retryable) when a newer activation owns the actor's state. */
 export class FencedError extends TroupeError {
   constructor(addr: ActorAddress, detail: string) {
@@ -51,7 +57,7 @@ export class StateStore {
   constructor(private readonly kv: KV) {}
 
   /** Reads the record; `undefined` when the actor has never committed. */
-  async read(addr: ActorAddress): Promise<{ record: StateRecord; revision: number } | undefined> {
+  async read(addr: ActorAddress): Promise<StoredState | undefined> {
     const e = await this.kv.get(stateKey(addr));
     if (!e || e.operation !== 'PUT' || e.value.length === 0) return undefined;
     return { record: StateRecordSchema.parse(decodeJson(e.value)), revision: e.revision };
@@ -59,14 +65,19 @@ export class StateStore {
 
   /**
    * Takes ownership for `epoch`: re-writes the current record stamped with the new epoch.
-   * Fails with {@link FencedError} when a record of a newer epoch exists.
+   * Fails with {@link FencedError} when a record of a newer epoch exists. An actor that has never
+   * committed costs one read and no write. `prefetched`: the result of a {@link read} the caller
+   * already made (after the directory named this activation, or concurrently with that claim).
    */
   async claim(
     addr: ActorAddress,
     epoch: number,
+    prefetched?: { current: StoredState | undefined },
   ): Promise<{ record: StateRecord | undefined; revision: number }> {
     for (let attempt = 0; attempt < 5; attempt++) {
-      const current = await this.read(addr);
+      // A read the caller made in parallel with other start-up work saves a round trip; a retry
+      // after a conflict always reads again.
+      const current = attempt === 0 && prefetched ? prefetched.current : await this.read(addr);
       if (current && current.record.epoch > epoch) {
         throw new FencedError(addr, `state has epoch ${current.record.epoch} > ${epoch}`);
       }

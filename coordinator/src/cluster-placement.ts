@@ -6,6 +6,7 @@ import {
   type Logger,
   type PlacementRequest,
   type PlacementTarget,
+  type VersionedEntry,
 } from '@troupe/actors';
 import { type KV, type KvWatchEntry } from '@nats-io/kv';
 import { DEFAULT_JOB_POLICY, FairQueue, type JobPolicy } from './fair-queue';
@@ -42,6 +43,10 @@ const NO_JOB = '';
  */
 export class ClusterPlacement {
   private readonly occupancy = new Occupancy();
+  /** Last watched entry of every actor that is SLEEPING (what {@link peek} answers from). */
+  private readonly sleeping = new Map<string, VersionedEntry>();
+  /** Keys whose watched value is neither SLEEPING nor live (STOPPED, unreadable): never peeked. */
+  private readonly unusual = new Set<string>();
   private readonly queues = new Map<string, FairQueue<Waiter>>();
   private watchStop?: () => void;
   private readonly jobPolicy: (jobId: string) => JobPolicy;
@@ -91,6 +96,14 @@ export class ClusterPlacement {
       const parsed = DirectoryEntrySchema.safeParse(e.json());
       if (parsed.success) entry = parsed.data;
     }
+    const deleted = e.operation !== 'PUT' || e.value.length === 0;
+    if (entry?.state === 'SLEEPING') this.sleeping.set(key, { entry, revision: e.revision });
+    else this.sleeping.delete(key);
+    if (!deleted && !(entry && (entry.state === 'SLEEPING' || isLiveState(entry.state)))) {
+      this.unusual.add(key);
+    } else {
+      this.unusual.delete(key);
+    }
     if (entry && isLiveState(entry.state) && entry.hostId) {
       this.occupancy.setLive(key, {
         hostId: entry.hostId,
@@ -101,6 +114,20 @@ export class ClusterPlacement {
       this.kick(addr.kind);
     }
   }
+
+  /**
+   * The watched directory entry of `addr` when it is not live, for the placer's first decision
+   * (saves a KV read per activation): SLEEPING at its revision, or absent (revision 0) when the
+   * watch has never seen it live, stopped or sleeping. Undefined for anything else: the placer
+   * reads the KV. A stale answer is safe: the host claims the entry by CAS on that revision.
+   */
+  peek = (addr: ActorAddress): VersionedEntry | undefined => {
+    const key = directoryKey(addr);
+    const sleeping = this.sleeping.get(key);
+    if (sleeping) return sleeping;
+    if (this.occupancy.get(key) || this.unusual.has(key)) return undefined;
+    return { entry: { state: 'SLEEPING', epoch: 0, updatedAtMs: 0 }, revision: 0 };
+  };
 
   /** Live + in-flight activations of `kind` on `hostId`. */
   used(hostId: string, kind: string): number {

@@ -239,6 +239,7 @@ export class Coordinator {
       states: this.system.states,
       log: this.log.child({ component: 'placer' }),
       selectHost: placement.select,
+      peekDirectory: placement.peek,
       hostAlive: async (hostId, incarnation) => registry.isAlive(hostId, incarnation),
       onPlacementFailed: placement.placementFailed,
       activationTimeoutMs: this.config.activationTimeoutMs,

@@ -7,8 +7,14 @@
  *                         flight from a client process; the coordinator runs in the client)
  *   budget_pairs_per_s,   from perf/coordinator-budget (run as a child, its JSON line reused)
  *   budget_overshoot
+ *
+ * Fairness: the measuring process waits for HIT lines on events (no polling loop competing for
+ * the 2 cores with the hosts and nats-server); the hosts get the same node flags as this process
+ * and are stopped with SIGTERM so they can flush (e.g. `--cpu-prof`); the CPU time each process
+ * (and nats-server) spent in the activation window is printed, so a gain can be attributed.
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { ActorSystem } from '@troupe/actors';
 import { Coordinator } from '@troupe/coordinator';
@@ -23,8 +29,29 @@ async function until(pred: () => boolean, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!pred()) {
     if (Date.now() > deadline) throw new Error('perf: condition not reached in time');
-    await new Promise((r) => setImmediate(r));
+    await new Promise((r) => setTimeout(r, 20));
   }
+}
+
+/** CPU seconds (user + system) a process has used so far, from /proc (0 when unreadable). */
+function cpuSeconds(pid: number | undefined): number {
+  if (pid === undefined) return 0;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / 100; // utime + stime, in clock ticks
+  } catch {
+    return 0;
+  }
+}
+
+async function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null) return;
+  const exited = new Promise<void>((r) => child.once('exit', () => r()));
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+  await exited;
+  clearTimeout(timer);
 }
 
 async function main(): Promise<void> {
@@ -38,13 +65,23 @@ async function main(): Promise<void> {
   });
   // Hosts are separate processes, as in a deployment; each prints HIT <monotonic ns> per wake.
   const hits: bigint[] = [];
+  let onHit: (() => void) | undefined;
+  const nextHit = (before: number): Promise<bigint> =>
+    new Promise((resolve, reject) => {
+      if (hits.length > before) return resolve(hits[before]!);
+      const timer = setTimeout(() => reject(new Error('perf: no HIT in 20 s')), 20_000);
+      onHit = () => {
+        if (hits.length <= before) return;
+        clearTimeout(timer);
+        onHit = undefined;
+        resolve(hits[before]!);
+      };
+    });
   const hosts: ChildProcess[] = ['h1', 'h2'].map((hostId) => {
     const child = spawn(
       process.execPath,
-      [path.join(__dirname, 'host.js'), server.url, cluster, hostId],
-      {
-        stdio: ['ignore', 'pipe', 'inherit'],
-      },
+      [...process.execArgv, path.join(__dirname, 'host.js'), server.url, cluster, hostId],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
     );
     let buf = '';
     child.stdout.on('data', (d: Buffer) => {
@@ -52,6 +89,7 @@ async function main(): Promise<void> {
       const lines = buf.split('\n');
       buf = lines.pop()!;
       for (const l of lines) if (l.startsWith('HIT ')) hits.push(BigInt(l.slice(4)));
+      onHit?.();
     });
     return child;
   });
@@ -65,19 +103,24 @@ async function main(): Promise<void> {
     const active: number[] = [];
     for (let i = 0; i < WAKE_SAMPLES; i++) {
       const ref = client.ref(Probe, `wake-${i}`);
-      let before = hits.length;
       let t0 = process.hrtime.bigint();
+      let hit = nextHit(hits.length);
       await ref.post('hit', {});
-      await until(() => hits.length > before, 20_000);
-      sleeping.push(Number(hits[before]! - t0) / 1e6);
-      before = hits.length;
+      sleeping.push(Number((await hit) - t0) / 1e6);
       t0 = process.hrtime.bigint();
+      hit = nextHit(hits.length);
       await ref.post('hit', {});
-      await until(() => hits.length > before, 20_000);
-      active.push(Number(hits[before]! - t0) / 1e6);
+      active.push(Number((await hit) - t0) / 1e6);
     }
 
     // ---- activations across two hosts -----------------------------------------------------
+    const pids = {
+      'client+coordinator': process.pid,
+      h1: hosts[0]!.pid,
+      h2: hosts[1]!.pid,
+      'nats-server': server.pid,
+    };
+    const cpuBefore = Object.fromEntries(Object.entries(pids).map(([k, p]) => [k, cpuSeconds(p)]));
     let next = 0;
     const t0 = nowUs();
     await Promise.all(
@@ -87,7 +130,13 @@ async function main(): Promise<void> {
         }
       }),
     );
-    const activationsPerS = ACTIVATIONS / ((nowUs() - t0) / 1e6);
+    const elapsedS = (nowUs() - t0) / 1e6;
+    const activationsPerS = ACTIVATIONS / elapsedS;
+    const cpuMsPerActivation = Object.entries(pids)
+      .map(
+        ([k, p]) => `${k} ${(((cpuSeconds(p) - cpuBefore[k]!) * 1000) / ACTIVATIONS).toFixed(2)}`,
+      )
+      .join(' / ');
     const perHost = (coordinator.registry?.list() ?? [])
       .filter((h) => h.info.kinds.includes('probe'))
       .map((h) => `${h.info.hostId}:${h.load['probe'] ?? 0}`);
@@ -116,6 +165,7 @@ async function main(): Promise<void> {
       'wake of a sleeping actor p99 (ms)': quantile(sleeping, 0.99),
       'post to an active actor p50 (ms)': median(active),
       'activations/s across 2 hosts': activationsPerS,
+      'CPU ms per activation': cpuMsPerActivation,
       'live probes per host (last heartbeat)': perHost.join(' / '),
       'budget reserve+settle pairs/s (100 callers)': metrics.budget_pairs_per_s,
       'budget overshoot': metrics.budget_overshoot,
@@ -123,7 +173,7 @@ async function main(): Promise<void> {
     printResult('coordinator', metrics);
   } finally {
     await client.shutdown();
-    for (const h of hosts) h.kill('SIGKILL');
+    await Promise.all(hosts.map(stopChild));
     await coordinator.stop();
     await server.stop();
   }

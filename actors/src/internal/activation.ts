@@ -24,9 +24,14 @@ import { type ActorContext, type InboxMessage, type MessageInfo } from '../actor
 import { type Directory } from '../directory';
 import { type Logger } from '../logger';
 import { type RefFactory } from '../ref-factory';
-import { isFenced, type StateRecord, type StateStore } from '../state-store';
+import { isFenced, type StateRecord, type StateStore, type StoredState } from '../state-store';
 import { decodeJson, encodeJson } from './json-codec';
-import { type CoreEnvelope, MAIL_HINT_TYPE, parseCoreEnvelope } from './protocol';
+import {
+  type ActivationPlacement,
+  type CoreEnvelope,
+  MAIL_HINT_TYPE,
+  parseCoreEnvelope,
+} from './protocol';
 import { type Transport } from './transport';
 
 /**
@@ -83,6 +88,12 @@ export class Activation {
   private pendingTurn: StateRecord['turn'];
   private readonly queue: CoreItem[] = [];
   private inboxWanted = true;
+  /** Counts "you have mail" hints, so a hint that lands while the inbox is read is not lost. */
+  private mailGeneration = 0;
+  /** First inbox message after cursor 0, read while the activation started (see start). */
+  private prefetchedInbox?: { after: number; generation: number; stored: StoredMsg | null };
+  /** False until start() has loaded the state: messages that arrive earlier wait in the queue. */
+  private ready = false;
   private sub?: Subscription;
   private pumping = false;
   private inTurn = false;
@@ -100,7 +111,7 @@ export class Activation {
     id: string,
     readonly epoch: number,
     private readonly host: ActivationHost,
-    private readonly placement: { directoryRevision?: number; jobId?: string } = {},
+    private readonly placement: ActivationPlacement = {},
   ) {
     this.address = { kind: def.kind, id };
     this.key = formatAddress(this.address);
@@ -117,7 +128,64 @@ export class Activation {
    * Throws when fenced or when `onActivate` fails (the caller reports it to the placer).
    */
   async start(): Promise<void> {
+    if (this.placement.claimRevision !== undefined) {
+      await this.startClaiming(this.placement.claimRevision);
+      return;
+    }
     const claimed = await this.host.states.claim(this.address, this.epoch);
+    this.load(claimed);
+
+    this.subscribe();
+    await this.runOnActivate();
+    if (!(await this.tryMarkIdleAtHint())) await this.markDirectory('ACTIVATING', 'IDLE');
+    this.ready = true;
+    this.schedule();
+  }
+
+  /**
+   * One-step activation (the placer read the entry SLEEPING at `claimRevision` and wrote
+   * nothing). Subscribes first, so an ask sent as soon as the entry reads IDLE waits in the queue
+   * instead of finding no responders; then, in parallel, claims the directory entry SLEEPING →
+   * IDLE at this epoch by CAS, reads the state record, and reads the first inbox message after
+   * cursor 0 (used when the record says cursor 0, i.e. always for an actor that never committed).
+   * The state record is claimed (epoch bump) only once the directory CAS has made us the owner.
+   */
+  private async startClaiming(claimRevision: number): Promise<void> {
+    this.subscribe();
+    const generation = this.mailGeneration;
+    const { jobId } = this.placement;
+    const [dir, state, inbox] = await Promise.allSettled([
+      this.host.directory.compareAndSet(this.address, claimRevision, {
+        state: 'IDLE',
+        hostId: this.host.hostId,
+        incarnation: this.host.incarnation,
+        epoch: this.epoch,
+        ...(jobId ? { jobId } : {}),
+        updatedAtMs: Date.now(),
+      }),
+      this.host.states.read(this.address),
+      this.nextInbox(0),
+    ]);
+    if (dir.status === 'rejected') throw dir.reason;
+    if (dir.value === undefined) {
+      throw new TroupeError(
+        'UNAVAILABLE',
+        `${this.key}: the directory entry changed before this host could claim it`,
+        { details: { raced: true } },
+      );
+    }
+    if (state.status === 'rejected') throw state.reason;
+    const current: StoredState | undefined = state.value;
+    this.load(await this.host.states.claim(this.address, this.epoch, { current }));
+    if (inbox.status === 'fulfilled') {
+      this.prefetchedInbox = { after: 0, generation, stored: inbox.value };
+    }
+    await this.runOnActivate();
+    this.ready = true;
+    this.schedule();
+  }
+
+  private load(claimed: { record: StateRecord | undefined; revision: number }): void {
     this.revision = claimed.revision;
     this.cursor = claimed.record?.cursor ?? 0;
     this.pendingTurn = claimed.record?.turn;
@@ -128,7 +196,9 @@ export class Activation {
       });
     }
     this.state = loaded ? loaded.data : this.def.initialState(this.address.id);
+  }
 
+  private subscribe(): void {
     this.sub = this.host.transport.nc.subscribe(
       actorSubject(this.host.transport.cluster, this.address),
       {
@@ -137,14 +207,14 @@ export class Activation {
         },
       },
     );
-    if (this.def.onActivate) {
-      const ctx = this.context({ type: '$activate', via: 'tell' }, false);
-      const result = await this.def.onActivate(ctx, this.state);
-      if (result?.state !== undefined)
-        await this.commitState(this.validated(result.state), this.cursor);
-    }
-    if (!(await this.tryMarkIdleAtHint())) await this.markDirectory('ACTIVATING', 'IDLE');
-    this.schedule();
+  }
+
+  private async runOnActivate(): Promise<void> {
+    if (!this.def.onActivate) return;
+    const ctx = this.context({ type: '$activate', via: 'tell' }, false);
+    const result = await this.def.onActivate(ctx, this.state);
+    if (result?.state !== undefined)
+      await this.commitState(this.validated(result.state), this.cursor);
   }
 
   /** Stops taking messages, finishes the current turn, commits and releases the directory entry. */
@@ -235,6 +305,7 @@ export class Activation {
     }
     if (envelope.t === MAIL_HINT_TYPE) {
       this.inboxWanted = true;
+      this.mailGeneration++;
     } else {
       if (via === 'ask' && envelope.i === 1 && this.busy) {
         this.replyError(msg, new TroupeError('BUSY', `${this.key} is running a turn`));
@@ -250,7 +321,7 @@ export class Activation {
 
   private schedule(): void {
     this.clearIdle();
-    if (this.pumping || this.ended) return;
+    if (this.pumping || this.ended || !this.ready) return;
     this.pumping = true;
     this.pumpDone = this.pump().finally(() => {
       this.pumping = false;
@@ -266,12 +337,19 @@ export class Activation {
       // A stop lets the current turn finish, then no new one starts.
       while (!this.ended && !this.stopping && !this.abort.signal.aborted) {
         if (this.inboxWanted) {
-          const next = await this.nextInbox(this.cursor);
+          const generation = this.mailGeneration;
+          const prefetched = this.prefetchedInbox;
+          this.prefetchedInbox = undefined;
+          const usePrefetched = prefetched !== undefined && prefetched.after === this.cursor;
+          const next = usePrefetched ? prefetched.stored : await this.nextInbox(this.cursor);
           if (next) {
             await this.handleInbox(next);
             continue;
           }
-          this.inboxWanted = false;
+          // A hint that arrived while we looked (or since the prefetch) means: look again.
+          const seen = usePrefetched ? prefetched.generation : generation;
+          if (this.mailGeneration === seen) this.inboxWanted = false;
+          continue;
         }
         if (this.queue.length === 0) return;
         // Group commit: every ask/tell waiting now is handled in order against the in-memory

@@ -20,7 +20,11 @@ import { isFenced, type StateStore } from '../state-store';
 import { Activation, type ActivationHost } from './activation';
 import { type RegistrarHost } from './host-registrar';
 import { encodeJson } from './json-codec';
-import { HostActivateRequestSchema, HostDeactivateRequestSchema } from './protocol';
+import {
+  type ActivationPlacement,
+  HostActivateRequestSchema,
+  HostDeactivateRequestSchema,
+} from './protocol';
 import { type Transport } from './transport';
 
 /** Options of the host side of an actor system. */
@@ -146,6 +150,7 @@ export class ActorHost implements ActivationHost, RegistrarHost {
       const req = parseWith(HostActivateRequestSchema, msg.json(), { prefix: 'activate' });
       const a = await this.activate(req.addr, req.epoch, {
         ...(req.revision ? { directoryRevision: req.revision } : {}),
+        ...(req.claimRevision !== undefined ? { claimRevision: req.claimRevision } : {}),
         ...(req.jobId ? { jobId: req.jobId } : {}),
       });
       return { hostId: this.hostId, epoch: a.epoch };
@@ -176,7 +181,7 @@ export class ActorHost implements ActivationHost, RegistrarHost {
   async activate(
     addr: ActorAddress,
     epoch: number,
-    placement: { directoryRevision?: number; jobId?: string } = {},
+    placement: ActivationPlacement = {},
   ): Promise<Activation> {
     if (this.closing) throw hostRefused(`host ${this.hostId} is shutting down`);
     const def = this.defs.get(addr.kind);

@@ -1,3 +1,4 @@
+import { TroupeError } from '@troupe/proto';
 import { z } from 'zod';
 
 /** An actor address as it travels inside protocol messages (validated again by the builders). */
@@ -21,11 +22,32 @@ export type ActivateReply = z.infer<typeof ActivateReplySchema>;
 export const HostActivateRequestSchema = z.object({
   addr: AddressSchema,
   epoch: z.number().int().positive(),
-  /** Directory revision the placer wrote ACTIVATING at: saves the host a read. */
+  /** Directory revision the placer wrote ACTIVATING at: saves the host a read (two-step form). */
   revision: z.number().int().positive().optional(),
+  /**
+   * Directory revision at which the placer read the entry SLEEPING (0: no entry yet). The host
+   * then claims the entry itself, SLEEPING → IDLE at `epoch`, in one compare-and-set; if another
+   * writer got there first it refuses with `details.raced` and the placer looks again.
+   */
+  claimRevision: z.number().int().nonnegative().optional(),
   /** Job recorded in the directory entry. */
   jobId: z.string().optional(),
 });
+/** How a placer handed an activation to a host (the fields of a host activate request). */
+export interface ActivationPlacement {
+  /** Two-step form: the placer wrote ACTIVATING at this revision; the host marks it IDLE. */
+  directoryRevision?: number;
+  /** One-step form: the host claims the SLEEPING entry at this revision (0: absent) itself. */
+  claimRevision?: number;
+  /** Job recorded in the directory entry. */
+  jobId?: string;
+}
+
+/** True for a host's refusal because another writer claimed the directory entry first. */
+export function isRaced(err: unknown): boolean {
+  return err instanceof TroupeError && err.details?.['raced'] === true;
+}
+
 /** `host.<id>.deactivate` request. */
 export const HostDeactivateRequestSchema = z.object({ addr: AddressSchema });
 /** `host.<id>.ping` reply. */
