@@ -108,22 +108,31 @@ export class UntypedActorRef {
         );
       } catch (err) {
         if (isNoResponders(err)) {
-          // Nobody is live at this address: have it activated, then try again. A few rounds cover
-          // an activation that passivates again between the placer's reply and our retry.
+          // Nobody is live at this address: have it activated, handing the ask over (the host
+          // that starts it answers), or try again. A few rounds cover an activation that
+          // passivates again between the placer's reply and our retry.
           if (++activations > 5) {
             throw new TroupeError(
               'UNAVAILABLE',
               `${formatAddress(this.address)} does not stay active`,
             );
           }
-          await this.activate(deadline, options.signal);
-          continue;
+          reply = await withAbort(
+            this.transport.activateWithAsk(this.address, envelope, {
+              timeoutMs: Math.max(1, deadline - Date.now()),
+              ...(options.signal ? { signal: options.signal } : {}),
+              ...(this.hints ? { hints: this.hints } : {}),
+            }),
+            options.signal,
+          );
+          if (!reply) continue;
+        } else {
+          if (isNatsTimeout(err)) throw timeout();
+          if (err instanceof TroupeError) throw err;
+          throw new TroupeError('UNAVAILABLE', `ask to ${formatAddress(this.address)} failed`, {
+            cause: err,
+          });
         }
-        if (isNatsTimeout(err)) throw timeout();
-        if (err instanceof TroupeError) throw err;
-        throw new TroupeError('UNAVAILABLE', `ask to ${formatAddress(this.address)} failed`, {
-          cause: err,
-        });
       }
       const error = reply.headers ? decodeErrorHeaders(reply.headers) : undefined;
       if (error?.details?.['moved'] === true) {

@@ -35,6 +35,7 @@ import {
   type ActivateReply,
   type ActivationPlacement,
   type CoreEnvelope,
+  type ForwardedAsk,
   HostPingReplySchema,
   isRaced,
   MAIL_HINT_TYPE,
@@ -60,6 +61,11 @@ export interface PlacementRequest {
    * reading again (every later attempt reads; the host's CAS catches a stale one).
    */
   known?: VersionedEntry;
+  /**
+   * An ask to hand to the host that this request makes start the activation (it answers `r`
+   * itself). Not handed over when the actor is found live or is activated in this process.
+   */
+  ask?: ForwardedAsk;
 }
 
 /** A placement decision. */
@@ -174,6 +180,7 @@ export class PlacementService {
             ...(req.jobId ? { jobId: req.jobId } : {}),
             ...(req.labels ? { labels: req.labels } : {}),
             ...(req.near ? { near: validateAddress(req.near) } : {}),
+            ...(req.ask && msg.reply ? { ask: { ...req.ask, r: msg.reply } } : {}),
           };
           const deadline = Number(msg.headers?.get(Header.DEADLINE) ?? '');
           if (Number.isFinite(deadline) && deadline > Date.now()) request.deadlineMs = deadline;
@@ -182,7 +189,12 @@ export class PlacementService {
           return;
         }
         this.activate(request).then(
-          ({ hostId, epoch }) => msg.respond(encodeJson({ hostId, epoch } satisfies ActivateReply)),
+          ({ hostId, epoch, answeredBy }) => {
+            // The host that took the ask answers the asker itself.
+            if (answeredBy === undefined || answeredBy !== msg.reply) {
+              msg.respond(encodeJson({ hostId, epoch } satisfies ActivateReply));
+            }
+          },
           (e: unknown) => msg.respond(new Uint8Array(), { headers: encodeErrorHeaders(e) }),
         );
       },
@@ -274,7 +286,11 @@ export class PlacementService {
         if (this.options.localHost?.hostId === target.hostId) {
           await this.options.localHost.activate(addr, epoch, placement);
         } else {
-          await this.requestHostActivation(target.hostId, addr, epoch, placement);
+          await this.requestHostActivation(target.hostId, addr, epoch, placement, request.ask);
+          if (request.ask) {
+            this.placements++;
+            return { hostId: target.hostId, epoch, started: true, answeredBy: request.ask.r };
+          }
         }
         this.placements++;
         return { hostId: target.hostId, epoch, started: true };
@@ -323,9 +339,10 @@ export class PlacementService {
     addr: ActorAddress,
     epoch: number,
     placement: ActivationPlacement,
+    ask: ForwardedAsk | undefined,
   ): Promise<void> {
     const { nc, cluster } = this.options.transport;
-    const body = encodeJson({ addr, epoch, ...placement });
+    const body = encodeJson({ addr, epoch, ...placement, ...(ask ? { ask } : {}) });
     const reply = await nc.request(hostSubject(cluster, hostId, 'activate'), body, {
       timeout: this.activationTimeoutMs,
     });
@@ -495,7 +512,11 @@ export class PlacementService {
 }
 
 /** An activate reply, plus whether this placer started the activation (vs. found it live). */
-type PlacedReply = ActivateReply & { started?: true };
+type PlacedReply = ActivateReply & {
+  started?: true;
+  /** Reply subject of the ask handed to the host, which answers it. */
+  answeredBy?: string;
+};
 
 function delay(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms).unref());

@@ -27,8 +27,10 @@ import { type RefFactory } from '../ref-factory';
 import { isFenced, type StateRecord, type StateStore, type StoredState } from '../state-store';
 import { decodeJson, encodeJson } from './json-codec';
 import {
+  ANSWER_HEADER,
   type ActivationPlacement,
   type CoreEnvelope,
+  type ForwardedAsk,
   MAIL_HINT_TYPE,
   parseCoreEnvelope,
 } from './protocol';
@@ -63,8 +65,14 @@ export interface ActivationHost {
   onEnded(activation: Activation): void;
 }
 
+/** Where an ask's reply goes: a NATS message, or an ask handed over with the activation. */
+interface Respondable {
+  readonly reply?: string;
+  respond(data?: Uint8Array, opts?: { headers?: MsgHdrs }): boolean;
+}
+
 interface CoreItem {
-  msg: Msg;
+  msg: Respondable;
   type: string;
   via: 'ask' | 'tell';
   payload: unknown;
@@ -91,7 +99,7 @@ export class Activation {
   /** Counts "you have mail" hints, so a hint that lands while the inbox is read is not lost. */
   private mailGeneration = 0;
   /** First inbox message after cursor 0, read while the activation started (see start). */
-  private prefetchedInbox?: { after: number; generation: number; stored: StoredMsg | null };
+  private prefetchedInbox?: { after: number; generation: number; read: Promise<StoredMsg | null> };
   /** False until start() has loaded the state: messages that arrive earlier wait in the queue. */
   private ready = false;
   private sub?: Subscription;
@@ -144,15 +152,18 @@ export class Activation {
 
   /**
    * One-step activation (the placer read the entry SLEEPING at `claimRevision` and wrote
-   * nothing). Subscribes first, so an ask sent as soon as the entry reads IDLE waits in the queue
-   * instead of finding no responders; then, in parallel, claims the directory entry SLEEPING →
-   * IDLE at this epoch by CAS, reads the state record, and reads the first inbox message after
-   * cursor 0 (used when the record says cursor 0, i.e. always for an actor that never committed).
-   * The state record is claimed (epoch bump) only once the directory CAS has made us the owner.
+   * nothing). In parallel: claims the directory entry SLEEPING → IDLE at this epoch by CAS, reads
+   * the state record, and (unless an ask came with the request: such activations rarely have
+   * mail) reads the first inbox message after cursor 0, used when the record says cursor 0 —
+   * always for an actor that never committed. A message found then is the right one whenever it
+   * was read; "none" is not trusted, since a post stored after that read but before we subscribed
+   * sent its hint to nobody: the inbox is read again after subscribing (same connection, so the
+   * server registers the subscription first). Only the CAS winner subscribes —
+   * a loser that had subscribed would receive the same core requests as the winner and could
+   * answer one "moved" before the winner answers it, making the asker run it twice — and claims
+   * the state record (epoch bump). Messages that arrive before the state is loaded wait.
    */
   private async startClaiming(claimRevision: number): Promise<void> {
-    this.subscribe();
-    const generation = this.mailGeneration;
     const { jobId } = this.placement;
     const [dir, state, inbox] = await Promise.allSettled([
       this.host.directory.compareAndSet(this.address, claimRevision, {
@@ -164,7 +175,7 @@ export class Activation {
         updatedAtMs: Date.now(),
       }),
       this.host.states.read(this.address),
-      this.nextInbox(0),
+      this.placement.withAsk ? Promise.resolve(null) : this.nextInbox(0),
     ]);
     if (dir.status === 'rejected') throw dir.reason;
     if (dir.value === undefined) {
@@ -174,12 +185,14 @@ export class Activation {
         { details: { raced: true } },
       );
     }
+    this.subscribe();
+    const early = inbox.status === 'fulfilled' ? inbox.value : null;
+    const read = early ? Promise.resolve(early) : this.nextInbox(0);
+    read.catch(() => undefined); // awaited by the pump (or dropped if the start fails)
+    this.prefetchedInbox = { after: 0, generation: this.mailGeneration, read };
     if (state.status === 'rejected') throw state.reason;
     const current: StoredState | undefined = state.value;
     this.load(await this.host.states.claim(this.address, this.epoch, { current }));
-    if (inbox.status === 'fulfilled') {
-      this.prefetchedInbox = { after: 0, generation, stored: inbox.value };
-    }
     await this.runOnActivate();
     this.ready = true;
     this.schedule();
@@ -341,7 +354,7 @@ export class Activation {
           const prefetched = this.prefetchedInbox;
           this.prefetchedInbox = undefined;
           const usePrefetched = prefetched !== undefined && prefetched.after === this.cursor;
-          const next = usePrefetched ? prefetched.stored : await this.nextInbox(this.cursor);
+          const next = await (usePrefetched ? prefetched.read : this.nextInbox(this.cursor));
           if (next) {
             await this.handleInbox(next);
             continue;
@@ -498,7 +511,7 @@ export class Activation {
    */
   private async handleCoreBatch(items: CoreItem[]): Promise<void> {
     const base = { state: this.state, cursor: this.cursor };
-    const replies: { msg: Msg; ok?: Uint8Array; error?: TroupeError }[] = [];
+    const replies: { msg: Respondable; ok?: Uint8Array; error?: TroupeError }[] = [];
     let dirty = false;
     for (const item of items) {
       const deadline = item.deadline;
@@ -575,13 +588,44 @@ export class Activation {
     }
   }
 
+  /**
+   * Takes an ask that the placer handed over with the activation request: it is queued like one
+   * that arrived on the actor's subject, and answered on the asker's reply subject with
+   * {@link ANSWER_HEADER} (so the asker tells it from the placer's own reply).
+   */
+  acceptForwardedAsk(ask: ForwardedAsk): void {
+    const nc = this.host.transport.nc;
+    const msg: Respondable = {
+      reply: ask.r,
+      respond: (data, opts) => {
+        const h = opts?.headers ?? natsHeaders();
+        h.set(ANSWER_HEADER, '1');
+        nc.publish(ask.r, data ?? new Uint8Array(), { headers: h });
+        return true;
+      },
+    };
+    if (this.stopping || this.ended) {
+      this.replyError(msg, movedError(this.key, 'is passivating'));
+      return;
+    }
+    if (ask.i === 1 && this.busy) {
+      this.replyError(msg, new TroupeError('BUSY', `${this.key} is running a turn`));
+      return;
+    }
+    const item: CoreItem = { msg, type: ask.t, via: 'ask', payload: ask.m };
+    if (ask.d !== undefined) item.deadline = ask.d;
+    if (ask.s !== undefined) item.sender = ask.s;
+    this.queue.push(item);
+    this.schedule();
+  }
+
   private replyAllMoved(items: CoreItem[]): void {
     for (const item of items) {
       if (item.via === 'ask') this.replyError(item.msg, movedError(this.key, 'moved'));
     }
   }
 
-  private replyError(msg: Msg, error: TroupeError): void {
+  private replyError(msg: Respondable, error: TroupeError): void {
     if (!msg.reply) return;
     try {
       msg.respond(new Uint8Array(), { headers: encodeErrorHeaders(error) });

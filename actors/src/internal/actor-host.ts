@@ -151,8 +151,12 @@ export class ActorHost implements ActivationHost, RegistrarHost {
       const a = await this.activate(req.addr, req.epoch, {
         ...(req.revision ? { directoryRevision: req.revision } : {}),
         ...(req.claimRevision !== undefined ? { claimRevision: req.claimRevision } : {}),
+        ...(req.ask ? { withAsk: true } : {}),
         ...(req.jobId ? { jobId: req.jobId } : {}),
       });
+      // From here on this host owns the answer to a handed-over ask (even if the activation
+      // stops before running it: then the asker is told the actor moved, and retries).
+      if (req.ask) a.acceptForwardedAsk(req.ask);
       return { hostId: this.hostId, epoch: a.epoch };
     });
     on('deactivate', async (msg) => {

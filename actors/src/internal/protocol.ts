@@ -4,9 +4,34 @@ import { z } from 'zod';
 /** An actor address as it travels inside protocol messages (validated again by the builders). */
 export const AddressSchema = z.object({ kind: z.string(), id: z.string() });
 
+/** An ask's core envelope ({@link CoreEnvelope}) as it travels inside an activation request. */
+export const AskEnvelopeSchema = z.object({
+  t: z.string().min(1),
+  m: z.unknown(),
+  d: z.number().optional(),
+  s: z.string().optional(),
+  i: z.literal(1).optional(),
+});
+
+/** An ask handed to a host with its activation: the envelope plus the asker's reply subject. */
+export const ForwardedAskSchema = AskEnvelopeSchema.extend({ r: z.string().min(1) });
+/** A decoded forwarded ask. */
+export type ForwardedAsk = z.infer<typeof ForwardedAskSchema>;
+
+/**
+ * Header on a reply that is the *answer to the ask* an activation request carried (sent by the
+ * host that ran it), as opposed to the placer's `{hostId, epoch}` reply (then the asker retries).
+ */
+export const ANSWER_HEADER = 'Troupe-Answer';
+
 /** `coord.sched.activate` request: the address plus scheduling hints. */
 export const ActivateRequestSchema = z.object({
   addr: AddressSchema,
+  /**
+   * The ask that found no responder: a placer that starts the activation on a remote host hands
+   * it over, and that host answers the request's reply subject itself (with {@link ANSWER_HEADER}).
+   */
+  ask: AskEnvelopeSchema.optional(),
   jobId: z.string().min(1).max(128).optional(),
   labels: z.record(z.string(), z.string()).optional(),
   near: AddressSchema.optional(),
@@ -30,6 +55,8 @@ export const HostActivateRequestSchema = z.object({
    * writer got there first it refuses with `details.raced` and the placer looks again.
    */
   claimRevision: z.number().int().nonnegative().optional(),
+  /** An ask to run as soon as the activation is live; the host answers `ask.r` itself. */
+  ask: ForwardedAskSchema.optional(),
   /** Job recorded in the directory entry. */
   jobId: z.string().optional(),
 });
@@ -41,6 +68,8 @@ export interface ActivationPlacement {
   claimRevision?: number;
   /** Job recorded in the directory entry. */
   jobId?: string;
+  /** The request carries an ask (the host then skips the early inbox read). */
+  withAsk?: boolean;
 }
 
 /** True for a host's refusal because another writer claimed the directory entry first. */

@@ -6,12 +6,17 @@ import {
   TroupeError,
   timeoutError,
 } from '@troupe/proto';
-import { headers as natsHeaders, type NatsConnection } from '@nats-io/transport-node';
+import { headers as natsHeaders, type Msg, type NatsConnection } from '@nats-io/transport-node';
 import { type JetStreamClient } from '@nats-io/jetstream';
 import { type Logger } from '../logger';
 import { decodeJson, encodeJson } from './json-codec';
 import { isNoResponders, isNatsTimeout } from './nats-errors';
-import { type ActivateReply, ActivateReplySchema } from './protocol';
+import {
+  ANSWER_HEADER,
+  type ActivateReply,
+  ActivateReplySchema,
+  type CoreEnvelope,
+} from './protocol';
 
 /** Scheduling hints a ref passes with activation requests. */
 export interface PlacementHints {
@@ -60,15 +65,49 @@ export class Transport {
         ...options.hints,
       });
     }
+    const reply = await this.requestActivation(addr, options, undefined);
+    const error = decodeErrorHeaders(reply.headers);
+    if (error) throw error;
+    return ActivateReplySchema.parse(decodeJson(reply.data));
+  }
+
+  /**
+   * Like {@link activate}, for an ask that found no responder: the ask travels with the request,
+   * and a placer that starts the activation on another host hands it over; that host answers.
+   * Returns the answer (a reply to handle like the ask's own), or undefined when the actor is
+   * live and the asker must send the ask itself. Throws the placer's error.
+   */
+  async activateWithAsk(
+    addr: ActorAddress,
+    ask: CoreEnvelope,
+    options: { timeoutMs: number; signal?: AbortSignal; hints?: PlacementHints },
+  ): Promise<Msg | undefined> {
+    if (this.localPlacer) {
+      await this.activate(addr, options);
+      return undefined;
+    }
+    options.signal?.throwIfAborted();
+    const reply = await this.requestActivation(addr, options, ask);
+    if (reply.headers?.get(ANSWER_HEADER)) return reply;
+    const error = decodeErrorHeaders(reply.headers);
+    if (error) throw error;
+    return undefined;
+  }
+
+  private async requestActivation(
+    addr: ActorAddress,
+    options: { timeoutMs: number; hints?: PlacementHints },
+    ask: CoreEnvelope | undefined,
+  ): Promise<Msg> {
     const subject = coordSubject(this.cluster, 'sched', 'activate');
-    let reply;
     try {
       const h = natsHeaders();
       h.set(Header.DEADLINE, String(Date.now() + options.timeoutMs));
-      reply = await this.nc.request(subject, encodeJson({ addr, ...options.hints }), {
-        timeout: options.timeoutMs,
-        headers: h,
-      });
+      return await this.nc.request(
+        subject,
+        encodeJson({ addr, ...options.hints, ...(ask ? { ask } : {}) }),
+        { timeout: options.timeoutMs, headers: h },
+      );
     } catch (err) {
       if (isNoResponders(err)) {
         throw new TroupeError(
@@ -82,8 +121,5 @@ export class Transport {
       }
       throw new TroupeError('UNAVAILABLE', 'activation request failed', { cause: err });
     }
-    const error = decodeErrorHeaders(reply.headers);
-    if (error) throw error;
-    return ActivateReplySchema.parse(decodeJson(reply.data));
   }
 }

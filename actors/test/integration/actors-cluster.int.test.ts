@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { connect } from '@nats-io/transport-node';
-import { hostSubject } from '@troupe/proto';
+import { decodeErrorHeaders, hostSubject } from '@troupe/proto';
 import {
   randomClusterName,
   startNatsServer,
@@ -45,6 +45,55 @@ test('two hosts racing to activate the same addresses give exactly one activatio
     expect(a.activationsStarted + b.activationsStarted).toBe(ids.length);
     for (const id of ids) expect(await a.ref(Counter, id).ask('get', {})).toBe(10);
   } finally {
+    await a.shutdown({ graceMs: 500 });
+    await b.shutdown({ graceMs: 500 });
+  }
+});
+
+test('two hosts claiming the same SLEEPING revision: one activation; the loser answers raced and keeps nothing', async () => {
+  const cluster = randomClusterName();
+  const start = (hostId: string) =>
+    ActorSystem.start({
+      cluster,
+      servers: server.url,
+      hostId,
+      hosting: [Counter],
+      placement: 'none',
+    });
+  const a = await start('claim-a');
+  const b = await start('claim-b');
+  const nc = await connect({ servers: server.url });
+  try {
+    const addr = { kind: 'counter', id: 'claimed' };
+    // What a placer sends in the one-step form: the entry is absent (revision 0), epoch 1.
+    const body = JSON.stringify({ addr, epoch: 1, claimRevision: 0 });
+    const replies = await Promise.all(
+      ['claim-a', 'claim-b'].map((h) =>
+        nc.request(hostSubject(cluster, h, 'activate'), body, { timeout: 10_000 }),
+      ),
+    );
+    const errors = replies.map((r) => decodeErrorHeaders(r.headers));
+    expect(errors.filter((e) => e === undefined)).toHaveLength(1);
+    const lost = errors.find((e) => e !== undefined)!;
+    expect(lost.code).toBe('UNAVAILABLE');
+    expect(lost.details?.['raced']).toBe(true);
+    const winner = errors[0] === undefined ? a : b;
+    const loser = winner === a ? b : a;
+    expect(winner.activationCount).toBe(1);
+    expect(loser.activationCount).toBe(0);
+    const { entry } = await a.directory.get(addr);
+    expect(entry).toMatchObject({ state: 'IDLE', hostId: winner.hostId, epoch: 1 });
+    // The loser never subscribed: every ask runs once, on the winner.
+    const ref = a.ref(Counter, 'claimed');
+    for (let i = 1; i <= 20; i++) expect(await ref.ask('add', { by: 1 })).toBe(i);
+    // A stale revision (the entry is IDLE now) is refused the same way.
+    const stale = await nc.request(hostSubject(cluster, loser.hostId, 'activate'), body, {
+      timeout: 10_000,
+    });
+    expect(decodeErrorHeaders(stale.headers)?.details?.['raced']).toBe(true);
+    expect(loser.activationCount).toBe(0);
+  } finally {
+    await nc.close();
     await a.shutdown({ graceMs: 500 });
     await b.shutdown({ graceMs: 500 });
   }

@@ -78,6 +78,42 @@ test('kill -9 of a host with active actors: they are re-activated elsewhere and 
   }
 });
 
+test('an ask that finds a sleeping actor is handed to the host the coordinator starts it on, and runs once', async () => {
+  const cluster = randomClusterName();
+  const coordinator = await Coordinator.start({ cluster, nats: { servers: server.url }, ...FAST });
+  const client = await ActorSystem.start({ cluster, servers: server.url });
+  let host: Child | undefined;
+  try {
+    host = await startHost(server.url, cluster, 'h1');
+    await waitFor(
+      () => coordinator.registry?.schedulable().some((h) => h.info.kinds.includes('worker')),
+      { timeoutMs: 10_000 },
+    );
+    const addr = { kind: 'worker', id: 'handed-over' };
+    const envelope = { t: 'append', m: { entry: 'once' }, d: Date.now() + 20_000 };
+    // The placer starts the activation on h1 with the ask; h1 answers the asker itself.
+    const answer = await client.transport.activateWithAsk(addr, envelope, { timeoutMs: 20_000 });
+    expect(answer).toBeDefined();
+    expect(answer!.headers?.get('Troupe-Answer')).toBe('1');
+    expect((await stateOf(client, 'handed-over'))?.entries).toEqual(['once']);
+    // Live now: the placer answers where it is and does not run the ask.
+    const again = await client.transport.activateWithAsk(addr, envelope, { timeoutMs: 20_000 });
+    expect(again).toBeUndefined();
+    expect((await stateOf(client, 'handed-over'))?.entries).toEqual(['once']);
+    // Through a ref: each ask to a fresh actor runs exactly once.
+    const ids = Array.from({ length: 20 }, (_, i) => `fresh-${i}`);
+    await Promise.all(
+      ids.map((id) => client.refOf({ kind: 'worker', id }).ask('append', { entry: id })),
+    );
+    for (const id of ids) expect((await stateOf(client, id))?.entries).toEqual([id]);
+    expect(await client.refOf(addr).ask('where', {})).toBe('h1');
+  } finally {
+    await client.shutdown();
+    await host?.kill('SIGKILL');
+    await coordinator.stop();
+  }
+});
+
 test('a partitioned host cannot commit after it was declared dead; it is fenced when it comes back', async () => {
   const cluster = randomClusterName();
   const coordinator = await Coordinator.start({ cluster, nats: { servers: server.url }, ...FAST });
