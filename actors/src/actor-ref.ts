@@ -18,7 +18,8 @@ import {
   type ReplyOf,
 } from './actor-definition';
 import { decodeJson, encodeJson } from './internal/json-codec';
-import { isNatsTimeout, isNoResponders } from './internal/nats-errors';
+import { isNatsTimeout } from './internal/nats-errors';
+import { NO_RESPONDERS } from './internal/requester';
 import { type CoreEnvelope, MAIL_HINT_TYPE } from './internal/protocol';
 import { type PlacementHints, type Transport } from './internal/transport';
 
@@ -103,36 +104,35 @@ export class UntypedActorRef {
       let reply;
       try {
         reply = await withAbort(
-          this.transport.nc.request(subject, data, { timeout: remaining }),
+          this.transport.requester.request(subject, data, { timeoutMs: remaining }),
           options.signal,
         );
       } catch (err) {
-        if (isNoResponders(err)) {
-          // Nobody is live at this address: have it activated, handing the ask over (the host
-          // that starts it answers), or try again. A few rounds cover an activation that
-          // passivates again between the placer's reply and our retry.
-          if (++activations > 5) {
-            throw new TroupeError(
-              'UNAVAILABLE',
-              `${formatAddress(this.address)} does not stay active`,
-            );
-          }
-          reply = await withAbort(
-            this.transport.activateWithAsk(this.address, envelope, {
-              timeoutMs: Math.max(1, deadline - Date.now()),
-              ...(options.signal ? { signal: options.signal } : {}),
-              ...(this.hints ? { hints: this.hints } : {}),
-            }),
-            options.signal,
+        if (isNatsTimeout(err)) throw timeout();
+        if (err instanceof TroupeError) throw err;
+        throw new TroupeError('UNAVAILABLE', `ask to ${formatAddress(this.address)} failed`, {
+          cause: err,
+        });
+      }
+      if (reply === NO_RESPONDERS) {
+        // Nobody is live at this address: have it activated, handing the ask over (the host
+        // that starts it answers), or try again. A few rounds cover an activation that
+        // passivates again between the placer's reply and our retry.
+        if (++activations > 5) {
+          throw new TroupeError(
+            'UNAVAILABLE',
+            `${formatAddress(this.address)} does not stay active`,
           );
-          if (!reply) continue;
-        } else {
-          if (isNatsTimeout(err)) throw timeout();
-          if (err instanceof TroupeError) throw err;
-          throw new TroupeError('UNAVAILABLE', `ask to ${formatAddress(this.address)} failed`, {
-            cause: err,
-          });
         }
+        reply = await withAbort(
+          this.transport.activateWithAsk(this.address, envelope, {
+            timeoutMs: Math.max(1, deadline - Date.now()),
+            ...(options.signal ? { signal: options.signal } : {}),
+            ...(this.hints ? { hints: this.hints } : {}),
+          }),
+          options.signal,
+        );
+        if (!reply) continue;
       }
       const error = reply.headers ? decodeErrorHeaders(reply.headers) : undefined;
       if (error?.details?.['moved'] === true) {

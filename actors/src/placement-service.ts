@@ -30,6 +30,7 @@ import { type Logger } from './logger';
 import { type StateStore } from './state-store';
 import { decodeJson, encodeJson } from './internal/json-codec';
 import { isNoResponders } from './internal/nats-errors';
+import { NO_RESPONDERS } from './internal/requester';
 import {
   ActivateRequestSchema,
   type ActivateReply,
@@ -341,11 +342,19 @@ export class PlacementService {
     placement: ActivationPlacement,
     ask: ForwardedAsk | undefined,
   ): Promise<void> {
-    const { nc, cluster } = this.options.transport;
+    const { cluster } = this.options.transport;
     const body = encodeJson({ addr, epoch, ...placement, ...(ask ? { ask } : {}) });
-    const reply = await nc.request(hostSubject(cluster, hostId, 'activate'), body, {
-      timeout: this.activationTimeoutMs,
-    });
+    const reply = await this.options.transport.requester.request(
+      hostSubject(cluster, hostId, 'activate'),
+      body,
+      { timeoutMs: this.activationTimeoutMs },
+    );
+    if (reply === NO_RESPONDERS) {
+      // The host is gone (or not yet listening): a refusal, not a failure of the actor.
+      throw new TroupeError('UNAVAILABLE', `host ${hostId} does not answer`, {
+        details: { hostRefused: true },
+      });
+    }
     const error = decodeErrorHeaders(reply.headers);
     if (error) throw error;
   }

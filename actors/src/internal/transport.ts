@@ -10,7 +10,8 @@ import { headers as natsHeaders, type Msg, type NatsConnection } from '@nats-io/
 import { type JetStreamClient } from '@nats-io/jetstream';
 import { type Logger } from '../logger';
 import { decodeJson, encodeJson } from './json-codec';
-import { isNoResponders, isNatsTimeout } from './nats-errors';
+import { isNatsTimeout } from './nats-errors';
+import { NO_RESPONDERS, Requester } from './requester';
 import {
   ANSWER_HEADER,
   type ActivateReply,
@@ -42,12 +43,17 @@ export class Transport {
     near?: ActorAddress;
   }) => Promise<ActivateReply>;
 
+  /** Request/reply for asks and activation requests (see {@link Requester}). */
+  readonly requester: Requester;
+
   constructor(
     readonly cluster: string,
     readonly nc: NatsConnection,
     readonly js: JetStreamClient,
     readonly log: Logger,
-  ) {}
+  ) {
+    this.requester = new Requester(nc);
+  }
 
   /**
    * Asks the placement service (`coord.sched.activate`) to make `addr` live and waits until it is.
@@ -100,26 +106,27 @@ export class Transport {
     ask: CoreEnvelope | undefined,
   ): Promise<Msg> {
     const subject = coordSubject(this.cluster, 'sched', 'activate');
+    let reply;
     try {
       const h = natsHeaders();
       h.set(Header.DEADLINE, String(Date.now() + options.timeoutMs));
-      return await this.nc.request(
+      reply = await this.requester.request(
         subject,
         encodeJson({ addr, ...options.hints, ...(ask ? { ask } : {}) }),
-        { timeout: options.timeoutMs, headers: h },
+        { timeoutMs: options.timeoutMs, headers: h },
       );
     } catch (err) {
-      if (isNoResponders(err)) {
-        throw new TroupeError(
-          'UNAVAILABLE',
-          `no placement service answers on ${subject}: start a coordinator, or an ActorSystem with placement 'local'`,
-          { cause: err },
-        );
-      }
       if (isNatsTimeout(err)) {
         throw timeoutError(`activation of ${addr.kind}/${addr.id}`, options.timeoutMs);
       }
       throw new TroupeError('UNAVAILABLE', 'activation request failed', { cause: err });
     }
+    if (reply === NO_RESPONDERS) {
+      throw new TroupeError(
+        'UNAVAILABLE',
+        `no placement service answers on ${subject}: start a coordinator, or an ActorSystem with placement 'local'`,
+      );
+    }
+    return reply;
   }
 }
