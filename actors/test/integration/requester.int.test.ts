@@ -25,7 +25,9 @@ test('no subscriber: resolves NO_RESPONDERS instead of throwing', async () => {
 
 test('concurrent requests each get their own reply', async () => {
   const sub = nc.subscribe('echo.*', {
-    callback: (_err, msg) => msg.respond(bytes(`${msg.subject}:${msg.string()}`)),
+    callback: (_err, msg) => {
+      msg.respond(bytes(`${msg.subject}:${msg.string()}`));
+    },
   });
   try {
     const r = new Requester(nc);
