@@ -10,8 +10,9 @@ export interface BuiltinDriverOptions {
   /** Options of the `shell-tasks` driver. */
   shellTasks?: ShellTasksDriverOptions;
   /**
-   * Options of the `evolve` driver. Without a `journal` the search journal is kept in memory,
-   * so a search resumes after a task retry in the same process but not after a restart.
+   * Options of the `evolve` driver. Without a `journal` each search's journal is kept in
+   * JetStream on the host's connection, so a search resumes after a retry, a restart or a
+   * crash of its host, on any host.
    */
   evolve?: EvolveDriverOptions;
 }

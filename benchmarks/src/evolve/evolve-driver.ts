@@ -6,6 +6,7 @@ import {
   evolveOptionsFromSpec,
   type FinalRecord,
   InMemoryJournalStore,
+  JetStreamJournalStore,
   type JournalRecord,
   type JournalStore,
   parseEvolveConfig,
@@ -38,9 +39,10 @@ import { loadSuiteBundle } from './suite-bundle';
 export interface EvolveDriverOptions {
   /**
    * Where search journals live. A task's journal is keyed by job and task
-   * ({@link evolveJournalTaskId}), so a retried attempt resumes the search where the last one
-   * stopped. Pass a `JetStreamJournalStore` on the host's NATS connection to survive restarts.
-   * @default one in-memory journal per driver (resumes within this process only)
+   * ({@link evolveJournalTaskId}), so a retried attempt, or the same attempt re-executed on
+   * another host after a crash, resumes the search where the journal ends.
+   * @default a `JetStreamJournalStore` on the host's NATS connection (`TaskContext.nats`);
+   *   one in-memory journal per driver when a context has no connection (tests of the driver)
    */
   journal?: JournalStore;
   /** Evaluator slots when a job's `config.evaluatorSlots` is not set. @default 2 */
@@ -120,11 +122,12 @@ function searchConfigOf(input: Pick<EvolveTaskInput, 'suite' | 'task'>): EvolveC
 /**
  * The `evolve` driver: each task is an evolutionary program search over a suite
  * (`benchmarks/suites/<name>`, see docs/benchmarks/evolve.md), run by the evolve package's
- * {@link SearchRunner} in the task's turn, islands in the same process, with a journal keyed by
- * job and task so a retried attempt resumes. Candidates are evaluated in the node agent's
+ * {@link SearchRunner} in the task's turn, islands in the same process, with a JetStream journal
+ * keyed by job and task so a retried or re-executed attempt resumes (on any host). Candidates are evaluated in the node agent's
  * sandboxes ({@link SandboxEvaluatorPool}); the selected program is graded once on the hidden
  * test phase. The task passes when the search selected a validated program and its test grading
- * succeeded; its score is the test score.
+ * succeeded (or no test phase was asked for); its score is the test score (the validation score
+ * without a test phase).
  *
  * ```yaml
  * kind: evolve
@@ -142,7 +145,22 @@ function searchConfigOf(input: Pick<EvolveTaskInput, 'suite' | 'task'>): EvolveC
 export function createEvolveDriver(
   options: EvolveDriverOptions = {},
 ): JobDriver<EvolveTaskInput, EvolveRun> {
-  const journal = options.journal ?? new InMemoryJournalStore();
+  // One store per connection: the store caches its stream check.
+  const stores = new WeakMap<object, JournalStore>();
+  let memory: JournalStore | undefined;
+  const journalOf = (ctx: TaskContext): JournalStore => {
+    if (options.journal) return options.journal;
+    if (!ctx.nats) return (memory ??= new InMemoryJournalStore());
+    let store = stores.get(ctx.nats.connection);
+    if (!store) {
+      store = new JetStreamJournalStore({
+        connection: ctx.nats.connection,
+        cluster: ctx.nats.cluster,
+      });
+      stores.set(ctx.nats.connection, store);
+    }
+    return store;
+  };
   const pools = new Map<string, SandboxEvaluatorPool>();
   const slotsOf = (config: EvolveJobConfig): number =>
     config.evaluatorSlots ?? options.evaluatorSlots ?? DEFAULT_EVALUATOR_SLOTS;
@@ -218,6 +236,7 @@ export function createEvolveDriver(
       });
       pools.set(ctx.resourceId, pool);
       const searchId = evolveJournalTaskId(ctx.jobId, ctx.taskId);
+      const journal = journalOf(ctx);
       const reference = input.suite.reference;
       const refText = Object.entries(reference)
         .map(([k, v]) => `${k} ${v}`)
@@ -283,6 +302,7 @@ export function createEvolveDriver(
         // Timed out (or failed) before the final record: report how far the journal got.
         const input = parseWith(EvolveTaskInputSchema, raw, { prefix: 'input' });
         const searchId = evolveJournalTaskId(ctx.jobId, ctx.taskId);
+        const journal = journalOf(ctx);
         const records = (await journal.read(searchId, 0, { signal: ctx.signal })).records;
         const series = fitnessSeries(records);
         return {
@@ -297,10 +317,14 @@ export function createEvolveDriver(
           },
         };
       }
-      const passed = run.status === 'succeeded' && run.testScore !== null;
+      // Without a test phase (`testPhase: false`) the search's own status decides and the score
+      // is the selected program's validation score.
+      const graded = run.testStatus !== null || run.testError !== null;
+      const passed = run.status === 'succeeded' && (!graded || run.testScore !== null);
+      const score = graded ? run.testScore : run.selection.score;
       return {
         passed,
-        ...(run.testScore !== null ? { score: run.testScore } : { score: 0 }),
+        score: score ?? 0,
         stopReason: run.stopReason,
         costUsd: run.usage.costUsd,
         details: {

@@ -1,3 +1,4 @@
+import { type NatsConnection } from '@nats-io/transport-node';
 import { type Logger, type RefFactory } from '@troupe/actors';
 import { errorCode, type ErrorCode } from '@troupe/proto';
 import { type JobSpec } from './job-spec';
@@ -92,6 +93,11 @@ export interface TaskContext {
   staleResourceIds: string[];
   /** Budget ledger scope for model calls (`job:<jobId>`), when the job has a budget. */
   budgetScope?: string;
+  /**
+   * The host's NATS connection and cluster name, for drivers that keep durable state of their
+   * own in JetStream (the `evolve` driver's search journal). Do not close the connection.
+   */
+  nats?: { connection: NatsConnection; cluster: string };
   artifacts: TaskArtifacts;
   /** Sends a progress report (best effort). */
   progress(p: TaskProgress): void;

@@ -1,0 +1,204 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { JetStreamJournalStore, type JournalRecord } from '@troupe/agents';
+import { registerBuiltinDrivers } from '@troupe/benchmarks';
+import { Coordinator, DriverRegistry, type JobEventRecord } from '@troupe/coordinator';
+import { NodeAgent } from '@troupe/node-agent';
+import {
+  ensureDocker,
+  randomClusterName,
+  startNatsServer,
+  waitFor,
+  type NatsServerHandle,
+} from '@troupe/testkit';
+import { evolveJournalTaskId } from '../../src/evolve';
+
+// The evolve driver under the job runtime keeps its search journal in JetStream (the host's
+// connection, no journal configured): kill -9 of the coordinator process running the search in
+// the middle of a generation, then a coordinator on another host re-executes the task and the
+// search resumes from the journal. Real nats-server, Docker sandboxes, host processes.
+// The killed host runs the built packages (dist/): `npx tsc -b tsconfig.build.json` first.
+
+jest.setTimeout(600_000);
+
+const FIXTURES = path.resolve(__dirname, 'evolve-fixtures');
+const SUITE = path.join(FIXTURES, 'quick-suite');
+const builtPackages = existsSync(path.resolve(__dirname, '../../dist/index.js'));
+
+let server: NatsServerHandle;
+let nc: NatsConnection;
+let docker: Awaited<ReturnType<typeof ensureDocker>>;
+
+beforeAll(async () => {
+  docker = await ensureDocker();
+  server = await startNatsServer();
+  nc = await connect(server.connectOptions);
+});
+
+afterAll(async () => {
+  await nc?.close().catch(() => undefined);
+  await server?.stop();
+});
+
+function hostProcess(
+  cluster: string,
+  spec: unknown,
+): { child: ChildProcess; jobId: Promise<string>; output: string[] } {
+  const child = spawn(
+    process.execPath,
+    [path.join(FIXTURES, 'coordinator-process.js'), server.url, cluster, JSON.stringify(spec)],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  const output: string[] = [];
+  child.stderr?.on('data', (d: Buffer) => output.push(d.toString()));
+  const jobId = new Promise<string>((resolve, reject) => {
+    let out = '';
+    child.stdout?.on('data', (d: Buffer) => {
+      out += d.toString();
+      const m = /JOB (\S+)/.exec(out);
+      if (m) resolve(m[1]!);
+    });
+    child.once('exit', (code) => reject(new Error(`host exited ${code}: ${output.join('')}`)));
+  });
+  return { child, jobId, output };
+}
+
+/** Counts evaluator runs (execs of the grader) in the cluster's sandboxes, from Docker events. */
+async function countEvaluatorExecs(
+  cluster: string,
+): Promise<{ count: () => number; stop: () => void }> {
+  const stream = (await docker.getEvents({
+    filters: JSON.stringify({
+      type: ['container'],
+      event: ['exec_start'],
+      label: [`troupe.cluster=${cluster}`],
+    }),
+  })) as NodeJS.ReadableStream & { destroy?: () => void };
+  let count = 0;
+  let buffered = '';
+  stream.on('data', (chunk: Buffer) => {
+    buffered += chunk.toString();
+    let nl: number;
+    while ((nl = buffered.indexOf('\n')) >= 0) {
+      const line = buffered.slice(0, nl);
+      buffered = buffered.slice(nl + 1);
+      if (!line.trim()) continue;
+      const e = JSON.parse(line) as { Action?: string };
+      if (e.Action?.includes('grader/evaluate.py')) count++;
+    }
+  });
+  return { count: () => count, stop: () => stream.destroy?.() };
+}
+
+(builtPackages ? test : test.skip)(
+  'kill -9 of the host running a search: another host resumes it, the journal continues and no attempt is evaluated twice',
+  async () => {
+    const cluster = randomClusterName();
+    const journal = new JetStreamJournalStore({ connection: nc, cluster });
+    const execs = await countEvaluatorExecs(cluster);
+    const agent = await NodeAgent.start({
+      cluster,
+      hostId: `agent-${cluster.slice(-6)}`,
+      nats: { servers: server.url },
+      shutdownGraceMs: 1_000,
+    });
+    const host = hostProcess(cluster, {
+      kind: 'evolve',
+      concurrency: 1,
+      taskTimeoutMs: 400_000,
+      retries: { max: 0 },
+      config: { evaluatorSlots: 2, saveJournal: false },
+      tasks: [{ id: 'quick', suite: SUITE, search: { seed: 3 } }],
+    });
+    let survivor: Coordinator | undefined;
+    try {
+      const jobId = await host.jobId;
+      const searchId = evolveJournalTaskId(jobId, 'quick');
+      // Kill in the middle of a generation: some nodes in, an evaluation started and not back.
+      let atKill: JournalRecord[] = [];
+      await waitFor(
+        async () => {
+          const { records } = await journal.read(searchId);
+          const nodes = records.filter((r) => r.type === 'node').length;
+          const attempts = records.filter((r) => r.type === 'attempt').length;
+          atKill = records;
+          return nodes >= 6 && attempts > nodes;
+        },
+        { timeoutMs: 240_000, message: 'search progress before the kill', intervalMs: 50 },
+      );
+      host.child.kill('SIGKILL');
+      await new Promise((r) => host.child.once('exit', r));
+      const beforeKill = (await journal.read(searchId)).records;
+      expect(beforeKill.length).toBeGreaterThanOrEqual(atKill.length);
+      expect(beforeKill.some((r) => r.type === 'final')).toBe(false);
+
+      // Another host (this process: a coordinator from source with the built-in drivers and no
+      // journal configured) takes the job over; its task actor re-executes the attempt.
+      survivor = await Coordinator.start(
+        {
+          cluster,
+          nats: { servers: server.url },
+          heartbeatMs: 250,
+          missedHeartbeats: 4,
+          sweepIntervalMs: 500,
+          leaseMs: 2000,
+          renewMs: 500,
+          metrics: { port: null },
+          shutdownGraceMs: 0,
+        },
+        { drivers: registerBuiltinDrivers(new DriverRegistry()), jobs: { watchdogMs: 1000 } },
+      );
+      const jobs = survivor.jobs!;
+      const events: JobEventRecord[] = [];
+      for await (const e of await jobs.watch(jobId, { signal: AbortSignal.timeout(400_000) })) {
+        events.push(e);
+      }
+      expect(events.at(-1)?.type).toBe('JOB_FINISHED');
+      const results = await jobs.results(jobId);
+      const task = results.tasks[0]!;
+      expect(task.status).toBe('TASK_PASSED');
+      const details = task.details as Record<string, unknown>;
+
+      const after = (await journal.read(searchId)).records;
+      // The same journal: what was there at the kill is a prefix of the finished journal.
+      expect(after.slice(0, beforeKill.length)).toEqual(beforeKill);
+      const final = after.at(-1);
+      if (final?.type !== 'final') throw new Error('the journal does not end with a final record');
+      expect(final.status).toBe('succeeded');
+      const nodes = after.filter((r) => r.type === 'node');
+      const ids = nodes.map((n) => n.attemptId);
+      expect(new Set(ids).size).toBe(ids.length);
+      expect(final.usage.evaluations).toBe(24);
+      expect(final.usage.evaluations).toBe(nodes.length + final.usage.lostAttempts);
+      expect(final.usage.lostAttempts).toBeGreaterThan(0);
+      expect(details['evaluations']).toBe(24);
+      // Evaluator runs seen by Docker: each node once, plus the lost attempts that reached an
+      // evaluator before the kill, plus the test grading. A resumed search that evaluated a
+      // journaled attempt again would exceed this.
+      const tests = after.filter((r) => r.type === 'test-start').length;
+      await waitFor(() => execs.count() >= nodes.length + tests, {
+        timeoutMs: 20_000,
+        message: 'docker exec events of every evaluation',
+      });
+      expect(execs.count()).toBeLessThanOrEqual(nodes.length + final.usage.lostAttempts + tests);
+      // The evaluator sandboxes of the killed execution are gone too.
+      await waitFor(
+        async () =>
+          (
+            await docker.listContainers({
+              all: true,
+              filters: { label: [`troupe.cluster=${cluster}`, `troupe.job=${jobId}`] },
+            })
+          ).length === 0,
+        { timeoutMs: 60_000, message: 'sandboxes of both executions removed' },
+      );
+    } finally {
+      execs.stop();
+      if (host.child.exitCode === null) host.child.kill('SIGKILL');
+      await survivor?.stop().catch(() => undefined);
+      await agent.stop().catch(() => undefined);
+    }
+  },
+);
