@@ -248,6 +248,7 @@ export {
   LlmOperator,
   type LlmOperatorOptions,
 } from './evolve/llm-operator';
+export { llmChatFunction, type LlmChatFunctionOptions } from './evolve/llm-chat-function';
 export { OperatorKind } from './evolve/operator-kind';
 export {
   buildOperatorPrompt,

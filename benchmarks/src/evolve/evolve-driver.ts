@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import {
+  type BudgetHook,
   type ChatFunction,
   createOperators,
   type EvolveConfig,
@@ -9,6 +10,9 @@ import {
   JetStreamJournalStore,
   type JournalRecord,
   type JournalStore,
+  type LlmClient,
+  llmChatFunction,
+  type ModelRegistry,
   parseEvolveConfig,
   runIslandStep,
   SearchRunner,
@@ -47,8 +51,24 @@ export interface EvolveDriverOptions {
   journal?: JournalStore;
   /** Evaluator slots when a job's `config.evaluatorSlots` is not set. @default 2 */
   evaluatorSlots?: number;
-  /** Model calls, for suites or jobs with `operators: llm`. @default none (llm refused) */
+  /**
+   * Model calls for LLM operators when a job names no model (`spec.agent`): one fixed chat
+   * function. @default none
+   */
   chat?: ChatFunction;
+  /**
+   * Models for LLM operators selected by the job spec: a job with `agent: {model, maxTokens?,
+   * temperature?}` runs its tasks with `operators: llm` (unless a task sets `search.operators`)
+   * over `client.chat` with that registry model, each call's cost counted against the search's
+   * `maxCostUsd`; a call refused for budget (`BUDGET_EXHAUSTED`) stops the search, which then
+   * selects its final program. @default none (a job with `agent` is refused)
+   */
+  llm?: {
+    client: Pick<LlmClient, 'chat'>;
+    models: Pick<ModelRegistry, 'has' | 'names'>;
+    /** Budget hook of a task's calls (e.g. the job's ledger scope). @default the client's */
+    budgetFor?: (ctx: TaskContext) => BudgetHook | undefined;
+  };
   /** Deadline of creating one evaluator sandbox (a missing image is built). @default 600000 */
   createTimeoutMs?: number;
   /** Base of relative `suite` paths. @default process.cwd() when validating/planning */
@@ -108,11 +128,20 @@ function tasksOf(spec: JobSpec): EvolveTask[] {
   return tasks;
 }
 
-/** The search options of a task: the suite's, with the job's overrides on top. */
-function searchConfigOf(input: Pick<EvolveTaskInput, 'suite' | 'task'>): EvolveConfig {
+type AgentConfig = NonNullable<JobSpec['agent']>;
+
+/**
+ * The search options of a task: the suite's, with the job's overrides on top; a job that names a
+ * model (`spec.agent`) selects LLM operators unless the task sets `search.operators` itself.
+ */
+function searchConfigOf(
+  input: Pick<EvolveTaskInput, 'suite' | 'task'>,
+  agent: AgentConfig | undefined,
+): EvolveConfig {
   return parseEvolveConfig(
     evolveOptionsFromSpec(input.suite, {
       ...input.suite.search,
+      ...(agent && input.task.search?.operators === undefined ? { operators: 'llm' } : {}),
       ...(input.task.search ?? {}),
       limits: { ...input.suite.limits, ...(input.task.limits ?? {}) },
     }),
@@ -165,9 +194,13 @@ export function createEvolveDriver(
   const slotsOf = (config: EvolveJobConfig): number =>
     config.evaluatorSlots ?? options.evaluatorSlots ?? DEFAULT_EVALUATOR_SLOTS;
 
-  const checkOperators = (input: Pick<EvolveTaskInput, 'suite' | 'task'>, field: string): void => {
-    const config = searchConfigOf(input);
-    if (config.operators === 'llm' && !options.chat) {
+  const checkOperators = (
+    input: Pick<EvolveTaskInput, 'suite' | 'task'>,
+    agent: AgentConfig | undefined,
+    field: string,
+  ): void => {
+    const config = searchConfigOf(input, agent);
+    if (config.operators === 'llm' && !options.chat && !(agent && options.llm)) {
       throw invalidArgument(
         field,
         'operators: llm needs a model, and this driver was registered without one (use builtin)',
@@ -184,12 +217,28 @@ export function createEvolveDriver(
       const config = parseWith(EvolveJobConfigSchema, spec.config, { prefix: 'spec.config' });
       void config;
       if (spec.agent !== undefined) {
-        throw invalidArgument('spec.agent', 'evolve takes its operators from the suite: remove it');
+        if (!options.llm) {
+          throw invalidArgument(
+            'spec.agent',
+            'this evolve driver was registered without a model registry: remove agent (built-in operators)',
+          );
+        }
+        if (!options.llm.models.has(spec.agent.model)) {
+          throw invalidArgument(
+            'spec.agent.model',
+            `must name a model of the registry (${options.llm.models.names().join(', ') || 'none'})`,
+            spec.agent.model,
+          );
+        }
       }
       tasksOf(spec).forEach((task, i) => {
         const bundle = loadSuiteBundle(task.suite, `spec.tasks[${i}].suite`, options.cwd);
         try {
-          checkOperators({ suite: bundle.spec, task }, `spec.tasks[${i}].search.operators`);
+          checkOperators(
+            { suite: bundle.spec, task },
+            spec.agent,
+            `spec.tasks[${i}].search.operators`,
+          );
         } catch (err) {
           if ((err as { details?: { field?: string } }).details?.field?.startsWith('spec.')) {
             throw err;
@@ -218,7 +267,7 @@ export function createEvolveDriver(
     async runTask(ctx, raw) {
       const input = parseWith(EvolveTaskInputSchema, raw, { prefix: 'input' });
       const slots = slotsOf(input.config);
-      const searchConfig = searchConfigOf(input);
+      const searchConfig = searchConfigOf(input, ctx.spec.agent);
       // A crash interrupted an earlier execution of this attempt: its sandboxes may still live.
       for (const stale of ctx.staleResourceIds) {
         await destroySandboxes(ctx.refs, ctx.jobId, evaluatorSandboxIds(stale, slots), ctx.log);
@@ -251,7 +300,25 @@ export function createEvolveDriver(
             (refText ? ` (reference: ${refText})` : ''),
         });
       });
-      const operators = createOperators(searchConfig, options.chat ? { chat: options.chat } : {});
+      let budgetStop = false;
+      const agent = ctx.spec.agent;
+      let chat = options.chat;
+      if (agent && options.llm) {
+        const budget = options.llm.budgetFor?.(ctx);
+        chat = llmChatFunction({
+          client: options.llm.client,
+          model: agent.model,
+          ...(agent.maxTokens !== undefined ? { maxTokens: agent.maxTokens } : {}),
+          ...(agent.temperature !== undefined ? { temperature: agent.temperature } : {}),
+          ...(budget ? { budget } : {}),
+          metadata: { jobId: ctx.jobId, taskId: ctx.taskId, attempt: ctx.attempt },
+          onBudgetExhausted: (err) => {
+            budgetStop = true;
+            ctx.log.warn({ err }, 'model budget exhausted: the search stops');
+          },
+        });
+      }
+      const operators = createOperators(searchConfig, chat ? { chat } : {});
       // Stop early enough that the generation in progress, final selection and the test grading
       // fit before the task's deadline (a timed-out task is graded on whatever exists).
       const evalMs = searchConfig.evaluationTimeoutMs;
@@ -272,7 +339,7 @@ export function createEvolveDriver(
               { evaluate: pool.evaluate, operators, journal: observed, logger: ctx.log },
               signal,
             ),
-          stopRequested: () => pool.fatal !== undefined || Date.now() >= stopAt,
+          stopRequested: () => budgetStop || pool.fatal !== undefined || Date.now() >= stopAt,
         },
       );
       ctx.progress({

@@ -11,16 +11,28 @@ import { z } from 'zod';
 export const DEFAULT_EVALUATOR_SLOTS = 2;
 
 /**
- * Search options a job may override (everything a suite's `search:` may hold). Strict, so a
- * misspelt option is an error naming it.
+ * The fields of `schema`, each optional and without its default: an override lists only what it
+ * sets, so the suite's value stays for everything else (a `.partial()` of a schema with defaults
+ * would fill every default in and silently replace the suite's values).
  */
-export const EvolveSearchOverridesSchema = EvolveOptionsSchema.omit({
-  direction: true,
-  description: true,
-  limits: true,
-})
-  .partial()
-  .strict();
+function overridesOf<S extends z.ZodRawShape>(schema: z.ZodObject<S>) {
+  const shape: Record<string, z.ZodType> = {};
+  for (const [key, field] of Object.entries(schema.shape) as [string, z.ZodType][]) {
+    const inner = field instanceof z.ZodDefault ? (field.unwrap() as z.ZodType) : field;
+    shape[key] = inner.optional();
+  }
+  return z.object(shape).strict() as unknown as z.ZodObject<{
+    [K in keyof S]: z.ZodOptional<S[K]>;
+  }>;
+}
+
+/**
+ * Search options a job may override (everything a suite's `search:` may hold). Strict, so a
+ * misspelt option is an error naming it; only the options given replace the suite's.
+ */
+export const EvolveSearchOverridesSchema = overridesOf(
+  EvolveOptionsSchema.omit({ direction: true, description: true, limits: true }),
+);
 
 /** One search task of an `evolve` job (`spec.tasks[i]`). */
 export const EvolveTaskSchema = z
@@ -36,7 +48,7 @@ export const EvolveTaskSchema = z
       .string({ error: 'must be a string (a suite folder)' })
       .min(1, { error: 'must not be empty' }),
     /** Limits on top of the suite's (`limits:` of its task.yaml). @default the suite's */
-    limits: EvolveLimitsSchema.partial().strict().optional(),
+    limits: overridesOf(EvolveLimitsSchema).optional(),
     /** Search options on top of the suite's (`search:`), e.g. `seed`, `islands`. @default the suite's */
     search: EvolveSearchOverridesSchema.optional(),
   })

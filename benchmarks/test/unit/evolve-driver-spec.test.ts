@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { LlmClient, ModelRegistry } from '@troupe/agents';
 import { parseJobSpec } from '@troupe/coordinator';
 import { errorCode } from '@troupe/proto';
 import {
@@ -114,4 +115,52 @@ test('journal task ids are valid evolve task ids', () => {
   expect(evolveJournalTaskId('job1', 'or3.v2')).toBe('job1-or3_v2');
   const long = evolveJournalTaskId('j'.repeat(90), 't'.repeat(60));
   expect(long).toMatch(/^ev-[0-9a-f]{40}$/);
+});
+
+test('a job that names a model needs a registry that has it; agent selects LLM operators', () => {
+  expect(messageOf(() => driver.validate(spec({ agent: { model: 'coder' } })))).toContain(
+    'spec.agent',
+  );
+  const models = new ModelRegistry({
+    models: {
+      coder: { baseURL: 'http://127.0.0.1:9/v1', model: 'm', inputUsdPer1M: 1, outputUsdPer1M: 1 },
+    },
+  });
+  const client = new LlmClient({ registry: models });
+  const withModels = createEvolveDriver({
+    cwd: path.resolve(__dirname, '../../..'),
+    llm: { client, models },
+  });
+  expect(messageOf(() => withModels.validate(spec({ agent: { model: 'nope' } })))).toMatch(
+    /spec\.agent\.model.*coder/,
+  );
+  withModels.validate(spec({ agent: { model: 'coder' } }));
+  // Without a model, operators: llm still needs one.
+  expect(
+    messageOf(() =>
+      withModels.validate(
+        spec({
+          tasks: [
+            { id: 'x', suite: 'benchmarks/suites/binpacking-or3', search: { operators: 'llm' } },
+          ],
+        }),
+      ),
+    ),
+  ).toContain('spec.tasks[0].search.operators');
+});
+
+test('a job override keeps the suite’s value of every option it does not name', () => {
+  const s = spec({
+    tasks: [
+      {
+        id: 'or3',
+        suite: 'benchmarks/suites/binpacking-or3',
+        search: { seed: 5 },
+        limits: { maxEvaluations: 7 },
+      },
+    ],
+  });
+  const plan = driver.plan(s, {} as never) as { input: { task: Record<string, unknown> } }[];
+  expect(plan[0]?.input.task['search']).toEqual({ seed: 5 });
+  expect(plan[0]?.input.task['limits']).toEqual({ maxEvaluations: 7 });
 });
