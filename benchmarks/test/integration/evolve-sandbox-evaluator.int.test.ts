@@ -1,0 +1,152 @@
+import { createServer, type Server } from 'node:net';
+import path from 'node:path';
+import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { ActorSystem } from '@troupe/actors';
+import { type EvaluatorResult } from '@troupe/agents';
+import { Coordinator, DriverRegistry } from '@troupe/coordinator';
+import { NodeAgent } from '@troupe/node-agent';
+import {
+  ensureDocker,
+  randomClusterName,
+  startNatsServer,
+  waitFor,
+  type NatsServerHandle,
+} from '@troupe/testkit';
+import { loadSuiteBundle, SandboxEvaluatorPool } from '../../src/evolve';
+
+// The evaluator contract in the driver's real path: candidates run by the suite's trusted
+// evaluator inside the node agent's Docker sandboxes (no network, hard kill at the deadline).
+// Each hostile or broken candidate gets the right status and never a score.
+
+jest.setTimeout(300_000);
+
+const bundle = loadSuiteBundle(path.resolve(__dirname, 'evolve-fixtures/quick-suite'), 'suite');
+
+let server: NatsServerHandle;
+let nc: NatsConnection;
+let coordinator: Coordinator;
+let agent: NodeAgent;
+let system: ActorSystem;
+let pool: SandboxEvaluatorPool;
+let listener: Server;
+let connections = 0;
+let gateway = '172.17.0.1';
+const cluster = randomClusterName();
+
+beforeAll(async () => {
+  const docker = await ensureDocker();
+  const bridge = (await docker.getNetwork('bridge').inspect()) as {
+    IPAM?: { Config?: { Gateway?: string }[] };
+  };
+  gateway = bridge.IPAM?.Config?.[0]?.Gateway ?? gateway;
+  listener = createServer((s) => {
+    connections++;
+    s.end('0.3 0.7\n');
+  });
+  await new Promise<void>((r) => listener.listen(0, '0.0.0.0', r));
+  server = await startNatsServer();
+  nc = await connect(server.connectOptions);
+  coordinator = await Coordinator.start(
+    {
+      cluster,
+      nats: { servers: server.url },
+      heartbeatMs: 250,
+      missedHeartbeats: 4,
+      sweepIntervalMs: 500,
+      metrics: { port: null },
+      shutdownGraceMs: 0,
+    },
+    { drivers: new DriverRegistry() },
+  );
+  agent = await NodeAgent.start({
+    cluster,
+    hostId: `agent-${cluster.slice(-6)}`,
+    nats: { servers: server.url },
+    shutdownGraceMs: 1_000,
+  });
+  await waitFor(
+    () => coordinator.registry?.schedulable().some((h) => h.info.hostId === agent.hostId),
+    { timeoutMs: 20_000, message: 'node agent registered' },
+  );
+  system = await ActorSystem.start({ cluster, connection: nc });
+  pool = new SandboxEvaluatorPool({
+    refs: system,
+    jobId: 'contract',
+    resourceId: `contract-${cluster.slice(-6)}`,
+    slots: 2,
+    suite: bundle.spec,
+    files: bundle.files,
+    log: system.log,
+  });
+});
+
+afterAll(async () => {
+  await pool?.destroyCreated().catch(() => undefined);
+  await system?.shutdown({ graceMs: 500 }).catch(() => undefined);
+  await agent?.stop().catch(() => undefined);
+  await coordinator?.stop().catch(() => undefined);
+  await nc?.close().catch(() => undefined);
+  await server?.stop();
+  listener?.close();
+});
+
+async function evaluate(source: string, timeoutMs = 20_000): Promise<EvaluatorResult> {
+  return pool.evaluate(
+    {
+      program: { language: 'python', source },
+      phase: 'validation',
+      attemptId: `a-${Math.random().toString(36).slice(2)}`,
+      timeoutMs,
+      infraRetry: 0,
+    },
+    { signal: AbortSignal.timeout(120_000) },
+  );
+}
+
+test('a valid candidate is scored by the evaluator from its raw output', async () => {
+  const r = await evaluate('print(0.3, 0.6)');
+  expect(r.status).toBe('ok');
+  expect(r.score).toBeCloseTo(-0.01, 9);
+  expect(r.evaluatorVersion).toBe('quick-suite/1');
+});
+
+test('a candidate that opens a socket reaches nothing: no score, and no connection arrived', async () => {
+  const port = (listener.address() as { port: number }).port;
+  const source = [
+    'import socket',
+    `s = socket.create_connection(("${gateway}", ${port}), timeout=3)`,
+    'print(s.recv(100).decode())',
+  ].join('\n');
+  const r = await evaluate(source);
+  expect(r.status).toBe('error');
+  expect(r.score).toBeNull();
+  expect(r.stderrTail).toMatch(/Network is unreachable|OSError|timed out|refused/);
+  expect(connections).toBe(0);
+});
+
+test.each([
+  ['prints a score instead of its output', 'invalid', 'print("score: 1.0")'],
+  ['returns NaN', 'invalid', 'print(float("nan"), 0.7)'],
+  ['returns infinity', 'invalid', 'print("inf 0.7")'],
+  ['crashes', 'error', 'raise SystemExit(3)'],
+])('a candidate that %s gets %s and no score', async (_what, status, source) => {
+  const r = await evaluate(source);
+  expect(r.status).toBe(status);
+  expect(r.score).toBeNull();
+});
+
+test('a candidate that loops forever is a timeout', async () => {
+  const r = await evaluate('while True:\n    pass', 4_000);
+  expect(r.status).toBe('timeout');
+  expect(r.score).toBeNull();
+});
+
+test('a candidate that freezes its evaluator is killed at the deadline: timeout, the slot works after', async () => {
+  const started = Date.now();
+  const r = await evaluate('import os, signal\nos.kill(os.getppid(), signal.SIGSTOP)', 4_000);
+  expect(r.status).toBe('timeout');
+  expect(r.score).toBeNull();
+  expect(Date.now() - started).toBeLessThan(60_000);
+  const next = await evaluate('print(0.3, 0.7)');
+  expect(next.status).toBe('ok');
+});
