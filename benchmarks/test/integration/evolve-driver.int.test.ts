@@ -155,3 +155,35 @@ test('a tiny binpacking-or3 search selects a valid program, grades it on test an
     )}, evaluations ${String(details['evaluations'])}, queueMs ${String(details['queueMs'])}, chargedMs ${String(details['chargedMs'])}\n`,
   );
 });
+
+test('a search that finds nothing valid fails its task and flags the random pick random_no_valid', async () => {
+  const jobs = coordinator.jobs!;
+  const record = await jobs.submit({
+    spec: {
+      kind: 'evolve',
+      concurrency: 1,
+      taskTimeoutMs: 300_000,
+      retries: { max: 0 },
+      config: { evaluatorSlots: 2 },
+      tasks: [{ id: 'broken', suite: path.resolve(__dirname, 'evolve-fixtures/broken-suite') }],
+    },
+  });
+  const events: JobEventRecord[] = [];
+  for await (const e of await jobs.watch(record.jobId, { signal: AbortSignal.timeout(300_000) })) {
+    events.push(e);
+  }
+  expect(events.at(-1)?.type).toBe('JOB_FINISHED');
+  const task = (await jobs.results(record.jobId)).tasks[0]!;
+  const details = task.details as Record<string, unknown>;
+  // The search ended normally, but found no valid program: the task says so.
+  expect(task.status).toBe('TASK_FAILED');
+  expect(details['status']).toBe('no_valid_program');
+  expect(details['random_no_valid']).toBe(true);
+  expect(details['selectionSource']).toBe('random_no_valid');
+  expect(details['validationScore']).toBeNull();
+  expect(details['evaluations']).toBe(6);
+  expect(details['selectedProgramHash']).toMatch(/^[0-9a-f]{64}$/);
+  const read = await journal.read(evolveJournalTaskId(record.jobId, 'broken'));
+  const final = read.records.at(-1);
+  expect(final?.type === 'final' && final.selection.source).toBe('random_no_valid');
+});

@@ -1,0 +1,33 @@
+"""Evaluator of quick-suite: runs the program, recomputes the score from its raw output."""
+import argparse, json, math, subprocess, sys, time
+
+t0 = time.monotonic()
+p = argparse.ArgumentParser()
+p.add_argument('--program')
+p.add_argument('--timeout-s', type=float)
+a = p.parse_args()
+out = {"status": "ok", "score": None, "signature": [], "metrics": {}, "stderrTail": "",
+       "evalMs": 0, "evaluatorVersion": "quick-suite/1"}
+try:
+    r = subprocess.run([sys.executable, a.program], capture_output=True, text=True,
+                       timeout=a.timeout_s)
+    out["stderrTail"] = r.stderr[-500:]
+    if r.returncode != 0:
+        out["status"] = "error"
+    else:
+        x, y = (float(v) for v in r.stdout.split()[:2])
+        if not (math.isfinite(x) and math.isfinite(y)):
+            out["status"] = "invalid"
+        else:
+            out["score"] = -((x - 0.3) ** 2 + (y - 0.7) ** 2)
+            out["signature"] = [x, y]
+except subprocess.TimeoutExpired:
+    out["status"] = "timeout"
+except Exception as e:  # wrong shape of the output
+    out["status"] = "invalid"
+    out["metrics"] = {"reason": str(e)[:200]}
+rest = 0.4 - (time.monotonic() - t0)
+if rest > 0:
+    time.sleep(rest)
+out["evalMs"] = round((time.monotonic() - t0) * 1000)
+print(json.dumps(out))
