@@ -9,6 +9,7 @@ import {
   type EvolveTaskStatus,
   type FinalRecord,
   type JournalRecord,
+  JournalRecordSchema,
   type StopRecord,
 } from './journal-record';
 import { type JournalStore } from './journal-store';
@@ -182,7 +183,17 @@ export class SearchRunner {
   }
 
   private async append(record: JournalRecord, signal: AbortSignal): Promise<void> {
-    await this.deps.journal.append(record, { signal });
+    const receipt = await this.deps.journal.append(record, { signal });
+    if (!receipt.duplicate && receipt.seq === this.lastSeq + 1) {
+      // Nothing was written between our last read and this record: apply it as a reader would
+      // see it (a JSON round trip through the schema) and save a journal read per generation.
+      applyJournalRecord(
+        this.state as SearchState,
+        JournalRecordSchema.parse(JSON.parse(JSON.stringify(record))),
+      );
+      this.lastSeq = receipt.seq;
+      return;
+    }
     await this.refresh(signal);
   }
 
