@@ -37,7 +37,10 @@ export async function runCommand(
   println(ctx.io.stderr, 'starting an embedded cluster …');
   const cluster = await EmbeddedCluster.start({
     dataDir,
-    cluster: 'run',
+    // A cluster of its own: node agents reap the sandboxes of their cluster and host that they do
+    // not know, so two `troupe run`s on one Docker daemon sharing a name would destroy each
+    // other's sandboxes.
+    cluster: `run-${process.pid.toString(36)}-${Date.now().toString(36)}`,
     grpcPort: 0,
     advertise: false,
     ...(sandboxSlots !== undefined ? { sandboxSlots } : {}),
