@@ -24,6 +24,14 @@ export const RunMessageSchema = z.strictObject({
   sandboxId: z.string().regex(NamePattern.ACTOR_ID, 'must match [A-Za-z0-9_-]{1,128}').optional(),
   /** Set by a parent agent on its subagents. */
   parentSessionId: z.string().optional(),
+  /**
+   * Budget ledger scope the run's model calls are charged to (e.g. `job:<jobId>`), passed to the
+   * host's budget hook as call metadata `budgetScope`; subagents inherit it. @default the hook's
+   */
+  budgetScope: z
+    .string()
+    .regex(/^[\x21-\x7e]{1,200}$/, 'must be 1 to 200 printable ASCII characters')
+    .optional(),
   /** Post the result there as `subagentResult` (async subagent calls). */
   replyTo: ReplyToSchema.optional(),
   /** Conversation to start from (a parent's history, `useParentHistory`). */

@@ -24,6 +24,8 @@ export interface AgentSessionOptions {
   task: string;
   /** Sandbox actor id the tools act on (create it first with the sandbox actor's `create`). */
   sandboxId?: string;
+  /** Budget ledger scope the run's model calls are charged to (e.g. `job:<jobId>`). @default the host hook's */
+  budgetScope?: string;
   /** Run id; posting the same run id again does not start a second run. @default a UUID */
   runId?: string;
   /** Stops waiting for the result (the run itself goes on). */
@@ -60,6 +62,7 @@ export async function startAgentSession(options: AgentSessionOptions): Promise<A
       task: options.task,
       ...(template ? { template } : {}),
       ...(options.sandboxId ? { sandboxId: options.sandboxId } : {}),
+      ...(options.budgetScope ? { budgetScope: options.budgetScope } : {}),
     },
     { dedupeId: `run:${runId}`, ...(options.signal ? { signal: options.signal } : {}) },
   );

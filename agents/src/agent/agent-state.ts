@@ -50,6 +50,8 @@ export const AgentRunStateSchema = z.object({
   /** Automatic "continue" prompts used. */
   continues: z.int(),
   replyTo: ReplyToSchema.optional(),
+  /** Budget ledger scope of the run's model calls (from the `run` message). */
+  budgetScope: z.string().optional(),
   stopReason: z.enum(AgentStopReason).optional(),
   finalText: z.string().optional(),
   /** `finish_task`'s summary, once its result is committed (the run ends at the next check). */

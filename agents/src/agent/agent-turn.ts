@@ -176,6 +176,7 @@ export class AgentTurn {
       costUsd: 0,
       continues: 0,
       ...(msg.replyTo ? { replyTo: msg.replyTo } : {}),
+      ...(msg.budgetScope ? { budgetScope: msg.budgetScope } : {}),
     };
     this.emit(msg.runId, TrajectoryEventType.RUN_START, added, {
       template: template.name,
@@ -263,7 +264,12 @@ export class AgentTurn {
           signal: this.ctx.signal,
           budget,
           requestId: `${this.sessionId}.${run.runId}.${run.steps + 1}`.slice(0, 200),
-          metadata: { session: this.sessionId, run: run.runId, step: run.steps + 1 },
+          metadata: {
+            session: this.sessionId,
+            run: run.runId,
+            step: run.steps + 1,
+            ...(run.budgetScope ? { budgetScope: run.budgetScope } : {}),
+          },
           ...(limits.maxWallMs !== undefined ? { totalTimeoutMs: limits.maxWallMs - elapsed } : {}),
         });
         run.steps++;
@@ -458,7 +464,12 @@ export class AgentTurn {
       messages: summaryPrompt(s.messages.slice(window.start, window.end)),
       signal: this.ctx.signal,
       budget,
-      metadata: { session: this.sessionId, run: run.runId, purpose: 'compaction' },
+      metadata: {
+        session: this.sessionId,
+        run: run.runId,
+        purpose: 'compaction',
+        ...(run.budgetScope ? { budgetScope: run.budgetScope } : {}),
+      },
     });
     run.inputTokens += result.usage.promptTokens;
     run.outputTokens += result.usage.completionTokens;
@@ -809,6 +820,7 @@ export class AgentTurn {
         },
         ...(s.sandboxId ? { sandboxId: s.sandboxId } : {}),
         parentSessionId: this.sessionId,
+        ...(s.run?.budgetScope ? { budgetScope: s.run.budgetScope } : {}),
         ...(a.mode === 'async'
           ? { replyTo: { kind: AGENT_KIND, id: this.sessionId, callId: call.id } }
           : {}),

@@ -84,3 +84,27 @@ test('concurrent model calls reserve from the ledger: no call is sent past the l
   expect(usage.spent.tokens).toBe(3 * 120);
   expect(usage.reserved.usd).toBe(0);
 });
+
+test("a call whose metadata names a budgetScope is charged there, not to the hook's scope", async () => {
+  const ledger = new BudgetLedger(system, { definition: Ledger });
+  await ledger.createScope('job:default', 'cluster', { usd: 1 });
+  await ledger.createScope('job:named', 'cluster', { usd: 1 });
+  const hook = new LedgerBudgetHook({ ledger, scope: 'job:default', holder: 'test/hook' });
+  const llm = new LlmClient({
+    registry: new ModelRegistry({
+      models: {
+        m: { baseURL: fake.baseURL, model: 'fake-model', inputUsdPer1M: 1, outputUsdPer1M: 10 },
+      },
+    }),
+    budget: hook,
+  });
+  fake.enqueue({ content: 'ok', usage: { prompt_tokens: 10, completion_tokens: 10 } });
+  await llm.chat({
+    model: 'm',
+    messages: [{ role: 'user', content: 'hi' }],
+    metadata: { budgetScope: 'job:named' },
+    signal: AbortSignal.timeout(30_000),
+  });
+  expect((await ledger.get('job:named')).spent.requests).toBe(1);
+  expect((await ledger.get('job:default')).spent.requests).toBe(0);
+});

@@ -6,7 +6,11 @@ import { type BudgetLedger } from './budget-ledger';
 export interface LedgerBudgetHookOptions {
   /** The ledger of the cluster's budget tree. */
   ledger: BudgetLedger;
-  /** Scope every call of this hook is charged to (`job:<id>`, `agent:<id>`, or `cluster`). */
+  /**
+   * Scope a call is charged to when its metadata names none (`job:<id>`, `agent:<id>`, or
+   * `cluster`). A call whose metadata carries `budgetScope` (an agent run started for a job) is
+   * charged there instead.
+   */
   scope: string;
   /** Who holds the reservations (a session id or actor address), for diagnostics. */
   holder: string;
@@ -23,6 +27,8 @@ export interface LedgerReserveContext {
   requestId: string;
   /** Attempt number, from 1; each attempt reserves anew. */
   attempt: number;
+  /** The caller's metadata; a string `budgetScope` overrides the hook's scope. */
+  metadata?: Readonly<Record<string, string | number | boolean>>;
   /** Aborts when the call is cancelled. */
   signal?: AbortSignal;
 }
@@ -58,7 +64,9 @@ export class LedgerBudgetHook {
     amount: BudgetAmount,
     context: LedgerReserveContext,
   ): Promise<{ reservationId: string }> {
-    const r = await this.ledger.reserve(this.scope, amount, {
+    const named = context.metadata?.['budgetScope'];
+    const scope = typeof named === 'string' && named !== '' ? named : this.scope;
+    const r = await this.ledger.reserve(scope, amount, {
       ttlMs: this.ttlMs,
       holder: this.holder,
       requestId: `${context.requestId}:${context.attempt}`,
