@@ -93,7 +93,13 @@ export {
   type RateLimiterOptions,
 } from './budget/rate-limiter';
 export { Coordinator, type CoordinatorDeps } from './coordinator';
-export { ConfigSchema, type CoordinatorConfig, type CoordinatorOptions } from './config';
+export {
+  applyEnvironment,
+  ConfigSchema,
+  ENVIRONMENT_VARIABLES,
+  type CoordinatorConfig,
+  type CoordinatorOptions,
+} from './config';
 export {
   HostRegistry,
   HostState,

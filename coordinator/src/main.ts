@@ -2,15 +2,18 @@
 /**
  * troupe-coordinator: the only place that reads argv and the environment.
  *   troupe-coordinator [--config coordinator.yaml]
- * Environment (overrides the file): TROUPE_CLUSTER, TROUPE_NATS_URL, TROUPE_NATS_USER,
- * TROUPE_NATS_PASS, TROUPE_NATS_TOKEN, TROUPE_COORDINATOR_ID, TROUPE_METRICS_PORT,
- * TROUPE_METRICS_HOST, TROUPE_LOG_LEVEL.
+ * Environment (overrides the file; see `applyEnvironment` in config.ts): TROUPE_CLUSTER,
+ * TROUPE_NATS_URL, TROUPE_NATS_USER, TROUPE_NATS_PASS, TROUPE_NATS_TOKEN, TROUPE_COORDINATOR_ID,
+ * TROUPE_METRICS_PORT, TROUPE_METRICS_HOST, TROUPE_GRPC_HOST, TROUPE_GRPC_PORT, TROUPE_GRPC_TOKEN,
+ * TROUPE_GRPC_TOKEN_FILE, TROUPE_SHUTDOWN_GRACE_MS, TROUPE_LOG_LEVEL.
+ * This binary registers no job drivers; `troupe coordinator` (client CLI) is the deployable
+ * entry with the built-in drivers.
  */
 import { readFileSync } from 'node:fs';
 import { pino } from 'pino';
 import { parse as parseYaml } from 'yaml';
 import { Coordinator } from './coordinator';
-import { ConfigSchema } from './config';
+import { applyEnvironment, ConfigSchema } from './config';
 
 function fail(lines: string[]): never {
   for (const l of lines) process.stderr.write(`troupe-coordinator: ${l}\n`);
@@ -37,33 +40,19 @@ function loadRaw(): Record<string, unknown> {
       fail([`unknown argument '${a}' (usage: troupe-coordinator [--config file.yaml])`]);
     }
   }
-  const env = process.env;
-  const nats = { ...(raw['nats'] as Record<string, unknown> | undefined) };
-  if (env['TROUPE_NATS_URL']) nats['servers'] = env['TROUPE_NATS_URL'].split(',');
-  if (env['TROUPE_NATS_USER']) nats['user'] = env['TROUPE_NATS_USER'];
-  if (env['TROUPE_NATS_PASS']) nats['pass'] = env['TROUPE_NATS_PASS'];
-  if (env['TROUPE_NATS_TOKEN']) nats['token'] = env['TROUPE_NATS_TOKEN'];
-  const metrics = { ...(raw['metrics'] as Record<string, unknown> | undefined) };
-  if (env['TROUPE_METRICS_PORT']) {
-    metrics['port'] =
-      env['TROUPE_METRICS_PORT'] === 'off' ? null : Number(env['TROUPE_METRICS_PORT']);
-  }
-  if (env['TROUPE_METRICS_HOST']) metrics['host'] = env['TROUPE_METRICS_HOST'];
-  return {
-    ...raw,
-    ...(Object.keys(nats).length ? { nats } : {}),
-    ...(Object.keys(metrics).length ? { metrics } : {}),
-    ...(env['TROUPE_CLUSTER'] ? { cluster: env['TROUPE_CLUSTER'] } : {}),
-    ...(env['TROUPE_COORDINATOR_ID'] ? { coordinatorId: env['TROUPE_COORDINATOR_ID'] } : {}),
-    ...(env['TROUPE_LOG_LEVEL'] ? { logLevel: env['TROUPE_LOG_LEVEL'] } : {}),
-  };
+  return raw;
 }
 
 async function main(): Promise<void> {
-  const parsed = ConfigSchema.safeParse(loadRaw());
+  const { config: raw, issues } = applyEnvironment(loadRaw(), process.env);
+  const parsed = ConfigSchema.safeParse(raw);
+  const problems = [...issues];
   if (!parsed.success) {
-    fail(parsed.error.issues.map((i) => `config.${i.path.join('.')}: ${i.message}`));
+    for (const i of parsed.error.issues) {
+      problems.push(`${['config', ...i.path.map(String)].join('.')}: ${i.message}`);
+    }
   }
+  if (problems.length > 0 || !parsed.success) fail(problems);
   const config = parsed.data;
   const logger = pino({ level: config.logLevel, base: { app: 'troupe-coordinator' } });
   const coordinator = await Coordinator.start(config, { logger });

@@ -3,8 +3,10 @@ import { type CliIo, println } from './cli-io';
 import { CommandContext } from './command-context';
 import { artifactCommand } from './commands/artifact';
 import { cancelCommand } from './commands/cancel';
+import { coordinatorCommand } from './commands/coordinator';
 import { devCommand } from './commands/dev';
 import { jobsCommand } from './commands/jobs';
+import { nodeAgentCommand } from './commands/node-agent';
 import { drainCommand, nodesCommand } from './commands/nodes';
 import { resultsCommand } from './commands/results';
 import { runCommand } from './commands/run';
@@ -63,6 +65,20 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
     .option('--process-backend', 'run sandboxes as plain processes (UNSAFE, no Docker needed)')
     .option('--log-level <level>', 'log level of <data-dir>/troupe.log', 'info')
     .action(action((c, opts: Parameters<typeof devCommand>[1]) => devCommand(c, opts)));
+  program
+    .command('coordinator')
+    .description('serve a coordinator with the built-in drivers and the job API (deployments)')
+    .option('--config <file>', 'YAML config (environment variables override it)')
+    .option('--ready-file <file>', 'file written once serving, removed on stop (health checks)')
+    .action(
+      action((c, opts: Parameters<typeof coordinatorCommand>[1]) => coordinatorCommand(c, opts)),
+    );
+  program
+    .command('node-agent')
+    .description('serve a node agent hosting sandboxes (deployments)')
+    .option('--config <file>', 'YAML config (environment variables override it)')
+    .option('--ready-file <file>', 'file written once registered, removed on stop (health checks)')
+    .action(action((c, opts: Parameters<typeof nodeAgentCommand>[1]) => nodeAgentCommand(c, opts)));
   program
     .command('run <spec>')
     .description('start an embedded cluster, run one job, print its results, stop')
