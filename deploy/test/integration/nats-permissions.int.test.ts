@@ -59,8 +59,8 @@ async function as(user: keyof typeof pass): Promise<NatsConnection> {
  */
 async function delivered(from: NatsConnection, to: NatsConnection, denied: string, marker: string) {
   const seen: string[] = [];
-  const a = to.subscribe(denied, { callback: (_e, m) => seen.push(m.subject) });
-  const b = to.subscribe(marker, { callback: (_e, m) => seen.push(m.subject) });
+  const a = to.subscribe(denied, { callback: (_e, m) => void seen.push(m.subject) });
+  const b = to.subscribe(marker, { callback: (_e, m) => void seen.push(m.subject) });
   await to.flush();
   from.publish(denied, 'x');
   from.publish(marker, 'x');
