@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Stops the compose cluster and removes everything it created: `down -v` (containers, network,
 # the NATS volume; node agents destroy their sandboxes on SIGTERM), then any sandbox container or
-# volume labelled troupe.cluster=troupe that a killed node agent could not destroy.
+# volume that a killed node agent of this project could not destroy: the node agents' host ids
+# (their container hostnames) are read before `down`, and whatever is labelled
+# troupe.cluster=troupe with one of those troupe.host values is removed.
 #   deploy/compose/down.sh [extra docker-compose args, e.g. -p project]
 # TROUPE_ENV_FILE names the env file (default deploy/compose/.env).
 set -euo pipefail
@@ -10,15 +12,23 @@ compose=(docker-compose)
 command -v docker-compose >/dev/null 2>&1 || compose=(docker compose)
 docker_bin=docker
 [ -x /usr/bin/docker ] && docker_bin=/usr/bin/docker
-"${compose[@]}" -f "$here/compose.yaml" --env-file "${TROUPE_ENV_FILE:-$here/.env}" "$@" down -v --remove-orphans
-left="$("$docker_bin" ps -aq --filter label=troupe.cluster=troupe)"
-if [ -n "$left" ]; then
-  echo "[down] removing $(wc -w <<<"$left") sandbox container(s) left by killed node agents"
-  # shellcheck disable=SC2086 # ids
-  "$docker_bin" rm -f -v $left >/dev/null
-fi
-vols="$("$docker_bin" volume ls -q --filter label=troupe.cluster=troupe)"
-if [ -n "$vols" ]; then
+run_compose() { "${compose[@]}" -f "$here/compose.yaml" --env-file "${TROUPE_ENV_FILE:-$here/.env}" "$@"; }
+
+hosts=()
+for id in $(run_compose "$@" ps -q node-agent 2>/dev/null || true); do
+  hosts+=("$("$docker_bin" inspect -f '{{.Config.Hostname}}' "$id" 2>/dev/null || true)")
+done
+run_compose "$@" down -v --remove-orphans
+for h in "${hosts[@]}"; do
+  [ -n "$h" ] || continue
+  filters=(--filter label=troupe.cluster=troupe --filter "label=troupe.host=$h")
+  left="$("$docker_bin" ps -aq "${filters[@]}")"
+  if [ -n "$left" ]; then
+    echo "[down] removing $(wc -w <<<"$left") sandbox container(s) node agent $h left behind"
+    # shellcheck disable=SC2086 # ids
+    "$docker_bin" rm -f -v $left >/dev/null
+  fi
+  vols="$("$docker_bin" volume ls -q "${filters[@]}")"
   # shellcheck disable=SC2086 # names
-  "$docker_bin" volume rm -f $vols >/dev/null
-fi
+  if [ -n "$vols" ]; then "$docker_bin" volume rm -f $vols >/dev/null; fi
+done
