@@ -1,0 +1,228 @@
+import { execFileSync } from 'node:child_process';
+import { cpSync, mkdtempSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { parseAllDocuments } from 'yaml';
+
+// Offline validation of deploy/k8s: every manifest file and every kustomize build (base and the
+// overlays, built with `kubectl kustomize` when kubectl is installed) against the Kubernetes
+// schemas of kubernetes-models 4.5.1 (types, enums, required fields), plus a strict check for
+// unknown fields, which those validators do not reject: the object is wrapped in a proxy that
+// records every property the validator reads, and a property it never read is not in the schema.
+
+const K8S = path.resolve(__dirname, '../../k8s');
+const COMPOSE_NATS_CONF = path.resolve(__dirname, '../../compose/nats.conf');
+const requireModel = createRequire(__filename);
+// The schema validators are not in the package's `exports`: load them by file path.
+const SCHEMAS = path.join(path.dirname(requireModel.resolve('kubernetes-models')), '_schemas');
+
+type Obj = Record<string, unknown>;
+interface Validator {
+  (data: unknown): boolean;
+  errors?: { instancePath: string; message?: string; params?: unknown }[] | null;
+}
+
+/** The kubernetes-models schema validator of an apiVersion/kind (`IoK8sApiAppsV1Deployment`). */
+function validatorOf(apiVersion: string, kind: string): Validator {
+  const [group, version] = apiVersion.includes('/')
+    ? [apiVersion.split('/')[0]!, apiVersion.split('/')[1]!]
+    : ['core', apiVersion];
+  const cap = (s: string) => s.charAt(0).toUpperCase() + s.slice(1);
+  const name = `IoK8sApi${cap(group.split('.')[0]!)}${cap(version)}${kind}`;
+  const mod = requireModel(path.join(SCHEMAS, `${name}.js`)) as { validate: Validator };
+  return mod.validate;
+}
+
+/** Runs `validate` on a recording proxy of `doc`; returns schema errors and unknown fields. */
+function check(doc: Obj): string[] {
+  const read = new WeakMap<object, Set<string>>();
+  const proxies = new WeakMap<object, object>();
+  const wrap = (target: object): object => {
+    let p = proxies.get(target);
+    if (!p) {
+      read.set(target, new Set());
+      p = new Proxy(target, {
+        get(t, key, receiver) {
+          if (typeof key === 'string') read.get(t)!.add(key);
+          const v: unknown = Reflect.get(t, key, receiver);
+          return v !== null && typeof v === 'object' ? wrap(v) : v;
+        },
+      });
+      proxies.set(target, p);
+    }
+    return p;
+  };
+  const name = `${String(doc['kind'])}/${String((doc['metadata'] as Obj | undefined)?.['name'])}`;
+  let validate: Validator;
+  try {
+    validate = validatorOf(String(doc['apiVersion']), String(doc['kind']));
+  } catch {
+    return [
+      `${name}: no Kubernetes schema for ${String(doc['apiVersion'])} ${String(doc['kind'])}`,
+    ];
+  }
+  const problems: string[] = [];
+  if (!validate(wrap(doc))) {
+    for (const e of validate.errors ?? []) {
+      problems.push(
+        `${name}: ${e.instancePath || '/'} ${e.message ?? ''} ${JSON.stringify(e.params)}`,
+      );
+    }
+  }
+  const walk = (value: unknown, at: string): void => {
+    if (Array.isArray(value)) value.forEach((v, i) => walk(v, `${at}/${i}`));
+    else if (value !== null && typeof value === 'object') {
+      const seen = read.get(value);
+      for (const [k, v] of Object.entries(value)) {
+        if (!seen?.has(k)) problems.push(`${name}: unknown field ${at}/${k}`);
+        else walk(v, `${at}/${k}`);
+      }
+    }
+  };
+  walk(doc, '');
+  return problems;
+}
+
+function docs(text: string, source: string): Obj[] {
+  return parseAllDocuments(text).flatMap((d): Obj[] => {
+    if (d.errors.length > 0) throw new Error(`${source}: ${d.errors[0]!.message}`);
+    const v = d.toJS() as Obj | null;
+    return v && typeof v === 'object' ? [v] : [];
+  });
+}
+
+function yamlFiles(dir: string): string[] {
+  return readdirSync(dir).flatMap((f) => {
+    const p = path.join(dir, f);
+    if (statSync(p).isDirectory()) return yamlFiles(p);
+    return /\.ya?ml$/.test(f) ? [p] : [];
+  });
+}
+
+/** The `authorization { ... }` block of a nats.conf text (indentation removed). */
+function authBlock(conf: string): string {
+  const at = conf.indexOf('authorization {');
+  if (at < 0) throw new Error('no authorization block');
+  return conf
+    .slice(at)
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l !== '')
+    .join('\n');
+}
+
+function kubectl(): boolean {
+  try {
+    execFileSync('kubectl', ['version', '--client'], { stdio: 'ignore', timeout: 20_000 });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Builds a kustomization of a copy of deploy/k8s (with a generated secrets.env). */
+function build(dir: string): Obj[] {
+  const out = execFileSync('kubectl', ['kustomize', dir], { encoding: 'utf8', timeout: 60_000 });
+  return docs(out, dir);
+}
+
+test('the strict check catches unknown fields, wrong types, bad enums and missing fields', () => {
+  const deployment = (over: Obj): Obj => ({
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: { name: 'x', labels: { any: 'label' } },
+    spec: {
+      selector: { matchLabels: { a: 'b' } },
+      template: {
+        metadata: { labels: { a: 'b' } },
+        spec: { containers: [{ name: 'c', image: 'i', ...over }] },
+      },
+    },
+  });
+  expect(check(deployment({}))).toEqual([]);
+  expect(check(deployment({ imagePullPolicy: 'Sometimes' })).join()).toMatch(/imagePullPolicy/);
+  expect(check(deployment({ ports: [{ containerPort: 'eighty' }] })).join()).toMatch(/ports\/0/);
+  expect(check(deployment({ resource: { limits: { cpu: '1' } } }))).toEqual([
+    'Deployment/x: unknown field /spec/template/spec/containers/0/resource',
+  ]);
+  const noSelector = deployment({});
+  delete (noSelector['spec'] as Obj)['selector'];
+  expect(check(noSelector).join()).toMatch(/selector/);
+});
+
+test('every manifest file in deploy/k8s matches the Kubernetes schemas, unknown fields included', () => {
+  const problems: string[] = [];
+  let checked = 0;
+  for (const file of yamlFiles(K8S)) {
+    for (const doc of docs(readFileSync(file, 'utf8'), file)) {
+      // Kustomizations and partial patches are not API objects.
+      if (String(doc['apiVersion']).startsWith('kustomize.config.k8s.io')) continue;
+      if (file.includes(`${path.sep}overlays${path.sep}`) && !doc['data'] && !doc['spec']) continue;
+      if (path.basename(file) === 'dind-sidecar.yaml') continue;
+      checked++;
+      problems.push(...check(doc).map((p) => `${path.relative(K8S, file)}: ${p}`));
+    }
+  }
+  expect(problems).toEqual([]);
+  expect(checked).toBeGreaterThanOrEqual(15);
+});
+
+test('the NATS roles are the same in compose and Kubernetes', () => {
+  const compose = authBlock(readFileSync(COMPOSE_NATS_CONF, 'utf8'));
+  for (const file of ['base/nats-config.yaml', 'overlays/dev/nats-config.yaml']) {
+    const [cm] = docs(readFileSync(path.join(K8S, file), 'utf8'), file);
+    const conf = String((cm!['data'] as Obj)['nats.conf']);
+    expect(authBlock(conf)).toBe(compose);
+  }
+});
+
+const haveKubectl = kubectl();
+(haveKubectl ? test : test.skip)(
+  'kustomize builds of base, dev and dind validate and keep the security settings',
+  () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'troupe-k8s-'));
+    cpSync(K8S, dir, { recursive: true });
+    execFileSync('bash', [path.join(dir, 'gen-secrets.sh'), '--force'], { stdio: 'ignore' });
+    for (const overlay of ['base', 'overlays/dev', 'overlays/dind']) {
+      const built = build(path.join(dir, overlay));
+      const problems = built.flatMap((d) => check(d).map((p) => `${overlay}: ${p}`));
+      expect(problems).toEqual([]);
+      const kinds = built.map((d) => d['kind']);
+      for (const k of ['StatefulSet', 'Deployment', 'DaemonSet', 'Secret', 'NetworkPolicy']) {
+        expect(kinds).toContain(k);
+      }
+      expect(kinds.filter((k) => k === 'PodDisruptionBudget')).toHaveLength(2);
+      const secret = built.find((d) => d['kind'] === 'Secret')!;
+      const secretName = (secret['metadata'] as Obj)['name'];
+      const secretKeys = Object.keys(secret['data'] as Obj);
+      for (const d of built) {
+        expect((d['metadata'] as Obj)['namespace'] ?? 'troupe').toBe('troupe');
+        const pod = ((d['spec'] as Obj | undefined)?.['template'] as Obj | undefined)?.['spec'] as
+          Obj | undefined;
+        if (!pod) continue;
+        expect(pod['automountServiceAccountToken']).toBe(false);
+        for (const c of pod['containers'] as Obj[]) {
+          const where = `${overlay} ${String(d['kind'])} ${String(c['name'])}`;
+          const res = c['resources'] as Obj | undefined;
+          expect([where, Boolean(res?.['requests'] && res?.['limits'])]).toEqual([where, true]);
+          expect([where, Boolean(c['readinessProbe'])]).toEqual([where, true]);
+          const sc = c['securityContext'] as Obj | undefined;
+          if (c['name'] !== 'dind') {
+            expect([where, sc?.['allowPrivilegeEscalation']]).toEqual([where, false]);
+            expect([where, (sc?.['capabilities'] as Obj | undefined)?.['drop']]).toEqual([
+              where,
+              ['ALL'],
+            ]);
+          }
+          for (const e of (c['env'] as Obj[] | undefined) ?? []) {
+            const ref = (e['valueFrom'] as Obj | undefined)?.['secretKeyRef'] as Obj | undefined;
+            if (!ref) continue;
+            expect(ref['name']).toBe(secretName);
+            expect(secretKeys).toContain(ref['key']);
+          }
+        }
+      }
+    }
+  },
+);
