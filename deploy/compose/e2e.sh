@@ -128,6 +128,7 @@ say "killed node agent $victim_host mid-job"
 # 5. the job completes with every task graded
 wait "$watch_pid" || { cat "$work/watch.log" >&2; die "troupe watch exited non-zero"; }
 job_ms=$(($(now_ms) - t2))
+grep -E 'retrying|infrastructure' "$work/watch.log" | sed 's/^/[e2e]   watch: /' | cut -c1-200 || true
 troupe results "$job" --format json >"$work/results.json"
 node - "$work/results.json" "$tasks" <<'JS' || die "job results"
 const r = JSON.parse(require('node:fs').readFileSync(process.argv[2], 'utf8'));
