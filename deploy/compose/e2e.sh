@@ -115,9 +115,13 @@ say "submitted $job ($tasks tasks)"
 troupe watch "$job" >"$work/watch.log" 2>&1 &
 watch_pid=$!
 
-# 4. kill a node agent while it runs sandboxes of the job
+# 4. kill a node agent while it runs sandboxes of the job: once all 4 of its sandbox slots run a
+# container of the job (concurrency 8 over 2 agents of 4 slots), so the kill lands in the tasks'
+# commands rather than in a sandbox `create` (whose ask waits out the driver's 300 s create
+# deadline when its host dies: see docs/deploy.md).
 victim="${agents[0]}"; victim_host="${hosts[0]}"
-until [ -n "$("$docker_bin" ps -q --filter "label=troupe.job=$job" --filter "label=troupe.host=$victim_host")" ]; do
+until [ "$("$docker_bin" ps -q --filter status=running --filter "label=troupe.job=$job" \
+  --filter "label=troupe.host=$victim_host" --filter label=troupe.role=sandbox | wc -l)" -ge 4 ]; do
   [ "$(date +%s)" -lt "$deadline" ] || die "no sandbox of $job on $victim_host"
   kill -0 "$watch_pid" 2>/dev/null || die "the job ended before a node agent could be killed"
   sleep 0.2
