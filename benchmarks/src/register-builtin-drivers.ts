@@ -1,6 +1,10 @@
 import { type DriverRegistry } from '@troupe/coordinator';
 import { createEvolveDriver, type EvolveDriverOptions } from './evolve/evolve-driver';
 import {
+  createIssueResolutionDriver,
+  type IssueResolutionDriverOptions,
+} from './issue-resolution/issue-resolution-driver';
+import {
   createShellTasksDriver,
   type ShellTasksDriverOptions,
 } from './shell-tasks/shell-tasks-driver';
@@ -15,10 +19,15 @@ export interface BuiltinDriverOptions {
    * crash of its host, on any host.
    */
   evolve?: EvolveDriverOptions;
+  /**
+   * Options of the `issue-resolution` driver; `agentRunners` is where a model agent runner is
+   * registered.
+   */
+  issueResolution?: IssueResolutionDriverOptions;
 }
 
 /**
- * Registers the drivers shipped with `@troupe/benchmarks` (`shell-tasks`, `evolve`) with a
+ * Registers the drivers shipped with `@troupe/benchmarks` (`shell-tasks`, `evolve`, `issue-resolution`) with a
  * coordinator's registry; returns the registry.
  */
 export function registerBuiltinDrivers(
@@ -26,5 +35,6 @@ export function registerBuiltinDrivers(
   options: BuiltinDriverOptions = {},
 ): DriverRegistry {
   registry.register(createShellTasksDriver(options.shellTasks));
+  registry.register(createIssueResolutionDriver(options.issueResolution));
   return registry.register(createEvolveDriver(options.evolve));
 }

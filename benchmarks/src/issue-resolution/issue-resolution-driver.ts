@@ -1,0 +1,550 @@
+import { createHash } from 'node:crypto';
+import path from 'node:path';
+import { type UntypedActorRef } from '@troupe/actors';
+import { type JobDriver, type JobSpec, type TaskContext } from '@troupe/coordinator';
+import { EVALUATOR_KIND, SANDBOX_KIND } from '@troupe/node-agent';
+import {
+  errorCode,
+  invalidArgument,
+  isCancelled,
+  parseWith,
+  timeoutError,
+  TroupeError,
+} from '@troupe/proto';
+import { z } from 'zod';
+import { type AgentRunner, type AgentRunResult } from './agent-runner';
+import { createGoldAgentRunner } from './gold-agent-runner';
+import { loadIssueSuite } from './issue-suite';
+import {
+  AgentKind,
+  type IssueResolutionConfig,
+  IssueResolutionConfigSchema,
+  type IssueTaskInput,
+  IssueTaskInputSchema,
+  IssueSuiteRefSchema,
+} from './issue-task-spec';
+import { createNoneAgentRunner } from './none-agent-runner';
+import { ResultStore } from './result-store';
+import { packTar } from './tar-pack';
+import { WorkspaceSandbox } from './workspace-sandbox';
+
+/** The message a `model` job gets until a model agent runner is registered. */
+export const MODEL_AGENT_UNAVAILABLE =
+  'model agents are not available yet: no model agent runner is wired into this coordinator (use gold or none)';
+/** Largest workspace tar kept through the inline path (bigger ones are exported directly). */
+const INLINE_WORKSPACE_BYTES = 512 * 1024;
+const TAIL_CHARS = 2_000;
+
+/**
+ * Environment pinned for every grading run, so graders do not depend on the host: time zone,
+ * locale, hash seed. `GRADER_SEED` is added from `config.seed`.
+ */
+export const PINNED_GRADER_ENV: Readonly<Record<string, string>> = {
+  TZ: 'UTC',
+  LANG: 'C.UTF-8',
+  LC_ALL: 'C.UTF-8',
+  PYTHONHASHSEED: '0',
+  PYTHONDONTWRITEBYTECODE: '1',
+  NODE_OPTIONS: '',
+};
+
+/** Options of {@link createIssueResolutionDriver}. */
+export interface IssueResolutionDriverOptions {
+  /**
+   * Agent runners besides the built-in `gold` and `none` — the seam of the model-driven agent:
+   * register a runner of kind `model` and `config.agent.kind: model` jobs are accepted.
+   * @default none
+   */
+  agentRunners?: readonly AgentRunner[];
+  /** Base of relative `suite` and `resultsDir` paths. @default process.cwd() */
+  cwd?: string;
+}
+
+/** What an attempt's run produced (what `grade` reads). */
+export interface IssueRun {
+  /** Set when a stored result was reused instead of running. */
+  resumedFrom?: string;
+  stopReason: AgentRunResult['stopReason'];
+  finalText: string;
+  steps: number;
+  promptTokens: number;
+  completionTokens: number;
+  costUsd: number;
+  model?: string;
+  /** Wall time of the agent. */
+  agentMs: number;
+  /** Wall time of creating the sandbox (building a missing image included). */
+  sandboxMs: number;
+  /** The artifact of the trajectory, when the agent produced one. */
+  trajectoryArtifact?: string;
+  /** Why the agent run failed, when it did (its partial work is still graded). */
+  agentError?: string;
+}
+
+const GradeReplySchema = z
+  .object({
+    status: z.enum(['passed', 'failed', 'error', 'timeout']),
+    score: z.number().optional(),
+    report: z.record(z.string(), z.unknown()).optional(),
+    exitCode: z.number(),
+    stdoutTail: z.string(),
+    stderrTail: z.string(),
+    durationMs: z.number(),
+    graderDigest: z.string(),
+    workspaceDigest: z.string(),
+    logArtifacts: z.object({ stdout: z.string(), stderr: z.string() }),
+    error: z.string().optional(),
+  })
+  .loose();
+type GradeReply = z.output<typeof GradeReplySchema>;
+
+/** The sandbox id of an attempt's execution. */
+export function issueSandboxId(resourceId: string): string {
+  return `ir-${resourceId}`;
+}
+
+/** The evaluator id of grading run `n` of an execution. */
+export function issueEvaluatorId(resourceId: string, n: number): string {
+  return `ir-${resourceId}-g${n}`;
+}
+
+function tail(text: string, max = TAIL_CHARS): string {
+  return text.length <= max ? text : `…${text.slice(text.length - max + 1)}`;
+}
+
+/** Key of the agent settings a stored result is valid for. */
+function agentKeyOf(spec: JobSpec, config: IssueResolutionConfig): string {
+  return createHash('sha256')
+    .update(JSON.stringify([config.agent.kind, spec.agent ?? null, config.repeat, config.seed]))
+    .digest('hex')
+    .slice(0, 32);
+}
+
+/**
+ * The `issue-resolution` driver: each task is a "fix this issue in this repository" task from a
+ * suite folder (`task.yaml`, `repo/`, hidden `grader/`, `solution.patch`; see
+ * docs/benchmarks/issue-resolution.md). Per task: a sandbox holding `repo/` at `/workspace` (no
+ * network, non-root, no grader files) → the agent runner of `config.agent.kind` (stopped on
+ * finish, its limits or its timeout) → the workspace exported as the artifact `workspace.tar` →
+ * graded `config.repeat` times, each in a fresh evaluator container with the hidden grader at
+ * `/grader` (pass: exit 0 and no `FAILED` line) with a pinned environment → the grade, the agent's
+ * metadata and trajectory collected.
+ *
+ * Outcomes: passed / failed (a verdict, never retried), timeout (the task's time ran out: the
+ * partial workspace is still graded, the task ends TIMED_OUT), error (the grader could not run,
+ * the sandbox was lost: an infrastructure failure, retried). A malformed task.yaml does not stop
+ * the job: it is planned as a task that ends ERRORED with `INVALID_ARGUMENT` naming the task,
+ * field and rule, and is listed in the aggregate's `invalidTasks`.
+ */
+export function createIssueResolutionDriver(
+  options: IssueResolutionDriverOptions = {},
+): JobDriver<IssueTaskInput, IssueRun> {
+  const runners = new Map<string, AgentRunner>();
+  for (const r of [
+    createGoldAgentRunner(),
+    createNoneAgentRunner(),
+    ...(options.agentRunners ?? []),
+  ]) {
+    runners.set(r.kind, r);
+  }
+  const cwd = (): string => options.cwd ?? process.cwd();
+
+  const runnerOf = (kind: string): AgentRunner => {
+    const runner = runners.get(kind);
+    if (runner) return runner;
+    if (kind === AgentKind.MODEL) {
+      throw invalidArgument('spec.config.agent.kind', MODEL_AGENT_UNAVAILABLE, kind);
+    }
+    throw invalidArgument(
+      'spec.config.agent.kind',
+      `must be one of ${[...runners.keys()].join(', ')}`,
+      kind,
+    );
+  };
+
+  const storeOf = (config: IssueResolutionConfig): ResultStore | undefined =>
+    config.resultsDir ? new ResultStore(path.resolve(cwd(), config.resultsDir)) : undefined;
+
+  const sandbox = (ctx: TaskContext, resourceId: string): UntypedActorRef =>
+    ctx.refs
+      .refOf({ kind: SANDBOX_KIND, id: issueSandboxId(resourceId) })
+      .withHints({ jobId: ctx.jobId });
+
+  const destroy = async (ctx: TaskContext, resourceId: string, signal: AbortSignal) => {
+    await sandbox(ctx, resourceId).ask('destroy', {}, { timeoutMs: 30_000, signal });
+  };
+
+  const configOf = (spec: JobSpec): IssueResolutionConfig =>
+    parseWith(IssueResolutionConfigSchema, spec.config, { prefix: 'spec.config' });
+
+  return {
+    name: 'issue-resolution',
+    description:
+      'fix-this-issue tasks (task.yaml, repo/, hidden grader/) worked by an agent in a sandbox, graded in a fresh container',
+
+    validate(spec) {
+      const config = configOf(spec);
+      const runner = runnerOf(config.agent.kind);
+      if (config.agent.kind === AgentKind.MODEL && spec.agent === undefined) {
+        throw invalidArgument('spec.agent', 'is required for model agents (model, limits)');
+      }
+      runner.validate?.(spec.agent);
+      const ref = parseWith(IssueSuiteRefSchema, spec.tasks, { prefix: 'spec.tasks' });
+      loadIssueSuite(ref.suite, 'spec.tasks', {
+        cwd: cwd(),
+        ...(ref.include ? { include: ref.include } : {}),
+      });
+    },
+
+    plan(spec, pctx) {
+      const config = configOf(spec);
+      const ref = parseWith(IssueSuiteRefSchema, spec.tasks, { prefix: 'spec.tasks' });
+      const suite = loadIssueSuite(ref.suite, 'spec.tasks', {
+        cwd: cwd(),
+        ...(ref.include ? { include: ref.include } : {}),
+      });
+      const planned = [
+        ...suite.tasks.map((loaded) => ({
+          id: loaded.task.id,
+          input: { loaded, config } satisfies IssueTaskInput,
+        })),
+        ...suite.invalid.map((invalid) => {
+          pctx.log.warn(
+            { jobId: pctx.jobId, taskId: invalid.taskId, field: invalid.field, rule: invalid.rule },
+            'malformed task: reported, not run',
+          );
+          return { id: invalid.taskId, input: { invalid, config } satisfies IssueTaskInput };
+        }),
+      ];
+      // Ids must be unique: a malformed task whose task.yaml repeats a valid task's id keeps
+      // its folder name instead.
+      const seen = new Set<string>();
+      return planned
+        .map((p) => {
+          const id = seen.has(p.id) && 'invalid' in p.input ? `${p.id}-invalid` : p.id;
+          seen.add(id);
+          return { ...p, id };
+        })
+        .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    },
+
+    async runTask(ctx, raw) {
+      const input = parseWith(IssueTaskInputSchema, raw, { prefix: 'input' });
+      if ('invalid' in input) {
+        const { taskId, field, rule } = input.invalid;
+        throw invalidArgument(`task ${taskId}: task.yaml ${field}`, rule);
+      }
+      const { loaded, config } = input;
+      const store = storeOf(config);
+      if (store && config.resume) {
+        const stored = store.read(ctx.taskId, loaded.digest, agentKeyOf(ctx.spec, config));
+        if (stored) {
+          ctx.progress({
+            message: `${ctx.taskId}: complete result from job ${stored.jobId}, skipped`,
+          });
+          return {
+            resumedFrom: stored.jobId,
+            stopReason: 'finished',
+            finalText: '',
+            steps: 0,
+            promptTokens: 0,
+            completionTokens: 0,
+            costUsd: 0,
+            agentMs: 0,
+            sandboxMs: 0,
+          };
+        }
+      }
+      const runner = runnerOf(config.agent.kind);
+      // A crash interrupted an earlier execution of this attempt: start from scratch.
+      for (const stale of ctx.staleResourceIds) {
+        await destroy(ctx, stale, ctx.signal).catch((err: unknown) =>
+          ctx.log.warn({ err, resourceId: stale }, 'could not destroy a stale sandbox'),
+        );
+      }
+      const sb = sandbox(ctx, ctx.resourceId);
+      const { task } = loaded;
+      const createStarted = Date.now();
+      await sb.ask(
+        'create',
+        {
+          spec: {
+            image: `troupe-${task.image}:latest`,
+            memoryMb: task.limits.memoryMb,
+            cpus: task.limits.cpus,
+            network: 'none',
+            files: Object.fromEntries(
+              Object.entries(loaded.repo).map(([rel, f]) => [
+                rel,
+                { base64: f.base64, mode: f.mode },
+              ]),
+            ),
+          },
+          jobId: ctx.jobId,
+        },
+        { timeoutMs: config.createTimeoutMs, signal: ctx.signal },
+      );
+      const sandboxMs = Date.now() - createStarted;
+      const agentTimer = new AbortController();
+      const timer = setTimeout(
+        () => agentTimer.abort(timeoutError(`agent of task ${ctx.taskId}`, task.timeouts.agentMs)),
+        task.timeouts.agentMs,
+      );
+      const signal = AbortSignal.any([ctx.signal, agentTimer.signal]);
+      const started = Date.now();
+      let result: AgentRunResult;
+      let agentError: string | undefined;
+      try {
+        result = await runner.run({
+          jobId: ctx.jobId,
+          taskId: ctx.taskId,
+          task,
+          ...(loaded.solutionPatch !== undefined && config.agent.kind === AgentKind.GOLD
+            ? { solutionPatch: loaded.solutionPatch }
+            : {}),
+          sandbox: new WorkspaceSandbox(sb, task.workdir),
+          ...(ctx.spec.agent ? { agent: ctx.spec.agent } : {}),
+          ...(ctx.budgetScope ? { budgetScope: ctx.budgetScope } : {}),
+          signal,
+          log: ctx.log,
+        });
+      } catch (err) {
+        if (!signal.aborted) throw err;
+        const reason: unknown = signal.reason;
+        if (isCancelled(reason) || errorCode(reason) !== 'TIMEOUT') throw reason;
+        // Out of time: grade what the workspace holds.
+        agentError = (err as Error).message;
+        result = {
+          stopReason: 'timeout',
+          finalText: '',
+          steps: 0,
+          usage: { promptTokens: 0, completionTokens: 0 },
+          costUsd: 0,
+        };
+      } finally {
+        clearTimeout(timer);
+      }
+      const agentMs = Date.now() - started;
+      const run: IssueRun = {
+        stopReason: result.stopReason,
+        finalText: tail(result.finalText),
+        steps: result.steps,
+        promptTokens: result.usage.promptTokens,
+        completionTokens: result.usage.completionTokens,
+        costUsd: result.costUsd,
+        ...(result.model ? { model: result.model } : {}),
+        agentMs,
+        sandboxMs,
+        ...(agentError ? { agentError } : {}),
+      };
+      if (result.trajectory && result.trajectory.length > 0) {
+        run.trajectoryArtifact = await ctx.artifacts.put(
+          'trajectory.jsonl',
+          result.trajectory.map((e) => JSON.stringify(e)).join('\n') + '\n',
+          { contentType: 'application/x-ndjson', signal: AbortSignal.timeout(30_000) },
+        );
+      }
+      return run;
+    },
+
+    async grade(ctx, raw, run) {
+      const input = parseWith(IssueTaskInputSchema, raw, { prefix: 'input' });
+      if ('invalid' in input) {
+        throw invalidArgument(
+          `task ${input.invalid.taskId}: task.yaml ${input.invalid.field}`,
+          input.invalid.rule,
+        );
+      }
+      const { loaded, config } = input;
+      const store = storeOf(config);
+      const agentKey = agentKeyOf(ctx.spec, config);
+      if (run?.resumedFrom !== undefined && store) {
+        const stored = store.read(ctx.taskId, loaded.digest, agentKey);
+        if (stored) {
+          return {
+            ...stored.grade,
+            details: { ...(stored.grade.details ?? {}), resumedFrom: stored.jobId },
+          };
+        }
+        throw new TroupeError('UNAVAILABLE', `the stored result of ${ctx.taskId} disappeared`, {
+          retryable: true,
+        });
+      }
+      const gradeStarted = Date.now();
+      const { task } = loaded;
+      const sb = sandbox(ctx, ctx.resourceId);
+      // The workspace as the agent left it (partial work too, after a timeout).
+      const workspaceArtifact = await exportWorkspace(ctx, sb, task.workdir);
+      const graderArtifact = await ctx.artifacts.put(
+        'grader.tar',
+        packTar(
+          Object.entries(loaded.grader).map(([rel, f]) => ({
+            path: rel,
+            data: Buffer.from(f.base64, 'base64'),
+            mode: f.mode,
+          })),
+        ),
+        { contentType: 'application/x-tar', signal: ctx.signal },
+      );
+      const replies: GradeReply[] = [];
+      for (let n = 0; n < config.repeat; n++) {
+        const reply = GradeReplySchema.parse(
+          await ctx.refs
+            .refOf({ kind: EVALUATOR_KIND, id: issueEvaluatorId(ctx.resourceId, n) })
+            .withHints({ jobId: ctx.jobId })
+            .ask(
+              'grade',
+              {
+                gradeId: `${ctx.resourceId}-g${n}`,
+                workspaceArtifact,
+                graderArtifact,
+                image: `troupe-${task.image}:latest`,
+                timeoutMs: task.timeouts.gradeMs,
+                env: { ...PINNED_GRADER_ENV, GRADER_SEED: String(config.seed) },
+                jobId: ctx.jobId,
+              },
+              // Building a missing image counts too.
+              { timeoutMs: task.timeouts.gradeMs + 600_000, signal: ctx.signal },
+            ),
+        );
+        if (reply.status === 'error') {
+          // Not a verdict on the workspace: the grader could not run. Retried.
+          throw new TroupeError(
+            'UNAVAILABLE',
+            `grader error on ${ctx.taskId}: ${reply.error ?? `exit ${reply.exitCode}`}`,
+            { retryable: true, details: { grade: 'error', logs: reply.logArtifacts } },
+          );
+        }
+        replies.push(reply);
+      }
+      const statuses = replies.map((r) => r.status);
+      const passes = statuses.filter((s) => s === 'passed').length;
+      const passed = passes * 2 > statuses.length;
+      const first = replies[0]!;
+      const timedOut = run === undefined || run.stopReason === 'timeout';
+      const details: Record<string, unknown> = {
+        // The grader's verdict; the task's status adds `timeout` (TIMED_OUT) and `error` (ERRORED).
+        grade: passed ? 'passed' : 'failed',
+        timedOut,
+        graderTimedOut: statuses.includes('timeout'),
+        gradeStatuses: statuses,
+        disagreement: new Set(statuses).size > 1,
+        exitCode: first.exitCode,
+        stdoutTail: tail(first.stdoutTail),
+        stderrTail: tail(first.stderrTail),
+        ...(first.report ? { report: first.report } : {}),
+        graderDigest: first.graderDigest,
+        workspaceDigest: first.workspaceDigest,
+        taskDigest: loaded.digest,
+        agentKind: config.agent.kind,
+        ...((run?.model ?? ctx.spec.agent?.model)
+          ? { model: run?.model ?? ctx.spec.agent?.model }
+          : {}),
+        steps: run?.steps ?? 0,
+        finalText: run?.finalText ?? '',
+        ...(run?.agentError ? { agentError: run.agentError } : {}),
+        durationsMs: {
+          sandbox: run?.sandboxMs ?? 0,
+          agent: run?.agentMs ?? 0,
+          grade: Date.now() - gradeStarted,
+          graders: replies.map((r) => Math.round(r.durationMs)),
+        },
+        links: {
+          workspace: workspaceArtifact,
+          ...(run?.trajectoryArtifact ? { trajectory: run.trajectoryArtifact } : {}),
+          graderStdout: first.logArtifacts.stdout,
+          graderStderr: first.logArtifacts.stderr,
+        },
+      };
+      const grade = {
+        passed,
+        score: first.score ?? (passed ? 1 : 0),
+        stopReason: run?.stopReason ?? 'timeout',
+        costUsd: run?.costUsd ?? 0,
+        promptTokens: run?.promptTokens ?? 0,
+        completionTokens: run?.completionTokens ?? 0,
+        details,
+      };
+      if (store && !timedOut) {
+        // A timed-out task is not a complete result: a re-run works it again.
+        store.write({
+          version: 1,
+          taskId: ctx.taskId,
+          taskDigest: loaded.digest,
+          agentKey,
+          jobId: ctx.jobId,
+          finishedUnixMs: Date.now(),
+          grade,
+        });
+      }
+      return grade;
+    },
+
+    async cleanup(ctx) {
+      await destroy(ctx, ctx.resourceId, AbortSignal.timeout(60_000));
+    },
+
+    collect(spec, tasks) {
+      const config = configOf(spec);
+      const flaky: string[] = [];
+      const resumed: string[] = [];
+      for (const t of tasks) {
+        const d = t.details ?? {};
+        if (d['disagreement'] === true) flaky.push(t.taskId);
+        if (typeof d['resumedFrom'] === 'string') resumed.push(t.taskId);
+      }
+      let invalidTasks: unknown[] = [];
+      try {
+        const ref = parseWith(IssueSuiteRefSchema, spec.tasks, { prefix: 'spec.tasks' });
+        invalidTasks = loadIssueSuite(ref.suite, 'spec.tasks', {
+          cwd: cwd(),
+          ...(ref.include ? { include: ref.include } : {}),
+        }).invalid;
+      } catch {
+        // The suite moved since the job started: nothing to list.
+      }
+      return {
+        agentKind: config.agent.kind,
+        ...(spec.agent ? { model: spec.agent.model } : {}),
+        repeat: config.repeat,
+        flaky,
+        resumed,
+        invalidTasks,
+      };
+    },
+  };
+
+  async function exportWorkspace(
+    ctx: TaskContext,
+    sb: UntypedActorRef,
+    workdir: string,
+  ): Promise<string> {
+    // Small workspaces come back inline and become a listed artifact of the task; larger ones are
+    // written to the artifact store by the sandbox itself.
+    try {
+      const reply = z
+        .object({ tarBase64: z.string(), size: z.number() })
+        .loose()
+        .parse(
+          await sb.ask(
+            'getFiles',
+            { srcPath: `${workdir}/.`, maxBytes: INLINE_WORKSPACE_BYTES },
+            { timeoutMs: 60_000, signal: ctx.signal },
+          ),
+        );
+      return await ctx.artifacts.put('workspace.tar', Buffer.from(reply.tarBase64, 'base64'), {
+        contentType: 'application/x-tar',
+        signal: ctx.signal,
+      });
+    } catch (err) {
+      if (errorCode(err) !== 'INVALID_ARGUMENT') throw err;
+    }
+    const name = ctx.artifacts.pathOf('workspace.tar');
+    await sb.ask(
+      'exportFiles',
+      { srcPath: `${workdir}/.`, artifact: name, meta: { jobId: ctx.jobId, taskId: ctx.taskId } },
+      { timeoutMs: 120_000, signal: ctx.signal },
+    );
+    return name;
+  }
+}
