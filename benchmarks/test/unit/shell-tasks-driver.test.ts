@@ -36,7 +36,11 @@ describe('shell-tasks driver', () => {
     expect(() => driver.validate(spec)).toThrow(expected);
   });
 
-  it('is registered by registerBuiltinDrivers, with evolve', () => {
-    expect(registerBuiltinDrivers(new DriverRegistry()).names()).toEqual(['evolve', 'shell-tasks']);
+  it('is registered by registerBuiltinDrivers, with evolve and issue-resolution', () => {
+    expect(registerBuiltinDrivers(new DriverRegistry()).names()).toEqual([
+      'evolve',
+      'issue-resolution',
+      'shell-tasks',
+    ]);
   });
 });
