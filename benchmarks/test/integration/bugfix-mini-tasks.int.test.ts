@@ -1,0 +1,108 @@
+import path from 'node:path';
+import {
+  DockerSandboxBackend,
+  Evaluator,
+  ImageManager,
+  managedLabelFilters,
+} from '@troupe/node-agent';
+import { ensureDocker, randomClusterName } from '@troupe/testkit';
+import {
+  applyFilePatch,
+  loadIssueSuite,
+  type LoadedIssueTask,
+  packTar,
+  parsePatch,
+  PINNED_GRADER_ENV,
+} from '../../src/issue-resolution';
+
+// Every shipped bugfix-mini task, graded by its hidden grader in real Docker evaluator containers
+// (the library Evaluator the evaluator actor runs): the repository as shipped must fail, the
+// repository with solution.patch applied must pass.
+
+jest.setTimeout(900_000);
+
+const SUITE = path.resolve(__dirname, '../../suites/bugfix-mini');
+const tasks = loadIssueSuite(SUITE, 'suite').tasks;
+
+let docker: Awaited<ReturnType<typeof ensureDocker>>;
+let evaluator: Evaluator;
+let backend: DockerSandboxBackend;
+const cluster = randomClusterName();
+const images = new Map<string, string>();
+
+beforeAll(async () => {
+  docker = await ensureDocker();
+  backend = new DockerSandboxBackend({ docker });
+  evaluator = new Evaluator({
+    backend,
+    labels: { cluster, host: 'bugfix-host', actor: 'evaluator/bugfix-mini', job: 'bugfix-mini' },
+    defaultTimeoutMs: 120_000,
+  });
+  const manager = new ImageManager({ docker });
+  for (const image of new Set(tasks.map((t) => t.task.image))) {
+    images.set(image, (await manager.ensure(image)).ref);
+  }
+});
+
+afterAll(async () => {
+  await backend?.close();
+  const left = await docker.listContainers({
+    all: true,
+    filters: { label: managedLabelFilters(cluster) },
+  });
+  expect(left).toEqual([]);
+});
+
+function workspaceOf(task: LoadedIssueTask, fixed: boolean): Buffer {
+  const files = new Map(
+    Object.entries(task.repo).map(([rel, f]) => [
+      rel,
+      { data: Buffer.from(f.base64, 'base64'), mode: f.mode },
+    ]),
+  );
+  if (fixed) {
+    for (const p of parsePatch(task.solutionPatch!)) {
+      const old = files.get(p.oldPath!)!;
+      files.set(p.newPath!, {
+        data: Buffer.from(applyFilePatch(old.data.toString('utf8'), p)),
+        mode: old.mode,
+      });
+    }
+  }
+  return packTar([...files].map(([rel, f]) => ({ path: rel, ...f })));
+}
+
+function graderOf(task: LoadedIssueTask): Buffer {
+  return packTar(
+    Object.entries(task.grader).map(([rel, f]) => ({
+      path: rel,
+      data: Buffer.from(f.base64, 'base64'),
+      mode: f.mode,
+    })),
+  );
+}
+
+test('the suite ships at least 8 tasks', () => {
+  expect(tasks.length).toBeGreaterThanOrEqual(8);
+});
+
+test.each(tasks.map((t) => [t.task.id, t] as const))(
+  '%s: the unfixed repository fails its grader, the reference fix passes',
+  async (_id, task) => {
+    const grade = (fixed: boolean) =>
+      evaluator.grade({
+        workspaceTar: workspaceOf(task, fixed),
+        graderFiles: graderOf(task),
+        image: images.get(task.task.image)!,
+        timeoutMs: task.task.timeouts.gradeMs,
+        env: { ...PINNED_GRADER_ENV, GRADER_SEED: '0' },
+      });
+    const [unfixed, fixed] = await Promise.all([grade(false), grade(true)]);
+    if (fixed.status !== 'passed') process.stderr.write(`${task.task.id}:\n${fixed.stdoutTail}\n`);
+    expect(unfixed.status).toBe('failed');
+    expect(unfixed.exitCode).not.toBe(0);
+    expect(fixed.status).toBe('passed');
+    expect(fixed.exitCode).toBe(0);
+    expect(`${fixed.stdoutTail}\n${fixed.stderrTail}`).not.toMatch(/^FAILED/m);
+  },
+);
