@@ -157,7 +157,7 @@ export function createIssueResolutionDriver(
     }
     throw invalidArgument(
       'spec.config.agent.kind',
-      `must be one of ${[...runners.keys()].join(', ')}`,
+      `must be one of ${[...runners.keys(), AgentKind.MODEL].filter((k, i, all) => all.indexOf(k) === i).join(', ')}`,
       kind,
     );
   };

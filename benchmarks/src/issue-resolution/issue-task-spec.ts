@@ -92,8 +92,15 @@ export const IssueResolutionConfigSchema = z
     /** The agent working every task. */
     agent: z
       .object({
-        /** `gold`, `none`, or `model` (with `spec.agent`). */
-        kind: z.enum(AgentKind, { error: 'must be gold, none or model' }),
+        /**
+         * `gold`, `none`, or `model` (with `spec.agent`); other kinds when a runner of that kind
+         * is registered with the driver.
+         */
+        kind: z
+          .string({ error: 'must be a string (gold, none or model)' })
+          .regex(/^[a-z][a-z0-9-]{0,31}$/, {
+            error: 'must be an agent kind such as gold, none or model',
+          }),
       })
       .strict(),
     /** Gradings per task; more than one reports disagreement (flaky graders). @default 1 */

@@ -1,0 +1,324 @@
+import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { Coordinator, DriverRegistry, type JobEventRecord } from '@troupe/coordinator';
+import { NodeAgent } from '@troupe/node-agent';
+import {
+  ensureDocker,
+  randomClusterName,
+  startNatsServer,
+  waitFor,
+  type NatsServerHandle,
+} from '@troupe/testkit';
+import {
+  type AgentRunContext,
+  type AgentRunner,
+  createGoldAgentRunner,
+  createIssueResolutionDriver,
+  MODEL_AGENT_UNAVAILABLE,
+} from '../../src/issue-resolution';
+
+// The issue-resolution driver end to end: a real nats-server, a coordinator (job and task
+// actors, this driver) and a node agent (Docker sandboxes and evaluators) in this process, the
+// shipped bugfix-mini suite. Agents: the built-in gold and none, plus scripted runners registered
+// through the driver's agent-runner seam (the model agent is not wired yet): one probes the
+// sandbox for the grader, one works slowly so the task times out.
+
+jest.setTimeout(900_000);
+
+const SUITE = path.resolve(__dirname, '../../suites/bugfix-mini');
+
+let server: NatsServerHandle;
+let coordinator: Coordinator;
+let agent: NodeAgent;
+let cluster: string;
+let docker: Awaited<ReturnType<typeof ensureDocker>>;
+let work: string;
+
+/** What the probe agent saw, by task id. */
+const probes = new Map<string, { cmd: string; exitCode: number; stdout: string }[]>();
+
+const probeRunner: AgentRunner = {
+  kind: 'probe',
+  async run(ctx: AgentRunContext) {
+    const seen: { cmd: string; exitCode: number; stdout: string }[] = [];
+    for (const cmd of [
+      'cat /grader/run-tests.sh',
+      'ls /grader',
+      'ls -a /workspace',
+      // Any file of the grader, anywhere the sandbox user can read.
+      'grep -rl "Hidden grader" / --exclude-dir=proc --exclude-dir=sys 2>/dev/null',
+      'test -e solution.patch',
+    ]) {
+      const r = await ctx.sandbox.exec(cmd, { signal: ctx.signal });
+      seen.push({ cmd, exitCode: r.exitCode, stdout: r.stdout });
+    }
+    probes.set(ctx.taskId, seen);
+    return {
+      stopReason: 'finished',
+      finalText: 'probed',
+      steps: seen.length,
+      usage: { promptTokens: 0, completionTokens: 0 },
+      costUsd: 0,
+    };
+  },
+};
+
+/** Fixes py-lru-cache (gold patch) and nothing else, then keeps working until stopped. */
+const slowRunner: AgentRunner = {
+  kind: 'slow',
+  async run(ctx: AgentRunContext) {
+    if (ctx.taskId === 'py-lru-cache') {
+      await createGoldAgentRunner().run({ ...ctx, solutionPatch: readPatch('py-lru-cache') });
+    }
+    await new Promise<never>((_resolve, reject) => {
+      ctx.signal.addEventListener('abort', () => reject(ctx.signal.reason as Error), {
+        once: true,
+      });
+    });
+    throw new Error('unreachable');
+  },
+};
+
+function readPatch(taskId: string): string {
+  return readFileSync(path.join(SUITE, taskId, 'solution.patch'), 'utf8');
+}
+
+beforeAll(async () => {
+  docker = await ensureDocker();
+  server = await startNatsServer();
+  cluster = randomClusterName();
+  work = mkdtempSync(path.join(tmpdir(), 'issue-resolution-'));
+  coordinator = await Coordinator.start(
+    {
+      cluster,
+      nats: { servers: server.url },
+      heartbeatMs: 250,
+      missedHeartbeats: 4,
+      sweepIntervalMs: 500,
+      metrics: { port: null },
+      shutdownGraceMs: 0,
+    },
+    {
+      drivers: new DriverRegistry().register(
+        createIssueResolutionDriver({ agentRunners: [probeRunner, slowRunner] }),
+      ),
+    },
+  );
+  agent = await NodeAgent.start({
+    cluster,
+    hostId: `agent-${cluster.slice(-6)}`,
+    nats: { servers: server.url },
+    shutdownGraceMs: 2_000,
+    slots: { sandbox: 4, evaluator: 4 },
+  });
+  await waitFor(
+    () => coordinator.registry?.schedulable().some((h) => h.info.hostId === agent.hostId),
+    { timeoutMs: 20_000, message: 'node agent registered' },
+  );
+});
+
+afterAll(async () => {
+  await agent?.stop().catch(() => undefined);
+  await coordinator?.stop().catch(() => undefined);
+  await server?.stop();
+  rmSync(work, { recursive: true, force: true });
+});
+
+async function clusterContainers(): Promise<string[]> {
+  const list = await docker.listContainers({
+    all: true,
+    filters: { label: [`troupe.cluster=${cluster}`] },
+  });
+  return list.map((c) => c.Id);
+}
+
+async function readArtifact(jobId: string, artifactPath: string): Promise<string> {
+  const reader = await coordinator.jobs!.artifact(jobId, artifactPath);
+  const chunks: Uint8Array[] = [];
+  for await (const c of reader.chunks) chunks.push(c);
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+/** Submits a job, waits for it to finish, returns its results. */
+async function runJob(spec: Record<string, unknown>) {
+  const jobs = coordinator.jobs!;
+  const record = await jobs.submit({ spec: { kind: 'issue-resolution', ...spec } });
+  const events: JobEventRecord[] = [];
+  for await (const e of await jobs.watch(record.jobId, { signal: AbortSignal.timeout(600_000) })) {
+    events.push(e);
+  }
+  expect(events[events.length - 1]?.type).toBe('JOB_FINISHED');
+  const results = await jobs.results(record.jobId);
+  const byId = new Map(results.tasks.map((t) => [t.taskId, t]));
+  return { jobId: record.jobId, results, byId, events };
+}
+
+const detailsOf = (t: { details?: unknown }) => (t.details ?? {}) as Record<string, unknown>;
+
+test('gold passes every task, with the workspace, trajectory and grader logs collected', async () => {
+  const { jobId, results } = await runJob({
+    concurrency: 4,
+    taskTimeoutMs: 300_000,
+    config: { agent: { kind: 'gold' } },
+    tasks: { suite: SUITE },
+  });
+  expect(results.tasks.length).toBeGreaterThanOrEqual(8);
+  for (const t of results.tasks) {
+    expect([t.taskId, t.status]).toEqual([t.taskId, 'TASK_PASSED']);
+    const d = detailsOf(t);
+    expect(d['grade']).toBe('passed');
+    expect(d['agentKind']).toBe('gold');
+    expect(d['gradeStatuses']).toEqual(['passed']);
+    expect(t.stopReason).toBe('finished');
+    const names = t.artifacts.map((a) => a.slice(a.lastIndexOf('/') + 1)).sort();
+    expect(names).toEqual(['grader.tar', 'trajectory.jsonl', 'workspace.tar']);
+  }
+  const lru = results.tasks.find((t) => t.taskId === 'py-lru-cache')!;
+  const links = detailsOf(lru)['links'] as Record<string, string>;
+  expect(await readArtifact(jobId, links['graderStdout']!)).toMatch(/Ran 5 tests[\s\S]*OK/);
+  const trajectory = await readArtifact(jobId, links['trajectory']!);
+  expect(trajectory).toContain('"type":"apply"');
+  expect(await readArtifact(jobId, links['workspace']!)).toContain('move_to_end');
+  expect(results.aggregate.passed).toBe(results.tasks.length);
+  await waitFor(async () => (await clusterContainers()).length === 0, {
+    timeoutMs: 60_000,
+    message: 'no container of the cluster left',
+  });
+});
+
+test('none fails every task', async () => {
+  const { results } = await runJob({
+    concurrency: 4,
+    taskTimeoutMs: 300_000,
+    config: { agent: { kind: 'none' } },
+    tasks: { suite: SUITE },
+  });
+  for (const t of results.tasks) {
+    expect([t.taskId, t.status]).toEqual([t.taskId, 'TASK_FAILED']);
+    expect(detailsOf(t)['grade']).toBe('failed');
+    expect(t.attempts).toBe(1); // a verdict is never retried
+  }
+  expect(results.aggregate.failed).toBe(results.tasks.length);
+});
+
+test('the agent cannot see the grader or the reference patch in its sandbox', async () => {
+  const { byId } = await runJob({
+    concurrency: 2,
+    config: { agent: { kind: 'probe' } },
+    tasks: { suite: SUITE, include: ['py-csv-quotes', 'sh-log-rotate'] },
+  });
+  for (const id of ['py-csv-quotes', 'sh-log-rotate']) {
+    const seen = probes.get(id)!;
+    const [cat, ls, listing, grep, patch] = seen;
+    expect(cat!.exitCode).not.toBe(0);
+    expect(cat!.stdout).toBe('');
+    expect(ls!.exitCode).not.toBe(0);
+    expect(listing!.exitCode).toBe(0);
+    expect(listing!.stdout).not.toMatch(/grader|solution/);
+    expect(grep!.stdout).toBe('');
+    expect(patch!.exitCode).not.toBe(0);
+    // The probe changed nothing: the hidden grader still fails the repository.
+    expect(byId.get(id)!.status).toBe('TASK_FAILED');
+  }
+});
+
+test('a task that runs out of time is graded on its partial work', async () => {
+  const { byId } = await runJob({
+    concurrency: 2,
+    taskTimeoutMs: 25_000,
+    retries: { max: 0 },
+    config: { agent: { kind: 'slow' } },
+    tasks: { suite: SUITE, include: ['py-lru-cache', 'py-csv-quotes'] },
+  });
+  const fixed = byId.get('py-lru-cache')!;
+  expect(fixed.status).toBe('TASK_TIMED_OUT');
+  expect(fixed.stopReason).toBe('timeout');
+  expect(detailsOf(fixed)).toMatchObject({ grade: 'passed', timedOut: true });
+  const untouched = byId.get('py-csv-quotes')!;
+  expect(untouched.status).toBe('TASK_TIMED_OUT');
+  expect(detailsOf(untouched)).toMatchObject({ grade: 'failed', timedOut: true });
+});
+
+test('a malformed task is reported with its id, field and rule; the rest of the job runs', async () => {
+  const suite = path.join(work, 'malformed-suite');
+  for (const id of ['py-lru-cache', 'js-paginate']) {
+    cpSync(path.join(SUITE, id), path.join(suite, id), { recursive: true });
+  }
+  cpSync(path.join(SUITE, 'py-lru-cache'), path.join(suite, 'broken'), { recursive: true });
+  const file = path.join(suite, 'broken', 'task.yaml');
+  writeFileSync(
+    file,
+    readFileSync(file, 'utf8')
+      .replace('id: py-lru-cache', 'id: broken')
+      .replace('agentMs: 300000', 'agentMs: 5'),
+  );
+  const { results, byId } = await runJob({
+    concurrency: 3,
+    config: { agent: { kind: 'gold' } },
+    tasks: { suite },
+  });
+  const broken = byId.get('broken')!;
+  expect(broken.status).toBe('TASK_ERRORED');
+  expect(broken.attempts).toBe(1); // bad input is not retried
+  expect(broken.error).toMatch(/INVALID_ARGUMENT/);
+  expect(broken.error).toMatch(/task broken: task\.yaml timeouts\.agentMs.*must be >= 1000/);
+  expect(byId.get('py-lru-cache')!.status).toBe('TASK_PASSED');
+  expect(byId.get('js-paginate')!.status).toBe('TASK_PASSED');
+  expect((results.aggregate.extra as Record<string, unknown>)['invalidTasks']).toEqual([
+    { taskId: 'broken', field: 'timeouts.agentMs', rule: 'must be >= 1000' },
+  ]);
+});
+
+test('re-running a job skips tasks with a complete result; an interrupted task runs again', async () => {
+  const resultsDir = path.join(work, 'results');
+  const spec = {
+    concurrency: 2,
+    config: { agent: { kind: 'gold' }, resultsDir },
+    tasks: { suite: SUITE, include: ['py-version-compare', 'js-slugify'] },
+  };
+  const first = await runJob(spec);
+  for (const t of first.results.tasks) expect(t.status).toBe('TASK_PASSED');
+  expect(existsSync(path.join(resultsDir, 'js-slugify', 'result.json'))).toBe(true);
+
+  const second = await runJob(spec);
+  for (const t of second.results.tasks) {
+    expect(t.status).toBe('TASK_PASSED');
+    expect(detailsOf(t)['resumedFrom']).toBe(first.jobId);
+    expect(t.artifacts).toEqual([]); // no sandbox, no grading
+  }
+  expect((second.results.aggregate.extra as Record<string, unknown>)['resumed']).toEqual([
+    'js-slugify',
+    'py-version-compare',
+  ]);
+
+  // js-slugify was interrupted before its result was complete (a torn file, no result.json).
+  rmSync(path.join(resultsDir, 'js-slugify', 'result.json'));
+  writeFileSync(path.join(resultsDir, 'js-slugify', 'result.json.123.tmp'), '{"vers');
+  const third = await runJob(spec);
+  expect(detailsOf(third.byId.get('py-version-compare')!)['resumedFrom']).toBe(first.jobId);
+  const rerun = third.byId.get('js-slugify')!;
+  expect(rerun.status).toBe('TASK_PASSED');
+  expect(detailsOf(rerun)['resumedFrom']).toBeUndefined();
+  expect(rerun.artifacts.length).toBe(3);
+
+  // Another agent is another result: none does not reuse gold's.
+  const none = await runJob({ ...spec, config: { agent: { kind: 'none' }, resultsDir } });
+  for (const t of none.results.tasks) expect(t.status).toBe('TASK_FAILED');
+});
+
+test('model agents are refused at submit with a clear INVALID_ARGUMENT', async () => {
+  await expect(
+    coordinator.jobs!.submit({
+      spec: {
+        kind: 'issue-resolution',
+        agent: { model: 'gpt-4o-mini' },
+        config: { agent: { kind: 'model' } },
+        tasks: { suite: SUITE },
+      },
+    }),
+  ).rejects.toMatchObject({
+    code: 'INVALID_ARGUMENT',
+    message: expect.stringContaining(MODEL_AGENT_UNAVAILABLE),
+  });
+});
