@@ -403,8 +403,8 @@ export function createIssueResolutionDriver(
                 env: { ...PINNED_GRADER_ENV, GRADER_SEED: String(config.seed) },
                 jobId: ctx.jobId,
               },
-              // Building a missing image counts too.
-              { timeoutMs: task.timeouts.gradeMs + 600_000, signal: ctx.signal },
+              // Building a missing image counts too (bounded like creating a sandbox).
+              { timeoutMs: task.timeouts.gradeMs + config.createTimeoutMs, signal: ctx.signal },
             ),
         );
         if (reply.status === 'error') {

@@ -119,7 +119,10 @@ export const IssueResolutionConfigSchema = z
     resultsDir: z.string({ error: 'must be a string (a folder)' }).min(1).optional(),
     /** Skip tasks with a stored result in `resultsDir`. @default true */
     resume: z.boolean({ error: 'must be a boolean' }).default(true),
-    /** Deadline of creating the agent's sandbox (a missing image is built). @default 300000 */
+    /**
+     * Deadline of creating the agent's sandbox, and the margin of a grading request over the
+     * grader's own time limit (a missing image is built first). @default 300000
+     */
     createTimeoutMs: positiveInt(1_000, 3_600_000).default(300_000),
   })
   .strict();
