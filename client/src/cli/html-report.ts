@@ -65,11 +65,65 @@ function statusChart(tasks: readonly TaskResult__Output[]): string {
   return `<svg width="${w}" height="48" role="img" aria-label="task statuses">${parts.join('')}${legend.join('')}</svg>`;
 }
 
+/** Options of {@link renderHtmlReport}. */
+export interface HtmlReportOptions {
+  /**
+   * The link of an artifact (a path relative to the report, when it was downloaded next to it),
+   * or `undefined` to show its path only. @default paths only, no links
+   */
+  artifactHref?: (artifactPath: string) => string | undefined;
+}
+
+/** A task's artifacts worth a link: named ones from `details.links`, then the listed ones. */
+export function taskArtifactLinks(t: TaskResult__Output): { name: string; path: string }[] {
+  const out: { name: string; path: string }[] = [];
+  const seen = new Set<string>();
+  let details: unknown;
+  try {
+    details = t.detailsJson ? JSON.parse(t.detailsJson) : undefined;
+  } catch {
+    details = undefined;
+  }
+  const links = (details as { links?: unknown } | undefined)?.links;
+  if (links && typeof links === 'object') {
+    for (const [name, p] of Object.entries(links as Record<string, unknown>)) {
+      if (typeof p === 'string' && !seen.has(p)) {
+        seen.add(p);
+        out.push({ name, path: p });
+      }
+    }
+  }
+  for (const p of t.artifacts) {
+    if (!seen.has(p)) {
+      seen.add(p);
+      out.push({ name: p.slice(p.lastIndexOf('/') + 1), path: p });
+    }
+  }
+  return out;
+}
+
+function linksCell(t: TaskResult__Output, options: HtmlReportOptions): string {
+  return taskArtifactLinks(t)
+    .map(({ name, path }) => {
+      const href = options.artifactHref?.(path);
+      return href
+        ? `<a href="${esc(href)}">${esc(name)}</a>`
+        : `<span title="${esc(path)}">${esc(name)}</span>`;
+    })
+    .join(' · ');
+}
+
 /**
  * A self-contained HTML report of a job's results (no scripts, no external resources): summary,
- * a status chart, and per task a row with an inline SVG chart of its duration and score.
+ * a status chart, and per task a row with an inline SVG chart of its duration and score, its
+ * tokens and stop reason, and its artifacts (trajectory, grader logs, workspace) — links when
+ * `options.artifactHref` resolves them.
  */
-export function renderHtmlReport(job: Job__Output, r: JobResults__Output): string {
+export function renderHtmlReport(
+  job: Job__Output,
+  r: JobResults__Output,
+  options: HtmlReportOptions = {},
+): string {
   const agg = r.aggregate;
   const maxMs = Math.max(0, ...r.tasks.map((t) => t.durationMs));
   const rows = r.tasks
@@ -80,7 +134,10 @@ export function renderHtmlReport(job: Job__Output, r: JobResults__Output): strin
   <td>${t.score === undefined ? '-' : esc(String(Math.round(t.score * 1000) / 1000))}</td>
   <td>${t.attempts}</td>
   <td>${esc(formatUsd(t.costUsd))}</td>
+  <td>${t.tokens}</td>
+  <td>${esc(t.stopReason || '-')}</td>
   <td>${taskChart(t, maxMs)}</td>
+  <td class="links">${linksCell(t, options)}</td>
   <td class="err">${esc(t.error)}</td>
 </tr>`,
     )
@@ -107,6 +164,7 @@ h1 { font-size: 1.4em; } table { border-collapse: collapse; }
 .tasks th, .tasks td { border-bottom: 1px solid #eee; padding: 4px 8px; text-align: left; vertical-align: middle; }
 .st { color: #fff; padding: 1px 6px; border-radius: 3px; font-size: 12px; }
 .err { color: #8e2424; font-size: 12px; max-width: 30em; }
+.links { font-size: 12px; max-width: 22em; }
 code { font-size: 12px; }
 </style>
 </head>
@@ -118,7 +176,7 @@ ${statusChart(r.tasks)}
 <h2>Tasks</h2>
 <p>Bar: the task's duration against the slowest (${esc(formatDuration(maxMs))}); grey bar: its score (0 to 1).</p>
 <table class="tasks">
-<tr><th>task</th><th>status</th><th>score</th><th>attempts</th><th>cost</th><th>duration and score</th><th>error</th></tr>
+<tr><th>task</th><th>status</th><th>score</th><th>attempts</th><th>cost</th><th>tokens</th><th>stop</th><th>duration and score</th><th>artifacts</th><th>error</th></tr>
 ${rows}
 </table>
 </body>

@@ -63,9 +63,14 @@ export function resultsTable(job: Job__Output, r: JobResults__Output): string {
     String(t.attempts),
     formatDuration(t.durationMs),
     formatUsd(t.costUsd),
+    String(t.tokens),
+    t.stopReason || '-',
     t.error ? t.error.replace(/\s+/g, ' ').slice(0, 80) : '',
   ]);
-  const table = textTable(['TASK', 'STATUS', 'SCORE', 'ATTEMPTS', 'TIME', 'COST', 'ERROR'], rows);
+  const table = textTable(
+    ['TASK', 'STATUS', 'SCORE', 'ATTEMPTS', 'TIME', 'COST', 'TOKENS', 'STOP', 'ERROR'],
+    rows,
+  );
   const summary = agg
     ? `total ${agg.total}  passed ${agg.passed}  failed ${agg.failed}  errored ${agg.errored}  ` +
       `timed out ${agg.timedOut}  pending ${agg.pending}  pass rate ${formatPercent(agg.passRate)}  ` +

@@ -86,6 +86,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
     .option('--sandbox-slots <n>', 'sandboxes run at once (default: 2 per core)')
     .option('--process-backend', 'run sandboxes as plain processes (UNSAFE, no Docker needed)')
     .option('--keep-data', 'keep the run data directory')
+    .option('--html <file>', 'also write an HTML report (artifacts copied beside it)')
     .option('--log-level <level>', 'log level of the run log', 'info')
     .action(
       action((c, spec: string, opts: Parameters<typeof runCommand>[2]) =>

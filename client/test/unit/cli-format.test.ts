@@ -124,7 +124,10 @@ describe('results rendering', () => {
   it('prints an aligned table with a summary', () => {
     const text = resultsTable(job, results);
     expect(text).toContain('job j1  demo (shell-tasks)  SUCCEEDED');
-    expect(text).toContain(`\nok${' '.repeat(28)}passed  1      1         120ms  $0.0000\n`);
+    expect(text).toContain('TIME   COST     TOKENS  STOP  ERROR');
+    expect(text).toContain(
+      `\nok${' '.repeat(28)}passed  1      1         120ms  $0.0000  0       exit\n`,
+    );
     expect(text).toContain('pass rate 50.0%');
   });
 
@@ -135,6 +138,35 @@ describe('results rendering', () => {
     expect(html).toContain('&lt;img src=x onerror=alert(1)&gt;');
     expect(html).toContain('exit &quot;4&quot; &amp; &lt;more&gt;');
     expect(html).not.toMatch(/<script|src="|href=/);
+  });
+
+  it("lists each task's artifacts, as links when they were copied beside the report", () => {
+    const withLinks = {
+      ...results,
+      tasks: [
+        {
+          ...results.tasks[0]!,
+          artifacts: ['jobs/j1/tasks/ok/workspace.tar'],
+          detailsJson: JSON.stringify({
+            links: {
+              trajectory: 'jobs/j1/tasks/ok/trajectory.jsonl',
+              graderStdout: 'jobs/j1/tasks/ok/grade-x/stdout.log',
+              workspace: 'jobs/j1/tasks/ok/workspace.tar',
+            },
+          }),
+        },
+      ],
+    };
+    const plain = renderHtmlReport(job, withLinks);
+    expect(plain).toContain('<span title="jobs/j1/tasks/ok/trajectory.jsonl">trajectory</span>');
+    expect(plain).not.toContain('href=');
+    const linked = renderHtmlReport(job, withLinks, {
+      artifactHref: (p) =>
+        p.endsWith('.jsonl') ? `report.html.files/ok/${p.split('/').pop()}` : undefined,
+    });
+    expect(linked).toContain('<a href="report.html.files/ok/trajectory.jsonl">trajectory</a>');
+    expect(linked).toContain('graderStdout</span>');
+    expect(linked.match(/workspace/g)).toHaveLength(2); // listed once (title and name), not twice
   });
 
   it('formats durations and tables', () => {

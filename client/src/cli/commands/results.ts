@@ -4,9 +4,13 @@ import { println } from '../cli-io';
 import { type CommandContext } from '../command-context';
 import { CliError, ExitCode } from '../exit-codes';
 import { renderHtmlReport } from '../html-report';
+import { downloadReportArtifacts } from '../report-artifacts';
 import { resultsJson, resultsTable } from '../results-format';
 
-/** `troupe results <jobId> [--format table|json|html] [--output file]`. */
+/**
+ * `troupe results <jobId> [--format table|json|html] [--output file]`. An HTML report written to a
+ * file gets the tasks' artifacts copied to `<file>.files/` and linked.
+ */
 export async function resultsCommand(
   ctx: CommandContext,
   jobId: string,
@@ -21,11 +25,23 @@ export async function resultsCommand(
     client.getJob(jobId, { signal: ctx.signal }),
     client.getResults(jobId, { signal: ctx.signal }),
   ]);
+  // An HTML report written to a file links copies of the tasks' artifacts (trajectories, grader
+  // logs, workspaces) kept beside it in `<file>.files/`.
+  const artifactHref =
+    format === 'html' && opts.output
+      ? await downloadReportArtifacts(
+          client,
+          results,
+          path.dirname(path.resolve(ctx.io.cwd, opts.output)),
+          `${path.resolve(ctx.io.cwd, opts.output)}.files`,
+          ctx.signal,
+        )
+      : undefined;
   const text =
     format === 'json'
       ? JSON.stringify(resultsJson(job, results), null, 2)
       : format === 'html'
-        ? renderHtmlReport(job, results)
+        ? renderHtmlReport(job, results, artifactHref ? { artifactHref } : {})
         : resultsTable(job, results);
   if (opts.output) {
     const file = path.resolve(ctx.io.cwd, opts.output);

@@ -1,4 +1,4 @@
-import { rmSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { TroupeClient } from '../../troupe-client';
 import { println } from '../cli-io';
@@ -6,6 +6,8 @@ import { type CommandContext } from '../command-context';
 import { dataDirOf } from '../dev-state';
 import { EmbeddedCluster } from '../embedded-cluster';
 import { CliError, ExitCode } from '../exit-codes';
+import { renderHtmlReport } from '../html-report';
+import { downloadReportArtifacts } from '../report-artifacts';
 import { resultsJson, resultsTable } from '../results-format';
 import { readSpec } from '../read-spec';
 import { exitForOutcome, outcomeLine, watchJob } from '../watch-job';
@@ -18,6 +20,8 @@ export interface RunCommandOptions {
   processBackend?: boolean;
   keepData?: boolean;
   logLevel?: string;
+  /** Also write the HTML report (artifacts copied to `<file>.files/`) before stopping. */
+  html?: string;
 }
 
 /**
@@ -61,6 +65,18 @@ export async function runCommand(
       client.getJob(job.jobId),
       client.getResults(job.jobId),
     ]);
+    if (opts.html) {
+      const file = path.resolve(ctx.io.cwd, opts.html);
+      const artifactHref = await downloadReportArtifacts(
+        client,
+        results,
+        path.dirname(file),
+        `${file}.files`,
+        ctx.signal,
+      );
+      writeFileSync(file, renderHtmlReport(full, results, { artifactHref }));
+      println(ctx.io.stderr, `wrote ${file}`);
+    }
     ctx.io.stdout.write(
       opts.json
         ? `${JSON.stringify(resultsJson(full, results), null, 2)}\n`
