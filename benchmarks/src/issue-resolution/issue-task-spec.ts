@@ -1,8 +1,11 @@
 import { TASK_ID_PATTERN, TASK_ID_RULE } from '@troupe/coordinator';
 import { z } from 'zod';
 
-/** Images a task may name (built offline by `deploy/images/build.sh`). */
-export const ISSUE_TASK_IMAGES = ['busybox', 'base', 'python', 'python-slim', 'node'] as const;
+/**
+ * Images a task may name (built offline by `deploy/images/build.sh`). Not busybox: graders run
+ * with bash.
+ */
+export const ISSUE_TASK_IMAGES = ['base', 'python', 'python-slim', 'node'] as const;
 
 const IMAGE_RULE = `must be one of ${ISSUE_TASK_IMAGES.join(', ')} (an image of deploy/images)`;
 

@@ -307,6 +307,36 @@ test('re-running a job skips tasks with a complete result; an interrupted task r
   for (const t of none.results.tasks) expect(t.status).toBe('TASK_FAILED');
 });
 
+test('grading is repeated on request with a pinned environment, and agreement is reported', async () => {
+  const suite = path.join(work, 'env-suite');
+  cpSync(path.join(SUITE, 'py-lru-cache'), path.join(suite, 'py-lru-cache'), { recursive: true });
+  const grader = path.join(suite, 'py-lru-cache', 'grader', 'run-tests.sh');
+  // The grader refuses to grade unless the environment is the pinned one.
+  writeFileSync(
+    grader,
+    readFileSync(grader, 'utf8').replace(
+      'set -u\n',
+      'set -u\n' +
+        'echo "env: TZ=$TZ LC_ALL=$LC_ALL PYTHONHASHSEED=$PYTHONHASHSEED GRADER_SEED=$GRADER_SEED"\n' +
+        '[ "$TZ" = UTC ] && [ "$LC_ALL" = C.UTF-8 ] && [ "$PYTHONHASHSEED" = 0 ] && ' +
+        '[ "$GRADER_SEED" = 7 ] || { echo "FAILED environment not pinned"; exit 1; }\n',
+    ),
+  );
+  const { byId, results } = await runJob({
+    config: { agent: { kind: 'gold' }, repeat: 3, seed: 7 },
+    tasks: { suite },
+  });
+  const task = byId.get('py-lru-cache')!;
+  expect(task.status).toBe('TASK_PASSED');
+  expect(detailsOf(task)).toMatchObject({
+    gradeStatuses: ['passed', 'passed', 'passed'],
+    disagreement: false,
+  });
+  expect(detailsOf(task)['stdoutTail']).toBeDefined();
+  expect((detailsOf(task)['durationsMs'] as { graders: number[] }).graders).toHaveLength(3);
+  expect((results.aggregate.extra as Record<string, unknown>)['flaky']).toEqual([]);
+});
+
 test('model agents are refused at submit with a clear INVALID_ARGUMENT', async () => {
   await expect(
     coordinator.jobs!.submit({

@@ -113,7 +113,7 @@ describe('malformed tasks', () => {
     expect(loadIssueTask(path.join(dir, 'broken'))).toMatchObject({
       taskId: 'broken',
       field: 'image',
-      rule: expect.stringMatching(/must be one of busybox, base, python, python-slim, node/),
+      rule: expect.stringMatching(/must be one of base, python, python-slim, node/),
     });
     rewrite((t) =>
       t.replace('image: ubuntu', 'image: python-slim').replace('id: broken', 'id: other'),
