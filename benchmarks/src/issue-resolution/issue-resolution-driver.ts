@@ -33,7 +33,7 @@ export const MODEL_AGENT_UNAVAILABLE =
   'model agents are not available yet: no model agent runner is wired into this coordinator (use gold or none)';
 /** Largest workspace tar kept through the inline path (bigger ones are exported directly). */
 const INLINE_WORKSPACE_BYTES = 512 * 1024;
-const TAIL_CHARS = 2_000;
+const TAIL_CHARS = 800;
 
 /**
  * Environment pinned for every grading run, so graders do not depend on the host: time zone,
