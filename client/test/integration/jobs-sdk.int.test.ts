@@ -109,7 +109,11 @@ const MALFORMED: [string, string, 'yaml' | 'json'][] = [
   ['', '`spec`: must be a non-empty', 'yaml'],
   ['42', '`spec`: must be a mapping', 'yaml'],
   ['tasks: []', 'spec.kind: is required', 'yaml'],
-  ['kind: nope\ntasks: []', '`spec.kind`: unknown job kind (known: evolve, shell-tasks)', 'yaml'],
+  [
+    'kind: nope\ntasks: []',
+    '`spec.kind`: unknown job kind (known: evolve, issue-resolution, shell-tasks)',
+    'yaml',
+  ],
   ['kind: shell-tasks', 'spec.tasks: is required', 'yaml'],
   ['kind: shell-tasks\ntasks: 7', '`spec.tasks`: must be a list of tasks', 'yaml'],
   ['kind: shell-tasks\ntasks: [{id: a}]', 'spec.tasks[0].command', 'yaml'],
