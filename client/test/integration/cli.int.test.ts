@@ -99,7 +99,15 @@ test('submit --watch, jobs, results (table, json, html), artifact and nodes', as
   const report = readFileSync(path.join(dir, 'report.html'), 'utf8');
   expect(report).toMatch(/^<!doctype html>/);
   expect(report.match(/<svg /g)?.length).toBe(3); // the status chart and one per task
-  expect(report).not.toMatch(/<script|src=|href=|https?:\/\//);
+  expect(report).not.toMatch(/<script|src=|https?:\/\//);
+  // The only links are to the tasks' artifacts, copied beside the report.
+  expect(report.match(/href="[^"]*"/g)?.sort()).toEqual([
+    'href="report.html.files/bad/output.log"',
+    'href="report.html.files/ok/output.log"',
+  ]);
+  expect(readFileSync(path.join(dir, 'report.html.files', 'ok', 'output.log'), 'utf8')).toBe(
+    'fine\n',
+  );
 
   const artifact = await cli(['artifact', jobId, `jobs/${jobId}/tasks/ok/output.log`]);
   expect(artifact).toMatchObject({ code: 0, stdout: 'fine\n' });
