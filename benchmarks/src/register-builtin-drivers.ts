@@ -27,8 +27,8 @@ export interface BuiltinDriverOptions {
 }
 
 /**
- * Registers the drivers shipped with `@troupe/benchmarks` (`shell-tasks`, `evolve`, `issue-resolution`) with a
- * coordinator's registry; returns the registry.
+ * Registers the drivers shipped with `@troupe/benchmarks` (`shell-tasks`, `evolve`,
+ * `issue-resolution`) with a coordinator's registry; returns the registry.
  */
 export function registerBuiltinDrivers(
   registry: DriverRegistry,
