@@ -1,4 +1,5 @@
-import { type Logger } from '@troupe/actors';
+import { type Logger, type RefFactory } from '@troupe/actors';
+import { type NatsConnection } from '@nats-io/transport-node';
 import { type AgentConfig } from './agent-config';
 import { type IssueTaskFile } from './issue-task-spec';
 import { type WorkspaceSandbox } from './workspace-sandbox';
@@ -38,6 +39,14 @@ export interface AgentRunContext {
   solutionPatch?: string;
   /** The sandbox holding the repository at `task.workdir`. */
   sandbox: WorkspaceSandbox;
+  /** Actor id of that sandbox (for agents that act on it as an actor). */
+  sandboxId: string;
+  /** Ref factory of the task's turn (to reach agent sessions and the budget ledger). */
+  refs: RefFactory;
+  /** The host's NATS connection and cluster, when the host gives it (trajectories). */
+  nats?: { connection: NatsConnection; cluster: string };
+  /** Attempt number of the task, from 1 (a retried attempt starts a fresh session). */
+  attempt: number;
   /** `spec.agent` of the job (model kind only). */
   agent?: AgentConfig;
   /** Budget ledger scope of the job, when it has a budget. */

@@ -8,6 +8,12 @@ export {
 } from './agent-runner';
 export { type AgentConfig } from './agent-config';
 export { createGoldAgentRunner } from './gold-agent-runner';
+export {
+  createModelAgentRunner,
+  ISSUE_SOLVER_INSTRUCTION,
+  issueSessionId,
+  type ModelAgentRunnerOptions,
+} from './model-agent-runner';
 export { createNoneAgentRunner } from './none-agent-runner';
 export {
   createIssueResolutionDriver,

@@ -30,7 +30,7 @@ import { WorkspaceSandbox } from './workspace-sandbox';
 
 /** The message a `model` job gets until a model agent runner is registered. */
 export const MODEL_AGENT_UNAVAILABLE =
-  'model agents are not available yet: no model agent runner is wired into this coordinator (use gold or none)';
+  'model agents need models: start the cluster with a models file (troupe run|dev|coordinator --models models.yaml), or use gold or none';
 /** Largest workspace tar kept through the inline path (bigger ones are exported directly). */
 const INLINE_WORKSPACE_BYTES = 512 * 1024;
 const TAIL_CHARS = 800;
@@ -303,6 +303,10 @@ export function createIssueResolutionDriver(
             ? { solutionPatch: loaded.solutionPatch }
             : {}),
           sandbox: new WorkspaceSandbox(sb, task.workdir),
+          sandboxId: issueSandboxId(ctx.resourceId),
+          refs: ctx.refs,
+          ...(ctx.nats ? { nats: ctx.nats } : {}),
+          attempt: ctx.attempt,
           ...(ctx.spec.agent ? { agent: ctx.spec.agent } : {}),
           ...(ctx.budgetScope ? { budgetScope: ctx.budgetScope } : {}),
           signal,

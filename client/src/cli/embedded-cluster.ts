@@ -8,6 +8,7 @@ import { Coordinator, DEFAULT_GRPC_PORT, DriverRegistry } from '@troupe/coordina
 import { NodeAgent } from '@troupe/node-agent';
 import { pino, type Logger as PinoLogger } from 'pino';
 import { type DevState } from './dev-state';
+import { ModelHosting } from './model-hosting';
 import { CliError, ExitCode } from './exit-codes';
 
 /** Options of {@link EmbeddedCluster.start}. */
@@ -32,6 +33,13 @@ export interface EmbeddedClusterOptions {
   advertise?: boolean;
   /** Log level of the cluster's log file (`<dataDir>/troupe.log`). @default 'info' */
   logLevel?: string;
+  /**
+   * A models file (the model registry, YAML or JSON): with it the cluster hosts agent sessions
+   * and the drivers can use those models (LLM operators, model agents). @default no models
+   */
+  modelsFile?: string;
+  /** Where model API keys are read from. @default process.env is NOT read: no keys */
+  env?: Readonly<Record<string, string | undefined>>;
 }
 
 /** A free TCP port on 127.0.0.1 (listen on 0, read it, close). */
@@ -67,6 +75,8 @@ export class EmbeddedCluster {
     readonly token: string,
     readonly tokenFile: string,
     private readonly log: PinoLogger,
+    /** Models and the agent host, when the cluster was given a models file. */
+    readonly models?: ModelHosting,
   ) {}
 
   /** Starts nats-server, the coordinator and the node agent. */
@@ -87,7 +97,18 @@ export class EmbeddedCluster {
     const natsUrl = `nats://127.0.0.1:${natsPort}`;
     const cluster = options.cluster ?? 'dev';
     let coordinator: Coordinator | undefined;
+    let models: ModelHosting | undefined;
     try {
+      models = options.modelsFile
+        ? ModelHosting.load({
+            modelsFile: options.modelsFile,
+            cluster,
+            nats: { servers: natsUrl },
+            hostId: 'local-agents',
+            env: options.env ?? {},
+            logger: log.child({ component: 'agents' }),
+          })
+        : undefined;
       coordinator = await Coordinator.start(
         {
           cluster,
@@ -102,9 +123,10 @@ export class EmbeddedCluster {
         },
         {
           logger: log.child({ component: 'coordinator' }),
-          drivers: registerBuiltinDrivers(new DriverRegistry()),
+          drivers: registerBuiltinDrivers(new DriverRegistry(), models?.driverOptions() ?? {}),
         },
       );
+      await models?.startAgentHost();
       const agent = await NodeAgent.start(
         {
           cluster,
@@ -127,6 +149,7 @@ export class EmbeddedCluster {
         token,
         tokenFile,
         log,
+        models,
       );
       if (options.advertise ?? true) {
         const state: DevState = { address, tokenFile, cluster, natsUrl, pid: process.pid };
@@ -134,6 +157,7 @@ export class EmbeddedCluster {
       }
       return c;
     } catch (err) {
+      await models?.stop().catch(() => undefined);
       await coordinator?.stop().catch(() => undefined);
       await stopNats(nats);
       throw new CliError(
@@ -151,6 +175,7 @@ export class EmbeddedCluster {
         rmSync(path.join(this.options.dataDir, 'dev.json'), { force: true });
       }
       await this.agent.stop().catch((err: unknown) => this.log.warn({ err }, 'node agent stop'));
+      await this.models?.stop().catch((err: unknown) => this.log.warn({ err }, 'agent host stop'));
       await this.coordinator
         .stop()
         .catch((err: unknown) => this.log.warn({ err }, 'coordinator stop'));

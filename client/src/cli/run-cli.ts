@@ -64,12 +64,14 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
     .option('--sandbox-slots <n>', 'sandboxes the node agent runs at once (default: 2 per core)')
     .option('--process-backend', 'run sandboxes as plain processes (UNSAFE, no Docker needed)')
     .option('--log-level <level>', 'log level of <data-dir>/troupe.log', 'info')
+    .option('--models <file>', 'models file (model registry): host agents, enable LLM operators')
     .action(action((c, opts: Parameters<typeof devCommand>[1]) => devCommand(c, opts)));
   program
     .command('coordinator')
     .description('serve a coordinator with the built-in drivers and the job API (deployments)')
     .option('--config <file>', 'YAML config (environment variables override it)')
     .option('--ready-file <file>', 'file written once serving, removed on stop (health checks)')
+    .option('--models <file>', 'models file (model registry): host agents, enable LLM operators')
     .action(
       action((c, opts: Parameters<typeof coordinatorCommand>[1]) => coordinatorCommand(c, opts)),
     );
@@ -88,6 +90,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
     .option('--keep-data', 'keep the run data directory')
     .option('--html <file>', 'also write an HTML report (artifacts copied beside it)')
     .option('--log-level <level>', 'log level of the run log', 'info')
+    .option('--models <file>', 'models file (model registry): host agents, enable LLM operators')
     .action(
       action((c, spec: string, opts: Parameters<typeof runCommand>[2]) =>
         runCommand(c, spec, opts),

@@ -3,8 +3,10 @@ import { applyEnvironment, ConfigSchema, Coordinator, DriverRegistry } from '@tr
 import { pino } from 'pino';
 import { type CommandContext } from '../command-context';
 import { ExitCode } from '../exit-codes';
+import { ModelHosting } from '../model-hosting';
 import { ReadyFile } from '../ready-file';
 import { loadServerConfig } from '../server-config';
+import { modelsOption } from './models-option';
 import { untilAborted } from './until-aborted';
 
 /** Options of `troupe coordinator`. */
@@ -13,6 +15,8 @@ export interface CoordinatorCommandOptions {
   config?: string;
   /** A file written once serving and removed on stop (for health checks). */
   readyFile?: string;
+  /** Models file (`--models`, or `TROUPE_MODELS_FILE`): host agent sessions, LLM operators. */
+  models?: string;
 }
 
 /**
@@ -39,10 +43,22 @@ export async function coordinatorCommand(
     pino.destination({ fd: 1, sync: true }),
   );
   const ready = new ReadyFile(opts.readyFile);
+  const { modelsFile, env } = modelsOption(ctx, opts.models);
+  const models = modelsFile
+    ? ModelHosting.load({
+        modelsFile,
+        cluster: config.cluster,
+        nats: config.nats,
+        hostId: `${config.coordinatorId ?? `coord-${process.pid}`}-agents`,
+        env: env ?? {},
+        logger: logger.child({ component: 'agents' }),
+      })
+    : undefined;
   const coordinator = await Coordinator.start(config, {
     logger,
-    drivers: registerBuiltinDrivers(new DriverRegistry()),
+    drivers: registerBuiltinDrivers(new DriverRegistry(), models?.driverOptions() ?? {}),
   });
+  await models?.startAgentHost();
   logger.info(
     {
       cluster: config.cluster,
@@ -56,6 +72,7 @@ export async function coordinatorCommand(
   await untilAborted(ctx.signal);
   ready.clear();
   logger.info({ graceMs: config.shutdownGraceMs }, 'coordinator stopping');
+  await models?.stop(config.shutdownGraceMs);
   await coordinator.stop();
   logger.info({}, 'coordinator stopped');
   return ExitCode.OK;

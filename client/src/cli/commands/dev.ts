@@ -4,6 +4,7 @@ import { dataDirOf, readDevState } from '../dev-state';
 import { EmbeddedCluster } from '../embedded-cluster';
 import { CliError, ExitCode } from '../exit-codes';
 import { intOption } from './int-option';
+import { modelsOption } from './models-option';
 
 /** Options of `troupe dev`. */
 export interface DevCommandOptions {
@@ -13,6 +14,8 @@ export interface DevCommandOptions {
   cluster?: string;
   sandboxSlots?: string;
   processBackend?: boolean;
+  /** Models file (`--models`, or `TROUPE_MODELS_FILE`). */
+  models?: string;
   logLevel?: string;
 }
 
@@ -41,6 +44,7 @@ export async function devCommand(ctx: CommandContext, opts: DevCommandOptions): 
     ...(natsPort !== undefined ? { natsPort } : {}),
     ...(sandboxSlots !== undefined ? { sandboxSlots } : {}),
     ...(opts.processBackend ? { processBackend: true } : {}),
+    ...modelsOption(ctx, opts.models),
     ...(opts.logLevel ? { logLevel: opts.logLevel } : {}),
   });
   println(

@@ -12,12 +12,15 @@ import { resultsJson, resultsTable } from '../results-format';
 import { readSpec } from '../read-spec';
 import { exitForOutcome, outcomeLine, watchJob } from '../watch-job';
 import { intOption } from './int-option';
+import { modelsOption } from './models-option';
 
 /** Options of `troupe run`. */
 export interface RunCommandOptions {
   json?: boolean;
   sandboxSlots?: string;
   processBackend?: boolean;
+  /** Models file (`--models`, or `TROUPE_MODELS_FILE`). */
+  models?: string;
   keepData?: boolean;
   logLevel?: string;
   /** Also write the HTML report (artifacts copied to `<file>.files/`) before stopping. */
@@ -49,6 +52,7 @@ export async function runCommand(
     advertise: false,
     ...(sandboxSlots !== undefined ? { sandboxSlots } : {}),
     ...(opts.processBackend ? { processBackend: true } : {}),
+    ...modelsOption(ctx, opts.models),
     ...(opts.logLevel ? { logLevel: opts.logLevel } : {}),
   });
   const client = new TroupeClient({ address: cluster.address, token: cluster.token });

@@ -1,0 +1,129 @@
+import { createHash } from 'node:crypto';
+import {
+  AgentStopReason,
+  AgentToolName,
+  type AgentTemplateInput,
+  type ModelRegistry,
+  startAgentSession,
+  TrajectoryStore,
+  trajectoryToRecord,
+} from '@troupe/agents';
+import { invalidArgument, TroupeError } from '@troupe/proto';
+import {
+  type AgentRunContext,
+  type AgentRunResult,
+  type AgentRunner,
+  type AgentStopReason as RunnerStopReason,
+} from './agent-runner';
+import { type AgentConfig } from './agent-config';
+
+/** Options of {@link createModelAgentRunner}. */
+export interface ModelAgentRunnerOptions {
+  /** The cluster's models (a job's `spec.agent.model` must name one). */
+  models: Pick<ModelRegistry, 'has' | 'names'>;
+}
+
+/** The system instruction of the issue-solving agent (its role: `issue-solver`). */
+export const ISSUE_SOLVER_INSTRUCTION = [
+  'You are a software engineer fixing an issue in a repository.',
+  'The repository is in your working directory. Use the tools to read the code, reproduce the',
+  'problem, change the code and run the tests. Keep changes minimal and do not weaken or delete',
+  'tests. When the issue is fixed, call finish_task with a short summary of the change.',
+].join(' ');
+
+const STOP_REASONS: Record<AgentStopReason, RunnerStopReason> = {
+  [AgentStopReason.FINISHED]: 'finished',
+  [AgentStopReason.NO_TOOL_CALLS]: 'idle',
+  [AgentStopReason.MAX_STEPS]: 'max_steps',
+  [AgentStopReason.MAX_TOKENS]: 'budget',
+  [AgentStopReason.BUDGET_EXHAUSTED]: 'budget',
+  [AgentStopReason.WALL_TIME]: 'timeout',
+  [AgentStopReason.MODEL_ERROR]: 'error',
+  [AgentStopReason.REJECTED]: 'error',
+};
+
+/** The agent session id of a task attempt: `ir-<hash of job, task, attempt>`. */
+export function issueSessionId(jobId: string, taskId: string, attempt: number): string {
+  const h = createHash('sha256').update(`${jobId}\n${taskId}\n${attempt}`).digest('hex');
+  return `ir-${h.slice(0, 32)}`;
+}
+
+/**
+ * The `model` agent kind: an agent session (the `agent` actor of `@troupe/agents`, hosted by an
+ * agent host of the cluster) with the terminal and file tools on the task's sandbox, the job's
+ * model and limits, charged to the job's budget scope. Its trajectory becomes the task's
+ * `trajectory.jsonl`. A retried attempt starts a fresh session.
+ */
+export function createModelAgentRunner(options: ModelAgentRunnerOptions): AgentRunner {
+  return {
+    kind: 'model',
+    validate(agent: AgentConfig | undefined) {
+      if (!agent)
+        throw invalidArgument('spec.agent', 'is required for model agents (model, limits)');
+      if (!options.models.has(agent.model)) {
+        throw invalidArgument(
+          'spec.agent.model',
+          `must name a model of the cluster's registry (${options.models.names().join(', ') || 'none configured: start the cluster with --models'})`,
+          agent.model,
+        );
+      }
+    },
+    async run(ctx: AgentRunContext): Promise<AgentRunResult> {
+      const agent = ctx.agent;
+      if (!agent) throw invalidArgument('spec.agent', 'is required for model agents');
+      if (!ctx.nats) {
+        throw new TroupeError('UNAVAILABLE', 'this host gives drivers no NATS connection');
+      }
+      const trajectories = new TrajectoryStore({
+        connection: ctx.nats.connection,
+        cluster: ctx.nats.cluster,
+      });
+      const { task } = ctx;
+      const template: AgentTemplateInput = {
+        name: agent.template ?? 'issue-solver',
+        instruction: ISSUE_SOLVER_INSTRUCTION,
+        model: agent.model,
+        tools: [
+          AgentToolName.RUN_TERMINAL_COMMAND,
+          AgentToolName.VIEW_FILE,
+          AgentToolName.EDIT_FILE,
+          AgentToolName.WRITE_FILE,
+        ],
+        limits: {
+          maxSteps: agent.maxSteps ?? task.limits.maxSteps,
+          maxWallMs: task.timeouts.agentMs,
+          ...(task.limits.maxCostUsd !== undefined ? { maxCostUsd: task.limits.maxCostUsd } : {}),
+        },
+        ...(agent.maxTokens !== undefined ? { maxTokensPerCall: agent.maxTokens } : {}),
+      };
+      const sessionId = issueSessionId(ctx.jobId, ctx.taskId, ctx.attempt);
+      const handle = await startAgentSession({
+        system: ctx.refs,
+        trajectories,
+        sessionId,
+        runId: sessionId,
+        template,
+        task: `Working directory: ${task.workdir}\n\n${task.instruction}`,
+        sandboxId: ctx.sandboxId,
+        ...(ctx.budgetScope ? { budgetScope: ctx.budgetScope } : {}),
+        signal: ctx.signal,
+      });
+      const r = await handle.result;
+      const events = await trajectories.read(sessionId, { signal: AbortSignal.timeout(30_000) });
+      const record = trajectoryToRecord(sessionId, events);
+      ctx.log.info(
+        { taskId: ctx.taskId, sessionId, stopReason: r.stopReason, steps: r.steps },
+        'model agent stopped',
+      );
+      return {
+        stopReason: STOP_REASONS[r.stopReason],
+        finalText: r.error ? `${r.finalText}\n${r.error}`.trim() : r.finalText,
+        steps: r.steps,
+        usage: { promptTokens: r.usage.inputTokens, completionTokens: r.usage.outputTokens },
+        costUsd: r.costUsd,
+        model: agent.model,
+        trajectory: [record as unknown as Record<string, unknown>],
+      };
+    },
+  };
+}

@@ -1,0 +1,156 @@
+import { readFileSync } from 'node:fs';
+import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { ActorSystem, type Logger } from '@troupe/actors';
+import {
+  createAgentActor,
+  LlmClient,
+  ModelRegistry,
+  TrajectoryStore,
+  type BudgetHook,
+} from '@troupe/agents';
+import { type BuiltinDriverOptions, createModelAgentRunner } from '@troupe/benchmarks';
+import { BudgetLedger, LedgerBudgetHook, type TaskContext } from '@troupe/coordinator';
+import { invalidArgument, TroupeError } from '@troupe/proto';
+
+/** What {@link ModelHosting.load} needs. */
+export interface ModelHostingOptions {
+  /** The models file (YAML or JSON, the `ModelRegistry` format: `models: {name: {...}}`). */
+  modelsFile: string;
+  /** Cluster name. */
+  cluster: string;
+  /** NATS connection options of the cluster (servers and credentials). */
+  nats: { servers: string | string[]; user?: string; pass?: string; token?: string };
+  /** Host id of the agent host. */
+  hostId: string;
+  /** Where model API keys are read from (the variables each model's `apiKeyEnv` names). */
+  env: Readonly<Record<string, string | undefined>>;
+  logger: Logger;
+}
+
+/**
+ * Loads a models file into a registry. Every problem is one `INVALID_ARGUMENT` naming the file and
+ * the field (`models.gpt-4o.inputUsdPer1M: must be ≥ 0`).
+ */
+export function loadModelRegistry(file: string): ModelRegistry {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    throw invalidArgument(
+      'models',
+      `must be a readable models file (${(err as Error).message})`,
+      file,
+    );
+  }
+  try {
+    return file.endsWith('.json') ? ModelRegistry.fromJson(text) : ModelRegistry.fromYaml(text);
+  } catch (err) {
+    if (err instanceof TroupeError) {
+      throw new TroupeError(err.code, `${file}: ${err.message}`, { cause: err });
+    }
+    throw err;
+  }
+}
+
+/**
+ * Model access for a cluster process: the model registry of a models file, one LLM client (keys
+ * from the environment, never logged), an agent host (the `agent` actor kind, placed by the
+ * coordinator like any host) whose model calls are charged to the budget ledger — to the run's
+ * `budgetScope` (a job's `job:<id>`) when it names one — and the driver options that give the
+ * built-in drivers the same models.
+ */
+export class ModelHosting {
+  private connection: NatsConnection | undefined;
+  private system: ActorSystem | undefined;
+
+  private constructor(
+    readonly registry: ModelRegistry,
+    readonly llm: LlmClient,
+    private readonly options: ModelHostingOptions,
+  ) {}
+
+  /** Loads the models (no network): a bad file fails here, before anything starts. */
+  static load(options: ModelHostingOptions): ModelHosting {
+    const registry = loadModelRegistry(options.modelsFile);
+    const llm = new LlmClient({
+      registry,
+      env: options.env,
+      logger: options.logger.child({ component: 'llm' }),
+    });
+    return new ModelHosting(registry, llm, options);
+  }
+
+  /** Starts the agent host (start it once the coordinator runs, so it registers at once). */
+  async startAgentHost(): Promise<void> {
+    const { options } = this;
+    const connection = await connect({
+      servers: options.nats.servers,
+      name: `troupe-agents-${options.hostId}`,
+      ...(options.nats.user !== undefined ? { user: options.nats.user } : {}),
+      ...(options.nats.pass !== undefined ? { pass: options.nats.pass } : {}),
+      ...(options.nats.token !== undefined ? { token: options.nats.token } : {}),
+    });
+    this.connection = connection;
+    // The agent definition needs its budget hook before the host system exists; the hook is
+    // bound to the host's ledger client once the system is up (no call happens before that).
+    const slot: { hook?: LedgerBudgetHook } = {};
+    const bound = (): LedgerBudgetHook => {
+      if (!slot.hook) throw new TroupeError('UNAVAILABLE', 'the agent host is starting');
+      return slot.hook;
+    };
+    const budget: BudgetHook = {
+      reserve: (amount, context) => bound().reserve(amount, context),
+      settle: (id, actual) => bound().settle(id, actual),
+      release: (id) => bound().release(id),
+    };
+    const agent = createAgentActor({
+      llm: this.llm,
+      budget,
+      trajectories: new TrajectoryStore({ connection, cluster: options.cluster }),
+      logger: options.logger,
+    });
+    this.system = await ActorSystem.start({
+      cluster: options.cluster,
+      connection,
+      hostId: options.hostId,
+      hosting: [agent],
+      placement: 'none',
+      logger: options.logger.child({ component: 'agent-host' }),
+    });
+    slot.hook = new LedgerBudgetHook({
+      ledger: new BudgetLedger(this.system),
+      scope: 'cluster',
+      holder: options.hostId,
+    });
+  }
+
+  /**
+   * Options for `registerBuiltinDrivers`: the `evolve` driver's LLM operators and the
+   * `issue-resolution` driver's model agents use these models, charged to the job's budget scope.
+   */
+  driverOptions(): Pick<BuiltinDriverOptions, 'evolve' | 'issueResolution'> {
+    return {
+      issueResolution: { agentRunners: [createModelAgentRunner({ models: this.registry })] },
+      evolve: {
+        llm: {
+          client: this.llm,
+          models: this.registry,
+          budgetFor: (ctx: TaskContext): BudgetHook | undefined =>
+            ctx.budgetScope
+              ? new LedgerBudgetHook({
+                  ledger: new BudgetLedger(ctx.refs),
+                  scope: ctx.budgetScope,
+                  holder: `job-task/${ctx.jobId}-${ctx.taskId}`,
+                })
+              : undefined,
+        },
+      },
+    };
+  }
+
+  /** Stops the agent host (running turns get `graceMs`) and closes its connection. */
+  async stop(graceMs = 5_000): Promise<void> {
+    await this.system?.shutdown({ graceMs });
+    await this.connection?.close().catch(() => undefined);
+  }
+}
