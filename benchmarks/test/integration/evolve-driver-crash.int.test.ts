@@ -172,7 +172,16 @@ async function countEvaluatorExecs(
       expect(new Set(ids).size).toBe(ids.length);
       expect(final.usage.evaluations).toBe(24);
       expect(final.usage.evaluations).toBe(nodes.length + final.usage.lostAttempts);
-      expect(final.usage.lostAttempts).toBeGreaterThan(0);
+      // Attempts journaled before the kill without a node were lost with the host: they stay lost
+      // (never evaluated again). Usually one or two; zero when the kill landed between two
+      // evaluations, so the count is compared, not required to be positive.
+      const nodedAtKill = new Set(
+        beforeKill.flatMap((r) => (r.type === 'node' ? [r.attemptId] : [])),
+      );
+      const lostAtKill = beforeKill.filter(
+        (r) => r.type === 'attempt' && !nodedAtKill.has(r.attemptId),
+      ).length;
+      expect(final.usage.lostAttempts).toBe(lostAtKill);
       expect(details['evaluations']).toBe(24);
       // Evaluator runs seen by Docker: each node once, plus the lost attempts that reached an
       // evaluator before the kill, plus the test grading. A resumed search that evaluated a
