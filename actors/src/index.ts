@@ -57,6 +57,8 @@ export {
   type PlacementServiceOptions,
   type PlacementTarget,
 } from './placement-service';
+export { ensureStream, type EnsuredStream, type StreamSpec } from './ensure-stream';
+export { LazyStream, type LazyStreamOptions } from './lazy-stream';
 export {
   ensureInfrastructure,
   type ActorInfrastructure,

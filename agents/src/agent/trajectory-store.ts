@@ -3,11 +3,11 @@ import {
   AckPolicy,
   DeliverPolicy,
   jetstream,
-  jetstreamManager,
   type JetStreamClient,
   type JetStreamManager,
 } from '@nats-io/jetstream';
 import { type NatsConnection } from '@nats-io/transport-node';
+import { LazyStream, type Logger } from '@troupe/actors';
 import {
   ErrorCode,
   fromAbortSignal,
@@ -32,6 +32,8 @@ export interface TrajectoryStoreOptions {
   replicas?: number;
   /** Window in which a repeated event id is dropped. @default 3600000 */
   duplicateWindowMs?: number;
+  /** Warned when the stream exists with other settings (it is used as it is). @default none */
+  logger?: Logger;
 }
 
 /**
@@ -44,53 +46,27 @@ export class TrajectoryStore {
   private readonly nc: NatsConnection;
   private readonly js: JetStreamClient;
   private readonly cluster: string;
-  private readonly stream: string;
-  private readonly replicas: number;
-  private readonly duplicateWindowMs: number;
-  private ready: Promise<JetStreamManager> | undefined;
+  private readonly stream: LazyStream;
 
   constructor(options: TrajectoryStoreOptions) {
     this.nc = options.connection;
     this.js = jetstream(options.connection);
     this.cluster = options.cluster;
-    this.stream = trajectoryStreamName(options.cluster);
-    this.replicas = options.replicas ?? 1;
-    this.duplicateWindowMs = options.duplicateWindowMs ?? 3_600_000;
+    this.stream = new LazyStream({
+      connection: options.connection,
+      spec: {
+        name: trajectoryStreamName(options.cluster),
+        subjects: [trajectorySubjectFilter(options.cluster)],
+        replicas: options.replicas ?? 1,
+        duplicateWindowMs: options.duplicateWindowMs ?? 3_600_000,
+      },
+      ...(options.logger ? { logger: options.logger } : {}),
+    });
   }
 
   /** Creates the stream if missing (idempotent; called by every other method). */
   ensure(): Promise<JetStreamManager> {
-    this.ready ??= this.createStream().catch((err: unknown) => {
-      this.ready = undefined;
-      throw err;
-    });
-    return this.ready;
-  }
-
-  private async createStream(): Promise<JetStreamManager> {
-    const jsm = await jetstreamManager(this.nc);
-    try {
-      await jsm.streams.info(this.stream);
-      return jsm;
-    } catch {
-      // missing: create it below
-    }
-    try {
-      await jsm.streams.add({
-        name: this.stream,
-        subjects: [trajectorySubjectFilter(this.cluster)],
-        num_replicas: this.replicas,
-        duplicate_window: this.duplicateWindowMs * 1_000_000,
-      });
-    } catch (err) {
-      // Another process may have created it between the check and the add.
-      await jsm.streams.info(this.stream).catch(() => {
-        throw new TroupeError(ErrorCode.UNAVAILABLE, `cannot create stream ${this.stream}`, {
-          cause: err,
-        });
-      });
-    }
-    return jsm;
+    return this.stream.ensure();
   }
 
   /** Appends one event; resolves once JetStream stored it. */
@@ -125,7 +101,7 @@ export class TrajectoryStore {
     const subject = trajectorySubject(this.cluster, sessionId);
     let last;
     try {
-      last = await jsm.streams.getMessage(this.stream, { last_by_subj: subject });
+      last = await jsm.streams.getMessage(this.stream.name, { last_by_subj: subject });
     } catch {
       return [];
     }
@@ -133,7 +109,7 @@ export class TrajectoryStore {
     // An explicit consumer with the singular filter_subject: ordered consumers ignore filters on
     // nats-server 2.9 (PLATFORM-NOTES).
     const name = `traj_${randomBytes(6).toString('hex')}`;
-    await jsm.consumers.add(this.stream, {
+    await jsm.consumers.add(this.stream.name, {
       name,
       filter_subject: subject,
       deliver_policy: DeliverPolicy.All,
@@ -142,7 +118,7 @@ export class TrajectoryStore {
     });
     const events: TrajectoryEvent[] = [];
     try {
-      const consumer = await this.js.consumers.get(this.stream, name);
+      const consumer = await this.js.consumers.get(this.stream.name, name);
       let lastSeq = 0;
       while (lastSeq < last.seq) {
         if (options.signal?.aborted) throw fromAbortSignal(options.signal);
@@ -161,7 +137,7 @@ export class TrajectoryStore {
         }
       }
     } finally {
-      await jsm.consumers.delete(this.stream, name).catch(() => undefined);
+      await jsm.consumers.delete(this.stream.name, name).catch(() => undefined);
     }
     return latestPerSeq(events);
   }
@@ -185,7 +161,7 @@ export class TrajectoryStore {
     options.signal?.addEventListener('abort', onAbort, { once: true });
     try {
       try {
-        const last = await jsm.streams.getMessage(this.stream, { last_by_subj: subject });
+        const last = await jsm.streams.getMessage(this.stream.name, { last_by_subj: subject });
         const parsed = last ? TrajectoryEventSchema.safeParse(last.json()) : undefined;
         if (parsed?.success && isEnd(parsed.data)) return parsed.data.data['result'];
       } catch {

@@ -1,8 +1,8 @@
 import { TroupeError } from '@troupe/proto';
+import { LazyStream, type Logger } from '@troupe/actors';
 import {
   DeliverPolicy,
   jetstream,
-  jetstreamManager,
   type JetStreamClient,
   type JetStreamManager,
 } from '@nats-io/jetstream';
@@ -33,6 +33,8 @@ export interface JetStreamJournalStoreOptions {
    * @default 256
    */
   readBatch?: number;
+  /** Warned when the stream exists with other settings (it is used as it is). @default none */
+  logger?: Logger;
 }
 
 /**
@@ -44,56 +46,28 @@ export interface JetStreamJournalStoreOptions {
 export class JetStreamJournalStore implements JournalStore {
   private readonly js: JetStreamClient;
   private readonly cluster: string;
-  private readonly stream: string;
-  private readonly replicas: number;
-  private readonly duplicateWindowMs: number;
+  private readonly stream: LazyStream;
   private readonly readBatch: number;
-  private readonly nc: NatsConnection;
-  private ready: Promise<JetStreamManager> | undefined;
 
   constructor(options: JetStreamJournalStoreOptions) {
-    this.nc = options.connection;
     this.js = jetstream(options.connection);
     this.cluster = options.cluster;
-    this.stream = evolveStreamName(options.cluster);
-    this.replicas = options.replicas ?? 1;
-    this.duplicateWindowMs = options.duplicateWindowMs ?? 3_600_000;
+    this.stream = new LazyStream({
+      connection: options.connection,
+      spec: {
+        name: evolveStreamName(options.cluster),
+        subjects: [evolveSubjectFilter(options.cluster)],
+        replicas: options.replicas ?? 1,
+        duplicateWindowMs: options.duplicateWindowMs ?? 3_600_000,
+      },
+      ...(options.logger ? { logger: options.logger } : {}),
+    });
     this.readBatch = options.readBatch ?? 256;
   }
 
   /** Creates the stream if it does not exist (idempotent; called by append and read). */
   ensure(): Promise<JetStreamManager> {
-    this.ready ??= this.createStream().catch((err: unknown) => {
-      this.ready = undefined;
-      throw err;
-    });
-    return this.ready;
-  }
-
-  private async createStream(): Promise<JetStreamManager> {
-    const jsm = await jetstreamManager(this.nc);
-    try {
-      await jsm.streams.info(this.stream);
-      return jsm;
-    } catch (err) {
-      if (!(err instanceof Error && /not found/i.test(err.message))) {
-        throw new TroupeError('UNAVAILABLE', `cannot read stream ${this.stream}`, { cause: err });
-      }
-    }
-    try {
-      await jsm.streams.add({
-        name: this.stream,
-        subjects: [evolveSubjectFilter(this.cluster)],
-        num_replicas: this.replicas,
-        duplicate_window: this.duplicateWindowMs * 1_000_000,
-      });
-    } catch (err) {
-      // Another process may have created it between our check and our add.
-      await jsm.streams.info(this.stream).catch(() => {
-        throw new TroupeError('UNAVAILABLE', `cannot create stream ${this.stream}`, { cause: err });
-      });
-    }
-    return jsm;
+    return this.stream.ensure();
   }
 
   async append(
@@ -124,9 +98,9 @@ export class JetStreamJournalStore implements JournalStore {
   ): Promise<JournalRead> {
     const jsm = await this.ensure();
     const subject = evolveSubject(this.cluster, taskId);
-    const last = await jsm.streams.getMessage(this.stream, { last_by_subj: subject });
+    const last = await jsm.streams.getMessage(this.stream.name, { last_by_subj: subject });
     if (!last || last.seq <= afterSeq) return { records: [], lastSeq: afterSeq };
-    const consumer = await this.js.consumers.get(this.stream, {
+    const consumer = await this.js.consumers.get(this.stream.name, {
       filter_subjects: subject,
       deliver_policy: DeliverPolicy.StartSequence,
       opt_start_seq: afterSeq + 1,

@@ -1,10 +1,5 @@
-import {
-  eventsStreamName,
-  eventsSubject,
-  eventsSubjectFilter,
-  Header,
-  TroupeError,
-} from '@troupe/proto';
+import { eventsStreamName, eventsSubject, eventsSubjectFilter, Header } from '@troupe/proto';
+import { ensureStream } from '@troupe/actors';
 import { headers as natsHeaders, nanos, type NatsConnection } from '@nats-io/transport-node';
 import {
   AckPolicy,
@@ -62,29 +57,14 @@ export class JobEventLog {
     options: JobEventLogOptions = {},
   ): Promise<JobEventLog> {
     const jsm = await jetstreamManager(nc);
-    const name = eventsStreamName(cluster);
-    try {
-      await jsm.streams.info(name);
-    } catch (err) {
-      if (!(err instanceof Error) || !/not found/i.test(err.message)) {
-        throw new TroupeError('UNAVAILABLE', `cannot read stream ${name}`, { cause: err });
-      }
-      try {
-        await jsm.streams.add({
-          name,
-          subjects: [eventsSubjectFilter(cluster)],
-          num_replicas: options.replicas ?? 1,
-          duplicate_window: nanos(options.dedupeWindowMs ?? 600_000),
-          max_age: nanos(options.maxAgeMs ?? 0),
-          allow_direct: true,
-        });
-      } catch (addErr) {
-        // Another process may have created it between our check and our add.
-        await jsm.streams.info(name).catch(() => {
-          throw new TroupeError('UNAVAILABLE', `cannot create stream ${name}`, { cause: addErr });
-        });
-      }
-    }
+    await ensureStream(jsm, {
+      name: eventsStreamName(cluster),
+      subjects: [eventsSubjectFilter(cluster)],
+      replicas: options.replicas ?? 1,
+      duplicateWindowMs: options.dedupeWindowMs ?? 600_000,
+      maxAgeMs: options.maxAgeMs ?? 0,
+      allowDirect: true,
+    });
     return new JobEventLog(cluster, jsm, jetstream(nc));
   }
 
