@@ -1,3 +1,4 @@
+import { COMMON_ENVIRONMENT_VARIABLES, EnvironmentOverrides } from '@troupe/proto';
 import { z } from 'zod';
 import { GrpcConfigSchema } from './jobs/grpc-config';
 
@@ -78,11 +79,7 @@ export type CoordinatorConfig = z.output<typeof ConfigSchema>;
 
 /** The environment variables the coordinator reads (see {@link applyEnvironment}). */
 export const ENVIRONMENT_VARIABLES = [
-  'TROUPE_CLUSTER',
-  'TROUPE_NATS_URL',
-  'TROUPE_NATS_USER',
-  'TROUPE_NATS_PASS',
-  'TROUPE_NATS_TOKEN',
+  ...COMMON_ENVIRONMENT_VARIABLES,
   'TROUPE_COORDINATOR_ID',
   'TROUPE_METRICS_PORT',
   'TROUPE_METRICS_HOST',
@@ -91,7 +88,6 @@ export const ENVIRONMENT_VARIABLES = [
   'TROUPE_GRPC_TOKEN',
   'TROUPE_GRPC_TOKEN_FILE',
   'TROUPE_SHUTDOWN_GRACE_MS',
-  'TROUPE_LOG_LEVEL',
 ] as const;
 
 /**
@@ -106,48 +102,26 @@ export function applyEnvironment(
   raw: Record<string, unknown>,
   env: Readonly<Record<string, string | undefined>>,
 ): { config: Record<string, unknown>; issues: string[] } {
-  const issues: string[] = [];
-  const config: Record<string, unknown> = { ...raw };
-  const section = (key: string): Record<string, unknown> => {
-    const current = config[key];
-    const copy = typeof current === 'object' && current !== null ? { ...current } : {};
-    config[key] = copy;
-    return copy;
-  };
-  const set = (name: (typeof ENVIRONMENT_VARIABLES)[number], apply: (v: string) => void): void => {
-    const value = env[name];
-    if (value !== undefined && value !== '') apply(value);
-  };
-  const int = (name: string, value: string): number | undefined => {
-    if (/^\d+$/.test(value.trim())) return Number(value.trim());
-    issues.push(`${name}: must be a non-negative integer (got '${value}')`);
-    return undefined;
-  };
-  set('TROUPE_CLUSTER', (v) => (config['cluster'] = v));
-  set('TROUPE_COORDINATOR_ID', (v) => (config['coordinatorId'] = v));
-  set('TROUPE_LOG_LEVEL', (v) => (config['logLevel'] = v));
-  set('TROUPE_NATS_URL', (v) => (section('nats')['servers'] = v.split(',').map((s) => s.trim())));
-  set('TROUPE_NATS_USER', (v) => (section('nats')['user'] = v));
-  set('TROUPE_NATS_PASS', (v) => (section('nats')['pass'] = v));
-  set('TROUPE_NATS_TOKEN', (v) => (section('nats')['token'] = v));
-  set('TROUPE_METRICS_PORT', (v) => {
-    if (v.trim() === 'off') section('metrics')['port'] = null;
+  const o = new EnvironmentOverrides(raw, env).applyCommon();
+  o.set('TROUPE_COORDINATOR_ID', (v) => (o.config['coordinatorId'] = v));
+  o.set('TROUPE_METRICS_PORT', (v) => {
+    if (v.trim() === 'off') o.section('metrics')['port'] = null;
     else {
-      const port = int('TROUPE_METRICS_PORT', v);
-      if (port !== undefined) section('metrics')['port'] = port;
+      const port = o.int('TROUPE_METRICS_PORT', v);
+      if (port !== undefined) o.section('metrics')['port'] = port;
     }
   });
-  set('TROUPE_METRICS_HOST', (v) => (section('metrics')['host'] = v));
-  set('TROUPE_GRPC_HOST', (v) => (section('grpc')['host'] = v));
-  set('TROUPE_GRPC_PORT', (v) => {
-    const port = int('TROUPE_GRPC_PORT', v);
-    if (port !== undefined) section('grpc')['port'] = port;
+  o.set('TROUPE_METRICS_HOST', (v) => (o.section('metrics')['host'] = v));
+  o.set('TROUPE_GRPC_HOST', (v) => (o.section('grpc')['host'] = v));
+  o.set('TROUPE_GRPC_PORT', (v) => {
+    const port = o.int('TROUPE_GRPC_PORT', v);
+    if (port !== undefined) o.section('grpc')['port'] = port;
   });
-  set('TROUPE_GRPC_TOKEN', (v) => (section('grpc')['token'] = v.trim()));
-  set('TROUPE_GRPC_TOKEN_FILE', (v) => (section('grpc')['tokenFile'] = v));
-  set('TROUPE_SHUTDOWN_GRACE_MS', (v) => {
-    const ms = int('TROUPE_SHUTDOWN_GRACE_MS', v);
-    if (ms !== undefined) config['shutdownGraceMs'] = ms;
+  o.set('TROUPE_GRPC_TOKEN', (v) => (o.section('grpc')['token'] = v.trim()));
+  o.set('TROUPE_GRPC_TOKEN_FILE', (v) => (o.section('grpc')['tokenFile'] = v));
+  o.set('TROUPE_SHUTDOWN_GRACE_MS', (v) => {
+    const ms = o.int('TROUPE_SHUTDOWN_GRACE_MS', v);
+    if (ms !== undefined) o.config['shutdownGraceMs'] = ms;
   });
-  return { config, issues };
+  return o.result();
 }

@@ -9,51 +9,37 @@
  * This binary registers no job drivers; `troupe coordinator` (client CLI) is the deployable
  * entry with the built-in drivers.
  */
-import { readFileSync } from 'node:fs';
+import { loadServerConfig, parseServerArgs, serverConfigProblems } from '@troupe/proto';
 import { pino } from 'pino';
-import { parse as parseYaml } from 'yaml';
 import { Coordinator } from './coordinator';
-import { applyEnvironment, ConfigSchema } from './config';
+import { applyEnvironment, ConfigSchema, type CoordinatorConfig } from './config';
 
-function fail(lines: string[]): never {
-  for (const l of lines) process.stderr.write(`troupe-coordinator: ${l}\n`);
-  process.exit(2);
-}
+const USAGE = 'usage: troupe-coordinator [--config file.yaml]';
 
-function loadRaw(): Record<string, unknown> {
-  const args = process.argv.slice(2);
-  let raw: Record<string, unknown> = {};
-  for (let i = 0; i < args.length; i++) {
-    const a = args[i];
-    if (a === '--config') {
-      const file = args[++i];
-      if (!file) fail(['--config needs a file']);
-      try {
-        raw = (parseYaml(readFileSync(file, 'utf8')) as Record<string, unknown> | null) ?? {};
-      } catch (err) {
-        fail([`cannot read ${file}: ${(err as Error).message}`]);
-      }
-    } else if (a === '--help' || a === '-h') {
-      process.stdout.write('usage: troupe-coordinator [--config file.yaml]\n');
+/** The config from `--config` and the environment; exits 2 printing every problem. */
+function loadConfig(): CoordinatorConfig {
+  try {
+    const args = parseServerArgs(process.argv.slice(2), USAGE);
+    if (args.help) {
+      process.stdout.write(`${USAGE}\n`);
       process.exit(0);
-    } else {
-      fail([`unknown argument '${a}' (usage: troupe-coordinator [--config file.yaml])`]);
     }
+    return loadServerConfig({
+      ...(args.file !== undefined ? { file: args.file } : {}),
+      env: process.env,
+      schema: ConfigSchema,
+      applyEnvironment,
+    });
+  } catch (err) {
+    for (const line of serverConfigProblems(err) ?? [(err as Error).message]) {
+      process.stderr.write(`troupe-coordinator: ${line}\n`);
+    }
+    process.exit(2);
   }
-  return raw;
 }
 
 async function main(): Promise<void> {
-  const { config: raw, issues } = applyEnvironment(loadRaw(), process.env);
-  const parsed = ConfigSchema.safeParse(raw);
-  const problems = [...issues];
-  if (!parsed.success) {
-    for (const i of parsed.error.issues) {
-      problems.push(`${['config', ...i.path.map(String)].join('.')}: ${i.message}`);
-    }
-  }
-  if (problems.length > 0 || !parsed.success) fail(problems);
-  const config = parsed.data;
+  const config = loadConfig();
   const logger = pino({ level: config.logLevel, base: { app: 'troupe-coordinator' } });
   const coordinator = await Coordinator.start(config, { logger });
   logger.info(

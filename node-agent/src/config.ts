@@ -1,5 +1,5 @@
 import os from 'node:os';
-import { NamePattern } from '@troupe/proto';
+import { COMMON_ENVIRONMENT_VARIABLES, EnvironmentOverrides, NamePattern } from '@troupe/proto';
 import { z } from 'zod';
 import { SandboxSpecSchema } from './sandbox-spec';
 
@@ -219,11 +219,7 @@ export type NodeAgentConfig = z.output<typeof ConfigSchema>;
 
 /** The environment variables `troupe-node-agent` reads (see {@link applyEnvironment}). */
 export const ENVIRONMENT_VARIABLES = [
-  'TROUPE_CLUSTER',
-  'TROUPE_NATS_URL',
-  'TROUPE_NATS_USER',
-  'TROUPE_NATS_PASS',
-  'TROUPE_NATS_TOKEN',
+  ...COMMON_ENVIRONMENT_VARIABLES,
   'TROUPE_HOST_ID',
   'TROUPE_NODE_LABELS',
   'TROUPE_SLOTS',
@@ -231,7 +227,6 @@ export const ENVIRONMENT_VARIABLES = [
   'TROUPE_ALLOW_PROCESS_BACKEND',
   'TROUPE_DOCKER_SOCKET',
   'TROUPE_STANDALONE',
-  'TROUPE_LOG_LEVEL',
 ] as const;
 
 /**
@@ -246,69 +241,32 @@ export function applyEnvironment(
   raw: Record<string, unknown>,
   env: Readonly<Record<string, string | undefined>>,
 ): { config: Record<string, unknown>; issues: string[] } {
-  const issues: string[] = [];
-  const config: Record<string, unknown> = { ...raw };
-  const section = (key: string): Record<string, unknown> => {
-    const current = config[key];
-    const copy = typeof current === 'object' && current !== null ? { ...current } : {};
-    config[key] = copy;
-    return copy;
-  };
-  const set = (name: string, apply: (value: string) => void): void => {
-    const value = env[name];
-    if (value !== undefined && value !== '') apply(value);
-  };
-  const bool = (name: string, value: string): boolean | undefined => {
-    if (/^(1|true|yes)$/i.test(value)) return true;
-    if (/^(0|false|no)$/i.test(value)) return false;
-    issues.push(`${name}: must be 1, true, yes, 0, false or no (got '${value}')`);
-    return undefined;
-  };
-  const pairs = (name: string, value: string): Record<string, string> => {
-    const out: Record<string, string> = {};
-    for (const part of value
-      .split(',')
-      .map((p) => p.trim())
-      .filter((p) => p !== '')) {
-      const eq = part.indexOf('=');
-      if (eq <= 0) {
-        issues.push(`${name}: '${part}' is not key=value (expected k=v,k=v)`);
-        continue;
-      }
-      out[part.slice(0, eq).trim()] = part.slice(eq + 1).trim();
-    }
-    return out;
-  };
-  set('TROUPE_CLUSTER', (v) => (config['cluster'] = v));
-  set('TROUPE_HOST_ID', (v) => (config['hostId'] = v));
-  set('TROUPE_LOG_LEVEL', (v) => (config['logLevel'] = v));
-  set('TROUPE_BACKEND', (v) => (config['backend'] = v));
-  set('TROUPE_NATS_URL', (v) => (section('nats')['servers'] = v.split(',').map((s) => s.trim())));
-  set('TROUPE_NATS_USER', (v) => (section('nats')['user'] = v));
-  set('TROUPE_NATS_PASS', (v) => (section('nats')['pass'] = v));
-  set('TROUPE_NATS_TOKEN', (v) => (section('nats')['token'] = v));
-  set('TROUPE_DOCKER_SOCKET', (v) => (section('docker')['socketPath'] = v));
-  set('TROUPE_NODE_LABELS', (v) => {
-    config['labels'] = {
-      ...(config['labels'] as object | undefined),
-      ...pairs('TROUPE_NODE_LABELS', v),
+  const o = new EnvironmentOverrides(raw, env).applyCommon();
+  o.set('TROUPE_HOST_ID', (v) => (o.config['hostId'] = v));
+  o.set('TROUPE_BACKEND', (v) => (o.config['backend'] = v));
+  o.set('TROUPE_DOCKER_SOCKET', (v) => (o.section('docker')['socketPath'] = v));
+  o.set('TROUPE_NODE_LABELS', (v) => {
+    o.config['labels'] = {
+      ...(o.config['labels'] as object | undefined),
+      ...o.pairs('TROUPE_NODE_LABELS', v),
     };
   });
-  set('TROUPE_SLOTS', (v) => {
-    const slots = section('slots');
-    for (const [k, n] of Object.entries(pairs('TROUPE_SLOTS', v))) {
+  o.set('TROUPE_SLOTS', (v) => {
+    const slots = o.section('slots');
+    for (const [k, n] of Object.entries(o.pairs('TROUPE_SLOTS', v))) {
       const num = Number(n);
-      if (n === '' || !Number.isFinite(num)) issues.push(`TROUPE_SLOTS: ${k}=${n} is not a number`);
+      if (n === '' || !Number.isFinite(num))
+        o.issues.push(`TROUPE_SLOTS: ${k}=${n} is not a number`);
       else slots[k] = num;
     }
   });
-  set('TROUPE_ALLOW_PROCESS_BACKEND', (v) => {
-    const b = bool('TROUPE_ALLOW_PROCESS_BACKEND', v);
-    if (b !== undefined) config['allowProcessBackend'] = b;
+  o.set('TROUPE_ALLOW_PROCESS_BACKEND', (v) => {
+    const b = o.bool('TROUPE_ALLOW_PROCESS_BACKEND', v);
+    if (b !== undefined) o.config['allowProcessBackend'] = b;
   });
-  set('TROUPE_STANDALONE', (v) => {
-    const b = bool('TROUPE_STANDALONE', v);
-    if (b !== undefined) config['standalone'] = b;
+  o.set('TROUPE_STANDALONE', (v) => {
+    const b = o.bool('TROUPE_STANDALONE', v);
+    if (b !== undefined) o.config['standalone'] = b;
   });
-  return { config, issues };
+  return o.result();
 }

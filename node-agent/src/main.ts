@@ -10,62 +10,37 @@
  * Exit status: 0 after a clean stop, 2 for a bad config (every issue printed, nothing opened),
  * 1 when starting or stopping fails.
  */
-import { readFileSync } from 'node:fs';
+import { loadServerConfig, parseServerArgs, serverConfigProblems } from '@troupe/proto';
 import { pino } from 'pino';
-import { parse as parseYaml } from 'yaml';
-import { applyEnvironment, ConfigSchema } from './config';
+import { applyEnvironment, ConfigSchema, type NodeAgentConfig } from './config';
 import { NodeAgent } from './node-agent';
 
 const USAGE = 'usage: troupe-node-agent [--config file.yaml]';
 
-function fail(lines: string[]): never {
-  for (const l of lines) process.stderr.write(`troupe-node-agent: ${l}\n`);
-  process.exit(2);
-}
-
-function readFile(): Record<string, unknown> {
-  const args = process.argv.slice(2);
-  let raw: Record<string, unknown> = {};
-  for (let i = 0; i < args.length; i++) {
-    const a = args[i];
-    if (a === '--config') {
-      const file = args[++i];
-      if (!file) fail([`--config needs a file (${USAGE})`]);
-      let parsed: unknown;
-      try {
-        parsed = parseYaml(readFileSync(file, 'utf8'));
-      } catch (err) {
-        fail([`cannot read ${file}: ${(err as Error).message}`]);
-      }
-      if (
-        parsed !== null &&
-        parsed !== undefined &&
-        (typeof parsed !== 'object' || Array.isArray(parsed))
-      ) {
-        fail([`${file}: must be a YAML mapping`]);
-      }
-      raw = (parsed as Record<string, unknown> | null) ?? {};
-    } else if (a === '--help' || a === '-h') {
+/** The config from `--config` and the environment; exits 2 printing every problem. */
+function loadConfig(): NodeAgentConfig {
+  try {
+    const args = parseServerArgs(process.argv.slice(2), USAGE);
+    if (args.help) {
       process.stdout.write(`${USAGE}\n`);
       process.exit(0);
-    } else {
-      fail([`unknown argument '${a}' (${USAGE})`]);
     }
+    return loadServerConfig({
+      ...(args.file !== undefined ? { file: args.file } : {}),
+      env: process.env,
+      schema: ConfigSchema,
+      applyEnvironment,
+    });
+  } catch (err) {
+    for (const line of serverConfigProblems(err) ?? [(err as Error).message]) {
+      process.stderr.write(`troupe-node-agent: ${line}\n`);
+    }
+    process.exit(2);
   }
-  return raw;
 }
 
 async function main(): Promise<void> {
-  const { config: raw, issues } = applyEnvironment(readFile(), process.env);
-  const parsed = ConfigSchema.safeParse(raw);
-  const problems = [...issues];
-  if (!parsed.success) {
-    for (const i of parsed.error.issues) {
-      problems.push(`${['config', ...i.path.map(String)].join('.')}: ${i.message}`);
-    }
-  }
-  if (problems.length > 0 || !parsed.success) fail(problems);
-  const config = parsed.data;
+  const config = loadConfig();
   const logger = pino({ level: config.logLevel, base: { app: 'troupe-node-agent' } });
   const agent = await NodeAgent.start(config, { logger });
   let stopping = false;

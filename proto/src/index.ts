@@ -34,6 +34,14 @@ export {
   type ZodErrorOptions,
 } from './errors';
 export { Header } from './headers';
+export { COMMON_ENVIRONMENT_VARIABLES, EnvironmentOverrides } from './environment-overrides';
+export {
+  type ApplyEnvironment,
+  loadServerConfig,
+  type LoadServerConfigOptions,
+  parseServerArgs,
+  serverConfigProblems,
+} from './server-config';
 export {
   decodeErrorHeaders,
   encodeErrorHeaders,

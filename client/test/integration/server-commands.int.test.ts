@@ -73,7 +73,7 @@ test('bad configuration is refused before connecting, every problem named', asyn
   const out = p.output();
   expect(out).toContain('TROUPE_METRICS_PORT: must be a non-negative integer');
   expect(out).toContain('config.heartbeatMs');
-  expect(out).toContain('Unrecognized key: "bogus"');
+  expect(out).toContain('config.bogus: unknown field');
   expect(out).toContain('config.grpc.token: give token or tokenFile');
 
   const agent = start(['node-agent'], { ...natsEnv(), TROUPE_SLOTS: 'sandbox=many' });

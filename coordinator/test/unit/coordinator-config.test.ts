@@ -1,0 +1,44 @@
+import { applyEnvironment, ConfigSchema } from '@troupe/coordinator';
+
+describe('coordinator applyEnvironment', () => {
+  it('maps every variable onto the config the schema then accepts', () => {
+    const { config, issues } = applyEnvironment(
+      { metrics: { host: '0.0.0.0' } },
+      {
+        TROUPE_CLUSTER: 'prod',
+        TROUPE_NATS_URL: 'nats://a:4222,nats://b:4222',
+        TROUPE_NATS_TOKEN: 'nt',
+        TROUPE_COORDINATOR_ID: 'coord-1',
+        TROUPE_METRICS_PORT: 'off',
+        TROUPE_GRPC_HOST: '127.0.0.1',
+        TROUPE_GRPC_PORT: '0',
+        TROUPE_GRPC_TOKEN: ' a-long-enough-bearer-token-0123456789 ',
+        TROUPE_SHUTDOWN_GRACE_MS: '500',
+        TROUPE_LOG_LEVEL: 'warn',
+      },
+    );
+    expect(issues).toEqual([]);
+    expect(config).toEqual({
+      cluster: 'prod',
+      logLevel: 'warn',
+      coordinatorId: 'coord-1',
+      nats: { servers: ['nats://a:4222', 'nats://b:4222'], token: 'nt' },
+      metrics: { host: '0.0.0.0', port: null },
+      grpc: { host: '127.0.0.1', port: 0, token: 'a-long-enough-bearer-token-0123456789' },
+      shutdownGraceMs: 500,
+    });
+    expect(ConfigSchema.safeParse(config).success).toBe(true);
+  });
+
+  it('returns every syntax problem named by its variable', () => {
+    const { issues } = applyEnvironment(
+      {},
+      { TROUPE_METRICS_PORT: 'nine', TROUPE_GRPC_PORT: '-1', TROUPE_SHUTDOWN_GRACE_MS: '1s' },
+    );
+    expect(issues).toEqual([
+      "TROUPE_METRICS_PORT: must be a non-negative integer (got 'nine')",
+      "TROUPE_GRPC_PORT: must be a non-negative integer (got '-1')",
+      "TROUPE_SHUTDOWN_GRACE_MS: must be a non-negative integer (got '1s')",
+    ]);
+  });
+});
