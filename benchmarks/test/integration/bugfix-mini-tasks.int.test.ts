@@ -5,7 +5,6 @@ import {
   ImageManager,
   managedLabelFilters,
 } from '@troupe/node-agent';
-import { ensureDocker, randomClusterName } from '@troupe/testkit';
 import {
   applyFilePatch,
   loadIssueSuite,
@@ -14,6 +13,7 @@ import {
   parsePatch,
   PINNED_GRADER_ENV,
 } from '../../src/issue-resolution';
+import { startTestCluster, type TestCluster } from './test-cluster';
 
 // Every shipped bugfix-mini task, graded by its hidden grader in real Docker evaluator containers
 // (the library Evaluator the evaluator actor runs): the repository as shipped must fail, the
@@ -24,14 +24,15 @@ jest.setTimeout(900_000);
 const SUITE = path.resolve(__dirname, '../../suites/bugfix-mini');
 const tasks = loadIssueSuite(SUITE, 'suite').tasks;
 
-let docker: Awaited<ReturnType<typeof ensureDocker>>;
+let tc: TestCluster;
 let evaluator: Evaluator;
 let backend: DockerSandboxBackend;
-const cluster = randomClusterName();
 const images = new Map<string, string>();
 
 beforeAll(async () => {
-  docker = await ensureDocker();
+  // Only the Docker engine: the library Evaluator, no NATS.
+  tc = await startTestCluster({ nats: false });
+  const { docker, cluster } = tc;
   backend = new DockerSandboxBackend({ docker });
   evaluator = new Evaluator({
     backend,
@@ -46,10 +47,11 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await backend?.close();
-  const left = await docker.listContainers({
+  const left = await tc.docker.listContainers({
     all: true,
-    filters: { label: managedLabelFilters(cluster) },
+    filters: { label: managedLabelFilters(tc.cluster) },
   });
+  await tc.stop();
   expect(left).toEqual([]);
 });
 

@@ -1,15 +1,8 @@
 import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { Coordinator, DriverRegistry, type JobEventRecord } from '@troupe/coordinator';
-import { NodeAgent } from '@troupe/node-agent';
-import {
-  ensureDocker,
-  randomClusterName,
-  startNatsServer,
-  waitFor,
-  type NatsServerHandle,
-} from '@troupe/testkit';
+import { type Coordinator, type JobEventRecord } from '@troupe/coordinator';
+import { waitFor } from '@troupe/testkit';
 import {
   type AgentRunContext,
   type AgentRunner,
@@ -17,6 +10,7 @@ import {
   createIssueResolutionDriver,
   MODEL_AGENT_UNAVAILABLE,
 } from '../../src/issue-resolution';
+import { startTestCluster, type TestCluster } from './test-cluster';
 
 // The issue-resolution driver end to end: a real nats-server, a coordinator (job and task
 // actors, this driver) and a node agent (Docker sandboxes and evaluators) in this process, the
@@ -28,11 +22,8 @@ jest.setTimeout(900_000);
 
 const SUITE = path.resolve(__dirname, '../../suites/bugfix-mini');
 
-let server: NatsServerHandle;
+let tc: TestCluster;
 let coordinator: Coordinator;
-let agent: NodeAgent;
-let cluster: string;
-let docker: Awaited<ReturnType<typeof ensureDocker>>;
 let work: string;
 
 /** What the probe agent saw, by task id. */
@@ -85,53 +76,20 @@ function readPatch(taskId: string): string {
 }
 
 beforeAll(async () => {
-  docker = await ensureDocker();
-  server = await startNatsServer();
-  cluster = randomClusterName();
   work = mkdtempSync(path.join(tmpdir(), 'issue-resolution-'));
-  coordinator = await Coordinator.start(
-    {
-      cluster,
-      nats: { servers: server.url },
-      heartbeatMs: 250,
-      missedHeartbeats: 4,
-      sweepIntervalMs: 500,
-      metrics: { port: null },
-      shutdownGraceMs: 0,
+  tc = await startTestCluster({
+    coordinator: {
+      drivers: [createIssueResolutionDriver({ agentRunners: [probeRunner, slowRunner] })],
     },
-    {
-      drivers: new DriverRegistry().register(
-        createIssueResolutionDriver({ agentRunners: [probeRunner, slowRunner] }),
-      ),
-    },
-  );
-  agent = await NodeAgent.start({
-    cluster,
-    hostId: `agent-${cluster.slice(-6)}`,
-    nats: { servers: server.url },
-    shutdownGraceMs: 2_000,
-    slots: { sandbox: 4, evaluator: 4 },
+    nodeAgent: { slots: { sandbox: 4, evaluator: 4 } },
   });
-  await waitFor(
-    () => coordinator.registry?.schedulable().some((h) => h.info.hostId === agent.hostId),
-    { timeoutMs: 20_000, message: 'node agent registered' },
-  );
+  coordinator = tc.coordinator;
 });
 
 afterAll(async () => {
-  await agent?.stop().catch(() => undefined);
-  await coordinator?.stop().catch(() => undefined);
-  await server?.stop();
+  await tc?.stop();
   rmSync(work, { recursive: true, force: true });
 });
-
-async function clusterContainers(): Promise<string[]> {
-  const list = await docker.listContainers({
-    all: true,
-    filters: { label: [`troupe.cluster=${cluster}`] },
-  });
-  return list.map((c) => c.Id);
-}
 
 async function readArtifact(jobId: string, artifactPath: string): Promise<string> {
   const reader = await coordinator.jobs!.artifact(jobId, artifactPath);
@@ -181,7 +139,7 @@ test('gold passes every task, with the workspace, trajectory and grader logs col
   expect(trajectory).toContain('"type":"apply"');
   expect(await readArtifact(jobId, links['workspace']!)).toContain('move_to_end');
   expect(results.aggregate.passed).toBe(results.tasks.length);
-  await waitFor(async () => (await clusterContainers()).length === 0, {
+  await waitFor(async () => (await tc.containers()).length === 0, {
     timeoutMs: 60_000,
     message: 'no container of the cluster left',
   });

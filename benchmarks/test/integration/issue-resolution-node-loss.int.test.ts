@@ -1,14 +1,8 @@
-import { type ChildProcess, spawn } from 'node:child_process';
 import path from 'node:path';
-import { Coordinator, DriverRegistry, type JobEventRecord } from '@troupe/coordinator';
-import {
-  ensureDocker,
-  randomClusterName,
-  startNatsServer,
-  waitFor,
-  type NatsServerHandle,
-} from '@troupe/testkit';
+import { type JobEventRecord } from '@troupe/coordinator';
+import { waitFor } from '@troupe/testkit';
 import { createIssueResolutionDriver } from '../../src/issue-resolution';
+import { exited, startTestCluster, type TestCluster } from './test-cluster';
 
 // A node agent dies mid-job: two `troupe-node-agent` processes host the sandboxes and evaluators
 // of a gold bugfix-mini job; once one of them holds a task's sandbox it is killed with SIGKILL.
@@ -18,90 +12,26 @@ import { createIssueResolutionDriver } from '../../src/issue-resolution';
 jest.setTimeout(900_000);
 
 const SUITE = path.resolve(__dirname, '../../suites/bugfix-mini');
-const NODE_AGENT_MAIN = path.resolve(__dirname, '../../../node-agent/dist/main.js');
+let tc: TestCluster;
 
-let server: NatsServerHandle;
-let coordinator: Coordinator;
-let cluster: string;
-let docker: Awaited<ReturnType<typeof ensureDocker>>;
-const children: ChildProcess[] = [];
-
-function spawnAgent(hostId: string): ChildProcess {
-  const child = spawn(process.execPath, [NODE_AGENT_MAIN], {
-    env: {
-      ...process.env,
-      TROUPE_CLUSTER: cluster,
-      TROUPE_NATS_URL: server.url,
-      TROUPE_HOST_ID: hostId,
-      TROUPE_SLOTS: 'sandbox=2,evaluator=2',
-      TROUPE_LOG_LEVEL: 'warn',
-    },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  let err = '';
-  child.stderr?.on('data', (b: Buffer) => (err = `${err}${b.toString()}`.slice(-4_000)));
-  child.once('exit', (code, signal) => {
-    if (code !== 0 && signal !== 'SIGKILL' && signal !== 'SIGTERM') {
-      process.stderr.write(`node agent ${hostId} exited ${code ?? signal}: ${err}\n`);
-    }
-  });
-  children.push(child);
-  return child;
-}
-
-async function exited(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  await new Promise((resolve) => child.once('exit', resolve));
-}
-
-const registered = (hostId: string) =>
-  waitFor(() => coordinator.registry?.schedulable().some((h) => h.info.hostId === hostId), {
-    timeoutMs: 30_000,
-    message: `node agent ${hostId} registered`,
-  });
-
-async function containersOf(labels: string[]): Promise<string[]> {
-  const list = await docker.listContainers({
-    all: true,
-    filters: { label: [`troupe.cluster=${cluster}`, ...labels] },
-  });
-  return list.map((c) => c.Id);
-}
+const spawnAgent = (hostId: string) =>
+  tc.spawnNodeAgent(hostId, { TROUPE_SLOTS: 'sandbox=2,evaluator=2' });
 
 beforeAll(async () => {
-  docker = await ensureDocker();
-  server = await startNatsServer();
-  cluster = randomClusterName();
-  coordinator = await Coordinator.start(
-    {
-      cluster,
-      nats: { servers: server.url },
-      heartbeatMs: 250,
-      missedHeartbeats: 4,
-      sweepIntervalMs: 500,
-      metrics: { port: null },
-      shutdownGraceMs: 0,
-    },
-    { drivers: new DriverRegistry().register(createIssueResolutionDriver()) },
-  );
+  tc = await startTestCluster({ coordinator: { drivers: [createIssueResolutionDriver()] } });
 });
 
 afterAll(async () => {
-  for (const c of children) {
-    if (c.exitCode === null && c.signalCode === null) c.kill('SIGTERM');
-    await exited(c);
-  }
-  await coordinator?.stop().catch(() => undefined);
-  await server?.stop();
+  await tc?.stop();
 });
 
 test('a node agent killed mid-job: its tasks are retried elsewhere, the job completes, nothing leaks', async () => {
   const doomed = spawnAgent('doomed-host');
   spawnAgent('survivor-host');
-  await registered('doomed-host');
-  await registered('survivor-host');
+  await tc.waitForHost('doomed-host');
+  await tc.waitForHost('survivor-host');
 
-  const jobs = coordinator.jobs!;
+  const jobs = tc.coordinator.jobs!;
   const record = await jobs.submit({
     spec: {
       kind: 'issue-resolution',
@@ -123,7 +53,7 @@ test('a node agent killed mid-job: its tasks are retried elsewhere, the job comp
   })();
 
   // Kill the doomed agent while it holds an agent sandbox of a running task.
-  await waitFor(async () => (await containersOf(['troupe.host=doomed-host'])).length > 0, {
+  await waitFor(async () => (await tc.containers(['troupe.host=doomed-host'])).length > 0, {
     timeoutMs: 300_000,
     intervalMs: 100,
     message: 'a sandbox on the doomed host',
@@ -148,8 +78,8 @@ test('a node agent killed mid-job: its tasks are retried elsewhere, the job comp
 
   // The dead host's containers are orphans until a node agent with its host id reaps them.
   spawnAgent('doomed-host');
-  await registered('doomed-host');
-  await waitFor(async () => (await containersOf([])).length === 0, {
+  await tc.waitForHost('doomed-host');
+  await waitFor(async () => (await tc.containers([])).length === 0, {
     timeoutMs: 120_000,
     message: 'no container of the cluster left',
   });

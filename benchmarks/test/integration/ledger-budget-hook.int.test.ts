@@ -2,12 +2,8 @@ import { ActorSystem } from '@troupe/actors';
 import { LlmClient, ModelRegistry } from '@troupe/agents';
 import { BudgetLedger, createBudgetLedgerActor, LedgerBudgetHook } from '@troupe/coordinator';
 import { type TroupeError } from '@troupe/proto';
-import {
-  FakeOpenAI,
-  randomClusterName,
-  startNatsServer,
-  type NatsServerHandle,
-} from '@troupe/testkit';
+import { FakeOpenAI } from '@troupe/testkit';
+import { startTestCluster, type TestCluster } from './test-cluster';
 
 // The LLM client charging the coordinator's ledger through LedgerBudgetHook: concurrent model calls
 // against a job scope never send more than the limit allows, and the scope ends with the settled
@@ -15,23 +11,24 @@ import {
 
 const Ledger = createBudgetLedgerActor({ sweepIntervalMs: 50 });
 
-let server: NatsServerHandle;
+let tc: TestCluster;
 let fake: FakeOpenAI;
 let system: ActorSystem;
 
 beforeAll(async () => {
-  server = await startNatsServer();
+  // Only nats-server: the ledger is hosted (and placed locally) by this test's actor system.
+  tc = await startTestCluster({ coordinator: false, docker: false });
   fake = await FakeOpenAI.start();
   system = await ActorSystem.start({
-    cluster: randomClusterName(),
-    servers: server.url,
+    cluster: tc.cluster,
+    servers: tc.server.url,
     hosting: [Ledger],
   });
 });
 afterAll(async () => {
   await system?.shutdown({ graceMs: 1_000 });
   await fake?.close();
-  await server?.stop();
+  await tc?.stop();
 });
 
 test('concurrent model calls reserve from the ledger: no call is sent past the limit', async () => {

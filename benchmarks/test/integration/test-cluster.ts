@@ -1,0 +1,173 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import path from 'node:path';
+import { type AnyActorDefinition } from '@troupe/actors';
+import { type AnyJobDriver, Coordinator, DriverRegistry } from '@troupe/coordinator';
+import { NodeAgent } from '@troupe/node-agent';
+import {
+  ensureDocker,
+  randomClusterName,
+  startNatsServer,
+  waitFor,
+  type NatsServerHandle,
+} from '@troupe/testkit';
+
+// The real cluster of the benchmarks' integration tests, started in this process: a nats-server
+// (random port, temp JetStream dir), a coordinator with fast heartbeats, and node agents — in
+// process, or as `troupe-node-agent` processes from node-agent/dist (run `npm run build` first).
+// Each call uses a fresh random cluster name. Parts a test does not need are left out.
+
+const NODE_AGENT_MAIN = path.resolve(__dirname, '../../../node-agent/dist/main.js');
+
+type Docker = Awaited<ReturnType<typeof ensureDocker>>;
+
+/** What {@link startTestCluster} starts. */
+export interface TestClusterOptions {
+  /** Start nats-server (and what needs it); false starts only the Docker engine. @default true */
+  nats?: boolean;
+  /**
+   * The coordinator: its job drivers, and the actors it hosts instead of its defaults (budget
+   * ledger, rate limits); false for none. @default {} (no drivers, default actors)
+   */
+  coordinator?:
+    false | { drivers?: readonly AnyJobDriver[]; hosting?: readonly AnyActorDefinition[] };
+  /** An in-process node agent with these slots; false for none. @default false */
+  nodeAgent?: false | { slots?: { sandbox?: number; evaluator?: number } };
+  /** Make sure the Docker engine runs (started as root when not). @default true */
+  docker?: boolean;
+}
+
+/** A running {@link startTestCluster}. A part that was not started throws when read. */
+export interface TestCluster {
+  /** Random cluster name. */
+  readonly cluster: string;
+  readonly server: NatsServerHandle;
+  readonly coordinator: Coordinator;
+  /** The in-process node agent. */
+  readonly nodeAgent: NodeAgent;
+  readonly docker: Docker;
+  /**
+   * Starts a `troupe-node-agent` process of this cluster (environment config; `env` added), its
+   * stderr tail printed if it exits on its own with an error. Stopped by {@link stop}.
+   */
+  spawnNodeAgent(hostId: string, env?: Record<string, string>): ChildProcess;
+  /** Waits until the coordinator schedules on `hostId`. */
+  waitForHost(hostId: string, timeoutMs?: number): Promise<void>;
+  /** Ids of this cluster's containers (running or not), with more `key=value` labels if given. */
+  containers(labels?: string[]): Promise<string[]>;
+  /** Stops everything it started (node agents, coordinator, nats-server). */
+  stop(): Promise<void>;
+}
+
+/** Starts a test cluster (see {@link TestClusterOptions}); stop it in `afterAll`. */
+export async function startTestCluster(options: TestClusterOptions = {}): Promise<TestCluster> {
+  const cluster = randomClusterName();
+  const docker = options.docker === false ? undefined : await ensureDocker();
+  const server = options.nats === false ? undefined : await startNatsServer();
+  const children: ChildProcess[] = [];
+  let coordinator: Coordinator | undefined;
+  let nodeAgent: NodeAgent | undefined;
+
+  const need = <T>(part: T | undefined, name: string): T => {
+    if (part === undefined) throw new Error(`this test cluster has no ${name}`);
+    return part;
+  };
+  const self: TestCluster = {
+    cluster,
+    get server() {
+      return need(server, 'nats-server');
+    },
+    get coordinator() {
+      return need(coordinator, 'coordinator');
+    },
+    get nodeAgent() {
+      return need(nodeAgent, 'node agent');
+    },
+    get docker() {
+      return need(docker, 'Docker engine');
+    },
+    spawnNodeAgent(hostId, env = {}) {
+      const child = spawn(process.execPath, [NODE_AGENT_MAIN], {
+        env: {
+          ...process.env,
+          TROUPE_CLUSTER: cluster,
+          TROUPE_NATS_URL: self.server.url,
+          TROUPE_HOST_ID: hostId,
+          TROUPE_LOG_LEVEL: 'warn',
+          ...env,
+        },
+        stdio: ['ignore', 'ignore', 'pipe'],
+      });
+      let err = '';
+      child.stderr?.on('data', (b: Buffer) => (err = `${err}${b.toString()}`.slice(-4_000)));
+      child.once('exit', (code, signal) => {
+        if (code !== 0 && signal !== 'SIGKILL' && signal !== 'SIGTERM') {
+          process.stderr.write(`node agent ${hostId} exited ${code ?? signal}: ${err}\n`);
+        }
+      });
+      children.push(child);
+      return child;
+    },
+    async waitForHost(hostId, timeoutMs = 30_000) {
+      await waitFor(
+        () => self.coordinator.registry?.schedulable().some((h) => h.info.hostId === hostId),
+        { timeoutMs, message: `node agent ${hostId} registered` },
+      );
+    },
+    async containers(labels = []) {
+      const list = await self.docker.listContainers({
+        all: true,
+        filters: { label: [`troupe.cluster=${cluster}`, ...labels] },
+      });
+      return list.map((c) => c.Id);
+    },
+    async stop() {
+      for (const c of children) {
+        if (c.exitCode === null && c.signalCode === null) c.kill('SIGTERM');
+        await exited(c);
+      }
+      await nodeAgent?.stop().catch(() => undefined);
+      await coordinator?.stop().catch(() => undefined);
+      await server?.stop();
+    },
+  };
+
+  try {
+    if (server && options.coordinator !== false) {
+      const { drivers = [], hosting } = options.coordinator ?? {};
+      const registry = new DriverRegistry();
+      for (const d of drivers) registry.register(d);
+      coordinator = await Coordinator.start(
+        {
+          cluster,
+          nats: { servers: server.url },
+          heartbeatMs: 250,
+          missedHeartbeats: 4,
+          sweepIntervalMs: 500,
+          metrics: { port: null },
+          shutdownGraceMs: 0,
+        },
+        { drivers: registry, ...(hosting ? { hosting } : {}) },
+      );
+    }
+    if (server && options.nodeAgent) {
+      nodeAgent = await NodeAgent.start({
+        cluster,
+        hostId: `agent-${cluster.slice(-6)}`,
+        nats: { servers: server.url },
+        shutdownGraceMs: 2_000,
+        ...(options.nodeAgent.slots ? { slots: options.nodeAgent.slots } : {}),
+      });
+      if (coordinator) await self.waitForHost(nodeAgent.hostId, 20_000);
+    }
+  } catch (err) {
+    await self.stop();
+    throw err;
+  }
+  return self;
+}
+
+/** Resolves once `child` has exited (at once if it already has). */
+export async function exited(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  await new Promise((resolve) => child.once('exit', resolve));
+}
