@@ -1,8 +1,9 @@
-import { type ActorContext, defineActor, type Logger, noopLogger } from '@troupe/actors';
+import { type ActorContext, defineActor, isFenced, type Logger, noopLogger } from '@troupe/actors';
+import { ErrorCode, toTroupeError } from '@troupe/proto';
 import type { BudgetHook } from '../llm/budget-hook';
 import type { LlmClient } from '../llm/llm-client';
 import { ActorSandboxPort } from './actor-sandbox-port';
-import { AGENT_KIND, AgentMessages } from './agent-messages';
+import { AGENT_KIND, AgentMessages, type RunMessage } from './agent-messages';
 import {
   type AgentSessionState,
   AgentSessionStateSchema,
@@ -32,6 +33,11 @@ export interface AgentActorOptions {
   subagentTimeoutMs?: number;
   /** Passivate a session after this long without a message. @default 60000 */
   idleTimeoutMs?: number;
+  /**
+   * Attempts of a turn (`run`, `message`, `subagentResult`) that throws, before its run ends with
+   * `INTERNAL_ERROR` (rather than being dead-lettered by the actor runtime). @default 3
+   */
+  maxAttempts?: number;
   /** Logger. @default none */
   logger?: Logger;
   /** Clock. @default Date.now */
@@ -59,29 +65,64 @@ export function createAgentActor(options: AgentActorOptions) {
   };
   const turn = (ctx: ActorContext<AgentSessionState>, state: AgentSessionState): AgentTurn =>
     new AgentTurn(ctx, structuredClone(state), deps);
+  const maxAttempts = options.maxAttempts ?? 3;
+  // Failed attempts per (session, inbox message) on this host. The runtime counts per activation,
+  // so this count is never below the runtime's: the run ends before the runtime dead-letters.
+  const failures = new Map<string, number>();
+  /** Runs a turn; on its last failed attempt, ends the run with INTERNAL_ERROR instead. */
+  const guarded = async (
+    ctx: ActorContext<AgentSessionState>,
+    state: AgentSessionState,
+    body: (t: AgentTurn) => Promise<void>,
+    runMsg?: RunMessage,
+  ): Promise<{ state: AgentSessionState }> => {
+    const key = `${ctx.self.id}#${ctx.message.seq ?? ''}`;
+    const t = turn(ctx, state);
+    try {
+      await body(t);
+      failures.delete(key);
+      return { state: t.s };
+    } catch (err) {
+      if (ctx.signal.aborted || isFenced(err)) throw err;
+      const e = toTroupeError(err);
+      const attempts = (failures.get(key) ?? 0) + 1;
+      failures.delete(key);
+      // The same rule as the runtime's dead-lettering: out of attempts, or a permanent bad input.
+      if (attempts < maxAttempts && !(e.code === ErrorCode.INVALID_ARGUMENT && !e.retryable)) {
+        failures.set(key, attempts);
+        if (failures.size > 10_000) failures.delete(failures.keys().next().value as string);
+        throw err;
+      }
+      const why = `${e.code}: ${e.message} (the turn failed ${attempts} attempts)`;
+      deps.log.error({ err, session: ctx.self.id, attempts }, 'agent turn failed; ending the run');
+      // First from the working copy (it has the attempt's committed steps); if that state is what
+      // cannot be written, from the state this attempt started with (last committed by the runtime).
+      for (const base of [t.s, { ...state, eventSeq: Math.max(state.eventSeq, t.s.eventSeq) }]) {
+        const ending = base === t.s ? t : turn(ctx, base);
+        try {
+          if (!(await ending.endAfterFailure(why, runMsg))) throw err;
+          return { state: ending.s };
+        } catch (endErr) {
+          if (ctx.signal.aborted || isFenced(endErr) || endErr === err) throw endErr;
+          deps.log.warn({ err: endErr, session: ctx.self.id }, 'could not record the run end');
+        }
+      }
+      throw err;
+    }
+  };
   return defineActor({
     kind: AGENT_KIND,
     state: AgentSessionStateSchema,
     initialState: initialAgentSessionState,
     messages: AgentMessages,
     trackRunning: true,
+    maxAttempts,
     idleTimeoutMs: options.idleTimeoutMs ?? 60_000,
     handlers: {
-      run: async (ctx, msg, state) => {
-        const t = turn(ctx, state);
-        await t.run(msg);
-        return { state: t.s };
-      },
-      message: async (ctx, msg, state) => {
-        const t = turn(ctx, state);
-        await t.inbound('message', msg);
-        return { state: t.s };
-      },
-      subagentResult: async (ctx, msg, state) => {
-        const t = turn(ctx, state);
-        await t.inbound('subagentResult', msg);
-        return { state: t.s };
-      },
+      run: (ctx, msg, state) => guarded(ctx, state, (t) => t.run(msg), msg),
+      message: (ctx, msg, state) => guarded(ctx, state, (t) => t.inbound('message', msg)),
+      subagentResult: (ctx, msg, state) =>
+        guarded(ctx, state, (t) => t.inbound('subagentResult', msg)),
       status: (_ctx, _msg, state) => ({
         reply: {
           template: state.template?.name,

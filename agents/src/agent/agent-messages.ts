@@ -62,7 +62,7 @@ export const AgentRunResultSchema = z.object({
   steps: z.int(),
   usage: z.object({ inputTokens: z.int(), outputTokens: z.int() }),
   costUsd: z.number(),
-  /** The error behind MODEL_ERROR, BUDGET_EXHAUSTED or REJECTED. */
+  /** The error behind MODEL_ERROR, BUDGET_EXHAUSTED, REJECTED or INTERNAL_ERROR. */
   error: z.string().optional(),
 });
 /** The outcome of one run. */

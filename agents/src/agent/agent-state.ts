@@ -56,7 +56,7 @@ export const AgentRunStateSchema = z.object({
   finalText: z.string().optional(),
   /** `finish_task`'s summary, once its result is committed (the run ends at the next check). */
   finishSummary: z.string().optional(),
-  /** The error behind MODEL_ERROR / BUDGET_EXHAUSTED. */
+  /** The error behind MODEL_ERROR / BUDGET_EXHAUSTED / INTERNAL_ERROR. */
   error: z.string().optional(),
   endedAtMs: z.number().optional(),
 });

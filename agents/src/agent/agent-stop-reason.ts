@@ -14,8 +14,17 @@ export const AgentStopReason = {
   WALL_TIME: 'WALL_TIME',
   /** The model call failed for good (retries exhausted, bad request, auth). */
   MODEL_ERROR: 'MODEL_ERROR',
-  /** The run was refused: the session already had a run in progress. */
+  /**
+   * The run was refused before it started: another run in progress (`BUSY`), no template, an
+   * unregistered model, or sandbox tools without a sandbox.
+   */
   REJECTED: 'REJECTED',
+  /**
+   * The run's turn failed on every attempt (a state or trajectory write that cannot succeed, a
+   * bug): instead of the actor runtime dead-lettering the message and the run never ending, the
+   * run ends with this reason and the error.
+   */
+  INTERNAL_ERROR: 'INTERNAL_ERROR',
 } as const;
 /** One of {@link AgentStopReason}. */
 export type AgentStopReason = (typeof AgentStopReason)[keyof typeof AgentStopReason];

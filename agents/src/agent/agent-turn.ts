@@ -198,16 +198,17 @@ export class AgentTurn {
     if (run && run.status === 'running') await this.loop();
   }
 
-  /** Refuses a run: a `run_end` with REJECTED for its id, and a reply to its caller. */
+  /** Refuses a run: a `run_end` with REJECTED (or `reason`) for its id, and a reply to its caller. */
   private async reject(
     msg: Pick<RunMessage, 'runId' | 'replyTo'>,
     code: ErrorCode,
     why: string,
+    reason: AgentStopReason = AgentStopReason.REJECTED,
   ): Promise<void> {
     const result: AgentRunResult = {
       sessionId: this.sessionId,
       runId: msg.runId,
-      stopReason: AgentStopReason.REJECTED,
+      stopReason: reason,
       finalText: '',
       steps: 0,
       usage: { inputTokens: 0, outputTokens: 0 },
@@ -217,6 +218,44 @@ export class AgentTurn {
     this.emit(msg.runId, TrajectoryEventType.RUN_END, undefined, { result });
     await this.commit();
     if (msg.replyTo) await this.postResult(msg.replyTo, result);
+  }
+
+  /**
+   * Ends the run after its turn failed on every attempt (the actor runtime would dead-letter the
+   * message and the run would never end): unanswered tool calls get an error result (so a later
+   * run does not execute them), then a `run_end` with INTERNAL_ERROR is recorded and delivered.
+   * For a `run` message that never started, records a refusal with INTERNAL_ERROR instead.
+   * False when there is no run to end.
+   */
+  async endAfterFailure(why: string, runMsg?: RunMessage): Promise<boolean> {
+    this.pending = []; // the failed attempt's publishes: their errors were the failure
+    const run = this.s.run;
+    if (run && run.status !== 'done' && (!runMsg || run.runId === runMsg.runId)) {
+      const assistant = this.s.messages.findLast((m) => m.role === 'assistant');
+      const last = assistant ? this.s.messages.lastIndexOf(assistant) : -1;
+      const answered = new Set(
+        this.s.messages.slice(last + 1).flatMap((m) => (m.role === 'tool' ? [m.toolCallId] : [])),
+      );
+      for (const call of assistant?.role === 'assistant' ? (assistant.toolCalls ?? []) : []) {
+        if (answered.has(call.id)) continue;
+        const message: StoredMessage = {
+          role: 'tool',
+          toolCallId: call.id,
+          content: `error: not run: the run ended (${AgentStopReason.INTERNAL_ERROR})`,
+        };
+        this.s.messages.push(message);
+        this.emit(run.runId, TrajectoryEventType.TOOL_RESULT, [message], {
+          toolCallId: call.id,
+          name: call.name,
+          ok: false,
+        });
+      }
+      await this.end(run, AgentStopReason.INTERNAL_ERROR, '', why);
+      return true;
+    }
+    if (!runMsg) return false;
+    await this.reject(runMsg, ErrorCode.INTERNAL, why, AgentStopReason.INTERNAL_ERROR);
+    return true;
   }
 
   private toolDefs() {
@@ -853,7 +892,8 @@ export class AgentTurn {
     return {
       ok:
         result.stopReason !== AgentStopReason.REJECTED &&
-        result.stopReason !== AgentStopReason.MODEL_ERROR,
+        result.stopReason !== AgentStopReason.MODEL_ERROR &&
+        result.stopReason !== AgentStopReason.INTERNAL_ERROR,
       content: `subagent ${a.target} (session ${result.sessionId}) ${formatResult(result)}`,
     };
   }

@@ -40,6 +40,7 @@ const STOP_REASONS: Record<AgentStopReason, RunnerStopReason> = {
   [AgentStopReason.WALL_TIME]: 'timeout',
   [AgentStopReason.MODEL_ERROR]: 'error',
   [AgentStopReason.REJECTED]: 'error',
+  [AgentStopReason.INTERNAL_ERROR]: 'error',
 };
 
 /** The agent session id of a task attempt: `ir-<hash of job, task, attempt>`. */
