@@ -60,8 +60,14 @@ export const AgentRunResultSchema = z.object({
   finalText: z.string(),
   /** Model calls made. */
   steps: z.int(),
+  /** Tokens of the run's own model calls plus those its subagents reported. */
   usage: z.object({ inputTokens: z.int(), outputTokens: z.int() }),
+  /** Cost of the run's own model calls plus what its subagents reported (sync and async). */
   costUsd: z.number(),
+  /** The subagents' share of `usage` and `costUsd`, when they spent anything. */
+  subagents: z
+    .object({ costUsd: z.number(), inputTokens: z.int(), outputTokens: z.int() })
+    .optional(),
   /** The error behind MODEL_ERROR, BUDGET_EXHAUSTED, REJECTED or INTERNAL_ERROR. */
   error: z.string().optional(),
 });

@@ -47,6 +47,12 @@ export const AgentRunStateSchema = z.object({
   inputTokens: z.int(),
   outputTokens: z.int(),
   costUsd: z.number(),
+  /** What this run's subagents (sync and async calls, recursively) reported spending. */
+  subagentCostUsd: z.number().optional(),
+  /** Prompt tokens of this run's subagents. */
+  subagentInputTokens: z.int().optional(),
+  /** Completion tokens of this run's subagents. */
+  subagentOutputTokens: z.int().optional(),
   /** Automatic "continue" prompts used. */
   continues: z.int(),
   replyTo: ReplyToSchema.optional(),

@@ -457,6 +457,7 @@ export class AgentTurn {
       const parsed = SubagentResultMessageSchema.safeParse(m.payload);
       if (!parsed.success) return;
       const { callId, result } = parsed.data;
+      if (s.run && s.run.status !== 'done') addSubagentSpend(s.run, result);
       const child = Object.values(s.subagents).find((a) => a.activeCallId === callId);
       if (child) {
         delete child.activeCallId;
@@ -551,8 +552,21 @@ export class AgentTurn {
       stopReason: run.stopReason ?? AgentStopReason.MODEL_ERROR,
       finalText: run.finalText ?? '',
       steps: run.steps,
-      usage: { inputTokens: run.inputTokens, outputTokens: run.outputTokens },
-      costUsd: run.costUsd,
+      // Subagents' spend is reported here (their calls were charged to the ledger already).
+      usage: {
+        inputTokens: run.inputTokens + (run.subagentInputTokens ?? 0),
+        outputTokens: run.outputTokens + (run.subagentOutputTokens ?? 0),
+      },
+      costUsd: run.costUsd + (run.subagentCostUsd ?? 0),
+      ...(run.subagentCostUsd !== undefined
+        ? {
+            subagents: {
+              costUsd: run.subagentCostUsd,
+              inputTokens: run.subagentInputTokens ?? 0,
+              outputTokens: run.subagentOutputTokens ?? 0,
+            },
+          }
+        : {}),
       ...(run.error !== undefined ? { error: run.error } : {}),
     };
   }
@@ -889,6 +903,7 @@ export class AgentTurn {
         delete child.activeMode;
       }
     }
+    if (s.run) addSubagentSpend(s.run, result);
     return {
       ok:
         result.stopReason !== AgentStopReason.REJECTED &&
@@ -913,6 +928,13 @@ function toChat(m: StoredMessage): ChatMessage {
     default:
       return { role: m.role, content: m.content };
   }
+}
+
+/** Adds what a subagent's run reported (its own calls and its subagents') to the caller's run. */
+function addSubagentSpend(run: AgentRunState, result: AgentRunResult): void {
+  run.subagentCostUsd = (run.subagentCostUsd ?? 0) + result.costUsd;
+  run.subagentInputTokens = (run.subagentInputTokens ?? 0) + result.usage.inputTokens;
+  run.subagentOutputTokens = (run.subagentOutputTokens ?? 0) + result.usage.outputTokens;
 }
 
 function section(name: string, text: string): string {

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { ActivationState } from '@troupe/actors';
+import { BudgetLedger } from '@troupe/coordinator';
 import { type ChatRequest, type ScriptedResponse, waitFor } from '@troupe/testkit';
 import { AGENT_KIND } from '../../src/agent/agent-messages';
 import { runAgentSession, startAgentSession } from '../../src/agent/agent-session';
@@ -20,7 +21,12 @@ afterAll(async () => {
 afterEach(() => c.fake.reset());
 
 /** Routes requests by the system instruction to one script per agent. */
-function scripts(byInstruction: Record<string, ((req: ChatRequest) => ScriptedResponse)[]>) {
+function scripts(
+  byInstruction: Record<
+    string,
+    ((req: ChatRequest) => ScriptedResponse | Promise<ScriptedResponse>)[]
+  >,
+) {
   c.fake.setHandler((req) => {
     const system = req.body.messages[0]?.content;
     const queue = typeof system === 'string' ? byInstruction[system] : undefined;
@@ -170,3 +176,247 @@ test('a message sent mid-run is delivered at a tool boundary; an oversized one i
   const saved = events.find((e) => e.seq === Number(ref));
   expect(saved?.data['fullText']).toBe(`NOTE ${big}`);
 }, 120_000);
+
+const bySystem = (instruction: string) =>
+  c.fake.chatRequests.filter((r) => r.body.messages[0]?.content === instruction);
+
+const isAsleep = async (sessionId: string) =>
+  (await c.client.directory.get({ kind: AGENT_KIND, id: sessionId }))?.entry.state ===
+  ActivationState.SLEEPING;
+
+test('send_message: parent → child arrives at the child’s tool boundary; child → sleeping parent wakes it', async () => {
+  const sessionId = `talk-${randomUUID().slice(0, 8)}`;
+  const childId = `${sessionId}__peer`;
+  const childSaw: ChatRequest[] = [];
+  let parentSlept = false;
+  scripts({
+    MSG_ROOT: [
+      tool('r1', 'create_subagent', {
+        name: 'peer',
+        instruction: 'MSG_CHILD',
+        tools: ['send_message', 'list_agents'],
+      }),
+      tool('r2', 'call_subagent', { target: 'peer', request: 'chat with me', mode: 'async' }),
+      // Sent while the child is inside its first model call (so not before its run started).
+      async () => {
+        await waitFor(() => bySystem('MSG_CHILD').length >= 1, {
+          timeoutMs: 60_000,
+          message: 'the child never called its model',
+        });
+        return {
+          toolCalls: [
+            { id: 'r3', name: 'send_message', arguments: { to: 'peer', text: 'HELLO-CHILD' } },
+          ],
+        };
+      },
+      () => ({ content: 'waiting for peer' }), // ends the turn: waits for the async result
+      () => ({ content: 'got your note, still waiting' }), // woken by the child's message
+      tool('r6', 'finish_task', { summary: 'conversation over' }), // woken by the result
+    ],
+    MSG_CHILD: [
+      // Hold the first reply until the parent has sent its message (its 4th call follows r3).
+      // (A message already waiting when a run starts is delivered before its first call.)
+      async () => {
+        await waitFor(() => bySystem('MSG_ROOT').length >= 4, {
+          timeoutMs: 60_000,
+          message: 'parent never sent its message',
+        });
+        return { toolCalls: [{ id: 'c1', name: 'list_agents', arguments: {} }] };
+      },
+      async (req) => {
+        childSaw.push(req);
+        // Let the parent fall asleep (idle 5 s) before messaging it.
+        await waitFor(() => isAsleep(sessionId), {
+          timeoutMs: 60_000,
+          intervalMs: 200,
+          message: 'parent never passivated',
+        });
+        parentSlept = true;
+        return {
+          toolCalls: [
+            { id: 'c2', name: 'send_message', arguments: { to: 'parent', text: 'HELLO-PARENT' } },
+          ],
+        };
+      },
+      // Finish only once the message has woken the parent and it called its model.
+      async () => {
+        await waitFor(() => bySystem('MSG_ROOT').length >= 5, {
+          timeoutMs: 60_000,
+          message: 'the message did not wake the parent',
+        });
+        return { toolCalls: [{ id: 'c3', name: 'finish_task', arguments: { summary: 'bye' } }] };
+      },
+    ],
+  });
+  const result = await runAgentSession({
+    system: c.client,
+    trajectories: c.trajectories,
+    sessionId,
+    template: {
+      name: 'talker',
+      instruction: 'MSG_ROOT',
+      model: 'fake',
+      tools: ['create_subagent', 'call_subagent', 'send_message', 'list_agents'],
+    },
+    task: 'Talk to a peer.',
+    signal: AbortSignal.timeout(150_000),
+  });
+  expect(result).toMatchObject({
+    stopReason: 'FINISHED',
+    finalText: 'conversation over',
+    steps: 6,
+  });
+  const root = bySystem('MSG_ROOT');
+  expect(root).toHaveLength(6);
+  expect(toolResults(root[3]?.body)['r3']).toBe('message sent to peer');
+  // The child got the parent's message after its list_agents result, before its next call.
+  const childMessages = childSaw[0]?.body.messages ?? [];
+  expect(childMessages.map((m) => m.role).slice(-2)).toEqual(['tool', 'user']);
+  expect(childMessages.at(-1)?.content).toBe(`[message from ${sessionId}]\nHELLO-CHILD`);
+  // The parent was asleep; the child's message woke it and reached its next model call, before
+  // (and without) the async result.
+  expect(parentSlept).toBe(true);
+  const woken = JSON.stringify(root[4]?.body.messages);
+  expect(woken).toContain(`[message from ${childId}]\\nHELLO-PARENT`);
+  expect(woken).not.toContain('async result of subagent');
+  expect(JSON.stringify(root[5]?.body.messages)).toContain('async result of subagent peer');
+  const childEvents = await c.trajectories.read(childId);
+  expect(childEvents.some((e) => e.type === 'message' && e.data['from'] === sessionId)).toBe(true);
+}, 180_000);
+
+test('call_subagent with use_parent_history starts the child from the parent’s history; without it the child starts fresh', async () => {
+  scripts({
+    HIST_ROOT: [
+      tool('h1', 'list_agents', {}),
+      tool('h2', 'create_subagent', { name: 'informed', instruction: 'HIST_A', tools: [] }),
+      tool('h3', 'create_subagent', { name: 'fresh', instruction: 'HIST_B', tools: [] }),
+      tool('h4', 'call_subagent', {
+        target: 'informed',
+        request: 'REQ-A',
+        mode: 'sync',
+        use_parent_history: true,
+      }),
+      tool('h5', 'call_subagent', { target: 'fresh', request: 'REQ-B', mode: 'sync' }),
+      tool('h6', 'finish_task', { summary: 'asked both' }),
+    ],
+    HIST_A: [tool('a1', 'finish_task', { summary: 'a' })],
+    HIST_B: [tool('b1', 'finish_task', { summary: 'b' })],
+  });
+  const result = await runAgentSession({
+    system: c.client,
+    trajectories: c.trajectories,
+    sessionId: `hist-${randomUUID().slice(0, 8)}`,
+    template: {
+      name: 'historian',
+      instruction: 'HIST_ROOT',
+      model: 'fake',
+      tools: ['create_subagent', 'call_subagent', 'list_agents'],
+    },
+    task: 'PARENT-TASK-MARKER',
+    signal: AbortSignal.timeout(90_000),
+  });
+  expect(result).toMatchObject({ stopReason: 'FINISHED', steps: 6 });
+  const informed = bySystem('HIST_A')[0]?.body.messages ?? [];
+  // The child's own instruction, then the parent's conversation before the call (its task, its
+  // tool calls and their results; not the parent's instruction, not the calling message), then
+  // the request.
+  expect(informed.map((m) => m.role)).toEqual([
+    'system',
+    'user',
+    ...Array(3).fill(['assistant', 'tool']).flat(),
+    'user',
+  ]);
+  expect(informed[1]?.content).toBe('PARENT-TASK-MARKER');
+  expect(JSON.stringify(informed[2])).toContain('list_agents');
+  expect(informed.at(-1)?.content).toBe('REQ-A');
+  expect(JSON.stringify(informed)).not.toContain('HIST_ROOT');
+  expect(JSON.stringify(informed)).not.toContain('"call_subagent"');
+  const fresh = bySystem('HIST_B')[0]?.body.messages ?? [];
+  expect(fresh).toEqual([
+    { role: 'system', content: 'HIST_B' },
+    { role: 'user', content: 'REQ-B' },
+  ]);
+}, 120_000);
+
+test('subagent cost roll-up: the parent reports what its subagents spent (sync, async, nested), and the ledger is charged once per call', async () => {
+  // Every reply: 10 prompt + 100 completion tokens on the `priced` model = $0.1.
+  const usage = { prompt_tokens: 10, completion_tokens: 100 };
+  const withUsage =
+    (f: (req: ChatRequest) => ScriptedResponse) =>
+    (req: ChatRequest): ScriptedResponse => ({ ...f(req), usage });
+  const rootAfterAsync = (req: ChatRequest): ScriptedResponse =>
+    JSON.stringify(req.body.messages).includes('async result of subagent')
+      ? { toolCalls: [{ name: 'finish_task', arguments: { summary: 'rolled up' } }], usage }
+      : { content: 'waiting', usage };
+  scripts({
+    COST_ROOT: [
+      withUsage(
+        tool('k1', 'create_subagent', {
+          name: 'helper',
+          instruction: 'COST_HELPER',
+          tools: ['create_subagent', 'call_subagent'],
+        }),
+      ),
+      withUsage(tool('k2', 'call_subagent', { target: 'helper', request: 'sync', mode: 'sync' })),
+      withUsage(tool('k3', 'call_subagent', { target: 'helper', request: 'async', mode: 'async' })),
+      rootAfterAsync,
+      rootAfterAsync,
+    ],
+    COST_HELPER: [
+      withUsage(
+        tool('m1', 'create_subagent', { name: 'leaf', instruction: 'COST_LEAF', tools: [] }),
+      ),
+      withUsage(tool('m2', 'call_subagent', { target: 'leaf', request: 'nested', mode: 'sync' })),
+      withUsage(tool('m3', 'finish_task', { summary: 'sync part' })),
+      withUsage(tool('m4', 'finish_task', { summary: 'async part' })),
+    ],
+    COST_LEAF: [withUsage(tool('l1', 'finish_task', { summary: 'leaf' }))],
+  });
+  const jobId = `cost${randomUUID().slice(0, 8)}`;
+  const scope = `job:${jobId}`;
+  const ledger = new BudgetLedger(c.client);
+  await ledger.createScope(scope, 'cluster', {}, { timeoutMs: 30_000 });
+  const sessionId = `cost-${randomUUID().slice(0, 8)}`;
+  const result = await runAgentSession({
+    system: c.client,
+    trajectories: c.trajectories,
+    sessionId,
+    template: {
+      name: 'spender',
+      instruction: 'COST_ROOT',
+      model: 'priced',
+      maxTokensPerCall: 100,
+      tools: ['create_subagent', 'call_subagent'],
+    },
+    task: 'Spend through helpers.',
+    budgetScope: scope,
+    signal: AbortSignal.timeout(120_000),
+  });
+  expect(result).toMatchObject({ stopReason: 'FINISHED', finalText: 'rolled up' });
+  const own = bySystem('COST_ROOT').length; // 4 or 5: the async result may arrive before call 4
+  const helper = bySystem('COST_HELPER').length;
+  const leaf = bySystem('COST_LEAF').length;
+  expect([4, 5]).toContain(own);
+  expect([helper, leaf]).toEqual([4, 1]);
+  const total = own + helper + leaf;
+  expect(result.steps).toBe(own);
+  expect(result.costUsd).toBeCloseTo(total * 0.1, 9);
+  expect(result.usage).toEqual({ inputTokens: total * 10, outputTokens: total * 100 });
+  expect(result.subagents?.costUsd).toBeCloseTo((helper + leaf) * 0.1, 9);
+  expect(result.subagents).toMatchObject({
+    inputTokens: (helper + leaf) * 10,
+    outputTokens: (helper + leaf) * 100,
+  });
+  // The helper's sync run reported its leaf's spend too (nested roll-up).
+  const helperEnds = (await c.trajectories.read(`${sessionId}__helper`)).filter(
+    (e) => e.type === 'run_end',
+  );
+  const helperCosts = helperEnds.map((e) => (e.data['result'] as { costUsd: number }).costUsd);
+  expect(helperCosts[0]).toBeCloseTo(0.4, 9); // 3 own calls + the leaf's 1
+  expect(helperCosts[1]).toBeCloseTo(0.1, 9);
+  // The ledger holds each call once: exactly what the root reports, no double charge.
+  const usageInLedger = await ledger.get(scope, { timeoutMs: 30_000 });
+  expect(usageInLedger.spent.requests).toBe(total);
+  expect(usageInLedger.spent.usd).toBeCloseTo(result.costUsd, 9);
+  expect(usageInLedger.reserved.usd).toBe(0);
+}, 180_000);

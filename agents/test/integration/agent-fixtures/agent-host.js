@@ -1,9 +1,12 @@
 // A cluster-mode host process for the agent tests: hosts the `agent` kind with an LlmClient on
 // the given model registry (the test's FakeOpenAI), registers with the coordinator and
 // heartbeats. Uses the built packages (run `npm run build`). Prints READY.
+// A model call of a run with a `budgetScope` is charged to the coordinator's budget ledger in that
+// scope (as `troupe run --models` does); calls without one are not charged anywhere.
 const { connect } = require('@nats-io/transport-node');
 const { ActorSystem } = require('@troupe/actors');
 const { LlmClient, ModelRegistry, TrajectoryStore, createAgentActor } = require('@troupe/agents');
+const { BudgetLedger, LedgerBudgetHook } = require('@troupe/coordinator');
 
 const [servers, cluster, hostId, registryJson] = process.argv.slice(2);
 
@@ -13,13 +16,27 @@ async function main() {
   // Fast retries: the 429-storm test scripts several 429s in a row.
   const llm = new LlmClient({ registry, retry: { initialBackoffMs: 20, maxBackoffMs: 200 } });
   const trajectories = new TrajectoryStore({ connection: nc, cluster });
-  const agent = createAgentActor({ llm, trajectories, idleTimeoutMs: 5_000 });
+  const slot = {};
+  const budget = {
+    reserve: (amount, context) =>
+      context.metadata && context.metadata.budgetScope
+        ? slot.hook.reserve(amount, context)
+        : { reservationId: 'uncharged' },
+    settle: (id, actual) => (id === 'uncharged' ? undefined : slot.hook.settle(id, actual)),
+    release: (id) => (id === 'uncharged' ? undefined : slot.hook.release(id)),
+  };
+  const agent = createAgentActor({ llm, trajectories, budget, idleTimeoutMs: 5_000 });
   const system = await ActorSystem.start({
     cluster,
     connection: nc,
     hostId,
     hosting: [agent],
     placement: 'none',
+  });
+  slot.hook = new LedgerBudgetHook({
+    ledger: new BudgetLedger(system),
+    scope: 'cluster',
+    holder: hostId,
   });
   process.stdout.write('READY\n');
   const stop = () => system.shutdown({ graceMs: 1000 }).then(() => process.exit(0));
