@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { type FakeCompletion } from '@troupe/testkit';
+import { type ChatRequest, type FakeCompletion, waitFor } from '@troupe/testkit';
 import { runAgentSession } from '../../src/agent/agent-session';
 import { type AgentTemplateInput } from '../../src/agent/agent-template';
 import { TrajectoryEventType } from '../../src/agent/trajectory-event';
@@ -244,3 +244,87 @@ test('runUntilExplicitFinish: bounded automatic continue prompts, then NO_TOOL_C
   expect(JSON.stringify(second)).toContain('call finish_task');
   c.fake.assertScriptConsumed();
 }, 60_000);
+
+test('run_terminal_command in the background: poll sees the job run and exit; kill stops it before it writes its file', async () => {
+  const sandboxId = `sb-${randomUUID().slice(0, 8)}`;
+  await c.createSandbox(sandboxId, {});
+  const exists = async (file: string) => (await c.sh(sandboxId, `test -f ${file}`)).exitCode === 0;
+  const jobIn = (req: ChatRequest, callId: string): string => {
+    const id = /started background job (\S+);/.exec(toolResults(req.body)[callId] ?? '')?.[1];
+    if (!id) throw new Error(`no job id in the result of ${callId}`);
+    return id;
+  };
+  const polls: string[] = [];
+  let killResult = '';
+  let afterKill = '';
+  c.fake.setHandler(async (req) => {
+    const results = toolResults(req.body);
+    const n = c.fake.chatRequests.length;
+    if (n === 1) {
+      return call('b1', 'run_terminal_command', {
+        command: 'echo bg-started; sleep 1; echo bg-finished > done1.txt; echo bg-end',
+        background: true,
+      });
+    }
+    const job1 = jobIn(req, 'b1');
+    if (!results['b3']) {
+      // Poll job 1 until it has exited (each poll is a step; the file says it is nearly done).
+      const last = Object.entries(results).filter(([id]) => id.startsWith('p'));
+      const lastText = last.at(-1)?.[1];
+      if (lastText !== undefined) polls.push(lastText);
+      if (lastText === undefined || / running/.test(lastText)) {
+        await waitFor(() => exists('done1.txt'), { timeoutMs: 60_000, message: 'job 1 output' });
+        return call(`p${last.length + 1}`, 'run_terminal_command', {
+          action: 'poll',
+          job_id: job1,
+        });
+      }
+      // Job 2 would write killed.txt after 3 s; it is killed long before.
+      return call('b3', 'run_terminal_command', {
+        command: 'echo k-started; sleep 3; echo late > killed.txt',
+        background: true,
+      });
+    }
+    const job2 = jobIn(req, 'b3');
+    if (!results['b4']) {
+      return call('b4', 'run_terminal_command', { action: 'kill', job_id: job2 });
+    }
+    if (!results['b5']) {
+      killResult = results['b4'] ?? '';
+      // A control job with the same delay, started after the kill: once its file exists, the
+      // killed job's would too had it survived.
+      return call('b5', 'run_terminal_command', {
+        command: 'sleep 3; echo late > control.txt',
+        background: true,
+      });
+    }
+    if (!results['b6']) {
+      await waitFor(() => exists('control.txt'), { timeoutMs: 60_000, message: 'control job' });
+      return call('b6', 'run_terminal_command', { action: 'poll', job_id: job2 });
+    }
+    afterKill = results['b6'] ?? '';
+    return call('b7', 'finish_task', { summary: 'jobs handled' });
+  });
+  const result = await runAgentSession({
+    system: c.client,
+    trajectories: c.trajectories,
+    sessionId: `bg-${randomUUID().slice(0, 8)}`,
+    template: coder({ limits: { maxSteps: 60 } }),
+    task: 'Run background jobs.',
+    sandboxId,
+    signal: AbortSignal.timeout(150_000),
+  });
+  expect(result).toMatchObject({ stopReason: 'FINISHED', finalText: 'jobs handled' });
+  // Job 1 really ran in the sandbox: its file is there and poll saw it exit with its output.
+  expect((await c.sh(sandboxId, 'cat done1.txt')).stdout).toBe('bg-finished\n');
+  const final = polls.at(-1) ?? '';
+  expect(final).toMatch(/^job \S+: exited, exit code 0/);
+  expect(final).toMatch(/--- stdout ---\nbg-started\nbg-end/);
+  // Job 2 was killed: the kill reports it, a later poll agrees, and it never wrote its file even
+  // though a job started after the kill with the same delay has finished.
+  expect(killResult).toMatch(/^job \S+: killed/);
+  expect(killResult).toContain('k-started');
+  expect(afterKill).toMatch(/^job \S+: killed/);
+  expect(await exists('control.txt')).toBe(true);
+  expect(await exists('killed.txt')).toBe(false);
+}, 240_000);
