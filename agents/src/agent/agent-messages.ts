@@ -24,6 +24,8 @@ export const RunMessageSchema = z.strictObject({
   sandboxId: z.string().regex(NamePattern.ACTOR_ID, 'must match [A-Za-z0-9_-]{1,128}').optional(),
   /** Set by a parent agent on its subagents. */
   parentSessionId: z.string().optional(),
+  /** Set by a parent agent: the names of its other subagents, which `send_message` may address. */
+  siblings: z.array(z.string()).optional(),
   /**
    * Budget ledger scope the run's model calls are charged to (e.g. `job:<jobId>`), passed to the
    * host's budget hook as call metadata `budgetScope`; subagents inherit it. @default the hook's

@@ -92,6 +92,8 @@ export const AgentSessionStateSchema = z.object({
   template: AgentTemplateSchema.optional(),
   /** The session that created this one (subagents). */
   parentSessionId: z.string().optional(),
+  /** The parent's other subagents (by name) as of the parent's last call: `send_message` targets. */
+  siblings: z.array(z.string()).optional(),
   /** The sandbox the tools act on. */
   sandboxId: z.string().optional(),
   /** The conversation as the model sees it (compacted; the full one is in the trajectory). */

@@ -56,7 +56,10 @@ export const AgentToolArgs = {
     use_parent_history: z.boolean().default(false),
   }),
   [T.SEND_MESSAGE]: z.strictObject({
-    to: z.string().min(1).describe('a subagent name, or "parent"'),
+    to: z
+      .string()
+      .min(1)
+      .describe('a subagent name, a sibling (another subagent of your parent) name, or "parent"'),
     text: z.string().min(1),
   }),
   [T.LIST_AGENTS]: z.strictObject({}),
@@ -74,8 +77,9 @@ const DESCRIPTIONS: Record<AgentToolName, string> = {
     'Create a named subagent with its own instruction, a model (or inherit) and a subset of your tools.',
   [T.CALL_SUBAGENT]:
     'Give a subagent a request. sync waits for its final answer; async returns at once and its result arrives later as a message.',
-  [T.SEND_MESSAGE]: 'Send a text message to a subagent or to your parent.',
-  [T.LIST_AGENTS]: 'List your subagents, their tools and whether they are busy.',
+  [T.SEND_MESSAGE]: 'Send a text message to a subagent, a sibling or your parent.',
+  [T.LIST_AGENTS]:
+    'List your subagents, their tools and whether they are busy, your parent and your siblings.',
 };
 
 const definitions = new Map<string, ToolDefinition>(

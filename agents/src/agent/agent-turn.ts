@@ -158,6 +158,7 @@ export class AgentTurn {
     s.template = template;
     if (sandboxId) s.sandboxId = sandboxId;
     if (msg.parentSessionId) s.parentSessionId = msg.parentSessionId;
+    if (msg.siblings) s.siblings = msg.siblings;
     const added: StoredMessage[] = [];
     if (s.messages.length === 0) {
       added.push({ role: 'system', content: template.instruction, pinned: true });
@@ -729,12 +730,20 @@ export class AgentTurn {
         );
       case T.SEND_MESSAGE: {
         const a = args as { to: string; text: string };
+        const { parentSessionId, siblings = [] } = this.s;
         const target =
-          a.to === 'parent' ? this.s.parentSessionId : this.s.subagents[a.to]?.sessionId;
+          a.to === 'parent'
+            ? parentSessionId
+            : (this.s.subagents[a.to]?.sessionId ??
+              (parentSessionId && siblings.includes(a.to)
+                ? `${parentSessionId}__${a.to}`
+                : undefined));
         if (!target) {
-          const known = ['parent', ...Object.keys(this.s.subagents)].filter(
-            (n) => n !== 'parent' || this.s.parentSessionId,
-          );
+          const known = [
+            ...(parentSessionId ? ['parent'] : []),
+            ...Object.keys(this.s.subagents),
+            ...(parentSessionId ? siblings : []),
+          ];
           return {
             ok: false,
             content: `error: \`arguments.to\`: no agent '${a.to}' (known: ${known.join(', ') || 'none'})`,
@@ -755,7 +764,11 @@ export class AgentTurn {
             `- ${a.name} (session ${a.sessionId}, model ${a.model}, tools [${a.tools.join(', ')}])${a.activeCallId ? ' BUSY' : ''}`,
         );
         const parent = this.s.parentSessionId ? `parent: ${this.s.parentSessionId}\n` : '';
-        return { ok: true, content: `${parent}subagents:\n${rows.join('\n') || '(none)'}` };
+        const siblings = this.s.siblings?.length ? `siblings: ${this.s.siblings.join(', ')}\n` : '';
+        return {
+          ok: true,
+          content: `${parent}${siblings}subagents:\n${rows.join('\n') || '(none)'}`,
+        };
       }
     }
   }
@@ -873,6 +886,7 @@ export class AgentTurn {
         },
         ...(s.sandboxId ? { sandboxId: s.sandboxId } : {}),
         parentSessionId: this.sessionId,
+        siblings: Object.keys(s.subagents).filter((n) => n !== child.name),
         ...(s.run?.budgetScope ? { budgetScope: s.run.budgetScope } : {}),
         ...(a.mode === 'async'
           ? { replyTo: { kind: AGENT_KIND, id: this.sessionId, callId: call.id } }

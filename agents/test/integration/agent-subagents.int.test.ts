@@ -420,3 +420,75 @@ test('subagent cost roll-up: the parent reports what its subagents spent (sync, 
   expect(usageInLedger.spent.usd).toBeCloseTo(result.costUsd, 9);
   expect(usageInLedger.reserved.usd).toBe(0);
 }, 180_000);
+
+test('send_message to a sibling: delivered at the running sibling’s tool boundary; an unknown name is refused naming the known ones', async () => {
+  const sessionId = `sib-${randomUUID().slice(0, 8)}`;
+  const bSaw: ChatRequest[] = [];
+  const finishOrWait = (req: ChatRequest): ScriptedResponse =>
+    JSON.stringify(req.body.messages).includes('async result of subagent')
+      ? { toolCalls: [{ name: 'finish_task', arguments: { summary: 'siblings talked' } }] }
+      : { content: 'waiting' };
+  scripts({
+    SIB_ROOT: [
+      tool('r1', 'create_subagent', { name: 'a', instruction: 'SIB_A', tools: ['send_message'] }),
+      tool('r2', 'create_subagent', { name: 'b', instruction: 'SIB_B', tools: ['list_agents'] }),
+      tool('r3', 'call_subagent', { target: 'b', request: 'listen', mode: 'async' }),
+      tool('r4', 'call_subagent', { target: 'a', request: 'tell b', mode: 'sync' }),
+      finishOrWait,
+      finishOrWait,
+    ],
+    SIB_A: [
+      // Sent while b is inside its first model call.
+      async () => {
+        await waitFor(() => bySystem('SIB_B').length >= 1, {
+          timeoutMs: 60_000,
+          message: 'b never called its model',
+        });
+        return {
+          toolCalls: [
+            { id: 'a1', name: 'send_message', arguments: { to: 'nobody', text: 'lost' } },
+            { id: 'a2', name: 'send_message', arguments: { to: 'b', text: 'HI-SIBLING' } },
+          ],
+        };
+      },
+      tool('a3', 'finish_task', { summary: 'told b' }),
+    ],
+    SIB_B: [
+      async () => {
+        await waitFor(() => bySystem('SIB_A').length >= 2, {
+          timeoutMs: 60_000,
+          message: 'a never sent its message',
+        });
+        return { toolCalls: [{ id: 'b1', name: 'list_agents', arguments: {} }] };
+      },
+      (req) => {
+        bSaw.push(req);
+        return {
+          toolCalls: [{ id: 'b2', name: 'finish_task', arguments: { summary: 'heard a' } }],
+        };
+      },
+    ],
+  });
+  const result = await runAgentSession({
+    system: c.client,
+    trajectories: c.trajectories,
+    sessionId,
+    template: {
+      name: 'family',
+      instruction: 'SIB_ROOT',
+      model: 'fake',
+      tools: ['create_subagent', 'call_subagent', 'send_message', 'list_agents'],
+    },
+    task: 'Let the children talk.',
+    signal: AbortSignal.timeout(120_000),
+  });
+  expect(result).toMatchObject({ stopReason: 'FINISHED', finalText: 'siblings talked' });
+  const aResults = toolResults(bySystem('SIB_A')[1]?.body);
+  expect(aResults['a1']).toBe("error: `arguments.to`: no agent 'nobody' (known: parent, b)");
+  expect(aResults['a2']).toBe('message sent to b');
+  // b learnt of its sibling from the parent's call, and got the message after its tool result.
+  const bMessages = bSaw[0]?.body.messages ?? [];
+  expect(toolResults(bSaw[0]?.body)['b1']).toMatch(/^parent: \S+\nsiblings: a\n/);
+  expect(bMessages.map((m) => m.role).slice(-2)).toEqual(['tool', 'user']);
+  expect(bMessages.at(-1)?.content).toBe(`[message from ${sessionId}__a]\nHI-SIBLING`);
+}, 150_000);
