@@ -70,6 +70,8 @@ interface ToolOutcome {
  */
 export class AgentTurn {
   private pending: Promise<void>[] = [];
+  /** An end was recorded in the working copy but its commit failed. */
+  private endUncommitted = false;
 
   constructor(
     private readonly ctx: ActorContext<AgentSessionState>,
@@ -190,7 +192,9 @@ export class AgentTurn {
 
   /** Handles a posted text message or subagent result outside a run's turn. */
   async inbound(type: string, payload: unknown): Promise<void> {
-    this.accept({ type, payload, seq: 0 });
+    // A replay after a checkpoint of this turn (crash, or a retry after a failure): the state
+    // already holds the message; accepting it again would deliver (and roll up) it twice.
+    if (!this.ctx.resumed) this.accept({ type, payload, seq: 0 });
     const run = this.s.run;
     // Any message wakes a session that waits for async results; with nothing to do it waits again.
     if (run && run.status === 'waiting') run.status = 'running';
@@ -231,7 +235,21 @@ export class AgentTurn {
   async endAfterFailure(why: string, runMsg?: RunMessage): Promise<boolean> {
     this.pending = []; // the failed attempt's publishes: their errors were the failure
     const run = this.s.run;
-    if (run && run.status !== 'done' && (!runMsg || run.runId === runMsg.runId)) {
+    const open = run && (run.status !== 'done' || this.endUncommitted);
+    if (run && open && (!runMsg || run.runId === runMsg.runId)) {
+      if (this.endUncommitted) {
+        // Reopen the end this attempt recorded but could not commit.
+        this.endUncommitted = false;
+        this.s.runsDone--;
+        run.status = 'running';
+        delete run.stopReason;
+        delete run.finalText;
+        delete run.endedAtMs;
+        delete run.error;
+      }
+      // Publish nothing unless this state can be written (else the caller retries from the last
+      // committed state): the run's end event and its state must agree.
+      await this.ctx.checkpoint(this.s);
       const assistant = this.s.messages.findLast((m) => m.role === 'assistant');
       const last = assistant ? this.s.messages.lastIndexOf(assistant) : -1;
       const answered = new Set(
@@ -539,10 +557,12 @@ export class AgentTurn {
     run.finalText = finalText ?? lastAssistantText(this.s.messages);
     if (error !== undefined) run.error = error;
     run.endedAtMs = this.deps.now();
-    this.s.runsDone++;
+    if (!this.endUncommitted) this.s.runsDone++;
+    this.endUncommitted = true;
     this.flushInbound(run.runId);
     this.emit(run.runId, TrajectoryEventType.RUN_END, undefined, { result: this.resultOf(run) });
     await this.commit();
+    this.endUncommitted = false;
     await this.deliverResult(run);
   }
 

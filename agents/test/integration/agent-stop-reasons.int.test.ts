@@ -296,8 +296,8 @@ test('REJECTED: a second run while one is in progress (BUSY), an unknown model, 
 }, 120_000);
 
 test('a run whose turn fails on every attempt ends with INTERNAL_ERROR instead of being dead-lettered; the waiting parent gets the result', async () => {
-  // The child's model reply is larger than NATS's 1 MB payload limit: its trajectory event and
-  // its checkpoint cannot be written, so the child's turn throws on every attempt.
+  // The child's model reply is larger than NATS's 1 MB payload limit: its trajectory event cannot
+  // be written, so the child's turn throws on every attempt.
   const huge = 'X'.repeat(1_200_000);
   scripts({
     DL_ROOT: [
@@ -341,17 +341,101 @@ test('a run whose turn fails on every attempt ends with INTERNAL_ERROR instead o
   // The parent's sync call returned the child's INTERNAL_ERROR result (not a 1 h timeout).
   const parentRequests = bySystem('DL_ROOT');
   expect(toolResults(parentRequests[2]?.body)['d2']).toMatch(
-    /^subagent big \(session \S+__big\) finished: INTERNAL_ERROR after 0 steps \(.+\)/,
+    /^subagent big \(session \S+__big\) finished: INTERNAL_ERROR after 0 steps \(UNAVAILABLE: cannot append to the trajectory .*\(the turn failed 3 attempts\)\)/,
   );
-  // Three attempts (the actor runtime's maxAttempts) each sent one call; then the run ended.
+  // Three attempts (the actor runtime's maxAttempts) each sent one call; then the run ended, from
+  // the last committed state (the working state, holding the reply, cannot be written either).
   expect(bySystem('DL_CHILD')).toHaveLength(3);
   const childId = `${sessionId}__big`;
   const ends = await runEnds(childId);
   expect(ends).toHaveLength(1);
-  expect(ends[0]?.data['result']).toMatchObject({ stopReason: 'INTERNAL_ERROR', steps: 0 });
+  expect(ends[0]?.data['result']).toMatchObject({
+    stopReason: 'INTERNAL_ERROR',
+    finalText: '',
+    steps: 0,
+  });
   expect((ends[0]?.data['result'] as { error: string }).error).toMatch(/3 attempts/);
+  // The recorded end and the saved state agree.
   expect((await statusOf(childId)).run).toMatchObject({
     status: 'done',
     stopReason: 'INTERNAL_ERROR',
+    steps: 0,
   });
+}, 150_000);
+
+test('a woken turn (a posted message) that fails on every attempt ends the run with INTERNAL_ERROR for the runAgentSession caller', async () => {
+  const huge = 'Y'.repeat(1_200_000);
+  let releaseChild: () => void = () => undefined;
+  const childMayFinish = new Promise<void>((r) => (releaseChild = r));
+  c.fake.setHandler(async (req) => {
+    const system = req.body.messages[0]?.content;
+    const text = JSON.stringify(req.body.messages);
+    if (system === 'WAKE_CHILD') {
+      await childMayFinish;
+      return { toolCalls: [{ name: 'finish_task', arguments: { summary: 'late' } }] };
+    }
+    const own = bySystem('WAKE_ROOT').length;
+    if (own === 1) {
+      return {
+        toolCalls: [
+          {
+            name: 'create_subagent',
+            arguments: { name: 'kid', instruction: 'WAKE_CHILD', tools: [] },
+          },
+        ],
+      };
+    }
+    if (own === 2) {
+      return {
+        toolCalls: [
+          {
+            name: 'call_subagent',
+            arguments: { target: 'kid', request: 'take your time', mode: 'async' },
+          },
+        ],
+      };
+    }
+    return text.includes('WAKE-UP') ? { content: huge } : { content: 'waiting for kid' };
+  });
+  const sessionId = `wake-${randomUUID().slice(0, 8)}`;
+  const handle = await startAgentSession({
+    system: c.client,
+    trajectories: c.trajectories,
+    sessionId,
+    template: {
+      name: 'sleeper',
+      instruction: 'WAKE_ROOT',
+      model: 'fake',
+      tools: ['create_subagent', 'call_subagent'],
+    },
+    task: 'Delegate and wait.',
+    signal: AbortSignal.timeout(90_000),
+  });
+  await waitFor(async () => (await statusOf(sessionId)).run?.status === 'waiting', {
+    timeoutMs: 60_000,
+    intervalMs: 200,
+    message: 'root never waited for its async call',
+  });
+  await c.client
+    .refOf({ kind: AGENT_KIND, id: sessionId })
+    .post('message', { from: 'user', text: 'WAKE-UP' });
+  const result = await handle.result;
+  releaseChild();
+  // The 3 calls before the wake; the woken attempts' replies were never committed.
+  expect(result).toMatchObject({ stopReason: 'INTERNAL_ERROR', steps: 3, finalText: '' });
+  expect(result.error).toMatch(/\(the turn failed 3 attempts\)$/);
+  // The woken turn called the model once per attempt; nothing after.
+  const woken = bySystem('WAKE_ROOT').filter((r) => JSON.stringify(r.body).includes('WAKE-UP'));
+  expect(woken).toHaveLength(3);
+  expect((await statusOf(sessionId)).run).toMatchObject({
+    status: 'done',
+    stopReason: 'INTERNAL_ERROR',
+    steps: 3,
+  });
+  // The message was delivered once, although its turn ran three times.
+  const events = await c.trajectories.read(sessionId);
+  expect(events.filter((e) => e.type === 'run_end')).toHaveLength(1);
+  expect(
+    events.filter((e) => e.type === 'message' && e.data['fullText'] === 'WAKE-UP'),
+  ).toHaveLength(1);
 }, 150_000);
