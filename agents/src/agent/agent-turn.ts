@@ -272,7 +272,8 @@ export class AgentTurn {
       await this.end(run, AgentStopReason.INTERNAL_ERROR, '', why);
       return true;
     }
-    if (!runMsg) return false;
+    // No run to end, or this run already ended (its end is recorded; delivering it failed).
+    if (!runMsg || run?.runId === runMsg.runId) return false;
     await this.reject(runMsg, ErrorCode.INTERNAL, why, AgentStopReason.INTERNAL_ERROR);
     return true;
   }
