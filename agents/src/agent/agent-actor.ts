@@ -1,5 +1,5 @@
 import { type ActorContext, defineActor, isFenced, type Logger, noopLogger } from '@troupe/actors';
-import { ErrorCode, toTroupeError } from '@troupe/proto';
+import { ErrorCode, invalidArgument, toTroupeError } from '@troupe/proto';
 import type { BudgetHook } from '../llm/budget-hook';
 import type { LlmClient } from '../llm/llm-client';
 import { ActorSandboxPort } from './actor-sandbox-port';
@@ -50,7 +50,9 @@ export interface AgentActorOptions {
  * subagent calls, a `subagentResult` post to the caller), `message` (posted; text delivered at
  * the next tool boundary, waking a session that waits for async results), `subagentResult`
  * (posted by children), `status` (ask). Runs checkpoint after every model reply and tool result
- * (`trackRunning`: a running session refuses `requireIdle` asks with BUSY).
+ * (`trackRunning`: a running session refuses `requireIdle` asks with BUSY). A turn that throws on
+ * its last attempt ends its run with `INTERNAL_ERROR` instead of being dead-lettered.
+ * @throws TroupeError `INVALID_ARGUMENT` naming `maxAttempts`
  */
 export function createAgentActor(options: AgentActorOptions) {
   const deps: AgentTurnDeps = {
@@ -66,6 +68,9 @@ export function createAgentActor(options: AgentActorOptions) {
   const turn = (ctx: ActorContext<AgentSessionState>, state: AgentSessionState): AgentTurn =>
     new AgentTurn(ctx, structuredClone(state), deps);
   const maxAttempts = options.maxAttempts ?? 3;
+  if (!Number.isInteger(maxAttempts) || maxAttempts < 1) {
+    throw invalidArgument('maxAttempts', 'must be an integer ≥ 1', options.maxAttempts);
+  }
   // Failed attempts per (session, inbox message) on this host. The runtime counts per activation,
   // so this count is never below the runtime's: the run ends before the runtime dead-letters.
   const failures = new Map<string, number>();

@@ -1,4 +1,7 @@
 import { errorCode } from '@troupe/proto';
+import { LlmClient } from '../../src/llm/llm-client';
+import { ModelRegistry } from '../../src/llm/model-registry';
+import { createAgentActor } from '../../src/agent/agent-actor';
 import type { StoredMessage } from '../../src/agent/agent-state';
 import { parseAgentTemplate } from '../../src/agent/agent-template';
 import { AgentToolArgs, toolDefinition } from '../../src/agent/agent-tool-args';
@@ -11,7 +14,7 @@ import { headTail, replaceExact } from '../../src/agent/replace-exact';
 import { SessionBudget } from '../../src/agent/session-budget';
 import type { TrajectoryEvent } from '../../src/agent/trajectory-event';
 import { trajectoryToRecord } from '../../src/agent/trajectory-jsonl';
-import { latestPerSeq } from '../../src/agent/trajectory-store';
+import { latestPerSeq, type TrajectoryStore } from '../../src/agent/trajectory-store';
 
 describe('replaceExact', () => {
   it('replaces the one occurrence', () => {
@@ -211,4 +214,13 @@ describe('trajectory export', () => {
     ]);
     expect(record.metadata.runs).toEqual([{ runId: 'r', stopReason: 'FINISHED' }]);
   });
+});
+
+test('createAgentActor refuses a maxAttempts below 1, naming the field', () => {
+  const llm = new LlmClient({ registry: new ModelRegistry({ models: {} }) });
+  const trajectories = {} as TrajectoryStore;
+  expect(() => createAgentActor({ llm, trajectories, maxAttempts: 0 })).toThrow(
+    /`maxAttempts`: must be an integer ≥ 1 \(got 0\)/,
+  );
+  expect(createAgentActor({ llm, trajectories }).maxAttempts).toBe(3);
 });
