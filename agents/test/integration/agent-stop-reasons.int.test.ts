@@ -96,7 +96,8 @@ test('MAX_TOKENS: the run stops once limits.maxTokens are used, with no further 
 }, 90_000);
 
 test('WALL_TIME: a model call past limits.maxWallMs is cut off; a parent past it after a tool stops before its next call', async () => {
-  // The child inherits the parent's limits (maxWallMs 5 s); its only model reply would take 60 s.
+  // The child inherits the parent's limits (maxWallMs 8 s, ample for the parent's first two
+  // calls even on a loaded machine); the child's only model reply would take 60 s.
   scripts({
     WALL_ROOT: [
       () => ({
@@ -132,12 +133,12 @@ test('WALL_TIME: a model call past limits.maxWallMs is cut off; a parent past it
       instruction: 'WALL_ROOT',
       model: 'fake',
       tools: ['create_subagent', 'call_subagent'],
-      limits: { maxSteps: 10, maxWallMs: 5_000 },
+      limits: { maxSteps: 10, maxWallMs: 8_000 },
     },
     task: 'Delegate to a slow helper.',
     signal: AbortSignal.timeout(60_000),
   });
-  // The child's call was aborted at its own 5 s deadline, far before the fake's 60 s delay.
+  // The child's call was aborted at its own 8 s deadline, far before the fake's 60 s delay.
   expect(Date.now() - started).toBeLessThan(50_000);
   expect(result).toMatchObject({ stopReason: 'WALL_TIME', steps: 2 });
   // The parent made its two calls, the child one; the parent's third call was never sent.
