@@ -191,6 +191,7 @@ export class UntypedActorRef {
       // Fast path to a live activation; the placement service's inbox watcher is the durable path.
       const hint: CoreEnvelope = { t: MAIL_HINT_TYPE, m: { seq: ack.seq } };
       this.transport.nc.publish(this.subject, encodeJson(hint));
+      this.transport.localMailHint?.(this.address, ack.seq);
     }
     return { seq: ack.seq, duplicate: ack.duplicate };
   }

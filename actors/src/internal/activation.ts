@@ -47,6 +47,14 @@ function movedError(key: string, why: string): TroupeError {
 /** Most asks/tells handled under one group commit. */
 const MAX_CORE_BATCH = 128;
 
+/**
+ * How long an inbox read that found nothing is trusted by {@link Activation.drainAfter} when no
+ * mail hint has named a newer message since. Hints are core NATS (at most once): a post whose
+ * hints were all lost is still found by the next drain after this long, or by the read the
+ * mailbox makes after every posted message's turn.
+ */
+export const EMPTY_INBOX_TRUST_MS = 500;
+
 /** Minimum idle time of a fresh activation before its first message. */
 const FIRST_MESSAGE_GRACE_MS = 2_000;
 
@@ -98,6 +106,13 @@ export class Activation {
   private inboxWanted = true;
   /** Counts "you have mail" hints, so a hint that lands while the inbox is read is not lost. */
   private mailGeneration = 0;
+  /** Highest inbox sequence a mail hint has named (0: none yet). */
+  private hintedSeq = 0;
+  /**
+   * The last inbox read, made while subscribed to hints, that found nothing after `after`: when
+   * it started and the highest hinted sequence then. Lets an empty drain skip the read.
+   */
+  private inboxEmpty?: { after: number; atMs: number; hintedSeq: number };
   /** First inbox message after cursor 0, read while the activation started (see start). */
   private prefetchedInbox?: { after: number; generation: number; read: Promise<StoredMsg | null> };
   /** False until start() has loaded the state: messages that arrive earlier wait in the queue. */
@@ -317,8 +332,7 @@ export class Activation {
       return;
     }
     if (envelope.t === MAIL_HINT_TYPE) {
-      this.inboxWanted = true;
-      this.mailGeneration++;
+      this.mailHinted(hintSeq(envelope.m));
     } else {
       if (via === 'ask' && envelope.i === 1 && this.busy) {
         this.replyError(msg, new TroupeError('BUSY', `${this.key} is running a turn`));
@@ -329,6 +343,23 @@ export class Activation {
       if (envelope.s !== undefined) item.sender = envelope.s;
       this.queue.push(item);
     }
+    this.schedule();
+  }
+
+  /**
+   * "You have mail" (over NATS, or from a post in this process): the inbox is read again, and a
+   * drain in a running turn reads it. A hint that names a message already applied is stale.
+   */
+  mailHinted(seq: number | undefined): void {
+    if (this.stopping || this.ended) return;
+    if (seq === undefined) {
+      this.inboxEmpty = undefined;
+    } else {
+      if (seq > this.hintedSeq) this.hintedSeq = seq;
+      if (seq <= this.cursor) return;
+    }
+    this.inboxWanted = true;
+    this.mailGeneration++;
     this.schedule();
   }
 
@@ -404,10 +435,33 @@ export class Activation {
   // ---- inbox --------------------------------------------------------------------------------
 
   private async nextInbox(after: number): Promise<StoredMsg | null> {
-    return this.host.jsm.direct.getMessage(inboxStreamName(this.host.transport.cluster), {
-      next_by_subj: inboxSubject(this.host.transport.cluster, this.address),
-      seq: after + 1,
-    });
+    // Only a read begun while subscribed may vouch for "nothing newer": before that, a post's
+    // hint went to nobody.
+    const vouch = this.sub ? { after, atMs: Date.now(), hintedSeq: this.hintedSeq } : undefined;
+    const next = await this.host.jsm.direct.getMessage(
+      inboxStreamName(this.host.transport.cluster),
+      {
+        next_by_subj: inboxSubject(this.host.transport.cluster, this.address),
+        seq: after + 1,
+      },
+    );
+    if (!next && vouch) this.inboxEmpty = vouch;
+    return next;
+  }
+
+  /**
+   * True when the inbox is known to hold nothing after `after`: a read found nothing after it (or
+   * before it) less than {@link EMPTY_INBOX_TRUST_MS} ago, and no hint has named a message after
+   * `after` that such a read could not have seen.
+   */
+  private inboxKnownEmptyAfter(after: number): boolean {
+    const e = this.inboxEmpty;
+    return (
+      e !== undefined &&
+      e.after <= after &&
+      (this.hintedSeq <= after || this.hintedSeq === e.hintedSeq) &&
+      Date.now() - e.atMs < EMPTY_INBOX_TRUST_MS
+    );
   }
 
   private async handleInbox(stored: StoredMsg): Promise<void> {
@@ -467,6 +521,8 @@ export class Activation {
   async drainAfter(after: number): Promise<{ messages: InboxMessage[]; through: number }> {
     const messages: InboxMessage[] = [];
     let through = after;
+    // An empty drain (most tool boundaries) costs no round trip.
+    if (this.inboxKnownEmptyAfter(after)) return { messages, through };
     for (;;) {
       const stored = await this.nextInbox(through);
       if (!stored) break;
@@ -842,6 +898,12 @@ class Turn {
   close(): void {
     this.closed = true;
   }
+}
+
+/** The sequence a mail hint names, if it names one. */
+function hintSeq(m: unknown): number | undefined {
+  const seq = typeof m === 'object' && m !== null ? (m as { seq?: unknown }).seq : undefined;
+  return typeof seq === 'number' && Number.isSafeInteger(seq) && seq > 0 ? seq : undefined;
 }
 
 function inboxInfo(stored: StoredMsg): MessageInfo & { seq: number } {

@@ -73,6 +73,8 @@ export class ActorHost implements ActivationHost, RegistrarHost {
     this.incarnation = options.incarnation;
     this.log = options.log;
     for (const d of options.definitions) this.defs.set(d.kind, d);
+    this.transport.localMailHint = (addr, seq) =>
+      this.live.get(formatAddress(addr))?.mailHinted(seq);
   }
 
   /** Kinds this host can activate. */

@@ -43,6 +43,12 @@ export class Transport {
     near?: ActorAddress;
   }) => Promise<ActivateReply>;
 
+  /**
+   * Live activations in this process: a post from this process tells the addressee it has mail
+   * at once (synchronously after the stream's ack), besides the hint over NATS.
+   */
+  localMailHint?: (addr: ActorAddress, seq: number) => void;
+
   /** Request/reply for asks and activation requests (see {@link Requester}). */
   readonly requester: Requester;
 

@@ -4,6 +4,9 @@ import {
   waitFor,
   type NatsServerHandle,
 } from '@troupe/testkit';
+import { jetstream } from '@nats-io/jetstream';
+import { headers as natsHeaders } from '@nats-io/transport-node';
+import { Header, inboxSubject } from '@troupe/proto';
 import { z } from 'zod';
 import { defineActor } from '../../src/actor-definition';
 import { ActorSystem } from '../../src/actor-system';
@@ -110,6 +113,54 @@ test('a turn that fails after a checkpoint is replayed with resumed=true from th
     });
     const { record } = (await system.states.read(ref.address))!;
     expect(record.data).toEqual({ steps: 3, inbox: [], resumed: true });
+    expect(record.turn).toBeUndefined();
+  } finally {
+    await system.shutdown({ graceMs: 500 });
+  }
+});
+
+test('a post whose mail hints are all lost is still drained by the running turn', async () => {
+  const cluster = randomClusterName();
+  const system = await ActorSystem.start({ cluster, servers: server.url, hosting: [Loop] });
+  try {
+    const ref = system.ref(Loop, 'l3');
+    crashAfterStep = undefined;
+    const run = await ref.post('run', { steps: 100 });
+    await step(); // step 1: this drain reads the inbox and finds it empty
+    // No placer (its inbox watcher re-sends hints) and a post straight into the stream, as by a
+    // poster that died after the stream's ack: no hint reaches the activation at all.
+    await system.localPlacer?.stop();
+    const h = natsHeaders();
+    h.set(Header.MSG_TYPE, 'note');
+    const ack = await jetstream(system.nc).publish(
+      inboxSubject(cluster, ref.address),
+      new TextEncoder().encode(JSON.stringify({ text: 'unhinted' })),
+      { headers: h },
+    );
+    expect(ack.seq).toBeGreaterThan(run.seq);
+    // Tool boundaries go on; a drain that trusts "empty" for a while must still find it, in the
+    // same turn (not as a `note` turn after it: that would record `late:unhinted`).
+    let stepped = 1;
+    const atStep = await waitFor(
+      async () => {
+        await step();
+        stepped++;
+        const data = (await system.states.read(ref.address))?.record.data as
+          { steps: number; inbox: string[] } | undefined;
+        return data?.inbox.includes('unhinted') ? data.steps : undefined;
+      },
+      { timeoutMs: 15_000, intervalMs: 50, message: 'the unhinted post drained by the turn' },
+    );
+    expect(atStep).toBeLessThan(100);
+    while (stepped < 100) {
+      await step();
+      stepped++;
+    }
+    await waitFor(async () => (await system.states.read(ref.address))?.record.cursor === ack.seq, {
+      timeoutMs: 5_000,
+    });
+    const { record } = (await system.states.read(ref.address))!;
+    expect(record.data).toEqual({ steps: 100, inbox: ['unhinted'], resumed: false });
     expect(record.turn).toBeUndefined();
   } finally {
     await system.shutdown({ graceMs: 500 });
