@@ -3,8 +3,11 @@
  * FakeOpenAI, one real nats-server and the agent actor hosted in this process.
  *
  *   step_overhead_p50_ms  median over steps of (step wall time − that step's model call time):
- *                         the loop, tool dispatch (`list_agents`, no sandbox), two checkpoints
- *                         (model reply, tool result) and three trajectory publishes. Target ≤ 2.
+ *                         the loop, tool dispatch (`list_agents`, no sandbox), the inbox drain,
+ *                         the step's checkpoint and three trajectory publishes (the checkpoint
+ *                         overlaps the next model call where that is safe). Target ≤ 2.
+ *   step_overhead_cpu_ms  CPU time (this process plus nats-server) per step minus the CPU time
+ *                         of a bare model call: steadier than wall time on a loaded machine.
  *   concurrent_sessions   sessions run at once in the throughput phase (default 500)
  *   steps_per_s           model steps per second over all of them
  *   session_bytes         JS heap per live (idle, not passivated) session after its run, by
@@ -25,6 +28,7 @@ import {
   TrajectoryStore,
   type TrajectoryEvent,
 } from '@troupe/agents';
+import { readFileSync } from 'node:fs';
 import { FakeOpenAI, randomClusterName, startNatsServer } from '@troupe/testkit';
 import { median, nowUs, printResult, printTable, quantile, round } from '../lib/report';
 
@@ -37,6 +41,15 @@ const STEPS = arg('--steps', 40);
 const SESSIONS = arg('--sessions', 5);
 const CONCURRENT = arg('--concurrent', 500);
 const CONCURRENT_STEPS = arg('--concurrent-steps', 4);
+
+/** CPU time (user + system, ms) of this process and of the process `pid`. */
+function cpuMs(pid: number): number {
+  const own = process.cpuUsage();
+  // /proc/<pid>/stat fields 14 and 15: utime and stime in clock ticks (100 per second on Linux).
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+  const ticks = Number(fields[11]) + Number(fields[12]);
+  return (own.user + own.system) / 1000 + ticks * 10;
+}
 
 function gc(): void {
   (globalThis as { gc?: () => void }).gc?.();
@@ -83,7 +96,9 @@ async function main(): Promise<void> {
 
   // Baseline: bare model calls through the same client and server.
   const model: number[] = [];
+  let modelCpuMs = 0;
   for (let i = 0; i < 200; i++) {
+    if (i === 50) modelCpuMs = -cpuMs(server.pid);
     const t0 = nowUs();
     await llm.chat({
       model: 'fake',
@@ -95,12 +110,17 @@ async function main(): Promise<void> {
     });
     if (i >= 50) model.push((nowUs() - t0) / 1000);
   }
+  modelCpuMs = (modelCpuMs + cpuMs(server.pid)) / model.length;
 
   // Step overhead: sequential sessions of STEPS steps each.
   const overhead: number[] = [];
   const stepMs: number[] = [];
+  const modelInStepMs: number[] = [];
+  let stepCpuMs = 0;
+  let modelSteps = 0;
   for (let s = 0; s < SESSIONS + 1; s++) {
     const sessionId = `seq-${s}`;
+    const cpu0 = cpuMs(server.pid);
     const result = await runAgentSession({
       system,
       trajectories,
@@ -112,6 +132,8 @@ async function main(): Promise<void> {
     if (result.stopReason !== 'FINISHED')
       throw new Error(`session ${sessionId}: ${result.stopReason}`);
     if (s === 0) continue; // warm-up
+    stepCpuMs += cpuMs(server.pid) - cpu0;
+    modelSteps += result.steps;
     const calls = (await trajectories.read(sessionId)).filter(
       (e: TrajectoryEvent) => e.type === 'model_call',
     );
@@ -121,6 +143,7 @@ async function main(): Promise<void> {
       const step = cur.atMs - prev.atMs;
       stepMs.push(step);
       overhead.push(step - Number(cur.data['latencyMs']));
+      modelInStepMs.push(Number(cur.data['latencyMs']));
     }
   }
 
@@ -157,6 +180,10 @@ async function main(): Promise<void> {
     step_overhead_p50_ms: round(overheadP50),
     step_overhead_p90_ms: round(quantile(overhead, 0.9)),
     step_vs_model_call_ratio: round(median(stepMs) / modelP50),
+    model_call_in_step_p50_ms: round(median(modelInStepMs)),
+    model_call_cpu_ms: round(modelCpuMs),
+    step_cpu_ms: round(stepCpuMs / modelSteps),
+    step_overhead_cpu_ms: round(stepCpuMs / modelSteps - modelCpuMs),
   });
   printTable(`${CONCURRENT} concurrent sessions × ${CONCURRENT_STEPS} steps`, {
     finished,
@@ -172,6 +199,7 @@ async function main(): Promise<void> {
   await server.stop();
   printResult('agents', {
     step_overhead_p50_ms: round(overheadP50),
+    step_overhead_cpu_ms: round(stepCpuMs / modelSteps - modelCpuMs),
     concurrent_sessions: CONCURRENT,
     steps_per_s: round(totalSteps / wallS, 1),
     session_bytes: sessionBytes,

@@ -56,6 +56,18 @@ export interface AgentTurnDeps {
 const CONTINUE_PROMPT =
   'Continue working on the task. When it is done, call finish_task with a summary.';
 
+/**
+ * Tools with no effect outside the session's own state: running one again after a crash repeats
+ * nothing anyone could observe. A model reply whose tool calls are all of these is committed
+ * together with their results (one checkpoint per step instead of two).
+ */
+const EFFECT_FREE_TOOLS: ReadonlySet<string> = new Set<AgentToolName>([
+  T.VIEW_FILE,
+  T.LIST_AGENTS,
+  T.FINISH_TASK,
+  T.CREATE_SUBAGENT,
+]);
+
 /** A tool's outcome as text for the model; `finish` ends the run with it as final text. */
 interface ToolOutcome {
   content: string;
@@ -72,6 +84,8 @@ export class AgentTurn {
   private pending: Promise<void>[] = [];
   /** An end was recorded in the working copy but its commit failed. */
   private endUncommitted = false;
+  /** The checkpoint started by {@link commitSoon} and not yet waited for. */
+  private inflight: Promise<void> | undefined;
 
   constructor(
     private readonly ctx: ActorContext<AgentSessionState>,
@@ -109,9 +123,40 @@ export class AgentTurn {
 
   /** Waits for the events emitted so far and checkpoints the state. */
   async commit(): Promise<void> {
+    await this.commitSoon();
+    await this.settle();
+  }
+
+  /**
+   * Starts checkpointing the state (with the events emitted so far) and returns without waiting
+   * for it: the next model call overlaps it. Whatever must follow it — the next checkpoint, a tool
+   * with an external effect, the end of the turn — waits for it ({@link settle}).
+   */
+  private async commitSoon(): Promise<void> {
+    // Checkpoints are compare-and-sets on the revision the last one returned: one at a time.
+    await this.settle();
     const pending = this.pending;
     this.pending = [];
-    await Promise.all([...pending, this.ctx.checkpoint(this.s)]);
+    // checkpoint() encodes the state and the drain position before it first yields, so what is
+    // written is this point of the turn even though the turn goes on while it is written.
+    const done = Promise.all([...pending, this.ctx.checkpoint(this.s)]).then(() => undefined);
+    done.catch(() => undefined); // surfaced by settle()
+    this.inflight = done;
+  }
+
+  /** Waits for the checkpoint in flight, if any; throws its error. */
+  private async settle(): Promise<void> {
+    const inflight = this.inflight;
+    if (!inflight) return;
+    await inflight;
+    if (this.inflight === inflight) this.inflight = undefined;
+  }
+
+  /** True when a tool call can run before the model reply that made it is committed. */
+  private effectFree(call: ToolCall): boolean {
+    const template = this.s.template as AgentTemplate;
+    // A tool the agent does not hold is refused without running anything.
+    return EFFECT_FREE_TOOLS.has(call.name) || !holdsTool(template, call.name);
   }
 
   /** Handles a `run` message: starts, resumes, or refuses it. */
@@ -234,6 +279,9 @@ export class AgentTurn {
    */
   async endAfterFailure(why: string, runMsg?: RunMessage): Promise<boolean> {
     this.pending = []; // the failed attempt's publishes: their errors were the failure
+    // Its checkpoint in flight (awaited when the attempt failed; maybe what failed) is over too.
+    await this.inflight?.catch(() => undefined);
+    this.inflight = undefined;
     const run = this.s.run;
     const open = run && (run.status !== 'done' || this.endUncommitted);
     if (run && open && (!runMsg || run.runId === runMsg.runId)) {
@@ -288,8 +336,18 @@ export class AgentTurn {
     return Object.values(this.s.subagents).some((a) => a.activeMode === 'async');
   }
 
-  /** The loop: pending tool calls, inbox, limits, compaction, model call; until stop or wait. */
+  /** {@link steps}; a turn that fails first waits for its checkpoint in flight. */
   private async loop(): Promise<void> {
+    try {
+      await this.steps();
+    } catch (err) {
+      await this.inflight?.catch(() => undefined);
+      throw err;
+    }
+  }
+
+  /** The loop: pending tool calls, inbox, limits, compaction, model call; until stop or wait. */
+  private async steps(): Promise<void> {
     const { s } = this;
     const run = s.run as AgentRunState;
     const template = s.template as AgentTemplate;
@@ -366,7 +424,10 @@ export class AgentTurn {
           }
           return this.end(run, AgentStopReason.NO_TOOL_CALLS, result.message.content ?? '');
         }
-        await this.commit();
+        // A tool with an external effect runs only once the reply that asked for it is committed:
+        // after a crash it is repeated only if its own result was not. Effect-free tools run at
+        // once, and the reply is committed with their results.
+        if (!result.message.toolCalls.every((c) => this.effectFree(c))) await this.commit();
       } catch (err) {
         if (this.ctx.signal.aborted) throw err; // shutdown or fenced: the runtime replays the run
         const e = toTroupeError(err);
@@ -404,6 +465,8 @@ export class AgentTurn {
     for (const call of assistant.toolCalls) {
       if (answered.has(call.id)) continue;
       ran = true;
+      // Everything before an external effect is committed first (see steps()).
+      if (!this.effectFree(call)) await this.settle();
       this.emit(run.runId, TrajectoryEventType.TOOL_CALL, undefined, {
         toolCallId: call.id,
         name: call.name,
@@ -427,7 +490,7 @@ export class AgentTurn {
       });
       if (outcome.finish !== undefined) run.finishSummary ??= outcome.finish;
       await this.drain(run.runId);
-      await this.commit();
+      await this.commitSoon();
     }
     return ran;
   }
