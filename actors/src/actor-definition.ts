@@ -62,6 +62,14 @@ export interface ActorDefinitionOptions<
    * @default false
    */
   trackRunning?: boolean;
+  /**
+   * Validate the state against `state` at every `ctx.checkpoint()`. The state is always validated
+   * when a turn returns it and when an activation loads it; a long turn that checkpoints a large
+   * state often, built only from validated parts (an agent's step loop), may skip the check at
+   * checkpoints, where parsing the whole state costs more than the rest of the checkpoint.
+   * @default true
+   */
+  validateCheckpoints?: boolean;
 }
 
 /** A validated actor definition, as hosted by an {@link ActorSystem}. */
@@ -121,5 +129,6 @@ export function defineActor<
     idleTimeoutMs: options.idleTimeoutMs ?? 60_000,
     maxAttempts: options.maxAttempts ?? 3,
     trackRunning: options.trackRunning ?? false,
+    validateCheckpoints: options.validateCheckpoints ?? true,
   };
 }

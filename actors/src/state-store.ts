@@ -102,8 +102,12 @@ export class StateStore {
    * Returns the new revision; throws {@link FencedError} when someone else wrote in between.
    */
   async commit(addr: ActorAddress, revision: number, record: StateRecord): Promise<number> {
+    return this.commitEncoded(addr, revision, encodeJson(record));
+  }
+
+  /** {@link commit} of a record the caller has encoded (as JSON, UTF-8). */
+  async commitEncoded(addr: ActorAddress, revision: number, data: Uint8Array): Promise<number> {
     const key = stateKey(addr);
-    const data = encodeJson(record);
     try {
       return revision === 0
         ? await this.kv.create(key, data)

@@ -70,7 +70,8 @@ async function main(): Promise<void> {
     return { toolCalls: [{ name: 'list_agents', arguments: {} }] };
   });
   const cluster = randomClusterName();
-  const nc = await connect({ servers: server.url });
+  // The client options of the runtime's own connections (ActorSystem, `troupe --models`).
+  const nc = await connect({ servers: server.url, noAsyncTraces: true });
   const registry = new ModelRegistry({
     models: {
       fake: { baseURL: fake.baseURL, model: 'fake-model', inputUsdPer1M: 0, outputUsdPer1M: 0 },

@@ -98,7 +98,9 @@ export type EndReason = 'idle' | 'shutdown' | 'fenced' | 'deactivated' | 'failed
 export class Activation {
   readonly address: ActorAddress;
   private readonly key: string;
-  private state: unknown;
+  private stateValue: unknown;
+  /** The committed record, encoded, after a checkpoint that kept no copy (decoded on demand). */
+  private stateRecordJson: Uint8Array | undefined;
   private revision = 0;
   private cursor = 0;
   private pendingTurn: StateRecord['turn'];
@@ -732,24 +734,54 @@ export class Activation {
     return parsed.data;
   }
 
-  /** Commits state and cursor in one compare-and-set; a stale revision fences this activation. */
-  async commitState(state: unknown, cursor: number, turn?: StateRecord['turn']): Promise<void> {
+  /** The current state: the last committed, or what a handler of the current batch left. */
+  private get state(): unknown {
+    if (this.stateRecordJson !== undefined) {
+      this.stateValue = (decodeJson(this.stateRecordJson) as StateRecord).data;
+      this.stateRecordJson = undefined;
+    }
+    return this.stateValue;
+  }
+
+  private set state(state: unknown) {
+    this.stateValue = state;
+    this.stateRecordJson = undefined;
+  }
+
+  /**
+   * Commits state and cursor in one compare-and-set; a stale revision fences this activation.
+   * `keep: 'encoded'`: the caller goes on changing `state` (a checkpoint that skips validation,
+   * which would have copied it); the state is encoded before this yields, and the committed
+   * version is decoded again only if needed (a retry of the message, the next message).
+   */
+  async commitState(
+    state: unknown,
+    cursor: number,
+    turn?: StateRecord['turn'],
+    keep: 'value' | 'encoded' = 'value',
+  ): Promise<void> {
     const record: StateRecord = {
       epoch: this.epoch,
       cursor,
       data: state,
       ...(turn ? { turn } : {}),
     };
-    this.revision = await this.host.states.commit(this.address, this.revision, record);
-    this.state = state;
+    const data = encodeJson(record);
+    this.revision = await this.host.states.commitEncoded(this.address, this.revision, data);
+    if (keep === 'encoded') {
+      this.stateValue = undefined;
+      this.stateRecordJson = data;
+    } else {
+      this.state = state;
+    }
     this.cursor = cursor;
     // A retry of this message in this activation resumes from the checkpoint, like a replay.
     this.pendingTurn = turn;
   }
 
-  /** Current state and cursor (for checkpoints). */
-  get position(): { state: unknown; cursor: number } {
-    return { state: this.state, cursor: this.cursor };
+  /** Cursor of the last commit (for drains and checkpoints). */
+  get committedCursor(): number {
+    return this.cursor;
   }
 
   private context(info: MessageInfo, resumed: boolean): ActorContext<unknown> {
@@ -768,6 +800,11 @@ export class Activation {
   /** @internal for {@link TurnContext} */
   get logger(): Logger {
     return this.log;
+  }
+
+  /** @internal for {@link TurnContext}: whether checkpoints validate the state. */
+  get validatesCheckpoints(): boolean {
+    return this.def.validateCheckpoints;
   }
 
   /** @internal for {@link TurnContext} */
@@ -876,22 +913,29 @@ class Turn {
 
   async drain(): Promise<InboxMessage[]> {
     if (this.closed) throw new TroupeError('INTERNAL', 'drainInbox() called after the turn ended');
-    const from = Math.max(this.drainedThrough, this.activation.position.cursor, this.info.seq ?? 0);
+    const from = Math.max(this.drainedThrough, this.activation.committedCursor, this.info.seq ?? 0);
     const { messages, through } = await this.activation.drainAfter(from);
     this.drainedThrough = through;
     return messages;
   }
 
-  async checkpoint(state: unknown): Promise<void> {
+  async checkpoint(state: unknown, keep: 'value' | 'encoded'): Promise<void> {
     if (this.closed) throw new TroupeError('INTERNAL', 'checkpoint() called after the turn ended');
-    const cursor = this.activation.position.cursor;
+    const cursor = this.activation.committedCursor;
     if (this.info.via === 'post' && this.info.seq !== undefined) {
-      await this.activation.commitState(state, cursor, {
-        seq: this.info.seq,
-        drainedThrough: Math.max(this.drainedThrough, this.info.seq),
-      });
+      await this.activation.commitState(
+        state,
+        cursor,
+        { seq: this.info.seq, drainedThrough: Math.max(this.drainedThrough, this.info.seq) },
+        keep,
+      );
     } else {
-      await this.activation.commitState(state, Math.max(cursor, this.drainedThrough));
+      await this.activation.commitState(
+        state,
+        Math.max(cursor, this.drainedThrough),
+        undefined,
+        keep,
+      );
     }
   }
 
@@ -959,6 +1003,10 @@ class TurnContext implements ActorContext<unknown> {
     return this.turn.drain();
   }
   checkpoint(state: unknown): Promise<void> {
-    return this.turn.checkpoint(this.activation.validateState(state));
+    // Validation copies the state; without it the commit keeps the encoded copy instead (the
+    // turn goes on changing its object, and a retry must start from what was committed).
+    return this.activation.validatesCheckpoints
+      ? this.turn.checkpoint(this.activation.validateState(state), 'value')
+      : this.turn.checkpoint(state, 'encoded');
   }
 }

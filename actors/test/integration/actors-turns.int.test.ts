@@ -166,3 +166,51 @@ test('a post whose mail hints are all lost is still drained by the running turn'
     await system.shutdown({ graceMs: 500 });
   }
 });
+
+// Like an agent's loop: one state object changed in place, checkpoints without validation.
+let failAfterCheckpoint = true;
+const InPlace = defineActor({
+  kind: 'in-place',
+  state: z.object({ log: z.array(z.string()), replays: z.number().int() }),
+  initialState: () => ({ log: [] as string[], replays: 0 }),
+  messages: { run: z.object({}) },
+  validateCheckpoints: false,
+  maxAttempts: 3,
+  handlers: {
+    run: async (ctx, _msg, state) => {
+      if (ctx.resumed) state.replays++;
+      if (!state.log.includes('a')) {
+        state.log.push('a');
+        await ctx.checkpoint(state);
+      }
+      state.log.push('uncommitted');
+      if (failAfterCheckpoint) {
+        failAfterCheckpoint = false;
+        throw new Error('simulated failure after an unvalidated checkpoint');
+      }
+      state.log.splice(state.log.indexOf('uncommitted'), 1);
+      state.log.push('b');
+      return { state };
+    },
+  },
+});
+
+test('without checkpoint validation, a retried turn still starts from the committed state, not the changed object', async () => {
+  const system = await ActorSystem.start({
+    cluster: randomClusterName(),
+    servers: server.url,
+    hosting: [InPlace],
+  });
+  try {
+    const ref = system.ref(InPlace, 'p1');
+    failAfterCheckpoint = true;
+    const run = await ref.post('run', {});
+    await waitFor(async () => (await system.states.read(ref.address))?.record.cursor === run.seq, {
+      timeoutMs: 10_000,
+    });
+    const { record } = (await system.states.read(ref.address))!;
+    expect(record.data).toEqual({ log: ['a', 'b'], replays: 1 });
+  } finally {
+    await system.shutdown({ graceMs: 500 });
+  }
+});

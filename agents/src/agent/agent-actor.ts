@@ -122,6 +122,9 @@ export function createAgentActor(options: AgentActorOptions) {
     messages: AgentMessages,
     trackRunning: true,
     maxAttempts,
+    // Checkpoints (one per step) write state assembled from validated parts; the runtime still
+    // validates it at the end of every turn and on load.
+    validateCheckpoints: false,
     idleTimeoutMs: options.idleTimeoutMs ?? 60_000,
     handlers: {
       run: (ctx, msg, state) => guarded(ctx, state, (t) => t.run(msg), msg),

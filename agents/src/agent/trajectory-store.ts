@@ -169,6 +169,8 @@ export class TrajectoryStore {
       }
       if (options.signal?.aborted) throw fromAbortSignal(options.signal);
       for await (const m of sub) {
+        // Every event of the session passes by; only a run end is worth decoding.
+        if (!m.string().includes(`"${TrajectoryEventType.RUN_END}"`)) continue;
         const parsed = TrajectoryEventSchema.safeParse(m.json());
         if (parsed.success && isEnd(parsed.data)) return parsed.data.data['result'];
       }

@@ -86,6 +86,7 @@ export class ModelHosting {
     const connection = await connect({
       servers: options.nats.servers,
       name: `troupe-agents-${options.hostId}`,
+      noAsyncTraces: true, // as ActorSystem's own connection: two Error allocations per request
       ...(options.nats.user !== undefined ? { user: options.nats.user } : {}),
       ...(options.nats.pass !== undefined ? { pass: options.nats.pass } : {}),
       ...(options.nats.token !== undefined ? { token: options.nats.token } : {}),
