@@ -116,6 +116,14 @@ export {
   conversationChars,
   findCompactionWindow,
 } from './agent/compact-history';
+export {
+  ELIDED_PREFIX,
+  type ElisionResult,
+  elideOlderMessages,
+  growingChars,
+  MAX_JSON_BYTES_PER_CHAR,
+  stateBytes,
+} from './agent/elide-older-messages';
 export { headTail, replaceExact } from './agent/replace-exact';
 export type { SandboxExecResult, SandboxJobStatus, SandboxPort } from './agent/sandbox-port';
 export { SessionBudget } from './agent/session-budget';

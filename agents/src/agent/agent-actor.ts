@@ -42,6 +42,15 @@ export interface AgentActorOptions {
   logger?: Logger;
   /** Clock. @default Date.now */
   now?: () => number;
+  /**
+   * A session's whole state (its context included) is one KV value, which the NATS server's
+   * `max_payload` bounds (1 MiB by default). Above this many bytes, before a model call, the
+   * session forces a compaction if its template configures one and otherwise replaces older
+   * messages' text with references to the trajectory (which keeps it in full), down to half of
+   * it, recording a `compaction` event. Keep it below `max_payload` with room for one step.
+   * @default 524288
+   */
+  maxStateBytes?: number;
 }
 
 /**
@@ -64,6 +73,7 @@ export function createAgentActor(options: AgentActorOptions) {
     log: (options.logger ?? noopLogger).child({ component: 'agent' }),
     subagentTimeoutMs: options.subagentTimeoutMs ?? 3_600_000,
     now: options.now ?? Date.now,
+    maxStateBytes: options.maxStateBytes ?? 512 * 1024,
   };
   const turn = (ctx: ActorContext<AgentSessionState>, state: AgentSessionState): AgentTurn =>
     new AgentTurn(ctx, structuredClone(state), deps);

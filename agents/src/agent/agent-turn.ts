@@ -36,6 +36,12 @@ import {
   findCompactionWindow,
   summaryPrompt,
 } from './compact-history';
+import {
+  elideOlderMessages,
+  growingChars,
+  MAX_JSON_BYTES_PER_CHAR,
+  stateBytes,
+} from './elide-older-messages';
 import { headTail, replaceExact } from './replace-exact';
 import type { SandboxPort } from './sandbox-port';
 import { SessionBudget } from './session-budget';
@@ -51,6 +57,8 @@ export interface AgentTurnDeps {
   log: Logger;
   subagentTimeoutMs: number;
   now: () => number;
+  /** Serialized session state size above which the context is shrunk (see fitState). */
+  maxStateBytes: number;
 }
 
 const CONTINUE_PROMPT =
@@ -86,6 +94,8 @@ export class AgentTurn {
   private endUncommitted = false;
   /** The checkpoint started by {@link commitSoon} and not yet waited for. */
   private inflight: Promise<void> | undefined;
+  /** The state's exact serialized size at its last measurement, and its growing text then. */
+  private sized: { bytes: number; chars: number } | undefined;
 
   constructor(
     private readonly ctx: ActorContext<AgentSessionState>,
@@ -372,6 +382,7 @@ export class AgentTurn {
         return this.end(run, AgentStopReason.WALL_TIME);
       }
       try {
+        await this.fitState(run, budget);
         await this.maybeCompact(run, budget);
         const result = await this.deps.llm.chat({
           model: template.model,
@@ -570,12 +581,74 @@ export class AgentTurn {
     this.emit(runId, TrajectoryEventType.MESSAGE, moved, { delivered: moved.length });
   }
 
-  private async maybeCompact(run: AgentRunState, budget: BudgetHook): Promise<void> {
+  /**
+   * Keeps the serialized state — one KV value, bounded by the NATS server's `max_payload` — under
+   * `maxStateBytes`. Above it: compaction is forced when the template configures one; whatever
+   * is still above half the limit is shrunk by replacing older messages' text with a reference to
+   * the trajectory, which keeps every message in full. Measured exactly only when a cheap bound on
+   * the growth since the last measurement says the limit may be near.
+   */
+  private async fitState(run: AgentRunState, budget: BudgetHook): Promise<void> {
+    const limit = this.deps.maxStateBytes;
+    const { sized } = this;
+    const chars = growingChars(this.s);
+    if (sized && sized.bytes + (chars - sized.chars) * MAX_JSON_BYTES_PER_CHAR <= limit) return;
+    const beforeBytes = this.measureState();
+    if (beforeBytes <= limit) return;
+    const target = Math.floor(limit / 2);
+    let bytes = beforeBytes;
+    if ((this.s.template as AgentTemplate).compaction) {
+      await this.maybeCompact(run, budget, true);
+      bytes = this.measureState();
+      if (bytes <= target) return;
+    }
+    const { elided } = elideOlderMessages(this.s.messages, this.sessionId, bytes - target);
+    bytes = this.measureState();
+    // Elided messages still cost their structure: a long enough session then drops an older
+    // window from the context altogether (a compaction without a model; pinned messages stay).
+    let removed = 0;
+    const window =
+      bytes > target ? findCompactionWindow(this.s.messages, Math.floor(target / 4)) : undefined;
+    if (window) {
+      removed = window.end - window.start;
+      this.s.messages = applyCompaction(
+        this.s.messages,
+        window,
+        `[removed from the context to keep the session state under ${limit} bytes; the full text is in the trajectory of session ${this.sessionId}]`,
+      );
+    }
+    const afterBytes = removed > 0 ? this.measureState() : bytes;
+    if (afterBytes > limit) {
+      this.deps.log.warn(
+        { session: this.sessionId, bytes: afterBytes, maxStateBytes: limit },
+        'session state stays above maxStateBytes after eliding older messages',
+      );
+    }
+    this.emit(run.runId, TrajectoryEventType.COMPACTION, undefined, {
+      strategy: 'elide',
+      reason: 'state_size',
+      elidedMessages: elided,
+      removedMessages: removed,
+      beforeBytes,
+      afterBytes,
+      maxStateBytes: limit,
+    });
+    await this.commit();
+  }
+
+  private measureState(): number {
+    const bytes = stateBytes(this.s);
+    this.sized = { bytes, chars: growingChars(this.s) };
+    return bytes;
+  }
+
+  /** Summarises an older window above the template's budget (or at once: `force`). */
+  private async maybeCompact(run: AgentRunState, budget: BudgetHook, force = false): Promise<void> {
     const { s } = this;
     const cfg = (s.template as AgentTemplate).compaction;
     if (!cfg) return;
     const before = conversationChars(s.messages);
-    if (before <= cfg.maxChars) return;
+    if (before <= cfg.maxChars && !force) return;
     const window = findCompactionWindow(
       s.messages,
       cfg.keepRecentChars ?? Math.floor(cfg.maxChars / 4),
@@ -606,6 +679,7 @@ export class AgentTurn {
       afterChars: conversationChars(s.messages),
       summary,
       costUsd: result.costUsd,
+      ...(force ? { reason: 'state_size' } : {}),
     });
     await this.commit();
   }
