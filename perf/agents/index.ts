@@ -42,13 +42,18 @@ const SESSIONS = arg('--sessions', 5);
 const CONCURRENT = arg('--concurrent', 500);
 const CONCURRENT_STEPS = arg('--concurrent-steps', 4);
 
-/** CPU time (user + system, ms) of this process and of the process `pid`. */
-function cpuMs(pid: number): number {
+/** CPU time (user + system, ms) of this process and of the process `pid` (nats-server). */
+function cpuMs(pid: number): { own: number; nats: number } {
   const own = process.cpuUsage();
   // /proc/<pid>/stat fields 14 and 15: utime and stime in clock ticks (100 per second on Linux).
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
   const ticks = Number(fields[11]) + Number(fields[12]);
-  return (own.user + own.system) / 1000 + ticks * 10;
+  return { own: (own.user + own.system) / 1000, nats: ticks * 10 };
+}
+
+function cpuSince(start: { own: number; nats: number }, pid: number) {
+  const now = cpuMs(pid);
+  return { own: now.own - start.own, nats: now.nats - start.nats };
 }
 
 function gc(): void {
@@ -97,9 +102,9 @@ async function main(): Promise<void> {
 
   // Baseline: bare model calls through the same client and server.
   const model: number[] = [];
-  let modelCpuMs = 0;
+  let modelCpu0 = cpuMs(server.pid);
   for (let i = 0; i < 200; i++) {
-    if (i === 50) modelCpuMs = -cpuMs(server.pid);
+    if (i === 50) modelCpu0 = cpuMs(server.pid);
     const t0 = nowUs();
     await llm.chat({
       model: 'fake',
@@ -111,13 +116,15 @@ async function main(): Promise<void> {
     });
     if (i >= 50) model.push((nowUs() - t0) / 1000);
   }
-  modelCpuMs = (modelCpuMs + cpuMs(server.pid)) / model.length;
+  const modelCpu = cpuSince(modelCpu0, server.pid);
+  const modelCpuMs = (modelCpu.own + modelCpu.nats) / model.length;
 
   // Step overhead: sequential sessions of STEPS steps each.
   const overhead: number[] = [];
   const stepMs: number[] = [];
   const modelInStepMs: number[] = [];
   let stepCpuMs = 0;
+  let stepNatsCpuMs = 0;
   let modelSteps = 0;
   for (let s = 0; s < SESSIONS + 1; s++) {
     const sessionId = `seq-${s}`;
@@ -133,7 +140,9 @@ async function main(): Promise<void> {
     if (result.stopReason !== 'FINISHED')
       throw new Error(`session ${sessionId}: ${result.stopReason}`);
     if (s === 0) continue; // warm-up
-    stepCpuMs += cpuMs(server.pid) - cpu0;
+    const used = cpuSince(cpu0, server.pid);
+    stepCpuMs += used.own + used.nats;
+    stepNatsCpuMs += used.nats;
     modelSteps += result.steps;
     const calls = (await trajectories.read(sessionId)).filter(
       (e: TrajectoryEvent) => e.type === 'model_call',
@@ -183,7 +192,9 @@ async function main(): Promise<void> {
     step_vs_model_call_ratio: round(median(stepMs) / modelP50),
     model_call_in_step_p50_ms: round(median(modelInStepMs)),
     model_call_cpu_ms: round(modelCpuMs),
+    model_call_cpu_nats_ms: round(modelCpu.nats / model.length),
     step_cpu_ms: round(stepCpuMs / modelSteps),
+    step_cpu_nats_ms: round(stepNatsCpuMs / modelSteps),
     step_overhead_cpu_ms: round(stepCpuMs / modelSteps - modelCpuMs),
   });
   printTable(`${CONCURRENT} concurrent sessions × ${CONCURRENT_STEPS} steps`, {

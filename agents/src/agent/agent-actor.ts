@@ -58,9 +58,10 @@ export interface AgentActorOptions {
  * `run` (posted; starts or resumes a run, result as a `run_end` trajectory event and, for async
  * subagent calls, a `subagentResult` post to the caller), `message` (posted; text delivered at
  * the next tool boundary, waking a session that waits for async results), `subagentResult`
- * (posted by children), `status` (ask). Runs checkpoint after every model reply and tool result
- * (`trackRunning`: a running session refuses `requireIdle` asks with BUSY). A turn that throws on
- * its last attempt ends its run with `INTERNAL_ERROR` instead of being dead-lettered.
+ * (posted by children), `status` (ask). Runs checkpoint after every tool result, and after a model
+ * reply before any tool with an external effect runs (`trackRunning`: a running session refuses
+ * `requireIdle` asks with BUSY). A turn that throws on its last attempt ends its run with
+ * `INTERNAL_ERROR` instead of being dead-lettered.
  * @throws TroupeError `INVALID_ARGUMENT` naming `maxAttempts`
  */
 export function createAgentActor(options: AgentActorOptions) {

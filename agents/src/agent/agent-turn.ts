@@ -85,8 +85,8 @@ interface ToolOutcome {
 
 /**
  * One handler turn of an agent session: owns a working copy of the state, emits trajectory
- * events, checkpoints after every committed step (a model reply, each tool result) and runs the
- * loop until the run stops or waits for async subagent results.
+ * events, checkpoints each tool result (and a model reply before a tool with an external effect
+ * runs) and runs the loop until the run stops or waits for async subagent results.
  */
 export class AgentTurn {
   private pending: Promise<void>[] = [];
