@@ -6,15 +6,17 @@
  *                         the loop, tool dispatch (`list_agents`, no sandbox), the inbox drain,
  *                         the step's checkpoint and three trajectory publishes (the checkpoint
  *                         overlaps the next model call where that is safe). Target ≤ 2.
- *   step_overhead_cpu_ms  CPU time (this process plus nats-server) per step minus the CPU time
- *                         of a bare model call: steadier than wall time on a loaded machine.
+ *   step_overhead_cpu_ms  CPU time (this process plus nats-server) per step, run start and end
+ *                         included, minus that of a bare model call.
  *   concurrent_sessions   sessions run at once in the throughput phase (default 500)
  *   steps_per_s           model steps per second over all of them
  *   session_bytes         JS heap per live (idle, not passivated) session after its run, by
  *                         difference of heapUsed after gc
  *
  * The baseline measured in the same run is a bare `LlmClient.chat` against the same server
- * (`model_call_p50_ms`); ratios are printed against it.
+ * (`model_call_p50_ms`) with the request of a session's median step (history and tools),
+ * measured before and between the sequential sessions; ratios are printed
+ * against it. `model_call_in_step_p50_ms` is the model call time inside steps.
  * Options: `--steps N` (40 per session), `--sessions N` (5 sequential sessions for the overhead),
  * `--concurrent N` (500), `--concurrent-steps N` (4).
  */
@@ -22,9 +24,11 @@ import { connect } from '@nats-io/transport-node';
 import { ActorSystem } from '@troupe/actors';
 import {
   createAgentActor,
+  type ChatMessage,
   LlmClient,
   ModelRegistry,
   runAgentSession,
+  toolDefinition,
   TrajectoryStore,
   type TrajectoryEvent,
 } from '@troupe/agents';
@@ -100,24 +104,39 @@ async function main(): Promise<void> {
     limits: { maxSteps: steps + 1 },
   });
 
-  // Baseline: bare model calls through the same client and server.
+  // Baseline: bare model calls through the same client and server — a block first (after 50
+  // warm-up calls), then a session's worth after every measured session, so that baseline and
+  // steps see the same machine load.
   const model: number[] = [];
-  let modelCpu0 = cpuMs(server.pid);
-  for (let i = 0; i < 200; i++) {
-    if (i === 50) modelCpu0 = cpuMs(server.pid);
-    const t0 = nowUs();
-    await llm.chat({
-      model: 'fake',
-      messages: [
-        { role: 'system', content: 'Perf agent, steps=2.' },
-        { role: 'user', content: 'go' },
-      ],
-      signal: AbortSignal.timeout(10_000),
-    });
-    if (i >= 50) model.push((nowUs() - t0) / 1000);
+  const modelCpu = { own: 0, nats: 0 };
+  // The request of a session's median step: instruction, task, STEPS/2 tool rounds, the tool.
+  const bareMessages: ChatMessage[] = [
+    { role: 'system', content: `Perf agent, steps=${STEPS}.` },
+    { role: 'user', content: 'Call list_agents until told otherwise.' },
+  ];
+  for (let i = 0; i < Math.floor(STEPS / 2); i++) {
+    const call = { id: `call_${i}`, name: 'list_agents', argumentsText: '{}' };
+    bareMessages.push({ role: 'assistant', content: null, toolCalls: [call] });
+    bareMessages.push({ role: 'tool', toolCallId: call.id, content: 'subagents:\n(none)' });
   }
-  const modelCpu = cpuSince(modelCpu0, server.pid);
-  const modelCpuMs = (modelCpu.own + modelCpu.nats) / model.length;
+  const bareCalls = async (n: number, warmUp = 0): Promise<void> => {
+    let cpu0 = cpuMs(server.pid);
+    for (let i = 0; i < warmUp + n; i++) {
+      if (i === warmUp) cpu0 = cpuMs(server.pid);
+      const t0 = nowUs();
+      await llm.chat({
+        model: 'fake',
+        messages: bareMessages,
+        tools: [toolDefinition('list_agents')],
+        signal: AbortSignal.timeout(10_000),
+      });
+      if (i >= warmUp) model.push((nowUs() - t0) / 1000);
+    }
+    const used = cpuSince(cpu0, server.pid);
+    modelCpu.own += used.own;
+    modelCpu.nats += used.nats;
+  };
+  await bareCalls(150, 50);
 
   // Step overhead: sequential sessions of STEPS steps each.
   const overhead: number[] = [];
@@ -144,6 +163,7 @@ async function main(): Promise<void> {
     stepCpuMs += used.own + used.nats;
     stepNatsCpuMs += used.nats;
     modelSteps += result.steps;
+    await bareCalls(STEPS);
     const calls = (await trajectories.read(sessionId)).filter(
       (e: TrajectoryEvent) => e.type === 'model_call',
     );
@@ -182,6 +202,7 @@ async function main(): Promise<void> {
   const sessionBytes = Math.round((heapAfter - heapBefore) / Math.max(1, live));
 
   const modelP50 = median(model);
+  const modelCpuMs = (modelCpu.own + modelCpu.nats) / model.length;
   const overheadP50 = median(overhead);
   printTable('agent step (sequential sessions)', {
     steps_measured: overhead.length,

@@ -92,6 +92,8 @@ export class AgentTurn {
   private pending: Promise<void>[] = [];
   /** An end was recorded in the working copy but its commit failed. */
   private endUncommitted = false;
+  /** Events emitted with `defer`, not yet published. */
+  private readonly deferred: TrajectoryEvent[] = [];
   /** The checkpoint started by {@link commitSoon} and not yet waited for. */
   private inflight: Promise<void> | undefined;
   /** The state's exact serialized size at its last measurement, and its growing text then. */
@@ -107,12 +109,17 @@ export class AgentTurn {
     return this.ctx.self.id;
   }
 
-  /** Appends a trajectory event (published now, awaited at the next commit). */
+  /**
+   * Appends a trajectory event: published now — or, with `defer`, with the next commit or the
+   * next event that is not deferred (so the stream keeps seq order), which saves a socket write
+   * per step — and awaited at the next commit.
+   */
   emit(
     runId: string,
     type: TrajectoryEvent['type'],
     messages: StoredMessage[] | undefined,
     data: Record<string, unknown> = {},
+    options: { defer?: boolean } = {},
   ): number {
     const seq = ++this.s.eventSeq;
     const event: TrajectoryEvent = {
@@ -125,10 +132,23 @@ export class AgentTurn {
       ...(messages ? { messages } : {}),
       data,
     };
+    if (options.defer) {
+      this.deferred.push(event);
+      return seq;
+    }
+    this.publishDeferred();
+    this.publish(event);
+    return seq;
+  }
+
+  private publish(event: TrajectoryEvent): void {
     const p = this.deps.trajectories.append(event);
     p.catch(() => undefined); // awaited (and its error surfaced) by commit
     this.pending.push(p);
-    return seq;
+  }
+
+  private publishDeferred(): void {
+    for (const e of this.deferred.splice(0)) this.publish(e);
   }
 
   /** Waits for the events emitted so far and checkpoints the state. */
@@ -145,6 +165,8 @@ export class AgentTurn {
   private async commitSoon(): Promise<void> {
     // Checkpoints are compare-and-sets on the revision the last one returned: one at a time.
     await this.settle();
+    // Deferred events and the checkpoint leave in the same tick: one socket write.
+    this.publishDeferred();
     const pending = this.pending;
     this.pending = [];
     // checkpoint() encodes the state and the drain position before it first yields, so what is
@@ -410,15 +432,21 @@ export class AgentTurn {
           ...(result.message.toolCalls.length > 0 ? { toolCalls: result.message.toolCalls } : {}),
         };
         s.messages.push(reply);
-        this.emit(run.runId, TrajectoryEventType.MODEL_CALL, [reply], {
-          model: result.model,
-          requestId: result.requestId,
-          usage: result.usage,
-          costUsd: result.costUsd,
-          latencyMs: result.latencyMs,
-          attempts: result.attempts,
-          finishReason: result.finishReason,
-        });
+        this.emit(
+          run.runId,
+          TrajectoryEventType.MODEL_CALL,
+          [reply],
+          {
+            model: result.model,
+            requestId: result.requestId,
+            usage: result.usage,
+            costUsd: result.costUsd,
+            latencyMs: result.latencyMs,
+            attempts: result.attempts,
+            finishReason: result.finishReason,
+          },
+          { defer: true },
+        );
         if (result.message.toolCalls.length === 0) {
           if (this.awaitingAsync()) {
             run.status = 'waiting';
@@ -478,11 +506,15 @@ export class AgentTurn {
       ran = true;
       // Everything before an external effect is committed first (see steps()).
       if (!this.effectFree(call)) await this.settle();
-      this.emit(run.runId, TrajectoryEventType.TOOL_CALL, undefined, {
-        toolCallId: call.id,
-        name: call.name,
-        argumentsText: call.argumentsText,
-      });
+      // Watchers see a tool with an external effect before it runs; an effect-free one (fast,
+      // no sandbox change) is published with its result.
+      this.emit(
+        run.runId,
+        TrajectoryEventType.TOOL_CALL,
+        undefined,
+        { toolCallId: call.id, name: call.name, argumentsText: call.argumentsText },
+        { defer: this.effectFree(call) },
+      );
       const outcome = await this.execute(call, last);
       const template = s.template as AgentTemplate;
       const message: StoredMessage = {
@@ -491,14 +523,20 @@ export class AgentTurn {
         content: headTail(outcome.content, template.maxToolOutputChars),
       };
       s.messages.push(message);
-      this.emit(run.runId, TrajectoryEventType.TOOL_RESULT, [message], {
-        toolCallId: call.id,
-        name: call.name,
-        ok: outcome.ok,
-        ...(message.content.length < outcome.content.length
-          ? { fullContent: outcome.content }
-          : {}),
-      });
+      this.emit(
+        run.runId,
+        TrajectoryEventType.TOOL_RESULT,
+        [message],
+        {
+          toolCallId: call.id,
+          name: call.name,
+          ok: outcome.ok,
+          ...(message.content.length < outcome.content.length
+            ? { fullContent: outcome.content }
+            : {}),
+        },
+        { defer: true }, // published with the checkpoint that follows
+      );
       if (outcome.finish !== undefined) run.finishSummary ??= outcome.finish;
       await this.drain(run.runId);
       await this.commitSoon();
