@@ -25,9 +25,13 @@ export function stateBytes(state: AgentSessionState): number {
   return Buffer.byteLength(JSON.stringify(state), 'utf8');
 }
 
-/** Characters of text in the state that grow with the session (messages, pending inbound). */
+/**
+ * Characters of text in the state that grow with the session: messages, pending inbound
+ * messages, subagent definitions.
+ */
 export function growingChars(state: AgentSessionState): number {
   let n = 0;
+  for (const a of Object.values(state.subagents)) n += a.instruction.length;
   for (const list of [state.messages, state.inbound ?? []]) {
     for (const m of list) {
       n += m.content?.length ?? 0;
