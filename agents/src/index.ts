@@ -171,11 +171,15 @@ export {
 } from './evolve/evaluator-result';
 export {
   createEvolveActors,
+  defineIslandActor,
   EVOLVE_ISLAND_KIND,
   EVOLVE_SEARCH_KIND,
   type EvolveActorDeps,
   EvolveRunMessageSchema,
+  type IslandActorDeps,
+  type IslandStepReply,
   IslandStepReplySchema,
+  type IslandStepSession,
 } from './evolve/evolve-actors';
 export {
   type EvolveConfig,

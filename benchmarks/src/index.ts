@@ -23,6 +23,7 @@ export {
   evolveJournalTaskId,
   type EvolveDriverOptions,
 } from './evolve/evolve-driver';
+export { type EvolveBudgetContext } from './evolve/evolve-island-actor';
 export {
   AgentKind,
   applyFilePatch,

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { fromZodError, kvBucketName } from '@troupe/proto';
+import { fromZodError, kvBucketName, TroupeError } from '@troupe/proto';
 import {
   type AnyActorDefinition,
   ActorSystem,
@@ -110,10 +110,18 @@ export class Coordinator {
             logger: log,
           })
         : undefined;
-    const hosting = [
-      ...(deps.hosting ?? [BudgetLedgerActor, RateLimitActor]),
-      ...(jobs?.definitions ?? []),
-    ];
+    const base = deps.hosting ?? [BudgetLedgerActor, RateLimitActor];
+    const taken = new Set(base.map((d) => d.kind));
+    const clash = jobs?.definitions.find((d) => taken.has(d.kind));
+    if (clash) {
+      if (!deps.connection) await nc.close();
+      throw new TroupeError(
+        'ALREADY_EXISTS',
+        `actor kind '${clash.kind}' of the job layer or a driver is also among the coordinator's own hosted kinds`,
+        { details: { field: 'drivers', kind: clash.kind } },
+      );
+    }
+    const hosting = [...base, ...(jobs?.definitions ?? [])];
     const system = await ActorSystem.start({
       cluster: config.cluster,
       connection: nc,

@@ -115,6 +115,7 @@ export { DriverRegistry } from './jobs/driver-registry';
 export {
   type AnyJobDriver,
   type CollectedTask,
+  type DriverActorRuntime,
   isInfrastructureFailure,
   type JobDriver,
   type PlanContext,

@@ -1,11 +1,11 @@
-import { defineActor } from '@troupe/actors';
+import { defineActor, type Logger } from '@troupe/actors';
 import { invalidArgument } from '@troupe/proto';
 import { z } from 'zod';
 import { createOperators } from './create-operators';
 import { type Evaluate } from './evaluation-request';
 import { type EvolveConfig, EvolveOptionsSchema } from './evolve-config';
 import { islandActorId } from './evolve-names';
-import { IslandStepSchema, runIslandStep } from './island-worker';
+import { type IslandStep, IslandStepSchema, runIslandStep } from './island-worker';
 import { FinalRecordSchema } from './journal-record';
 import { type JournalStore } from './journal-store';
 import { type ChatFunction } from './llm-operator';
@@ -54,8 +54,83 @@ const SearchStateSchema = z
   })
   .strict();
 
-/** The `step` reply of an island: how many nodes it journaled. */
-export const IslandStepReplySchema = z.object({ nodes: z.number().int().nonnegative() }).strict();
+/**
+ * The `step` reply of an island: how many nodes it journaled, and what its host's session
+ * reports — a model budget refusal (the search should stop), leased evaluators it lost (the
+ * owner replaces them before leasing them again), an error evaluations cannot recover from.
+ */
+export const IslandStepReplySchema = z
+  .object({
+    nodes: z.number().int().nonnegative(),
+    budgetExhausted: z.boolean().optional(),
+    lostEvaluators: z.array(z.string()).optional(),
+    fatal: z.object({ code: z.string(), message: z.string() }).strict().optional(),
+  })
+  .strict();
+
+/** The `step` reply of an island (see {@link IslandStepReplySchema}). */
+export type IslandStepReply = z.output<typeof IslandStepReplySchema>;
+
+/** What one island step works with, built by the island's host for that step. */
+export interface IslandStepSession {
+  /** Evaluations of the step (e.g. in the sandboxes leased to it, `IslandStep.evaluators`). */
+  evaluate: Evaluate;
+  /** Draft/Improve/Crossover/Debug for the step's configuration. */
+  operators: SearchOperators;
+  /** What the reply reports besides the node count, read once the step has run. */
+  report?(): Omit<IslandStepReply, 'nodes'>;
+}
+
+/** What the `evolve-island` actor needs from its host. */
+export interface IslandActorDeps {
+  /** The journal, or a getter for one bound once the host is connected. */
+  journal: JournalStore | (() => JournalStore);
+  /** Builds a step's evaluate function and operators (from the step's fields). */
+  session(
+    step: IslandStep,
+    ctx: { log: Logger; signal: AbortSignal },
+  ): IslandStepSession | Promise<IslandStepSession>;
+  /** Clock, epoch ms. @default Date.now */
+  now?: () => number;
+}
+
+/**
+ * The `evolve-island` actor (id `<taskId>-i<k>`): an island's work of a generation (`step`, ask)
+ * — operators, evaluations, Debug chains, journaling each attempt and node itself. It keeps no
+ * state: the population of record is the journal's, shipped in each step, so an island can be
+ * placed on any host and re-placed at any time. Its host decides how a step evaluates and which
+ * model it calls ({@link IslandActorDeps.session}): {@link createEvolveActors} binds fixed
+ * functions, the `evolve` job driver the sandboxes leased to the step and the step's model.
+ */
+export function defineIslandActor(deps: IslandActorDeps) {
+  const journalOf = (): JournalStore =>
+    typeof deps.journal === 'function' ? deps.journal() : deps.journal;
+  return defineActor({
+    kind: EVOLVE_ISLAND_KIND,
+    state: z.object({}).strict(),
+    initialState: () => ({}),
+    messages: { step: IslandStepSchema },
+    handlers: {
+      step: async (ctx, msg) => {
+        const session = await deps.session(msg, { log: ctx.log, signal: ctx.signal });
+        const nodes = await runIslandStep(
+          msg,
+          {
+            evaluate: session.evaluate,
+            operators: session.operators,
+            journal: journalOf(),
+            ...(deps.now ? { now: deps.now } : {}),
+            logger: ctx.log,
+          },
+          ctx.signal,
+        );
+        const reply: IslandStepReply = { ...(session.report?.() ?? {}), nodes: nodes.length };
+        return { reply };
+      },
+    },
+    idleTimeoutMs: 120_000,
+  });
+}
 
 /**
  * The two evolve actor kinds, bound to the host's dependencies:
@@ -64,48 +139,23 @@ export const IslandStepReplySchema = z.object({ nodes: z.number().int().nonnegat
  *   selection, test grading. After a crash the runtime delivers `run` again and the runner
  *   resumes from the journal. A posted `stop` is taken at the next round (`drainInbox`); `status`
  *   (ask) answers between runs.
- * - `evolve-island` (id `<taskId>-i<k>`) does an island's work of a generation (`step`, ask):
- *   operators, evaluation requests, Debug chains, journaling each attempt and node. It keeps no
- *   state of its own: the population of record is the journal's, shipped in each step, so an
- *   island can be re-placed on any host at any time.
+ * - `evolve-island` ({@link defineIslandActor}) with the host's `evaluate` and operators.
  */
 export function createEvolveActors(deps: EvolveActorDeps): {
   search: ReturnType<typeof defineSearch>;
-  island: ReturnType<typeof defineIsland>;
+  island: ReturnType<typeof defineIslandActor>;
 } {
-  const island = defineIsland(deps);
+  const operatorsFor =
+    deps.operators ?? ((config: EvolveConfig) => createOperators(config, { chat: deps.chat }));
+  const island = defineIslandActor({
+    journal: deps.journal,
+    ...(deps.now ? { now: deps.now } : {}),
+    session: (step) => ({ evaluate: deps.evaluate, operators: operatorsFor(step.config) }),
+  });
   return { search: defineSearch(deps, island), island };
 }
 
-function defineIsland(deps: EvolveActorDeps) {
-  const operatorsFor =
-    deps.operators ?? ((config: EvolveConfig) => createOperators(config, { chat: deps.chat }));
-  return defineActor({
-    kind: EVOLVE_ISLAND_KIND,
-    state: z.object({}).strict(),
-    initialState: () => ({}),
-    messages: { step: IslandStepSchema },
-    handlers: {
-      step: async (ctx, msg) => {
-        const nodes = await runIslandStep(
-          msg,
-          {
-            evaluate: deps.evaluate,
-            operators: operatorsFor(msg.config),
-            journal: deps.journal,
-            ...(deps.now ? { now: deps.now } : {}),
-            logger: ctx.log,
-          },
-          ctx.signal,
-        );
-        return { reply: { nodes: nodes.length } };
-      },
-    },
-    idleTimeoutMs: 120_000,
-  });
-}
-
-function defineSearch(deps: EvolveActorDeps, island: ReturnType<typeof defineIsland>) {
+function defineSearch(deps: EvolveActorDeps, island: ReturnType<typeof defineIslandActor>) {
   return defineActor({
     kind: EVOLVE_SEARCH_KIND,
     state: SearchStateSchema,

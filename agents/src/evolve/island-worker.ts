@@ -62,6 +62,36 @@ export const IslandStepSchema = z
     /** Programs and results of every node a slot refers to, by node id. */
     parents: z.record(z.string(), StepParentSchema),
     slots: z.array(SlotWorkSchema),
+    /**
+     * Evaluators leased to this step by the search's owner (sandbox ids): the island evaluates
+     * only in these, so the owner's evaluator cap holds across processes. @default none (the
+     * island host's own `evaluate`)
+     */
+    evaluators: z.array(z.string().min(1).max(128)).min(1).max(64).optional(),
+    /** Host-specific evaluation setup the island's host parses itself (evaluator, files). */
+    evaluation: z.record(z.string(), z.unknown()).optional(),
+    /** Time the step waited for its evaluator lease; reported with its first attempt. */
+    leaseWaitMs: z.number().nonnegative().optional(),
+    /** Model calls of LLM operators, built on the island's host. @default the host's chat */
+    llm: z
+      .object({
+        /** Registry name of the model. */
+        model: z.string().min(1),
+        maxTokens: z.number().int().positive().optional(),
+        temperature: z.number().min(0).max(2).optional(),
+        /** The job's ledger scope (as `TaskContext.budgetScope`), for the host's budget hook. */
+        budgetScope: z.string().min(1).optional(),
+        /**
+         * The search's own scope (`agent:<jobId>/<searchId>` in the job's own ledger, limit
+         * `maxCostUsd`): every call also reserves its worst case there, so the islands of a
+         * search, wherever they run, never overshoot its cost limit.
+         */
+        searchScope: z.string().min(1).optional(),
+        /** Metadata of every call record (job, task, attempt). */
+        metadata: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])).optional(),
+      })
+      .strict()
+      .optional(),
   })
   .strict();
 
@@ -184,6 +214,7 @@ async function runSlot(
   step: IslandStep,
   deps: IslandWorkerDeps,
   signal: AbortSignal,
+  takeLeaseWaitMs: () => number,
 ): Promise<NodeRecord[]> {
   const now = deps.now ?? Date.now;
   const cfg: EvolveConfig = step.config;
@@ -275,6 +306,8 @@ async function runSlot(
         totalMs: now() - startedAt,
       },
     };
+    const leaseWaitMs = takeLeaseWaitMs();
+    if (leaseWaitMs > 0) node.timings.leaseWaitMs = leaseWaitMs;
     await deps.journal.append(node, { signal });
     nodes.push(node);
     deps.logger.debug(
@@ -314,11 +347,23 @@ export async function runIslandStep(
   const results: NodeRecord[][] = new Array<NodeRecord[]>(step.slots.length);
   let next = 0;
   const lanes = Math.max(1, Math.min(step.config.islandConcurrency, step.slots.length));
+  let leaseWaitMs = step.leaseWaitMs ?? 0;
+  const takeLeaseWaitMs = (): number => {
+    const ms = leaseWaitMs;
+    leaseWaitMs = 0;
+    return ms;
+  };
   await Promise.all(
     Array.from({ length: lanes }, async () => {
       while (next < step.slots.length) {
         const index = next++;
-        results[index] = await runSlot(step.slots[index] as SlotWork, step, deps, signal);
+        results[index] = await runSlot(
+          step.slots[index] as SlotWork,
+          step,
+          deps,
+          signal,
+          takeLeaseWaitMs,
+        );
       }
     }),
   );

@@ -70,7 +70,18 @@ export const AttemptRecordSchema = z
 
 /** Timings of an attempt (see `AttemptTimings`). */
 export const TimingsSchema = z
-  .object({ startedAt: z.number(), opMs: ms, queueMs: ms, evalMs: ms, totalMs: ms })
+  .object({
+    startedAt: z.number(),
+    opMs: ms,
+    queueMs: ms,
+    evalMs: ms,
+    totalMs: ms,
+    /**
+     * Time the island step waited for its evaluator lease before it started (reported with the
+     * step's first attempt; like `queueMs`, never charged).
+     */
+    leaseWaitMs: ms.optional(),
+  })
   .strict();
 
 /** One evaluated (or failed) program: a node of the search tree. */

@@ -52,8 +52,12 @@ export interface SearchRunnerDeps {
   evaluate: Evaluate;
   /** Runs island steps. */
   stepIsland: IslandStepper;
-  /** Polled between rounds; true stops the search (then final selection). @default never */
-  stopRequested?: () => boolean | Promise<boolean>;
+  /**
+   * Polled between rounds; true (reason `requested`) or a stop reason (e.g. `cost` when a model
+   * budget refused a call) stops the search, then final selection. @default never
+   */
+  stopRequested?: () =>
+    boolean | StopReason | undefined | Promise<boolean | StopReason | undefined>;
   /** Clock, epoch ms. @default Date.now */
   now?: () => number;
   /** Logger. @default no logging */
@@ -85,7 +89,7 @@ export class SearchRunner {
   private readonly log: Logger;
   private state: SearchState | undefined;
   private lastSeq = 0;
-  private stopLatched = false;
+  private stopLatched: StopReason | undefined;
 
   constructor(task: SearchTask, deps: SearchRunnerDeps) {
     this.task = task;
@@ -204,8 +208,11 @@ export class SearchRunner {
   private async stopReason(state: SearchState): Promise<StopReason | undefined> {
     const reason = budgetStopReason(budgetUsage(state), state.config.limits);
     if (reason !== undefined) return reason;
-    if (!this.stopLatched && (await this.deps.stopRequested?.())) this.stopLatched = true;
-    return this.stopLatched ? 'requested' : undefined;
+    if (this.stopLatched === undefined) {
+      const asked = await this.deps.stopRequested?.();
+      if (asked) this.stopLatched = asked === true ? 'requested' : asked;
+    }
+    return this.stopLatched;
   }
 
   private stopRecord(state: SearchState, reason: StopReason): StopRecord {

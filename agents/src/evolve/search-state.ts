@@ -393,7 +393,7 @@ export function budgetUsage(state: SearchState): BudgetUsage {
   for (const node of Object.values(state.nodes)) {
     // A node without an attempt record can only come from a damaged journal; count it anyway.
     if (!state.attempts[node.attemptId] && node.outcome !== 'no_code') evaluations++;
-    queueMs += node.timings.queueMs;
+    queueMs += node.timings.queueMs + (node.timings.leaseWaitMs ?? 0);
     costUsd += node.costUsd;
     if (node.generation === state.generation) current.push(node);
   }

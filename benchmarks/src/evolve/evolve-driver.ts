@@ -2,23 +2,25 @@ import { createHash } from 'node:crypto';
 import {
   type BudgetHook,
   type ChatFunction,
-  createOperators,
+  EVOLVE_ISLAND_KIND,
   type EvolveConfig,
   evolveOptionsFromSpec,
   type FinalRecord,
   InMemoryJournalStore,
+  islandActorId,
+  type IslandStep,
+  IslandStepReplySchema,
   JetStreamJournalStore,
   type JournalRecord,
   type JournalStore,
   type LlmClient,
-  llmChatFunction,
   type ModelRegistry,
   parseEvolveConfig,
-  runIslandStep,
   SearchRunner,
 } from '@troupe/agents';
 import { type JobDriver, type JobSpec, type TaskContext } from '@troupe/coordinator';
 import { invalidArgument, parseWith } from '@troupe/proto';
+import { createEvolveIslandActor, type EvolveBudgetContext } from './evolve-island-actor';
 import {
   DEFAULT_EVALUATOR_SLOTS,
   type EvolveJobConfig,
@@ -31,13 +33,15 @@ import {
 import { renderEvolveReport } from './evolve-report';
 import { bestScore, fitnessSeries } from './fitness-series';
 import { ProgressJournal } from './progress-journal';
+import { programFileOf } from './run-sandbox-evaluation';
 import {
   destroySandboxes,
+  type EvaluatorLease,
   evaluatorSandboxIds,
-  programFileOf,
   SandboxEvaluatorPool,
 } from './sandbox-evaluator-pool';
-import { loadSuiteBundle } from './suite-bundle';
+import { openSearchBudgetScope } from './search-budget-scope';
+import { loadSuiteBundle, phaseFiles } from './suite-bundle';
 
 /** Options of {@link createEvolveDriver}. */
 export interface EvolveDriverOptions {
@@ -66,8 +70,12 @@ export interface EvolveDriverOptions {
   llm?: {
     client: Pick<LlmClient, 'chat'>;
     models: Pick<ModelRegistry, 'has' | 'names'>;
-    /** Budget hook of a task's calls (e.g. the job's ledger scope). @default the client's */
-    budgetFor?: (ctx: TaskContext) => BudgetHook | undefined;
+    /**
+     * Budget hook of a task's calls (e.g. the job's ledger scope), built where the island runs.
+     * Calls reserve there and in the search's own scope (limit `maxCostUsd`). @default the
+     * client's
+     */
+    budgetFor?: (ctx: EvolveBudgetContext) => BudgetHook | undefined;
   };
   /** Deadline of creating one evaluator sandbox (a missing image is built). @default 600000 */
   createTimeoutMs?: number;
@@ -210,6 +218,24 @@ export function createEvolveDriver(
 
   return {
     name: 'evolve',
+
+    actors: (runtime) => [
+      createEvolveIslandActor(
+        {
+          ...(options.journal ? { journal: options.journal } : {}),
+          ...(options.chat ? { chat: options.chat } : {}),
+          ...(options.llm
+            ? {
+                llm: {
+                  client: options.llm.client,
+                  ...(options.llm.budgetFor ? { budgetFor: options.llm.budgetFor } : {}),
+                },
+              }
+            : {}),
+        },
+        runtime,
+      ),
+    ],
     description:
       'evolutionary program search over a suite (task.yaml); evaluations in sandboxes, score = test score',
 
@@ -302,23 +328,38 @@ export function createEvolveDriver(
       });
       let budgetStop = false;
       const agent = ctx.spec.agent;
-      let chat = options.chat;
-      if (agent && options.llm) {
-        const budget = options.llm.budgetFor?.(ctx);
-        chat = llmChatFunction({
-          client: options.llm.client,
+      let llm: IslandStep['llm'];
+      if (agent && options.llm && searchConfig.operators === 'llm') {
+        // The search's own cost limit, hard across its islands wherever they run: every call
+        // reserves its worst case in this scope before it is sent.
+        let searchScope: string | undefined;
+        try {
+          searchScope = await openSearchBudgetScope(
+            ctx.refs,
+            ctx.jobId,
+            searchId,
+            searchConfig.limits.maxCostUsd,
+            ctx.signal,
+          );
+        } catch (err) {
+          ctx.log.warn({ err }, 'no ledger scope for the search: maxCostUsd is checked per round');
+        }
+        llm = {
           model: agent.model,
           ...(agent.maxTokens !== undefined ? { maxTokens: agent.maxTokens } : {}),
           ...(agent.temperature !== undefined ? { temperature: agent.temperature } : {}),
-          ...(budget ? { budget } : {}),
+          ...(ctx.budgetScope ? { budgetScope: ctx.budgetScope } : {}),
+          ...(searchScope ? { searchScope } : {}),
           metadata: { jobId: ctx.jobId, taskId: ctx.taskId, attempt: ctx.attempt },
-          onBudgetExhausted: (err) => {
-            budgetStop = true;
-            ctx.log.warn({ err }, 'model budget exhausted: the search stops');
-          },
-        });
+        };
       }
-      const operators = createOperators(searchConfig, chat ? { chat } : {});
+      // What each island step ships to evaluate: the suite and its validation files only (the
+      // test phase stays on the task's side).
+      const evaluation = {
+        jobId: ctx.jobId,
+        suite: input.suite,
+        files: phaseFiles(input.suite, input.files, 'validation'),
+      };
       // Stop early enough that the generation in progress, final selection and the test grading
       // fit before the task's deadline (a timed-out task is graded on whatever exists).
       const evalMs = searchConfig.evaluationTimeoutMs;
@@ -333,13 +374,49 @@ export function createEvolveDriver(
           journal: observed,
           evaluate: pool.evaluate,
           logger: ctx.log,
-          stepIsland: async (_island, step, signal) =>
-            runIslandStep(
-              step,
-              { evaluate: pool.evaluate, operators, journal: observed, logger: ctx.log },
+          // Each island step is an ask to the island's actor (hosted by the coordinators), with
+          // evaluator sandboxes leased from the task's pool: the slot cap holds across hosts.
+          stepIsland: async (k, step, signal) => {
+            const lease: EvaluatorLease = await pool.lease(
+              Math.max(1, Math.min(step.slots.length, step.config.islandConcurrency)),
               signal,
-            ),
-          stopRequested: () => budgetStop || pool.fatal !== undefined || Date.now() >= stopAt,
+            );
+            let reply;
+            try {
+              reply = IslandStepReplySchema.parse(
+                await ctx.refs
+                  .refOf({ kind: EVOLVE_ISLAND_KIND, id: islandActorId(searchId, k) })
+                  .ask(
+                    'step',
+                    {
+                      ...step,
+                      evaluators: [...lease.sandboxIds],
+                      evaluation,
+                      leaseWaitMs: lease.grantedAt - lease.askedAt,
+                      ...(llm ? { llm } : {}),
+                    } satisfies IslandStep,
+                    { timeoutMs: step.config.islandStepTimeoutMs, signal },
+                  ),
+              );
+            } finally {
+              pool.returnLease(
+                lease,
+                reply
+                  ? {
+                      ...(reply.lostEvaluators ? { lost: reply.lostEvaluators } : {}),
+                      ...(reply.fatal ? { fatal: reply.fatal } : {}),
+                    }
+                  : {},
+              );
+            }
+            if (reply.budgetExhausted && !budgetStop) {
+              budgetStop = true;
+              ctx.log.warn({ island: k }, 'model budget exhausted: the search stops');
+            }
+            return reply;
+          },
+          stopRequested: () =>
+            budgetStop ? 'cost' : pool.fatal !== undefined || Date.now() >= stopAt,
         },
       );
       ctx.progress({

@@ -16,6 +16,13 @@ export {
   EvolveTaskListSchema,
   EvolveTaskSchema,
 } from './evolve-job-spec';
+export { composeBudgetHooks } from './compose-budget-hooks';
+export {
+  createEvolveIslandActor,
+  type EvolveBudgetContext,
+  type EvolveIslandActorOptions,
+  IslandEvaluationSchema,
+} from './evolve-island-actor';
 export { type EvolveReportInput, renderEvolveReport } from './evolve-report';
 export {
   bestScore,
@@ -26,15 +33,24 @@ export {
 } from './fitness-series';
 export { type GenerationProgress, ProgressJournal } from './progress-journal';
 export {
-  destroySandboxes,
+  classifySandboxFailure,
   EVAL_DIR,
+  programFileOf,
+  runSandboxEvaluation,
+  sandboxFailure,
+  type SandboxEvaluationSetup,
+} from './run-sandbox-evaluation';
+export {
+  destroySandboxes,
+  type EvaluatorLease,
   evaluatorSandboxId,
   evaluatorSandboxIds,
+  type LeaseReport,
   MAX_SANDBOX_REPLACEMENTS,
-  programFileOf,
   SandboxEvaluatorPool,
   type SandboxEvaluatorPoolOptions,
 } from './sandbox-evaluator-pool';
+export { openSearchBudgetScope, searchBudgetScope, searchLedgerRoot } from './search-budget-scope';
 export {
   loadSuiteBundle,
   MAX_SUITE_BYTES,

@@ -4,29 +4,18 @@ import {
   type EvaluateOptions,
   type EvaluationRequest,
   type EvaluatorResult,
-  parseEvaluatorOutput,
-  renderEvaluatorCommand,
   type SearchTaskSpec,
 } from '@troupe/agents';
-import { isSandboxLost, SANDBOX_KIND } from '@troupe/node-agent';
-import { errorCode, TroupeError } from '@troupe/proto';
-import { z } from 'zod';
-import { phaseFiles } from './suite-bundle';
+import { SANDBOX_KIND } from '@troupe/node-agent';
+import { type ErrorCode, TroupeError } from '@troupe/proto';
+import {
+  classifySandboxFailure,
+  runSandboxEvaluation,
+  sandboxFailure,
+} from './run-sandbox-evaluation';
 
-/** Where an evaluation's files go inside its sandbox (emptied before every evaluation). */
-export const EVAL_DIR = '/workspace/eval';
 /** Times one evaluator slot may replace a lost sandbox before its evaluations fail for good. */
 export const MAX_SANDBOX_REPLACEMENTS = 3;
-const STDERR_TAIL_CHARS = 2_000;
-const FATAL_CODES: ReadonlySet<string> = new Set([
-  'INVALID_ARGUMENT',
-  'NOT_FOUND',
-  'PERMISSION_DENIED',
-  'UNAUTHENTICATED',
-  'BUDGET_EXHAUSTED',
-]);
-// Removes what the previous evaluation left (a program may write files) and recreates the dir.
-const CLEAN_SCRIPT = `rm -rf ${EVAL_DIR} /tmp/* /tmp/.[!.]* 2>/dev/null; mkdir -p ${EVAL_DIR}`;
 
 /**
  * Id of the sandbox of evaluator slot `slot` of an attempt's execution (`resourceId`), after
@@ -74,23 +63,34 @@ interface Slot {
   ready: boolean;
 }
 
-const ExecReplySchema = z
-  .object({
-    exitCode: z.number(),
-    stdout: z.string(),
-    stderr: z.string(),
-    timedOut: z.boolean(),
-    oomKilled: z.boolean().optional(),
-    durationMs: z.number(),
-  })
-  .loose();
+/** Evaluator sandboxes leased to an island step (see {@link SandboxEvaluatorPool.lease}). */
+export interface EvaluatorLease {
+  /** Ids of the leased sandboxes, created and ready. */
+  readonly sandboxIds: readonly string[];
+  /** When the lease was asked for and when it was granted (epoch ms). */
+  readonly askedAt: number;
+  readonly grantedAt: number;
+  /** @internal the pool's slots */
+  readonly slots: readonly Slot[];
+}
+
+/** What an island step reports about its lease when it is returned. */
+export interface LeaseReport {
+  /** Sandboxes that failed during the step: replaced before their slot is leased again. */
+  lost?: readonly string[];
+  /** A failure evaluations cannot recover from (stops the search, like {@link SandboxEvaluatorPool.fatal}). */
+  fatal?: { code: string; message: string };
+}
 
 /**
- * Runs evaluations in the node agent's sandboxes (image `troupe-<evaluator.image>:latest`, no
- * network, the suite's memory), one reused sandbox per slot: each evaluation empties
- * {@link EVAL_DIR} and `/tmp`, puts the program and only its phase's suite files there, and runs
- * the evaluator command with the evaluation's deadline as a hard kill. `onStart` is called once a
- * sandbox is held and ready, so waiting for a slot and building an image count as queue time.
+ * The evaluator sandboxes of one task execution in the node agent (image
+ * `troupe-<evaluator.image>:latest`, no network, the suite's memory), one reused sandbox per slot,
+ * created lazily, replaced when lost: the task's evaluation capacity. It runs evaluations itself
+ * ({@link SandboxEvaluatorPool.evaluate}, the test-phase grading) and leases sandboxes to island
+ * steps ({@link SandboxEvaluatorPool.lease}), which evaluate in them with the same
+ * {@link runSandboxEvaluation}; either way at most `slots` evaluations run at once. `onStart` is
+ * called once a sandbox is held and ready, so waiting for a slot and building an image count as
+ * queue time.
  *
  * Outcomes: the evaluator's JSON line is the result; a kill at the deadline is a `timeout` result
  * and an out-of-memory kill an `error` result (program outcomes, never retried). A lost sandbox,
@@ -150,10 +150,103 @@ export class SandboxEvaluatorPool {
   }
 
   private ref(slot: Slot): UntypedActorRef {
-    const id = evaluatorSandboxId(this.options.resourceId, slot.index, slot.replacement);
+    const id = this.idOf(slot);
     return this.options.refs
       .refOf({ kind: SANDBOX_KIND, id })
       .withHints({ jobId: this.options.jobId });
+  }
+
+  /**
+   * Leases ready sandboxes to an island step: waits for one free slot, then takes more that are
+   * free right now, up to `max`; creates any not yet created (a missing image is built: the wait
+   * is the step's queue time). A slot whose creation fails is handled like a failed evaluation
+   * (replaced, or {@link fatal}) and left out; when none is left the lease fails `UNAVAILABLE`.
+   * Give it back with {@link returnLease}.
+   */
+  async lease(max: number, signal: AbortSignal): Promise<EvaluatorLease> {
+    const askedAt = Date.now();
+    const slots = [await this.acquire(signal)];
+    while (slots.length < max && this.free.length > 0) slots.push(this.free.shift() as Slot);
+    const ready: Slot[] = [];
+    let lastError: unknown;
+    await Promise.all(
+      slots.map(async (slot) => {
+        try {
+          await this.ensureCreated(slot, signal);
+          ready.push(slot);
+        } catch (err) {
+          this.release(slot);
+          if (signal.aborted) return;
+          lastError = err;
+          this.failures++;
+          this.onFailure(slot, err);
+        }
+      }),
+    );
+    signal.throwIfAborted();
+    if (ready.length === 0) throw sandboxFailure(lastError);
+    ready.sort((a, b) => a.index - b.index);
+    return {
+      sandboxIds: ready.map((s) => this.idOf(s)),
+      askedAt,
+      grantedAt: Date.now(),
+      slots: ready,
+    };
+  }
+
+  /**
+   * Gives a lease back: sandboxes the step reports lost are replaced (a new id) before their slot
+   * is leased again; a reported fatal failure becomes {@link fatal}.
+   */
+  returnLease(lease: EvaluatorLease, report: LeaseReport = {}): void {
+    const lost = new Set(report.lost ?? []);
+    if (report.fatal) {
+      this.fatal ??= new TroupeError(
+        report.fatal.code as ErrorCode,
+        `island evaluation failed: ${report.fatal.message}`,
+      );
+    }
+    for (const slot of lease.slots) {
+      if (lost.has(this.idOf(slot))) {
+        this.failures++;
+        this.replace(slot, new Error('the island step reported the sandbox lost'));
+      }
+      this.release(slot);
+    }
+  }
+
+  private idOf(slot: Slot): string {
+    return evaluatorSandboxId(this.options.resourceId, slot.index, slot.replacement);
+  }
+
+  private async ensureCreated(slot: Slot, signal: AbortSignal): Promise<void> {
+    if (slot.ready) return;
+    const { suite } = this.options;
+    this.created.add(this.idOf(slot));
+    await this.ref(slot).ask(
+      'create',
+      {
+        spec: {
+          image: `troupe-${suite.evaluator.image}:latest`,
+          memoryMb: suite.evaluator.memoryMb,
+          cpus: this.options.cpus ?? 1,
+          network: 'none',
+        },
+        jobId: this.options.jobId,
+      },
+      { timeoutMs: this.createTimeoutMs, signal },
+    );
+    slot.ready = true;
+  }
+
+  private onFailure(slot: Slot, err: unknown): void {
+    const kind = classifySandboxFailure(err);
+    if (kind === 'fatal') {
+      // Retrying cannot help (a missing image, a refused spec): stop the search.
+      this.fatal ??= err instanceof Error ? err : new Error(String(err));
+    } else if (kind === 'lost') {
+      this.replace(slot, err);
+    }
   }
 
   private async run(
@@ -161,122 +254,22 @@ export class SandboxEvaluatorPool {
     request: EvaluationRequest,
     { signal, onStart }: EvaluateOptions,
   ): Promise<EvaluatorResult> {
-    const { suite } = this.options;
     try {
-      const sb = this.ref(slot);
-      if (!slot.ready) {
-        this.created.add(evaluatorSandboxId(this.options.resourceId, slot.index, slot.replacement));
-        await sb.ask(
-          'create',
-          {
-            spec: {
-              image: `troupe-${suite.evaluator.image}:latest`,
-              memoryMb: suite.evaluator.memoryMb,
-              cpus: this.options.cpus ?? 1,
-              network: 'none',
-            },
-            jobId: this.options.jobId,
-          },
-          { timeoutMs: this.createTimeoutMs, signal },
-        );
-        slot.ready = true;
-      }
+      await this.ensureCreated(slot, signal);
       onStart?.();
-      await sb.ask(
-        'exec',
-        { cmd: ['/bin/sh', '-c', CLEAN_SCRIPT], timeoutMs: 30_000 },
-        {
-          timeoutMs: 60_000,
-          signal,
-        },
+      const result = await runSandboxEvaluation(
+        this.ref(slot),
+        request,
+        { suite: this.options.suite, files: this.options.files },
+        signal,
       );
-      const files: Record<string, string | { base64: string }> = {
-        [programFileOf(request.program.language)]: request.program.source,
-      };
-      for (const [rel, base64] of Object.entries(
-        phaseFiles(suite, this.options.files, request.phase),
-      )) {
-        files[`suite/${rel}`] = { base64 };
-      }
-      await sb.ask('putFiles', { destDir: EVAL_DIR, files }, { timeoutMs: 60_000, signal });
-      const cmd = renderEvaluatorCommand(suite, {
-        suite: `${EVAL_DIR}/suite`,
-        program: `${EVAL_DIR}/${programFileOf(request.program.language)}`,
-        phase: request.phase,
-        timeoutMs: request.timeoutMs,
-      });
-      const reply = ExecReplySchema.parse(
-        await sb.ask(
-          'exec',
-          { cmd, cwd: EVAL_DIR, timeoutMs: request.timeoutMs },
-          { timeoutMs: request.timeoutMs + 30_000, signal },
-        ),
-      );
-      const result = this.resultOf(reply, request);
       this.evaluations++;
       return result;
     } catch (err) {
       if (signal.aborted) throw signal.reason as Error;
       this.failures++;
-      // The evaluator itself failed (exit status, no result line): the sandbox is fine.
-      if (err instanceof TroupeError && err.details?.['evaluator'] === true) throw err;
-      const code = errorCode(err);
-      if (FATAL_CODES.has(code)) {
-        // Retrying cannot help (a missing image, a refused spec): stop the search.
-        this.fatal ??= err instanceof Error ? err : new Error(String(err));
-      } else {
-        this.replace(slot, err);
-      }
-      throw new TroupeError('UNAVAILABLE', `evaluator sandbox failed: ${(err as Error).message}`, {
-        cause: err,
-        retryable: true,
-        details: { sandboxLost: isSandboxLost(err), code },
-      });
-    }
-  }
-
-  private resultOf(
-    reply: z.output<typeof ExecReplySchema>,
-    request: EvaluationRequest,
-  ): EvaluatorResult {
-    const stderrTail = reply.stderr.slice(-STDERR_TAIL_CHARS);
-    if (reply.timedOut) {
-      return {
-        status: 'timeout',
-        score: null,
-        signature: [],
-        metrics: { reason: `evaluator killed at its deadline of ${request.timeoutMs} ms` },
-        stderrTail,
-        evalMs: Math.round(reply.durationMs),
-        evaluatorVersion: 'unknown',
-      };
-    }
-    if (reply.oomKilled && reply.exitCode !== 0) {
-      // The evaluator and the program share the sandbox's memory: the program exhausted it.
-      return {
-        status: 'error',
-        score: null,
-        signature: [],
-        metrics: { reason: 'out of memory (sandbox limit reached)' },
-        stderrTail,
-        evalMs: Math.round(reply.durationMs),
-        evaluatorVersion: 'unknown',
-      };
-    }
-    if (reply.exitCode !== 0) {
-      throw new TroupeError('UNAVAILABLE', `evaluator exited with status ${reply.exitCode}`, {
-        retryable: true,
-        details: { evaluator: true, stderrTail: stderrTail.slice(-500) },
-      });
-    }
-    try {
-      return parseEvaluatorOutput(reply.stdout);
-    } catch (err) {
-      throw new TroupeError('UNAVAILABLE', (err as Error).message, {
-        cause: err,
-        retryable: true,
-        details: { evaluator: true, stderrTail: stderrTail.slice(-500) },
-      });
+      this.onFailure(slot, err);
+      throw sandboxFailure(err);
     }
   }
 
@@ -325,13 +318,6 @@ export class SandboxEvaluatorPool {
     if (next) next(slot);
     else this.free.push(slot);
   }
-}
-
-/** File name a program is written to: `program.py` for python, else `program.txt`. */
-export function programFileOf(language: string): string {
-  if (language === 'python') return 'program.py';
-  if (language === 'javascript' || language === 'node') return 'program.js';
-  return 'program.txt';
 }
 
 /** Destroys sandboxes by id (best effort: failures are logged, never thrown). */

@@ -8,8 +8,12 @@ import {
   TrajectoryStore,
   type BudgetHook,
 } from '@troupe/agents';
-import { type BuiltinDriverOptions, createModelAgentRunner } from '@troupe/benchmarks';
-import { BudgetLedger, LedgerBudgetHook, type TaskContext } from '@troupe/coordinator';
+import {
+  type BuiltinDriverOptions,
+  createModelAgentRunner,
+  type EvolveBudgetContext,
+} from '@troupe/benchmarks';
+import { BudgetLedger, LedgerBudgetHook } from '@troupe/coordinator';
 import { invalidArgument, TroupeError } from '@troupe/proto';
 
 /** What {@link ModelHosting.load} needs. */
@@ -136,7 +140,7 @@ export class ModelHosting {
         llm: {
           client: this.llm,
           models: this.registry,
-          budgetFor: (ctx: TaskContext): BudgetHook | undefined =>
+          budgetFor: (ctx: EvolveBudgetContext): BudgetHook | undefined =>
             ctx.budgetScope
               ? new LedgerBudgetHook({
                   ledger: new BudgetLedger(ctx.refs),

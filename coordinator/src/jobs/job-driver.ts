@@ -1,5 +1,5 @@
 import { type NatsConnection } from '@nats-io/transport-node';
-import { type Logger, type RefFactory } from '@troupe/actors';
+import { type AnyActorDefinition, type Logger, type RefFactory } from '@troupe/actors';
 import { errorCode, type ErrorCode } from '@troupe/proto';
 import { type JobSpec } from './job-spec';
 
@@ -103,6 +103,23 @@ export interface TaskContext {
   progress(p: TaskProgress): void;
 }
 
+/**
+ * What the actors a driver contributes ({@link JobDriver.actors}) get from the process hosting
+ * them, once it is connected: the same late-bound runtime as the job and task actors.
+ */
+export interface DriverActorRuntime {
+  /** Cluster name. */
+  cluster: string;
+  /** Host id of this process. */
+  hostId: string;
+  /** The process's NATS connection (do not close it). */
+  nc: NatsConnection;
+  /** Refs to actors anywhere in the cluster. */
+  refs: RefFactory;
+  /** The job layer's logger. */
+  log: Logger;
+}
+
 /** A grader's verdict on one task attempt. */
 export interface TaskGrade {
   /** Whether the task passed. */
@@ -164,6 +181,16 @@ export interface JobDriver<TInput = unknown, TRun = unknown> {
   cleanup?(ctx: TaskContext, input: TInput): Promise<void>;
   /** Benchmark-specific aggregate metrics over the final results. */
   collect?(spec: JobSpec, tasks: readonly CollectedTask[]): Record<string, unknown>;
+  /**
+   * Actor kinds the driver's tasks use (the `evolve` driver's island actors), hosted by every
+   * process that hosts the job and task actors (each coordinator: `troupe dev`, `troupe
+   * coordinator`, compose, k8s), so they need no process of their own and, with several
+   * coordinators, are placed on any of them. Called once, when the job manager is built; the
+   * runtime is bound later: `runtime()` throws `UNAVAILABLE` until the process is connected, so
+   * call it in handlers, not here. A kind that another driver or the job layer already defines
+   * is refused (`ALREADY_EXISTS`).
+   */
+  actors?(runtime: () => DriverActorRuntime): readonly AnyActorDefinition[];
 }
 
 /** A driver with its type parameters erased, as the registry holds it. */

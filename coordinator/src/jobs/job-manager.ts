@@ -20,7 +20,8 @@ import {
   JobRecordSchema,
   recordOf,
 } from './job-record';
-import { JOB_ACTOR_KIND, JobRuntimeHolder, revive } from './job-runtime';
+import { JOB_ACTOR_KIND, type JobRuntime, JobRuntimeHolder, revive } from './job-runtime';
+import { type DriverActorRuntime } from './job-driver';
 import { jobDisplayName, parseSpecText, type SpecTextFormat } from './job-spec';
 import { emptyJobState, JobStateSchema, type TaskPhase } from './job-state';
 import { jobArtifactPrefix, JobStore } from './job-store';
@@ -141,6 +142,38 @@ export interface ArtifactReader {
   chunks: AsyncIterable<Uint8Array>;
 }
 
+/**
+ * The actor kinds the registered drivers contribute ({@link JobDriver.actors}), bound to the job
+ * runtime; `ALREADY_EXISTS` naming both owners when a kind is defined twice.
+ */
+function driverActors(
+  drivers: DriverRegistry,
+  own: readonly AnyActorDefinition[],
+  runtime: () => JobRuntime,
+): AnyActorDefinition[] {
+  const owners = new Map<string, string>(own.map((d) => [d.kind, 'the job layer']));
+  const out: AnyActorDefinition[] = [];
+  const bound = (): DriverActorRuntime => {
+    const r = runtime();
+    return { cluster: r.cluster, hostId: r.hostId, nc: r.nc, refs: r.refs, log: r.log };
+  };
+  for (const name of drivers.names()) {
+    for (const def of drivers.get(name).actors?.(bound) ?? []) {
+      const owner = owners.get(def.kind);
+      if (owner !== undefined) {
+        throw new TroupeError(
+          'ALREADY_EXISTS',
+          `driver '${name}' defines actor kind '${def.kind}', which ${owner} already defines`,
+          { details: { field: 'driver.actors', kind: def.kind } },
+        );
+      }
+      owners.set(def.kind, `driver '${name}'`);
+      out.push(def);
+    }
+  }
+  return out;
+}
+
 const MAX_PAGE_SIZE = 1_000;
 const DEFAULT_PAGE_SIZE = 50;
 
@@ -164,10 +197,11 @@ export class JobManager {
   constructor(private readonly options: JobManagerOptions) {
     this.drivers = options.drivers;
     this.log = (options.logger ?? noopLogger).child({ component: 'jobs' });
-    this.definitions = [
+    const own = [
       createJobActor(this.holder, options.jobActor),
       createTaskActor(this.holder, options.taskActor),
     ];
+    this.definitions = [...own, ...driverActors(this.drivers, own, () => this.holder.get())];
   }
 
   /** Opens the bucket, stream and object store and binds the actors' runtime. */

@@ -1,0 +1,166 @@
+import { type UntypedActorRef } from '@troupe/actors';
+import {
+  type EvaluationRequest,
+  type EvaluatorResult,
+  parseEvaluatorOutput,
+  renderEvaluatorCommand,
+  type SearchTaskSpec,
+} from '@troupe/agents';
+import { isSandboxLost } from '@troupe/node-agent';
+import { errorCode, TroupeError } from '@troupe/proto';
+import { z } from 'zod';
+import { phaseFiles } from './suite-bundle';
+
+/** Where an evaluation's files go inside its sandbox (emptied before every evaluation). */
+export const EVAL_DIR = '/workspace/eval';
+const STDERR_TAIL_CHARS = 2_000;
+/** Failure codes after which evaluating again cannot help (a missing image, a refused spec). */
+const FATAL_CODES: ReadonlySet<string> = new Set([
+  'INVALID_ARGUMENT',
+  'NOT_FOUND',
+  'PERMISSION_DENIED',
+  'UNAUTHENTICATED',
+  'BUDGET_EXHAUSTED',
+]);
+// Removes what the previous evaluation left (a program may write files) and recreates the dir.
+const CLEAN_SCRIPT = `rm -rf ${EVAL_DIR} /tmp/* /tmp/.[!.]* 2>/dev/null; mkdir -p ${EVAL_DIR}`;
+
+const ExecReplySchema = z
+  .object({
+    exitCode: z.number(),
+    stdout: z.string(),
+    stderr: z.string(),
+    timedOut: z.boolean(),
+    oomKilled: z.boolean().optional(),
+    durationMs: z.number(),
+  })
+  .loose();
+
+/** What an evaluation ships besides the program: the suite and its files. */
+export interface SandboxEvaluationSetup {
+  /** The suite: evaluator command, phases. */
+  suite: SearchTaskSpec;
+  /** Suite-relative path → base64 (see `SuiteBundle.files`); only the phase's are shipped. */
+  files: Readonly<Record<string, string>>;
+}
+
+/**
+ * How a failed sandbox evaluation should be handled: `evaluator` (the evaluator itself failed —
+ * exit status, no result line — and the sandbox is fine), `fatal` (retrying cannot help: stop the
+ * search) or `lost` (the sandbox failed: replace it before evaluating there again).
+ */
+export function classifySandboxFailure(err: unknown): 'evaluator' | 'fatal' | 'lost' {
+  if (err instanceof TroupeError && err.details?.['evaluator'] === true) return 'evaluator';
+  return FATAL_CODES.has(errorCode(err)) ? 'fatal' : 'lost';
+}
+
+/**
+ * The infrastructure failure (`UNAVAILABLE`, retryable) an evaluation reports for `err`, a
+ * failure of the sandbox or of the evaluator (see {@link classifySandboxFailure}).
+ */
+export function sandboxFailure(err: unknown): TroupeError {
+  if (err instanceof TroupeError && err.details?.['evaluator'] === true) return err;
+  return new TroupeError('UNAVAILABLE', `evaluator sandbox failed: ${(err as Error).message}`, {
+    cause: err,
+    retryable: true,
+    details: { sandboxLost: isSandboxLost(err), code: errorCode(err) },
+  });
+}
+
+/** File name a program is written to: `program.py` for python, else `program.txt`. */
+export function programFileOf(language: string): string {
+  if (language === 'python') return 'program.py';
+  if (language === 'javascript' || language === 'node') return 'program.js';
+  return 'program.txt';
+}
+
+/**
+ * Runs one evaluation in a ready sandbox (stateless: the one place of this logic, used by the
+ * task's evaluator pool and by island actors in their leased sandboxes): empties
+ * {@link EVAL_DIR} and `/tmp`, puts the program and only the request's phase files there, runs
+ * the evaluator command with the request's deadline as a hard kill, and parses its JSON line.
+ *
+ * A kill at the deadline is a `timeout` result and an out-of-memory kill an `error` result
+ * (program outcomes). A non-zero exit or a missing or malformed line throws `UNAVAILABLE` with
+ * `details.evaluator: true`; a failed sandbox call throws what the call threw (see
+ * {@link classifySandboxFailure}).
+ */
+export async function runSandboxEvaluation(
+  sandbox: UntypedActorRef,
+  request: EvaluationRequest,
+  setup: SandboxEvaluationSetup,
+  signal: AbortSignal,
+): Promise<EvaluatorResult> {
+  await sandbox.ask(
+    'exec',
+    { cmd: ['/bin/sh', '-c', CLEAN_SCRIPT], timeoutMs: 30_000 },
+    { timeoutMs: 60_000, signal },
+  );
+  const programFile = programFileOf(request.program.language);
+  const files: Record<string, string | { base64: string }> = {
+    [programFile]: request.program.source,
+  };
+  for (const [rel, base64] of Object.entries(phaseFiles(setup.suite, setup.files, request.phase))) {
+    files[`suite/${rel}`] = { base64 };
+  }
+  await sandbox.ask('putFiles', { destDir: EVAL_DIR, files }, { timeoutMs: 60_000, signal });
+  const cmd = renderEvaluatorCommand(setup.suite, {
+    suite: `${EVAL_DIR}/suite`,
+    program: `${EVAL_DIR}/${programFile}`,
+    phase: request.phase,
+    timeoutMs: request.timeoutMs,
+  });
+  const reply = ExecReplySchema.parse(
+    await sandbox.ask(
+      'exec',
+      { cmd, cwd: EVAL_DIR, timeoutMs: request.timeoutMs },
+      { timeoutMs: request.timeoutMs + 30_000, signal },
+    ),
+  );
+  return resultOf(reply, request);
+}
+
+function resultOf(
+  reply: z.output<typeof ExecReplySchema>,
+  request: EvaluationRequest,
+): EvaluatorResult {
+  const stderrTail = reply.stderr.slice(-STDERR_TAIL_CHARS);
+  if (reply.timedOut) {
+    return {
+      status: 'timeout',
+      score: null,
+      signature: [],
+      metrics: { reason: `evaluator killed at its deadline of ${request.timeoutMs} ms` },
+      stderrTail,
+      evalMs: Math.round(reply.durationMs),
+      evaluatorVersion: 'unknown',
+    };
+  }
+  if (reply.oomKilled && reply.exitCode !== 0) {
+    // The evaluator and the program share the sandbox's memory: the program exhausted it.
+    return {
+      status: 'error',
+      score: null,
+      signature: [],
+      metrics: { reason: 'out of memory (sandbox limit reached)' },
+      stderrTail,
+      evalMs: Math.round(reply.durationMs),
+      evaluatorVersion: 'unknown',
+    };
+  }
+  if (reply.exitCode !== 0) {
+    throw new TroupeError('UNAVAILABLE', `evaluator exited with status ${reply.exitCode}`, {
+      retryable: true,
+      details: { evaluator: true, stderrTail: stderrTail.slice(-500) },
+    });
+  }
+  try {
+    return parseEvaluatorOutput(reply.stdout);
+  } catch (err) {
+    throw new TroupeError('UNAVAILABLE', (err as Error).message, {
+      cause: err,
+      retryable: true,
+      details: { evaluator: true, stderrTail: stderrTail.slice(-500) },
+    });
+  }
+}
