@@ -2,7 +2,12 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
-import { JetStreamJournalStore, type JournalRecord } from '@troupe/agents';
+import {
+  EVOLVE_ISLAND_KIND,
+  islandActorId,
+  JetStreamJournalStore,
+  type JournalRecord,
+} from '@troupe/agents';
 import { registerBuiltinDrivers } from '@troupe/benchmarks';
 import { Coordinator, DriverRegistry, type JobEventRecord } from '@troupe/coordinator';
 import { NodeAgent } from '@troupe/node-agent';
@@ -207,6 +212,165 @@ async function countEvaluatorExecs(
       execs.stop();
       if (host.child.exitCode === null) host.child.kill('SIGKILL');
       await survivor?.stop().catch(() => undefined);
+      await agent.stop().catch(() => undefined);
+    }
+  },
+);
+
+(builtPackages ? test : test.skip)(
+  'kill -9 of a host running island steps: the step fails at islandStepTimeoutMs, its slots are retried with new tries on a live host, nothing is evaluated twice',
+  async () => {
+    const cluster = randomClusterName();
+    const journal = new JetStreamJournalStore({ connection: nc, cluster });
+    const execs = await countEvaluatorExecs(cluster);
+    const agent = await NodeAgent.start({
+      cluster,
+      hostId: `agent-${cluster.slice(-6)}`,
+      nats: { servers: server.url },
+      shutdownGraceMs: 1_000,
+    });
+    // The task's host: a coordinator in this process (it hosts island actors too).
+    const coordinator = await Coordinator.start(
+      {
+        cluster,
+        nats: { servers: server.url },
+        heartbeatMs: 250,
+        missedHeartbeats: 4,
+        sweepIntervalMs: 500,
+        metrics: { port: null },
+        shutdownGraceMs: 0,
+      },
+      { drivers: registerBuiltinDrivers(new DriverRegistry()) },
+    );
+    // A host of island actors only (less loaded than the coordinator, so islands go there).
+    const islandHostId = `islands-${cluster.slice(-6)}`;
+    const islandHost = spawn(
+      process.execPath,
+      [path.join(FIXTURES, 'island-host-process.js'), server.url, cluster, islandHostId],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    const stepTimeoutMs = 15_000;
+    try {
+      await waitFor(
+        () => coordinator.registry?.schedulable().some((h) => h.info.hostId === islandHostId),
+        { timeoutMs: 30_000, message: 'island host registered' },
+      );
+      await waitFor(
+        () => coordinator.registry?.schedulable().some((h) => h.info.hostId === agent.hostId),
+        { timeoutMs: 20_000, message: 'node agent registered' },
+      );
+      const jobs = coordinator.jobs!;
+      const record = await jobs.submit({
+        spec: {
+          kind: 'evolve',
+          concurrency: 1,
+          taskTimeoutMs: 400_000,
+          retries: { max: 0 },
+          config: { evaluatorSlots: 2, saveJournal: false },
+          tasks: [
+            {
+              id: 'quick',
+              suite: SUITE,
+              limits: { maxEvaluations: 16 },
+              search: { seed: 6, islands: 3, islandStepTimeoutMs: stepTimeoutMs },
+            },
+          ],
+        },
+      });
+      const searchId = evolveJournalTaskId(record.jobId, 'quick');
+      // Kill the island host while one of its islands has an attempt in flight.
+      let lostAtKill: string[] = [];
+      await waitFor(
+        async () => {
+          const onHost = new Set<number>();
+          for (let k = 0; k < 3; k++) {
+            const { entry } = await coordinator.system.directory.get({
+              kind: EVOLVE_ISLAND_KIND,
+              id: islandActorId(searchId, k),
+            });
+            if (entry.hostId === islandHostId && entry.state !== 'SLEEPING') onHost.add(k);
+          }
+          const { records } = await journal.read(searchId);
+          const noded = new Set(records.flatMap((r) => (r.type === 'node' ? [r.attemptId] : [])));
+          lostAtKill = records.flatMap((r) =>
+            r.type === 'attempt' && onHost.has(r.island) && !noded.has(r.attemptId)
+              ? [r.attemptId]
+              : [],
+          );
+          return lostAtKill.length > 0;
+        },
+        {
+          timeoutMs: 240_000,
+          message: 'an island step in flight on the island host',
+          intervalMs: 20,
+        },
+      );
+      islandHost.kill('SIGKILL');
+      const killedAt = Date.now();
+      await new Promise((r) => islandHost.once('exit', r));
+
+      const events: JobEventRecord[] = [];
+      for await (const e of await jobs.watch(record.jobId, {
+        signal: AbortSignal.timeout(400_000),
+      })) {
+        events.push(e);
+      }
+      expect(events.at(-1)?.type).toBe('JOB_FINISHED');
+      const task = (await jobs.results(record.jobId)).tasks[0]!;
+      expect(task.status).toBe('TASK_PASSED');
+      // One execution of the task: the task's host never died.
+      expect(task.attempts).toBe(1);
+
+      const after = (await journal.read(searchId)).records;
+      const final = after.at(-1);
+      if (final?.type !== 'final') throw new Error('the journal does not end with a final record');
+      expect(final.status).toBe('succeeded');
+      const nodes = after.flatMap((r) => (r.type === 'node' ? [r] : []));
+      const ids = nodes.map((n) => n.attemptId);
+      expect(new Set(ids).size).toBe(ids.length);
+      // The attempts in flight on the dead host stay lost (never evaluated again), and each of
+      // their slots was retried with a later try, after the step's timeout.
+      const retries: number[] = [];
+      for (const lost of lostAtKill) {
+        expect(ids).not.toContain(lost);
+        const attempt = after.find((r) => r.type === 'attempt' && r.attemptId === lost);
+        if (attempt?.type !== 'attempt') throw new Error(`attempt ${lost} vanished`);
+        const retry = nodes.find(
+          (n) =>
+            n.generation === attempt.generation &&
+            n.slot === attempt.slot &&
+            n.depth === attempt.depth &&
+            n.try > attempt.try,
+        );
+        if (!retry) throw new Error(`slot of ${lost} was never retried`);
+        retries.push(retry.timings.startedAt - killedAt);
+      }
+      expect(Math.min(...retries)).toBeGreaterThan(0);
+      expect(final.usage.lostAttempts).toBeGreaterThanOrEqual(lostAtKill.length);
+      expect(final.usage.evaluations).toBe(nodes.length + final.usage.lostAttempts);
+      const tests = after.filter((r) => r.type === 'test-start').length;
+      await waitFor(() => execs.count() >= nodes.length + tests, {
+        timeoutMs: 20_000,
+        message: 'docker exec events of every evaluation',
+      });
+      expect(execs.count()).toBeLessThanOrEqual(nodes.length + final.usage.lostAttempts + tests);
+      // The islands live on the coordinator now.
+      for (let k = 0; k < 3; k++) {
+        const { entry } = await coordinator.system.directory.get({
+          kind: EVOLVE_ISLAND_KIND,
+          id: islandActorId(searchId, k),
+        });
+        expect(entry.hostId).not.toBe(islandHostId);
+      }
+      process.stderr.write(
+        `dead island host: lost ${JSON.stringify(lostAtKill)}, retried ${JSON.stringify(
+          retries,
+        )} ms after the kill (step timeout ${stepTimeoutMs} ms), ${nodes.length} nodes\n`,
+      );
+    } finally {
+      execs.stop();
+      if (islandHost.exitCode === null) islandHost.kill('SIGKILL');
+      await coordinator.stop().catch(() => undefined);
       await agent.stop().catch(() => undefined);
     }
   },
