@@ -77,6 +77,8 @@ export interface IslandStepSession {
   evaluate: Evaluate;
   /** Draft/Improve/Crossover/Debug for the step's configuration. */
   operators: SearchOperators;
+  /** Called when one of the step's slots is done (to give unneeded evaluators back early). */
+  slotFinished?(): void;
   /** What the reply reports besides the node count, read once the step has run. */
   report?(): Omit<IslandStepReply, 'nodes'>;
 }
@@ -120,6 +122,7 @@ export function defineIslandActor(deps: IslandActorDeps) {
             operators: session.operators,
             journal: journalOf(),
             ...(deps.now ? { now: deps.now } : {}),
+            ...(session.slotFinished ? { onSlotFinished: () => session.slotFinished?.() } : {}),
             logger: ctx.log,
           },
           ctx.signal,

@@ -70,6 +70,15 @@ export const IslandStepSchema = z
     evaluators: z.array(z.string().min(1).max(128)).min(1).max(64).optional(),
     /** Host-specific evaluation setup the island's host parses itself (evaluator, files). */
     evaluation: z.record(z.string(), z.unknown()).optional(),
+    /**
+     * Where the island gives a leased evaluator back before the step ends, once its remaining
+     * slots cannot use it (core NATS, JSON `{evaluator}`; best effort: at the latest the reply
+     * returns every lease). @default none
+     */
+    returnSubject: z
+      .string()
+      .regex(/^_INBOX\.[A-Za-z0-9_-]{1,64}$/, 'must be _INBOX.<token>')
+      .optional(),
     /** Time the step waited for its evaluator lease; reported with its first attempt. */
     leaseWaitMs: z.number().nonnegative().optional(),
     /** Model calls of LLM operators, built on the island's host. @default the host's chat */
@@ -110,6 +119,8 @@ export interface IslandWorkerDeps {
   now?: () => number;
   /** Logger. */
   logger: Logger;
+  /** Called when a slot's work (its attempts, Debug chain included) is done. @default nothing */
+  onSlotFinished?: () => void;
 }
 
 interface EvaluationOutcome {
@@ -364,6 +375,7 @@ export async function runIslandStep(
           signal,
           takeLeaseWaitMs,
         );
+        deps.onSlotFinished?.();
       }
     }),
   );

@@ -1,4 +1,5 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
+import { z } from 'zod';
 import {
   type BudgetHook,
   type ChatFunction,
@@ -107,6 +108,17 @@ export interface EvolveRun {
   sandboxReplacements: number;
   /** Reference scores of the suite. */
   reference: Record<string, number>;
+}
+
+/** What an island publishes on a step's `returnSubject`. */
+const EarlyReturnSchema = z.object({ evaluator: z.string() }).strict();
+
+function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
 }
 
 /**
@@ -381,6 +393,21 @@ export function createEvolveDriver(
               Math.max(1, Math.min(step.slots.length, step.config.islandConcurrency)),
               signal,
             );
+            // Evaluators the island no longer needs come back before the step ends, so an
+            // island with fewer slots left than sandboxes does not keep other islands waiting.
+            const returnSubject = ctx.nats
+              ? `_INBOX.${randomBytes(12).toString('hex')}`
+              : undefined;
+            const returns =
+              ctx.nats && returnSubject
+                ? ctx.nats.connection.subscribe(returnSubject, {
+                    callback: (err, msg) => {
+                      if (err) return;
+                      const parsed = EarlyReturnSchema.safeParse(safeJson(msg.string()));
+                      if (parsed.success) pool.returnEarly(lease, parsed.data.evaluator);
+                    },
+                  })
+                : undefined;
             let reply;
             try {
               reply = IslandStepReplySchema.parse(
@@ -393,12 +420,14 @@ export function createEvolveDriver(
                       evaluators: [...lease.sandboxIds],
                       evaluation,
                       leaseWaitMs: lease.grantedAt - lease.askedAt,
+                      ...(returnSubject ? { returnSubject } : {}),
                       ...(llm ? { llm } : {}),
                     } satisfies IslandStep,
                     { timeoutMs: step.config.islandStepTimeoutMs, signal },
                   ),
               );
             } finally {
+              returns?.unsubscribe();
               pool.returnLease(
                 lease,
                 reply

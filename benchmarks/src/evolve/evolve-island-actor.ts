@@ -98,10 +98,27 @@ export function createEvolveIslandActor(
       const lost = new Set<string>();
       let fatal: IslandStepReply['fatal'];
       let budgetExhausted = false;
+      // Slots not done yet and evaluations running: a free sandbox beyond what the unfinished
+      // slots can still use is given back to the task at once (other islands may be waiting).
+      let unfinished = step.slots.length;
+      let running = 0;
+      const giveBack = (): void => {
+        if (!step.returnSubject) return;
+        while (free.length > 0 && free.length > unfinished - running) {
+          const id = free.pop() as string;
+          try {
+            rt.nc.publish(step.returnSubject, JSON.stringify({ evaluator: id }));
+          } catch {
+            free.push(id);
+            return;
+          }
+        }
+      };
       const release = (id: string | undefined): void => {
         const next = waiting.shift();
         if (next) next(id);
         else if (id !== undefined) free.push(id);
+        giveBack();
       };
       const acquire = async (signal: AbortSignal): Promise<string> => {
         const id =
@@ -125,13 +142,16 @@ export function createEvolveIslandActor(
       const evaluate: Evaluate = async (request, { signal, onStart }) => {
         if (lost.size >= leased) throw allLost();
         const id = await acquire(signal);
+        running++;
         const sandbox = rt.refs.refOf({ kind: SANDBOX_KIND, id }).withHints({ jobId: setup.jobId });
         try {
           onStart?.();
           const result = await runSandboxEvaluation(sandbox, request, setup, signal);
+          running--;
           release(id);
           return result;
         } catch (err) {
+          running--;
           if (signal.aborted) {
             release(id);
             throw signal.reason as Error;
@@ -185,6 +205,10 @@ export function createEvolveIslandActor(
       return {
         evaluate,
         operators: createOperators(step.config, chat ? { chat } : {}),
+        slotFinished: () => {
+          unfinished--;
+          giveBack();
+        },
         report: () => ({
           ...(budgetExhausted ? { budgetExhausted } : {}),
           ...(lost.size > 0 ? { lostEvaluators: [...lost] } : {}),

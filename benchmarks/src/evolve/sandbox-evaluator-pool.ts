@@ -72,6 +72,8 @@ export interface EvaluatorLease {
   readonly grantedAt: number;
   /** @internal the pool's slots */
   readonly slots: readonly Slot[];
+  /** @internal slots given back before the step ended */
+  readonly returned: Set<Slot>;
 }
 
 /** What an island step reports about its lease when it is returned. */
@@ -191,7 +193,20 @@ export class SandboxEvaluatorPool {
       askedAt,
       grantedAt: Date.now(),
       slots: ready,
+      returned: new Set(),
     };
+  }
+
+  /**
+   * Gives one leased sandbox back before its step ends (the island will not use it again);
+   * false for an id that is not, or no longer, part of the lease.
+   */
+  returnEarly(lease: EvaluatorLease, sandboxId: string): boolean {
+    const slot = lease.slots.find((s) => !lease.returned.has(s) && this.idOf(s) === sandboxId);
+    if (!slot) return false;
+    lease.returned.add(slot);
+    this.release(slot);
+    return true;
   }
 
   /**
@@ -207,6 +222,8 @@ export class SandboxEvaluatorPool {
       );
     }
     for (const slot of lease.slots) {
+      if (lease.returned.has(slot)) continue;
+      lease.returned.add(slot);
       if (lost.has(this.idOf(slot))) {
         this.failures++;
         this.replace(slot, new Error('the island step reported the sandbox lost'));
