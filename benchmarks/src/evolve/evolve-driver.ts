@@ -171,10 +171,12 @@ function searchConfigOf(
 /**
  * The `evolve` driver: each task is an evolutionary program search over a suite
  * (`benchmarks/suites/<name>`, see docs/benchmarks/evolve.md), run by the evolve package's
- * {@link SearchRunner} in the task's turn, islands in the same process, with a JetStream journal
- * keyed by job and task so a retried or re-executed attempt resumes (on any host). Candidates are evaluated in the node agent's
- * sandboxes ({@link SandboxEvaluatorPool}); the selected program is graded once on the hidden
- * test phase. The task passes when the search selected a validated program and its test grading
+ * {@link SearchRunner} in the task's turn with a JetStream journal keyed by job and task, so a
+ * retried or re-executed attempt resumes (on any host). Each island step is an ask to the
+ * island's `evolve-island` actor, which the driver contributes ({@link JobDriver.actors}) and the
+ * coordinators host; the step evaluates in node-agent sandboxes leased from the task's
+ * {@link SandboxEvaluatorPool}, so `evaluatorSlots` caps the task's evaluations across hosts. The
+ * selected program is graded once on the hidden test phase. The task passes when the search selected a validated program and its test grading
  * succeeded (or no test phase was asked for); its score is the test score (the validation score
  * without a test phase).
  *
