@@ -270,8 +270,10 @@ export class SearchRunner {
   private async dispatch(state: SearchState, work: SlotWork[], signal: AbortSignal): Promise<void> {
     const byIsland = new Map<number, SlotWork[]>();
     for (const w of work) byIsland.set(w.island, [...(byIsland.get(w.island) ?? []), w]);
+    // Largest step first: where evaluators are leased per step, it asks for them first.
+    const steps = [...byIsland.entries()].sort((a, b) => b[1].length - a[1].length || a[0] - b[0]);
     const settled = await Promise.allSettled(
-      [...byIsland.entries()].map(([island, slots]) => {
+      steps.map(([island, slots]) => {
         const parents: IslandStep['parents'] = {};
         for (const s of slots) {
           for (const id of [...s.parentIds, ...(s.debugParentId ? [s.debugParentId] : [])]) {

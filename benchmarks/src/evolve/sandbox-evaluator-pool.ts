@@ -167,7 +167,11 @@ export class SandboxEvaluatorPool {
    */
   async lease(max: number, signal: AbortSignal): Promise<EvaluatorLease> {
     const askedAt = Date.now();
-    const slots = [await this.acquire(signal)];
+    // Take what is free synchronously, before the steps dispatched with this one ask: the
+    // runner dispatches the largest step first, so it gets the sandboxes it can use.
+    const slots: Slot[] = [];
+    while (slots.length < max && this.free.length > 0) slots.push(this.free.shift() as Slot);
+    if (slots.length === 0) slots.push(await this.acquire(signal));
     while (slots.length < max && this.free.length > 0) slots.push(this.free.shift() as Slot);
     const ready: Slot[] = [];
     let lastError: unknown;
