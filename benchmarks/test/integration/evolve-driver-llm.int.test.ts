@@ -101,12 +101,16 @@ test('a job naming a model runs LLM operators (draft, improve, debug) until the 
     n++;
     const prompt = JSON.stringify(req.body.messages);
     const usage = { prompt_tokens: 1000, completion_tokens: 50 };
-    // A Debug prompt gets a repaired program; otherwise every fourth reply is a program that
-    // crashes (buggy: a Debug chain follows) and every fifth has no code block at all.
+    // A Debug prompt gets a repaired program; otherwise (counting those replies only: the
+    // hard cost cap leaves room for few calls) every fourth reply is a program that crashes
+    // (buggy: a Debug chain follows) and the third and every fifth have no code block at all.
     if (/debug|fix|repair/i.test(prompt) && /Traceback|error/i.test(prompt)) {
+      n--;
       return { content: good(0.3, 0.69), usage };
     }
-    if (n % 5 === 0) return { content: 'I would rather not write code today.', usage };
+    if (n === 3 || n % 5 === 0) {
+      return { content: 'I would rather not write code today.', usage };
+    }
     if (n % 4 === 0) {
       return { content: "```python\nraise SystemExit('boom')\n```", usage };
     }
