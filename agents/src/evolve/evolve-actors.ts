@@ -73,12 +73,10 @@ export type IslandStepReply = z.output<typeof IslandStepReplySchema>;
 
 /** What one island step works with, built by the island's host for that step. */
 export interface IslandStepSession {
-  /** Evaluations of the step (e.g. in the sandboxes leased to it, `IslandStep.evaluators`). */
+  /** Evaluations of the step (e.g. in sandboxes leased per evaluation, `IslandStep.lease`). */
   evaluate: Evaluate;
   /** Draft/Improve/Crossover/Debug for the step's configuration. */
   operators: SearchOperators;
-  /** Called when one of the step's slots is done (to give unneeded evaluators back early). */
-  slotFinished?(): void;
   /** What the reply reports besides the node count, read once the step has run. */
   report?(): Omit<IslandStepReply, 'nodes'>;
 }
@@ -122,7 +120,6 @@ export function defineIslandActor(deps: IslandActorDeps) {
             operators: session.operators,
             journal: journalOf(),
             ...(deps.now ? { now: deps.now } : {}),
-            ...(session.slotFinished ? { onSlotFinished: () => session.slotFinished?.() } : {}),
             logger: ctx.log,
           },
           ctx.signal,

@@ -63,24 +63,20 @@ export const IslandStepSchema = z
     parents: z.record(z.string(), StepParentSchema),
     slots: z.array(SlotWorkSchema),
     /**
-     * Evaluators leased to this step by the search's owner (sandbox ids): the island evaluates
-     * only in these, so the owner's evaluator cap holds across processes. @default none (the
-     * island host's own `evaluate`)
+     * Where the island's evaluations lease evaluators from the search's owner, one evaluation
+     * at a time (`subject`: a core NATS `_INBOX` subject the owner serves; `stepId`: this step,
+     * whose leases the owner ends with the step), so the owner's evaluator cap holds across
+     * processes. @default none (the island host's own `evaluate`)
      */
-    evaluators: z.array(z.string().min(1).max(128)).min(1).max(64).optional(),
+    lease: z
+      .object({
+        subject: z.string().regex(/^_INBOX\.[A-Za-z0-9_-]{1,64}$/, 'must be _INBOX.<token>'),
+        stepId: z.string().regex(/^[A-Za-z0-9_-]{1,128}$/, 'must be [A-Za-z0-9_-]{1,128}'),
+      })
+      .strict()
+      .optional(),
     /** Host-specific evaluation setup the island's host parses itself (evaluator, files). */
     evaluation: z.record(z.string(), z.unknown()).optional(),
-    /**
-     * Where the island gives a leased evaluator back before the step ends, once its remaining
-     * slots cannot use it (core NATS, JSON `{evaluator}`; best effort: at the latest the reply
-     * returns every lease). @default none
-     */
-    returnSubject: z
-      .string()
-      .regex(/^_INBOX\.[A-Za-z0-9_-]{1,64}$/, 'must be _INBOX.<token>')
-      .optional(),
-    /** Time the step waited for its evaluator lease; reported with its first attempt. */
-    leaseWaitMs: z.number().nonnegative().optional(),
     /** Model calls of LLM operators, built on the island's host. @default the host's chat */
     llm: z
       .object({
@@ -119,8 +115,6 @@ export interface IslandWorkerDeps {
   now?: () => number;
   /** Logger. */
   logger: Logger;
-  /** Called when a slot's work (its attempts, Debug chain included) is done. @default nothing */
-  onSlotFinished?: () => void;
 }
 
 interface EvaluationOutcome {
@@ -225,7 +219,6 @@ async function runSlot(
   step: IslandStep,
   deps: IslandWorkerDeps,
   signal: AbortSignal,
-  takeLeaseWaitMs: () => number,
 ): Promise<NodeRecord[]> {
   const now = deps.now ?? Date.now;
   const cfg: EvolveConfig = step.config;
@@ -317,8 +310,6 @@ async function runSlot(
         totalMs: now() - startedAt,
       },
     };
-    const leaseWaitMs = takeLeaseWaitMs();
-    if (leaseWaitMs > 0) node.timings.leaseWaitMs = leaseWaitMs;
     await deps.journal.append(node, { signal });
     nodes.push(node);
     deps.logger.debug(
@@ -358,24 +349,11 @@ export async function runIslandStep(
   const results: NodeRecord[][] = new Array<NodeRecord[]>(step.slots.length);
   let next = 0;
   const lanes = Math.max(1, Math.min(step.config.islandConcurrency, step.slots.length));
-  let leaseWaitMs = step.leaseWaitMs ?? 0;
-  const takeLeaseWaitMs = (): number => {
-    const ms = leaseWaitMs;
-    leaseWaitMs = 0;
-    return ms;
-  };
   await Promise.all(
     Array.from({ length: lanes }, async () => {
       while (next < step.slots.length) {
         const index = next++;
-        results[index] = await runSlot(
-          step.slots[index] as SlotWork,
-          step,
-          deps,
-          signal,
-          takeLeaseWaitMs,
-        );
-        deps.onSlotFinished?.();
+        results[index] = await runSlot(step.slots[index] as SlotWork, step, deps, signal);
       }
     }),
   );

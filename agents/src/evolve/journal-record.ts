@@ -77,8 +77,8 @@ export const TimingsSchema = z
     evalMs: ms,
     totalMs: ms,
     /**
-     * Time the island step waited for its evaluator lease before it started (reported with the
-     * step's first attempt; like `queueMs`, never charged).
+     * Time an island step waited for its per-step evaluator lease (journals written before
+     * leases became per evaluation, whose wait is the attempt's `queueMs`; never charged).
      */
     leaseWaitMs: ms.optional(),
   })

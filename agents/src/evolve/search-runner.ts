@@ -270,7 +270,7 @@ export class SearchRunner {
   private async dispatch(state: SearchState, work: SlotWork[], signal: AbortSignal): Promise<void> {
     const byIsland = new Map<number, SlotWork[]>();
     for (const w of work) byIsland.set(w.island, [...(byIsland.get(w.island) ?? []), w]);
-    // Largest step first: where evaluators are leased per step, it asks for them first.
+    // Largest step first (a fixed order; its evaluations are dispatched first).
     const steps = [...byIsland.entries()].sort((a, b) => b[1].length - a[1].length || a[0] - b[0]);
     const settled = await Promise.allSettled(
       steps.map(([island, slots]) => {

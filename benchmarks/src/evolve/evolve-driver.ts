@@ -1,5 +1,4 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { z } from 'zod';
 import {
   type BudgetHook,
   type ChatFunction,
@@ -20,7 +19,7 @@ import {
   SearchRunner,
 } from '@troupe/agents';
 import { type JobDriver, type JobSpec, type TaskContext } from '@troupe/coordinator';
-import { invalidArgument, parseWith } from '@troupe/proto';
+import { invalidArgument, parseWith, TroupeError } from '@troupe/proto';
 import { createEvolveIslandActor, type EvolveBudgetContext } from './evolve-island-actor';
 import {
   DEFAULT_EVALUATOR_SLOTS,
@@ -37,11 +36,11 @@ import { ProgressJournal } from './progress-journal';
 import { programFileOf } from './run-sandbox-evaluation';
 import {
   destroySandboxes,
-  type EvaluatorLease,
   evaluatorSandboxIds,
   SandboxEvaluatorPool,
 } from './sandbox-evaluator-pool';
 import { openSearchBudgetScope } from './search-budget-scope';
+import { serveEvaluatorLeases } from './evaluator-lease-service';
 import { loadSuiteBundle, phaseFiles } from './suite-bundle';
 
 /** Options of {@link createEvolveDriver}. */
@@ -108,17 +107,6 @@ export interface EvolveRun {
   sandboxReplacements: number;
   /** Reference scores of the suite. */
   reference: Record<string, number>;
-}
-
-/** What an island publishes on a step's `returnSubject`. */
-const EarlyReturnSchema = z.object({ evaluator: z.string() }).strict();
-
-function safeJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
-  }
 }
 
 /**
@@ -382,6 +370,16 @@ export function createEvolveDriver(
         Math.max(0, (ctx.deadlineUnixMs - Date.now()) / 2),
       );
       const stopAt = ctx.deadlineUnixMs - reserveMs;
+      // Island evaluations lease the pool's sandboxes one evaluation at a time on this subject,
+      // served by this process for the whole search (not by the task actor's turn).
+      if (!ctx.nats) {
+        throw new TroupeError(
+          'UNAVAILABLE',
+          "the evolve driver needs the task host's NATS connection to lease evaluators",
+        );
+      }
+      const leaseSubject = `_INBOX.${randomBytes(12).toString('hex')}`;
+      const leases = serveEvaluatorLeases(ctx.nats.connection, leaseSubject, pool, ctx.log);
       const runner = new SearchRunner(
         { taskId: searchId, options: searchConfig, seeds: input.seeds },
         {
@@ -391,25 +389,10 @@ export function createEvolveDriver(
           // Each island step is an ask to the island's actor (hosted by the coordinators), with
           // evaluator sandboxes leased from the task's pool: the slot cap holds across hosts.
           stepIsland: async (k, step, signal) => {
-            const lease: EvaluatorLease = await pool.lease(
-              Math.max(1, Math.min(step.slots.length, step.config.islandConcurrency)),
-              signal,
-            );
-            // Evaluators the island no longer needs come back before the step ends, so an
-            // island with fewer slots left than sandboxes does not keep other islands waiting.
-            const returnSubject = ctx.nats
-              ? `_INBOX.${randomBytes(12).toString('hex')}`
-              : undefined;
-            const returns =
-              ctx.nats && returnSubject
-                ? ctx.nats.connection.subscribe(returnSubject, {
-                    callback: (err, msg) => {
-                      if (err) return;
-                      const parsed = EarlyReturnSchema.safeParse(safeJson(msg.string()));
-                      if (parsed.success) pool.returnEarly(lease, parsed.data.evaluator);
-                    },
-                  })
-                : undefined;
+            // The step's evaluations acquire sandboxes one at a time on the lease subject; when
+            // the step ends (reply, failure, timeout) every sandbox still leased to it returns.
+            const stepId = `${k}-${randomBytes(6).toString('hex')}`;
+            pool.openStep(stepId);
             let reply;
             try {
               reply = IslandStepReplySchema.parse(
@@ -419,19 +402,16 @@ export function createEvolveDriver(
                     'step',
                     {
                       ...step,
-                      evaluators: [...lease.sandboxIds],
+                      lease: { subject: leaseSubject, stepId },
                       evaluation,
-                      leaseWaitMs: lease.grantedAt - lease.askedAt,
-                      ...(returnSubject ? { returnSubject } : {}),
                       ...(llm ? { llm } : {}),
                     } satisfies IslandStep,
                     { timeoutMs: step.config.islandStepTimeoutMs, signal },
                   ),
               );
             } finally {
-              returns?.unsubscribe();
-              pool.returnLease(
-                lease,
+              pool.endStep(
+                stepId,
                 reply
                   ? {
                       ...(reply.lostEvaluators ? { lost: reply.lostEvaluators } : {}),
@@ -455,7 +435,12 @@ export function createEvolveDriver(
           `${input.suite.name}: search ${searchId} starting (${slots} evaluator slots, ` +
           `${searchConfig.limits.maxEvaluations} evaluations max, ${searchConfig.islands} islands)`,
       });
-      const final = await runner.run(ctx.signal);
+      let final;
+      try {
+        final = await runner.run(ctx.signal);
+      } finally {
+        leases.unsubscribe();
+      }
       if (pool.fatal !== undefined && final.selection.source !== 'best_validation') {
         throw pool.fatal;
       }

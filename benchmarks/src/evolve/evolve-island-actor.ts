@@ -14,7 +14,9 @@ import {
 } from '@troupe/agents';
 import { BudgetLedger, type DriverActorRuntime, LedgerBudgetHook } from '@troupe/coordinator';
 import { SANDBOX_KIND } from '@troupe/node-agent';
-import { errorCode, invalidArgument, parseWith, TroupeError } from '@troupe/proto';
+import { randomBytes } from 'node:crypto';
+import { type ErrorCode, errorCode, invalidArgument, parseWith, TroupeError } from '@troupe/proto';
+import { EvaluatorGrantSchema, type EvaluatorLeaseMessage } from './evaluator-lease-service';
 import { composeBudgetHooks } from './compose-budget-hooks';
 import { searchLedgerRoot } from './search-budget-scope';
 import { z } from 'zod';
@@ -65,9 +67,9 @@ export interface EvolveIslandActorOptions {
 
 /**
  * The `evolve-island` actor as the `evolve` driver hosts it next to the task actors (on every
- * coordinator): each step evaluates only in the evaluator sandboxes the task leased to it
- * (`step.evaluators`, at most one evaluation per sandbox at a time, with
- * {@link runSandboxEvaluation}), journals its attempts and nodes on its host's connection, and
+ * coordinator): each evaluation of a step leases one evaluator sandbox from the task on the
+ * step's lease subject (`step.lease`; the task grants them FIFO across islands, at most
+ * `evaluatorSlots` at once), evaluates there with {@link runSandboxEvaluation} and gives it back, journals its attempts and nodes on its host's connection, and
  * builds its model calls from `step.llm` (model, limits, the search's ledger scope). The reply
  * reports sandboxes lost during the step (the task's pool replaces them), a failure retrying
  * cannot help, and a model budget refusal (the search stops with `cost`).
@@ -84,89 +86,119 @@ export function createEvolveIslandActor(
   };
   return defineIslandActor({
     journal,
-    session: (step) => {
+    session: (step, { log }) => {
       const rt = runtime();
       const setup = parseWith(IslandEvaluationSchema, step.evaluation, {
         prefix: 'step.evaluation',
       });
-      if (!step.evaluators) {
-        throw invalidArgument('step.evaluators', 'must lease at least one evaluator sandbox');
+      if (!step.lease) {
+        throw invalidArgument('step.lease', 'must name the lease subject of the task evaluators');
       }
-      const leased = step.evaluators.length;
-      const free = [...step.evaluators];
-      const waiting: ((id: string | undefined) => void)[] = [];
+      const { subject, stepId } = step.lease;
       const lost = new Set<string>();
       let fatal: IslandStepReply['fatal'];
       let budgetExhausted = false;
-      // Slots not done yet and evaluations running: a free sandbox beyond what the unfinished
-      // slots can still use is given back to the task at once (other islands may be waiting).
-      let unfinished = step.slots.length;
-      let running = 0;
-      const giveBack = (): void => {
-        if (!step.returnSubject) return;
-        while (free.length > 0 && free.length > unfinished - running) {
-          const id = free.pop() as string;
-          try {
-            rt.nc.publish(step.returnSubject, JSON.stringify({ evaluator: id }));
-          } catch {
-            free.push(id);
-            return;
-          }
+      const publish = (message: EvaluatorLeaseMessage): void => {
+        try {
+          rt.nc.publish(subject, JSON.stringify(message));
+        } catch (err) {
+          // Best effort: the task takes every lease of the step back when the step ends.
+          log.warn({ err, subject }, 'could not publish to the evaluator lease subject');
         }
       };
-      const release = (id: string | undefined): void => {
-        const next = waiting.shift();
-        if (next) next(id);
-        else if (id !== undefined) free.push(id);
-        giveBack();
+      const giveBack = (
+        evaluator: string,
+        extra: { lost?: true; fatal?: IslandStepReply['fatal'] } = {},
+      ): void => {
+        publish({ op: 'release', stepId, evaluator, ...extra });
       };
-      const acquire = async (signal: AbortSignal): Promise<string> => {
-        const id =
-          free.shift() ??
-          (await new Promise<string | undefined>((resolve, reject) => {
-            const take = (got: string | undefined): void => {
+      // One sandbox per evaluation, from the task's FIFO queue (the wait is the attempt's
+      // queueMs); the island's signal cancels a queued request.
+      const acquire = async (attemptId: string, signal: AbortSignal): Promise<string> => {
+        signal.throwIfAborted();
+        const requestId = randomBytes(8).toString('hex');
+        const pending = rt.nc.request(
+          subject,
+          JSON.stringify({
+            op: 'acquire',
+            stepId,
+            attemptId,
+            requestId,
+          } satisfies EvaluatorLeaseMessage),
+          { timeout: step.config.islandStepTimeoutMs },
+        );
+        return await new Promise<string>((resolve, reject) => {
+          const onAbort = (): void => {
+            publish({ op: 'cancel', stepId, requestId });
+            reject(signal.reason as Error);
+          };
+          signal.addEventListener('abort', onAbort, { once: true });
+          pending.then(
+            (msg) => {
               signal.removeEventListener('abort', onAbort);
-              resolve(got);
-            };
-            const onAbort = (): void => {
-              const i = waiting.indexOf(take);
-              if (i >= 0) waiting.splice(i, 1);
-              reject(signal.reason as Error);
-            };
-            waiting.push(take);
-            signal.addEventListener('abort', onAbort, { once: true });
-          }));
-        if (id === undefined) throw allLost();
-        return id;
+              let raw: unknown;
+              try {
+                raw = JSON.parse(msg.string());
+              } catch {
+                raw = undefined;
+              }
+              const grant = EvaluatorGrantSchema.safeParse(raw);
+              if (signal.aborted) {
+                if (grant.success && 'evaluator' in grant.data) giveBack(grant.data.evaluator);
+                return;
+              }
+              if (!grant.success) {
+                reject(
+                  new TroupeError('UNAVAILABLE', 'malformed evaluator lease reply', {
+                    retryable: true,
+                  }),
+                );
+              } else if ('error' in grant.data) {
+                const { code, message } = grant.data.error;
+                reject(
+                  new TroupeError(code as ErrorCode, `no evaluator lease: ${message}`, {
+                    retryable: code !== 'INVALID_ARGUMENT',
+                  }),
+                );
+              } else {
+                resolve(grant.data.evaluator);
+              }
+            },
+            (err: unknown) => {
+              signal.removeEventListener('abort', onAbort);
+              if (signal.aborted) return;
+              reject(
+                new TroupeError('UNAVAILABLE', `no evaluator lease: ${(err as Error).message}`, {
+                  cause: err,
+                  retryable: true,
+                }),
+              );
+            },
+          );
+        });
       };
       const evaluate: Evaluate = async (request, { signal, onStart }) => {
-        if (lost.size >= leased) throw allLost();
-        const id = await acquire(signal);
-        running++;
+        const id = await acquire(request.attemptId, signal);
         const sandbox = rt.refs.refOf({ kind: SANDBOX_KIND, id }).withHints({ jobId: setup.jobId });
         try {
           onStart?.();
           const result = await runSandboxEvaluation(sandbox, request, setup, signal);
-          running--;
-          release(id);
+          giveBack(id);
           return result;
         } catch (err) {
-          running--;
           if (signal.aborted) {
-            release(id);
+            giveBack(id);
             throw signal.reason as Error;
           }
           const kind = classifySandboxFailure(err);
           if (kind === 'lost') {
             lost.add(id);
-            // Waiters get nothing when no sandbox is left: their evaluations fail (UNAVAILABLE).
-            if (lost.size >= leased) {
-              for (const w of waiting.splice(0)) w(undefined);
-            }
+            giveBack(id, { lost: true });
+          } else if (kind === 'fatal') {
+            fatal ??= { code: errorCode(err), message: (err as Error).message };
+            giveBack(id, { fatal });
           } else {
-            if (kind === 'fatal')
-              fatal ??= { code: errorCode(err), message: (err as Error).message };
-            release(id);
+            giveBack(id);
           }
           throw sandboxFailure(err);
         }
@@ -205,10 +237,6 @@ export function createEvolveIslandActor(
       return {
         evaluate,
         operators: createOperators(step.config, chat ? { chat } : {}),
-        slotFinished: () => {
-          unfinished--;
-          giveBack();
-        },
         report: () => ({
           ...(budgetExhausted ? { budgetExhausted } : {}),
           ...(lost.size > 0 ? { lostEvaluators: [...lost] } : {}),
@@ -216,12 +244,6 @@ export function createEvolveIslandActor(
         }),
       };
     },
-  });
-}
-
-function allLost(): TroupeError {
-  return new TroupeError('UNAVAILABLE', 'every evaluator sandbox leased to the step was lost', {
-    retryable: true,
   });
 }
 

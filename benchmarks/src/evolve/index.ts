@@ -41,8 +41,14 @@ export {
   type SandboxEvaluationSetup,
 } from './run-sandbox-evaluation';
 export {
+  type EvaluatorGrant,
+  EvaluatorGrantSchema,
+  type EvaluatorLeaseMessage,
+  EvaluatorLeaseMessageSchema,
+  serveEvaluatorLeases,
+} from './evaluator-lease-service';
+export {
   destroySandboxes,
-  type EvaluatorLease,
   evaluatorSandboxId,
   evaluatorSandboxIds,
   type LeaseReport,

@@ -63,25 +63,19 @@ interface Slot {
   ready: boolean;
 }
 
-/** Evaluator sandboxes leased to an island step (see {@link SandboxEvaluatorPool.lease}). */
-export interface EvaluatorLease {
-  /** Ids of the leased sandboxes, created and ready. */
-  readonly sandboxIds: readonly string[];
-  /** When the lease was asked for and when it was granted (epoch ms). */
-  readonly askedAt: number;
-  readonly grantedAt: number;
-  /** @internal the pool's slots */
-  readonly slots: readonly Slot[];
-  /** @internal slots given back before the step ended */
-  readonly returned: Set<Slot>;
-}
-
-/** What an island step reports about its lease when it is returned. */
+/** What an island reports when it gives a leased sandbox back. */
 export interface LeaseReport {
-  /** Sandboxes that failed during the step: replaced before their slot is leased again. */
-  lost?: readonly string[];
+  /** The sandbox failed: replaced (a new id) before its slot is granted again. */
+  lost?: boolean;
   /** A failure evaluations cannot recover from (stops the search, like {@link SandboxEvaluatorPool.fatal}). */
   fatal?: { code: string; message: string };
+}
+
+interface StepLeases {
+  /** Aborted when the step ends: drops its queued grants. */
+  readonly ended: AbortController;
+  /** Slots granted to the step and not given back. */
+  readonly held: Set<Slot>;
 }
 
 /**
@@ -89,7 +83,7 @@ export interface LeaseReport {
  * `troupe-<evaluator.image>:latest`, no network, the suite's memory), one reused sandbox per slot,
  * created lazily, replaced when lost: the task's evaluation capacity. It runs evaluations itself
  * ({@link SandboxEvaluatorPool.evaluate}, the test-phase grading) and leases sandboxes to island
- * steps ({@link SandboxEvaluatorPool.lease}), which evaluate in them with the same
+ * steps one evaluation at a time ({@link SandboxEvaluatorPool.grant}), which evaluate in them with the same
  * {@link runSandboxEvaluation}; either way at most `slots` evaluations run at once. `onStart` is
  * called once a sandbox is held and ready, so waiting for a slot and building an image count as
  * queue time.
@@ -103,6 +97,7 @@ export interface LeaseReport {
 export class SandboxEvaluatorPool {
   private readonly free: Slot[];
   private readonly waiting: ((slot: Slot) => void)[] = [];
+  private readonly steps = new Map<string, StepLeases>();
   private readonly createTimeoutMs: number;
   private readonly log: Logger;
   /** Evaluations run (program outcomes returned). */
@@ -159,81 +154,92 @@ export class SandboxEvaluatorPool {
   }
 
   /**
-   * Leases ready sandboxes to an island step: waits for one free slot, then takes more that are
-   * free right now, up to `max`; creates any not yet created (a missing image is built: the wait
-   * is the step's queue time). A slot whose creation fails is handled like a failed evaluation
-   * (replaced, or {@link fatal}) and left out; when none is left the lease fails `UNAVAILABLE`.
-   * Give it back with {@link returnLease}.
+   * Opens the leases of an island step: until {@link endStep}, {@link grant} may lease sandboxes
+   * to it, one per evaluation.
    */
-  async lease(max: number, signal: AbortSignal): Promise<EvaluatorLease> {
-    const askedAt = Date.now();
-    // Take what is free synchronously, before the steps dispatched with this one ask: the
-    // runner dispatches the largest step first, so it gets the sandboxes it can use.
-    const slots: Slot[] = [];
-    while (slots.length < max && this.free.length > 0) slots.push(this.free.shift() as Slot);
-    if (slots.length === 0) slots.push(await this.acquire(signal));
-    while (slots.length < max && this.free.length > 0) slots.push(this.free.shift() as Slot);
-    const ready: Slot[] = [];
-    let lastError: unknown;
-    await Promise.all(
-      slots.map(async (slot) => {
-        try {
-          await this.ensureCreated(slot, signal);
-          ready.push(slot);
-        } catch (err) {
-          this.release(slot);
-          if (signal.aborted) return;
-          lastError = err;
-          this.failures++;
-          this.onFailure(slot, err);
-        }
-      }),
-    );
-    signal.throwIfAborted();
-    if (ready.length === 0) throw sandboxFailure(lastError);
-    ready.sort((a, b) => a.index - b.index);
-    return {
-      sandboxIds: ready.map((s) => this.idOf(s)),
-      askedAt,
-      grantedAt: Date.now(),
-      slots: ready,
-      returned: new Set(),
-    };
+  openStep(stepId: string): void {
+    if (!this.steps.has(stepId)) {
+      this.steps.set(stepId, { ended: new AbortController(), held: new Set() });
+    }
   }
 
   /**
-   * Gives one leased sandbox back before its step ends (the island will not use it again);
-   * false for an id that is not, or no longer, part of the lease.
+   * Leases one ready sandbox to an evaluation of step `stepId`: waits for a free slot (FIFO with
+   * every other waiter of the task, so the slots form one work-conserving queue across islands)
+   * and creates its sandbox if needed (a missing image is built: the wait is the evaluation's
+   * queue time). A failed creation is handled like a failed evaluation (replaced, or
+   * {@link fatal}) and thrown (`UNAVAILABLE`); a step that is not open, or ends while waiting,
+   * fails `CANCELLED`. Give it back with {@link giveBack} (or {@link endStep}).
    */
-  returnEarly(lease: EvaluatorLease, sandboxId: string): boolean {
-    const slot = lease.slots.find((s) => !lease.returned.has(s) && this.idOf(s) === sandboxId);
-    if (!slot) return false;
-    lease.returned.add(slot);
-    this.release(slot);
+  async grant(stepId: string, signal: AbortSignal): Promise<string> {
+    const step = this.steps.get(stepId);
+    if (!step || step.ended.signal.aborted) throw stepEnded(stepId);
+    const both = AbortSignal.any([signal, step.ended.signal]);
+    const slot = await this.acquire(both);
+    try {
+      await this.ensureCreated(slot, both);
+    } catch (err) {
+      this.release(slot);
+      if (both.aborted) throw signal.aborted ? (signal.reason as Error) : stepEnded(stepId);
+      this.failures++;
+      this.onFailure(slot, err);
+      throw sandboxFailure(err);
+    }
+    if (both.aborted) {
+      this.release(slot);
+      throw signal.aborted ? (signal.reason as Error) : stepEnded(stepId);
+    }
+    step.held.add(slot);
+    return this.idOf(slot);
+  }
+
+  /**
+   * Gives a sandbox leased to step `stepId` back: a lost one is replaced (a new id) before its
+   * slot is granted again; a reported fatal failure becomes {@link fatal}. False for an id that
+   * is not, or no longer, leased to the step.
+   */
+  giveBack(stepId: string, sandboxId: string, report: LeaseReport = {}): boolean {
+    const step = this.steps.get(stepId);
+    const slot = step ? [...step.held].find((s) => this.idOf(s) === sandboxId) : undefined;
+    if (!step || !slot) return false;
+    step.held.delete(slot);
+    this.settle(slot, report);
     return true;
   }
 
   /**
-   * Gives a lease back: sandboxes the step reports lost are replaced (a new id) before their slot
-   * is leased again; a reported fatal failure becomes {@link fatal}.
+   * Ends the leases of a step (it replied, failed or timed out): its queued grants are dropped
+   * and every sandbox still leased to it returns to the pool, so a dead island leaks none.
+   * `lost`: sandboxes the step's reply reports lost (replaced).
    */
-  returnLease(lease: EvaluatorLease, report: LeaseReport = {}): void {
+  endStep(
+    stepId: string,
+    report: { lost?: readonly string[]; fatal?: LeaseReport['fatal'] } = {},
+  ): void {
+    const step = this.steps.get(stepId);
+    if (report.fatal) this.settleFatal(report.fatal);
+    if (!step) return;
+    this.steps.delete(stepId);
+    step.ended.abort(stepEnded(stepId));
     const lost = new Set(report.lost ?? []);
-    if (report.fatal) {
-      this.fatal ??= new TroupeError(
-        report.fatal.code as ErrorCode,
-        `island evaluation failed: ${report.fatal.message}`,
-      );
+    for (const slot of step.held) this.settle(slot, { lost: lost.has(this.idOf(slot)) });
+    step.held.clear();
+  }
+
+  private settle(slot: Slot, report: LeaseReport): void {
+    if (report.fatal) this.settleFatal(report.fatal);
+    if (report.lost) {
+      this.failures++;
+      this.replace(slot, new Error('the island reported the sandbox lost'));
     }
-    for (const slot of lease.slots) {
-      if (lease.returned.has(slot)) continue;
-      lease.returned.add(slot);
-      if (lost.has(this.idOf(slot))) {
-        this.failures++;
-        this.replace(slot, new Error('the island step reported the sandbox lost'));
-      }
-      this.release(slot);
-    }
+    this.release(slot);
+  }
+
+  private settleFatal(fatal: NonNullable<LeaseReport['fatal']>): void {
+    this.fatal ??= new TroupeError(
+      fatal.code as ErrorCode,
+      `island evaluation failed: ${fatal.message}`,
+    );
   }
 
   private idOf(slot: Slot): string {
@@ -339,6 +345,10 @@ export class SandboxEvaluatorPool {
     if (next) next(slot);
     else this.free.push(slot);
   }
+}
+
+function stepEnded(stepId: string): TroupeError {
+  return new TroupeError('CANCELLED', `island step ${stepId} has ended: no evaluator lease`);
 }
 
 /** Destroys sandboxes by id (best effort: failures are logged, never thrown). */

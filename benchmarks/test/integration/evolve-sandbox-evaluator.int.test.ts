@@ -12,7 +12,12 @@ import {
   waitFor,
   type NatsServerHandle,
 } from '@troupe/testkit';
-import { loadSuiteBundle, SandboxEvaluatorPool } from '../../src/evolve';
+import {
+  EvaluatorGrantSchema,
+  loadSuiteBundle,
+  SandboxEvaluatorPool,
+  serveEvaluatorLeases,
+} from '../../src/evolve';
 
 // The evaluator contract in the driver's real path: candidates run by the suite's trusted
 // evaluator inside the node agent's Docker sandboxes (no network, hard kill at the deadline).
@@ -149,4 +154,87 @@ test('a candidate that freezes its evaluator is killed at the deadline: timeout,
   expect(Date.now() - started).toBeLessThan(60_000);
   const next = await evaluate('print(0.3, 0.7)');
   expect(next.status).toBe('ok');
+});
+
+test('per-evaluation leases: FIFO across steps, never more than the slots, cancel drops a queued request, an ended step returns its sandboxes and drops its queue', async () => {
+  const subject = `_INBOX.leases${cluster.slice(-6)}`;
+  const sub = serveEvaluatorLeases(nc, subject, pool, system.log);
+  const granted: string[] = [];
+  let n = 0;
+  const acquire = (stepId: string): { requestId: string; reply: Promise<unknown> } => {
+    const requestId = `r${n++}`;
+    const reply = nc
+      .request(
+        subject,
+        JSON.stringify({ op: 'acquire', stepId, attemptId: `${stepId}-a`, requestId }),
+        {
+          timeout: 120_000,
+        },
+      )
+      .then((m) => {
+        const grant = EvaluatorGrantSchema.parse(JSON.parse(m.string()));
+        if ('evaluator' in grant) granted.push(`${stepId}:${grant.evaluator}`);
+        return grant;
+      });
+    return { requestId, reply };
+  };
+  try {
+    for (const s of ['a', 'b', 'c', 'd']) pool.openStep(s);
+    // Step a takes both slots; b, c, d queue in order.
+    const a1 = acquire('a');
+    const a2 = acquire('a');
+    await Promise.all([a1.reply, a2.reply]);
+    const b1 = acquire('b');
+    const c1 = acquire('c');
+    const d1 = acquire('d');
+    const d2 = acquire('d');
+    d2.reply.catch(() => undefined); // never answered: cancelled, then dropped
+    await nc.flush();
+    expect(granted).toHaveLength(2);
+    // d cancels its second request: it is never granted.
+    nc.publish(subject, JSON.stringify({ op: 'cancel', stepId: 'd', requestId: d2.requestId }));
+    // a gives one back by release: the first in the queue (b) gets it.
+    const aIds = granted.map((g) => g.split(':')[1] as string);
+    nc.publish(subject, JSON.stringify({ op: 'release', stepId: 'a', evaluator: aIds[0] }));
+    await b1.reply;
+    expect(granted[2]).toMatch(/^b:/);
+    // a "dies": ending its step returns the sandbox it still holds, to c (next in line).
+    pool.endStep('a');
+    await c1.reply;
+    expect(granted[3]).toMatch(/^c:/);
+    expect(granted).toHaveLength(4);
+    // Releasing a sandbox a step does not hold is ignored (no slot is created out of thin air).
+    nc.publish(subject, JSON.stringify({ op: 'release', stepId: 'a', evaluator: aIds[1] }));
+    // b ends with its sandbox: d's first request gets it; its cancelled second one never does.
+    pool.endStep('b');
+    await d1.reply;
+    expect(granted[4]).toMatch(/^d:/);
+    // A queued request of a step that ends is dropped; a step that ended gets CANCELLED.
+    const d3 = acquire('d');
+    await nc.flush();
+    pool.endStep('d');
+    pool.endStep('c');
+    expect(await acquire('a').reply).toEqual({
+      error: expect.objectContaining({ code: 'CANCELLED' }),
+    });
+    expect(await d3.reply).toEqual({ error: expect.objectContaining({ code: 'CANCELLED' }) });
+    expect(granted).toHaveLength(5);
+    // Every slot is back: a malformed request is answered with the field, and the pool still
+    // evaluates.
+    const bad = EvaluatorGrantSchema.parse(
+      JSON.parse(
+        (
+          await nc.request(subject, JSON.stringify({ op: 'acquire', stepId: 'x' }), {
+            timeout: 10_000,
+          })
+        ).string(),
+      ),
+    );
+    expect(bad).toEqual({ error: expect.objectContaining({ code: 'INVALID_ARGUMENT' }) });
+    expect('error' in bad && bad.error.message).toMatch(/attemptId/);
+    const [r1, r2] = await Promise.all([evaluate('print(0.3, 0.6)'), evaluate('print(0.3, 0.6)')]);
+    expect([r1.status, r2.status]).toEqual(['ok', 'ok']);
+  } finally {
+    sub.unsubscribe();
+  }
 });
