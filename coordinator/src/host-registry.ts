@@ -69,12 +69,15 @@ export class HostRegistry {
   private readonly hosts = new Map<string, HostRecord & { seenAtMono: number }>();
   private readonly subs: Subscription[] = [];
   private timer?: NodeJS.Timeout;
+  private lastSweepMono = now();
   readonly heartbeatMs: number;
   readonly deadAfterMs: number;
+  private readonly sweepEveryMs: number;
 
   constructor(private readonly options: HostRegistryOptions) {
     this.heartbeatMs = options.heartbeatMs ?? 2_000;
     this.deadAfterMs = this.heartbeatMs * (options.missedHeartbeats ?? 3);
+    this.sweepEveryMs = Math.max(100, Math.floor(this.heartbeatMs / 2));
   }
 
   /** Loads persisted registrations and starts answering register/heartbeat/deregister. */
@@ -115,10 +118,8 @@ export class HostRegistry {
     serve('deregister', (b) =>
       this.deregister(parseWith(DeregisterSchema, b, { prefix: 'deregister' })),
     );
-    this.timer = setInterval(
-      () => void this.sweep(),
-      Math.max(100, Math.floor(this.heartbeatMs / 2)),
-    );
+    this.lastSweepMono = now();
+    this.timer = setInterval(() => this.sweep(), this.sweepEveryMs);
     this.timer.unref();
   }
 
@@ -186,9 +187,22 @@ export class HostRegistry {
     return {};
   }
 
-  /** Declares silent hosts dead. */
-  private async sweep(): Promise<void> {
+  /**
+   * Declares silent hosts dead. Time during which this process itself did not run (a GC pause, a
+   * blocked event loop, a suspended VM) is not held against hosts: their heartbeats may be sitting
+   * unread in our socket, and Node runs overdue timers before it reads sockets. A sweep that fires
+   * late by more than a sweep interval moves every host's last-seen time forward by the lateness
+   * and declares nobody dead this time; the next sweep judges with the heartbeats read meanwhile.
+   */
+  private sweep(): void {
     const t = now();
+    const lateMs = t - this.lastSweepMono - this.sweepEveryMs;
+    this.lastSweepMono = t;
+    if (lateMs > this.sweepEveryMs) {
+      for (const record of this.hosts.values()) record.seenAtMono += lateMs;
+      this.options.log.warn({ stalledMs: Math.round(lateMs) }, 'coordinator process stalled');
+      return;
+    }
     for (const record of this.hosts.values()) {
       if (record.state !== 'DEAD' && t - record.seenAtMono > this.deadAfterMs) {
         this.markDead(record, `no heartbeat for ${this.deadAfterMs} ms`);

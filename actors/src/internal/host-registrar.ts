@@ -38,11 +38,14 @@ export class HostRegistrar {
     this.schedule();
   }
 
-  private schedule(): void {
+  /** Fixed rate: the next beat is due `heartbeatMs` after the last one started, not ended. */
+  private schedule(startedAt = performance.now()): void {
     if (this.stopped) return;
+    const delayMs = Math.max(0, this.heartbeatMs - (performance.now() - startedAt));
     this.timer = setTimeout(() => {
-      this.inFlight = this.tick().finally(() => this.schedule());
-    }, this.heartbeatMs);
+      const start = performance.now();
+      this.inFlight = this.tick().finally(() => this.schedule(start));
+    }, delayMs);
     this.timer.unref();
   }
 

@@ -1,4 +1,5 @@
-import { ActorSystem } from '@troupe/actors';
+import { ActorSystem, defineActor } from '@troupe/actors';
+import { z } from 'zod';
 import {
   randomClusterName,
   startNatsServer,
@@ -22,6 +23,15 @@ const FAST = {
   sweepIntervalMs: 500,
   metrics: { port: null },
 };
+
+const Echo = defineActor({
+  kind: 'echo',
+  state: z.object({}),
+  initialState: () => ({}),
+  messages: { epoch: z.object({}) },
+  handlers: { epoch: (ctx) => ({ reply: ctx.epoch }) },
+  idleTimeoutMs: 600_000,
+});
 
 interface WorkerState {
   entries: string[];
@@ -155,6 +165,54 @@ test('a partitioned host cannot commit after it was declared dead; it is fenced 
     await client.shutdown();
     await old?.kill('SIGKILL');
     await other?.kill('SIGKILL');
+    await coordinator.stop();
+  }
+});
+
+test('a stall of the process hosting the coordinator and a host is not held against the host', async () => {
+  const cluster = randomClusterName();
+  const coordinator = await Coordinator.start({ cluster, nats: { servers: server.url }, ...FAST });
+  const client = await ActorSystem.start({ cluster, servers: server.url });
+  // The host shares this process (as in `troupe dev`): its heartbeat timer stalls with the
+  // coordinator's sweep, and both are overdue when the process runs again.
+  const host = await ActorSystem.start({
+    cluster,
+    servers: server.url,
+    hostId: 'h1',
+    hosting: [Echo],
+    placement: 'none',
+  });
+  try {
+    await waitFor(() => coordinator.registry?.isAlive('h1'), { timeoutMs: 10_000 });
+    const incarnation = coordinator.registry!.get('h1')!.info.incarnation;
+    const ref = client.refOf({ kind: 'echo', id: 's1' });
+    const epoch = await ref.ask('epoch', {});
+    await waitFor(() => coordinator.registry!.get('h1')!.load.echo === 1, { timeoutMs: 10_000 });
+
+    // Block the process for over three times the 600 ms death window, as a long GC pause or a
+    // busy event loop would.
+    await new Promise<void>((resolve) =>
+      setTimeout(() => {
+        const stallUntil = performance.now() + 2_000;
+        while (performance.now() < stallUntil) {
+          // busy: nothing else in this process runs
+        }
+        resolve();
+      }, 0),
+    );
+    const beatAfterStall = coordinator.registry!.get('h1')!.lastHeartbeatUnixMs;
+    await waitFor(
+      () => coordinator.registry!.get('h1')!.lastHeartbeatUnixMs > beatAfterStall + 300,
+      { timeoutMs: 10_000, message: 'no heartbeat after the stall' },
+    );
+    const record = coordinator.registry!.get('h1')!;
+    expect(record.state).toBe('ALIVE');
+    expect(record.info.incarnation).toBe(incarnation);
+    // Its activation was neither fenced nor moved: the same epoch answers.
+    expect(await ref.ask('epoch', {})).toBe(epoch);
+  } finally {
+    await host.shutdown();
+    await client.shutdown();
     await coordinator.stop();
   }
 });
