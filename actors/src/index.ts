@@ -43,6 +43,8 @@ export {
 export {
   FencedError,
   isFenced,
+  isStoreUnavailable,
+  StoreUnavailableError,
   StateRecordSchema,
   StateStore,
   type StoredState,

@@ -3,6 +3,7 @@ import { type KV } from '@nats-io/kv';
 import { z } from 'zod';
 import { isWrongLastSequence } from './internal/kv-errors';
 import { decodeJson, encodeJson } from './internal/json-codec';
+import { isTransientNatsError } from './internal/nats-errors';
 
 /**
  * What is persisted per actor: the user state, the inbox cursor, and the fencing epoch of the
@@ -41,6 +42,30 @@ export class FencedError extends TroupeError {
       details: { fenced: true },
     });
   }
+}
+
+/**
+ * Thrown (code UNAVAILABLE, retryable) when the state store cannot be reached — NATS down, or a
+ * JetStream stream electing a new leader after a server loss. Infrastructure trouble, never the
+ * fault of the message being handled: the runtime retries the message without counting an
+ * attempt towards its dead letter.
+ */
+export class StoreUnavailableError extends TroupeError {
+  constructor(cause: unknown) {
+    super('UNAVAILABLE', 'actor state store unavailable', {
+      cause,
+      details: { storeUnavailable: true },
+    });
+  }
+}
+
+/** True when `err`, or an error in its cause chain, is a {@link StoreUnavailableError}. */
+export function isStoreUnavailable(err: unknown): boolean {
+  for (let e: unknown = err, depth = 0; e instanceof Error && depth < 16; depth++) {
+    if (e instanceof TroupeError && e.details?.['storeUnavailable'] === true) return true;
+    e = e.cause;
+  }
+  return false;
 }
 
 /** True for the error raised when an activation has lost ownership of its actor. */
@@ -122,5 +147,9 @@ export class StateStore {
 }
 
 function storeError(err: unknown): TroupeError {
-  return new TroupeError('UNAVAILABLE', 'actor state store unavailable', { cause: err });
+  // Only "not reachable now" is infrastructure trouble the runtime waits out; a write that can
+  // never succeed (a record over max_payload) fails the turn like any handler error.
+  return isTransientNatsError(err)
+    ? new StoreUnavailableError(err)
+    : new TroupeError('UNAVAILABLE', 'actor state store refused the write', { cause: err });
 }

@@ -41,6 +41,13 @@ export const ConfigSchema = z
       .strict()
       .default({ port: 9464, host: '127.0.0.1' }),
     shutdownGraceMs: z.number().int().min(0).default(10_000),
+    /**
+     * Replicas of the streams, buckets and object store the cluster creates (inboxes, directory,
+     * state, nodes, jobs, events, artifacts, trajectories, search journals). 3 on a 3-node
+     * JetStream cluster, so that losing one server loses nothing; must not exceed the number of
+     * JetStream servers. Applies when a stream is created: an existing one is used as it is.
+     */
+    replicas: z.number().int().min(1).max(5).default(1),
     /** The gRPC job API (JobService, NodeService); not served when absent. */
     grpc: GrpcConfigSchema.optional(),
     logLevel: z

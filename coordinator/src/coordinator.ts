@@ -130,6 +130,7 @@ export class Coordinator {
       hosting,
       placement: 'none',
       register: hosting.length > 0,
+      replicas: config.replicas,
     });
     const c = new Coordinator(config, id, system, nc, !deps.connection, log, deps);
     if (jobs) {
@@ -139,6 +140,7 @@ export class Coordinator {
           nc,
           refs: system,
           hostId: id,
+          replicas: config.replicas,
           isLeader: () => c.isLeader,
           directory: system.directory,
         });
@@ -169,7 +171,10 @@ export class Coordinator {
       c.metricsPort = await c.metrics.listen(config.metrics.port, config.metrics.host);
     }
     const kvm = new Kvm(nc);
-    const leases = await kvm.create(kvBucketName(config.cluster, 'leases'), { history: 1 });
+    const leases = await kvm.create(kvBucketName(config.cluster, 'leases'), {
+      history: 1,
+      replicas: config.replicas,
+    });
     c.lease = new LeaderLease({
       kv: leases,
       holderId: id,
@@ -211,11 +216,13 @@ export class Coordinator {
   }
 
   private async becomeLeader(): Promise<void> {
-    const { cluster } = this.config;
+    const { cluster, replicas } = this.config;
     const kvm = new Kvm(this.nc);
-    const nodesKv = await kvm.create(kvBucketName(cluster, 'nodes'), { history: 1 });
-    const directoryKv = await kvm.create(kvBucketName(cluster, 'directory'), { history: 1 });
-    const remindersKv = await kvm.create(kvBucketName(cluster, 'reminders'), { history: 1 });
+    const bucket = (name: 'nodes' | 'directory' | 'reminders') =>
+      kvm.create(kvBucketName(cluster, name), { history: 1, replicas });
+    const nodesKv = await bucket('nodes');
+    const directoryKv = await bucket('directory');
+    const remindersKv = await bucket('reminders');
     const jsm = await jetstreamManager(this.nc);
     // The registry's callbacks reach services built after it.
     const late: { placer?: PlacementService; placement?: ClusterPlacement } = {};

@@ -174,7 +174,11 @@ export const ConfigSchema = z
      * needs nothing else. @default false
      */
     standalone: z.boolean().default(false),
-    /** Replicas of the object store when it has to be created. @default 1 */
+    /**
+     * Replicas of the streams, buckets and object store this node agent creates when they do not
+     * exist yet (the coordinator usually creates them first); as the coordinator's `replicas`.
+     * @default 1
+     */
     replicas: z.int().min(1).max(5).default(1),
     /** @default 'info' */
     logLevel: z.enum(LOG_LEVELS).default('info'),

@@ -6,6 +6,7 @@ export const COMMON_ENVIRONMENT_VARIABLES = [
   'TROUPE_NATS_PASS',
   'TROUPE_NATS_TOKEN',
   'TROUPE_LOG_LEVEL',
+  'TROUPE_REPLICAS',
 ] as const;
 
 /**
@@ -78,7 +79,7 @@ export class EnvironmentOverrides {
   /**
    * The {@link COMMON_ENVIRONMENT_VARIABLES}: `TROUPE_CLUSTER` → `cluster`, `TROUPE_LOG_LEVEL` →
    * `logLevel`, `TROUPE_NATS_URL` (comma-separated) → `nats.servers`, `TROUPE_NATS_USER|PASS|TOKEN`
-   * → `nats.user|pass|token`.
+   * → `nats.user|pass|token`, `TROUPE_REPLICAS` → `replicas`.
    */
   applyCommon(): this {
     this.set('TROUPE_CLUSTER', (v) => (this.config['cluster'] = v));
@@ -89,6 +90,10 @@ export class EnvironmentOverrides {
     this.set('TROUPE_NATS_USER', (v) => (this.section('nats')['user'] = v));
     this.set('TROUPE_NATS_PASS', (v) => (this.section('nats')['pass'] = v));
     this.set('TROUPE_NATS_TOKEN', (v) => (this.section('nats')['token'] = v));
+    this.set('TROUPE_REPLICAS', (v) => {
+      const n = this.int('TROUPE_REPLICAS', v);
+      if (n !== undefined) this.config['replicas'] = n;
+    });
     return this;
   }
 

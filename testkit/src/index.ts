@@ -26,6 +26,11 @@ export type {
   ScriptedResponse,
   UnexpectedRequest,
 } from './scripted-response';
+export {
+  startNatsCluster,
+  type NatsClusterHandle,
+  type NatsClusterOptions,
+} from './start-nats-cluster';
 export { startNatsServer } from './start-nats-server';
 export { makeTempDir, withTempDir, type TempDir } from './temp-dir';
 export { waitFor, type WaitForOptions } from './wait-for';

@@ -24,7 +24,13 @@ import { type ActorContext, type InboxMessage, type MessageInfo } from '../actor
 import { type Directory } from '../directory';
 import { type Logger } from '../logger';
 import { type RefFactory } from '../ref-factory';
-import { isFenced, type StateRecord, type StateStore, type StoredState } from '../state-store';
+import {
+  isFenced,
+  isStoreUnavailable,
+  type StateRecord,
+  type StateStore,
+  type StoredState,
+} from '../state-store';
 import { decodeJson, encodeJson } from './json-codec';
 import {
   ANSWER_HEADER,
@@ -57,6 +63,10 @@ export const EMPTY_INBOX_TRUST_MS = 500;
 
 /** Minimum idle time of a fresh activation before its first message. */
 const FIRST_MESSAGE_GRACE_MS = 2_000;
+/** Reads after a hint whose message a (lagging) replica did not show yet: 10, 20, ... 640 ms. */
+const MAX_LAGGING_READS = 7;
+/** Longest pause between pump retries while infrastructure trouble lasts. */
+const PUMP_RETRY_MAX_MS = 5_000;
 
 /** What an activation needs from its host. */
 export interface ActivationHost {
@@ -110,6 +120,8 @@ export class Activation {
   private mailGeneration = 0;
   /** Highest inbox sequence a mail hint has named (0: none yet). */
   private hintedSeq = 0;
+  /** Consecutive pump failures (infrastructure trouble), for the retry pause. */
+  private pumpFailures = 0;
   /**
    * The last inbox read, made while subscribed to hints, that found nothing after `after`: when
    * it started and the highest hinted sequence then. Lets an empty drain skip the read.
@@ -379,6 +391,7 @@ export class Activation {
   }
 
   private async pump(): Promise<void> {
+    let lagRetries = 0;
     try {
       // A stop lets the current turn finish, then no new one starts.
       while (!this.ended && !this.stopping && !this.abort.signal.aborted) {
@@ -389,12 +402,23 @@ export class Activation {
           const usePrefetched = prefetched !== undefined && prefetched.after === this.cursor;
           const next = await (usePrefetched ? prefetched.read : this.nextInbox(this.cursor));
           if (next) {
+            lagRetries = 0;
             await this.handleInbox(next);
+            this.pumpFailures = 0;
             continue;
           }
+          this.pumpFailures = 0;
           // A hint that arrived while we looked (or since the prefetch) means: look again.
           const seen = usePrefetched ? prefetched.generation : generation;
-          if (this.mailGeneration === seen) this.inboxWanted = false;
+          if (this.mailGeneration !== seen) continue;
+          // A hint named a message the read did not find: with replicated streams a direct get
+          // may be answered by a replica that has not caught up yet. Look again shortly.
+          if (this.hintedSeq > this.cursor && lagRetries < MAX_LAGGING_READS) {
+            await new Promise((r) => setTimeout(r, 10 * 2 ** lagRetries++).unref());
+            continue;
+          }
+          lagRetries = 0;
+          this.inboxWanted = false;
           continue;
         }
         if (this.queue.length === 0) return;
@@ -409,10 +433,13 @@ export class Activation {
         this.fence();
         return;
       }
-      // Infrastructure trouble (NATS down): keep the actor; retry the pump after a pause.
-      this.log.error({ err }, 'mailbox pump failed');
+      // Infrastructure trouble (NATS down, a stream without a leader): keep the actor; retry the
+      // pump after a pause that grows while the trouble lasts.
+      this.pumpFailures++;
+      const pauseMs = Math.min(PUMP_RETRY_MAX_MS, 250 * 2 ** Math.min(this.pumpFailures - 1, 5));
+      this.log.error({ err, failures: this.pumpFailures, pauseMs }, 'mailbox pump failed');
       this.inboxWanted = true;
-      await new Promise((r) => setTimeout(r, 250).unref());
+      await new Promise((r) => setTimeout(r, pauseMs).unref());
     }
   }
 
@@ -485,7 +512,10 @@ export class Activation {
       await this.commitState(next, Math.max(stored.seq, turn.drainedThrough));
       this.failures.delete(stored.seq);
     } catch (err) {
-      if (isFenced(err)) throw err;
+      // The runtime's own store (the commit, or a checkpoint inside the turn) was unreachable:
+      // infrastructure trouble, not the message's fault. The pump retries the message after a
+      // pause without counting an attempt, so a JetStream leader election dead-letters nothing.
+      if (isFenced(err) || isStoreUnavailable(err)) throw err;
       const attempts = (this.failures.get(stored.seq) ?? 0) + 1;
       this.failures.set(stored.seq, attempts);
       const error = toTroupeError(err);

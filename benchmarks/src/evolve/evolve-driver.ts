@@ -195,6 +195,7 @@ export function createEvolveDriver(
       store = new JetStreamJournalStore({
         connection: ctx.nats.connection,
         cluster: ctx.nats.cluster,
+        ...(ctx.nats.replicas !== undefined ? { replicas: ctx.nats.replicas } : {}),
       });
       stores.set(ctx.nats.connection, store);
     }

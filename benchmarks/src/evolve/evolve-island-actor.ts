@@ -82,7 +82,11 @@ export function createEvolveIslandActor(
   const journal = (): JournalStore => {
     if (options.journal) return options.journal;
     const rt = runtime();
-    return (store ??= new JetStreamJournalStore({ connection: rt.nc, cluster: rt.cluster }));
+    return (store ??= new JetStreamJournalStore({
+      connection: rt.nc,
+      cluster: rt.cluster,
+      replicas: rt.replicas,
+    }));
   };
   return defineIslandActor({
     journal,

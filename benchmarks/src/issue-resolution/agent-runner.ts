@@ -43,8 +43,8 @@ export interface AgentRunContext {
   sandboxId: string;
   /** Ref factory of the task's turn (to reach agent sessions and the budget ledger). */
   refs: RefFactory;
-  /** The host's NATS connection and cluster, when the host gives it (trajectories). */
-  nats?: { connection: NatsConnection; cluster: string };
+  /** The host's NATS connection, cluster and stream replicas, when the host gives them (trajectories). */
+  nats?: { connection: NatsConnection; cluster: string; replicas?: number };
   /** Attempt number of the task, from 1 (a retried attempt starts a fresh session). */
   attempt: number;
   /** `spec.agent` of the job (model kind only). */

@@ -78,6 +78,7 @@ export function createModelAgentRunner(options: ModelAgentRunnerOptions): AgentR
       const trajectories = new TrajectoryStore({
         connection: ctx.nats.connection,
         cluster: ctx.nats.cluster,
+        ...(ctx.nats.replicas !== undefined ? { replicas: ctx.nats.replicas } : {}),
       });
       const { task } = ctx;
       const template: AgentTemplateInput = {

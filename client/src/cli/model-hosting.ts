@@ -26,6 +26,8 @@ export interface ModelHostingOptions {
   nats: { servers: string | string[]; user?: string; pass?: string; token?: string };
   /** Host id of the agent host. */
   hostId: string;
+  /** Replicas of the trajectory stream when the host creates it. @default 1 */
+  replicas?: number;
   /** Where model API keys are read from (the variables each model's `apiKeyEnv` names). */
   env: Readonly<Record<string, string | undefined>>;
   logger: Logger;
@@ -111,7 +113,11 @@ export class ModelHosting {
     const agent = createAgentActor({
       llm: this.llm,
       budget,
-      trajectories: new TrajectoryStore({ connection, cluster: options.cluster }),
+      trajectories: new TrajectoryStore({
+        connection,
+        cluster: options.cluster,
+        ...(options.replicas !== undefined ? { replicas: options.replicas } : {}),
+      }),
       logger: options.logger,
     });
     this.system = await ActorSystem.start({
@@ -120,6 +126,7 @@ export class ModelHosting {
       hostId: options.hostId,
       hosting: [agent],
       placement: 'none',
+      ...(options.replicas !== undefined ? { replicas: options.replicas } : {}),
       logger: options.logger.child({ component: 'agent-host' }),
     });
     slot.hook = new LedgerBudgetHook({

@@ -95,9 +95,10 @@ export interface TaskContext {
   budgetScope?: string;
   /**
    * The host's NATS connection and cluster name, for drivers that keep durable state of their
-   * own in JetStream (the `evolve` driver's search journal). Do not close the connection.
+   * own in JetStream (the `evolve` driver's search journal), and the replicas the cluster's
+   * streams are created with. Do not close the connection.
    */
-  nats?: { connection: NatsConnection; cluster: string };
+  nats?: { connection: NatsConnection; cluster: string; replicas?: number };
   artifacts: TaskArtifacts;
   /** Sends a progress report (best effort). */
   progress(p: TaskProgress): void;
@@ -114,6 +115,8 @@ export interface DriverActorRuntime {
   hostId: string;
   /** The process's NATS connection (do not close it). */
   nc: NatsConnection;
+  /** Replicas to create streams with (the cluster's `replicas` setting). */
+  replicas: number;
   /** Refs to actors anywhere in the cluster. */
   refs: RefFactory;
   /** The job layer's logger. */

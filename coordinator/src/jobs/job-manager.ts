@@ -155,7 +155,8 @@ function driverActors(
   const out: AnyActorDefinition[] = [];
   const bound = (): DriverActorRuntime => {
     const r = runtime();
-    return { cluster: r.cluster, hostId: r.hostId, nc: r.nc, refs: r.refs, log: r.log };
+    const { cluster, hostId, nc, replicas, refs, log } = r;
+    return { cluster, hostId, nc, replicas, refs, log };
   };
   for (const name of drivers.names()) {
     for (const def of drivers.get(name).actors?.(bound) ?? []) {
@@ -214,6 +215,7 @@ export class JobManager {
       cluster,
       hostId: options.hostId,
       nc,
+      replicas,
       refs: options.refs,
       store,
       events,

@@ -20,6 +20,8 @@ export interface JobRuntime {
   /** This process's host id (reported in TASK_STARTED). */
   hostId: string;
   nc: NatsConnection;
+  /** Replicas of the streams drivers create (search journals, trajectories). */
+  replicas: number;
   refs: RefFactory;
   store: JobStore;
   events: JobEventLog;

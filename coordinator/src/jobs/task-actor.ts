@@ -336,7 +336,7 @@ function taskContext(
       attemptResourceId(msg.jobId, msg.index, msg.attempt, i + 1),
     ),
     ...(spec.budget ? { budgetScope: `job:${msg.jobId}` } : {}),
-    nats: { connection: rt.nc, cluster: rt.cluster },
+    nats: { connection: rt.nc, cluster: rt.cluster, replicas: rt.replicas },
     artifacts: store,
     progress: (p) => {
       job.tell('progress', { index: msg.index, attempt: msg.attempt, ...p });

@@ -15,6 +15,7 @@ describe('coordinator applyEnvironment', () => {
         TROUPE_GRPC_TOKEN: ' a-long-enough-bearer-token-0123456789 ',
         TROUPE_SHUTDOWN_GRACE_MS: '500',
         TROUPE_LOG_LEVEL: 'warn',
+        TROUPE_REPLICAS: '3',
       },
     );
     expect(issues).toEqual([]);
@@ -26,16 +27,30 @@ describe('coordinator applyEnvironment', () => {
       metrics: { host: '0.0.0.0', port: null },
       grpc: { host: '127.0.0.1', port: 0, token: 'a-long-enough-bearer-token-0123456789' },
       shutdownGraceMs: 500,
+      replicas: 3,
     });
     expect(ConfigSchema.safeParse(config).success).toBe(true);
+  });
+
+  it('refuses replicas outside 1..5, naming the field', () => {
+    const parsed = ConfigSchema.safeParse({ replicas: 7 });
+    expect(parsed.success).toBe(false);
+    expect(parsed.error?.issues[0]?.path).toEqual(['replicas']);
+    expect(ConfigSchema.parse({}).replicas).toBe(1);
   });
 
   it('returns every syntax problem named by its variable', () => {
     const { issues } = applyEnvironment(
       {},
-      { TROUPE_METRICS_PORT: 'nine', TROUPE_GRPC_PORT: '-1', TROUPE_SHUTDOWN_GRACE_MS: '1s' },
+      {
+        TROUPE_METRICS_PORT: 'nine',
+        TROUPE_GRPC_PORT: '-1',
+        TROUPE_SHUTDOWN_GRACE_MS: '1s',
+        TROUPE_REPLICAS: 'three',
+      },
     );
     expect(issues).toEqual([
+      "TROUPE_REPLICAS: must be a non-negative integer (got 'three')",
       "TROUPE_METRICS_PORT: must be a non-negative integer (got 'nine')",
       "TROUPE_GRPC_PORT: must be a non-negative integer (got '-1')",
       "TROUPE_SHUTDOWN_GRACE_MS: must be a non-negative integer (got '1s')",

@@ -50,6 +50,7 @@ export async function coordinatorCommand(
         cluster: config.cluster,
         nats: config.nats,
         hostId: `${config.coordinatorId ?? `coord-${process.pid}`}-agents`,
+        replicas: config.replicas,
         env: env ?? {},
         logger: logger.child({ component: 'agents' }),
       })
