@@ -52,6 +52,14 @@ export interface ActorContext<S> {
    */
   drainInbox(): Promise<InboxMessage[]>;
   /**
+   * Calls `listener` (synchronously, from the connection's callback) when a "you have mail" hint
+   * says a message was posted to this actor during the turn, so a long wait (a model call, a
+   * child's result) can drain the inbox without waiting for its next safe point. Best effort:
+   * hints are core NATS (at most once) and may name a message already drained; the inbox is
+   * the truth. Removed by the returned function, or when the turn ends.
+   */
+  onMail(listener: () => void): () => void;
+  /**
    * Commits `state` now, in the middle of a long turn. After a crash the current message is
    * replayed with `resumed: true` and the checkpointed state, so work resumes from here.
    */

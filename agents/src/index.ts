@@ -78,6 +78,8 @@ export {
   type AgentRunResult,
   AgentRunResultSchema,
   AgentTextMessageSchema,
+  type CancelMessage,
+  CancelMessageSchema,
   type RunMessage,
   RunMessageSchema,
   SubagentResultMessageSchema,
@@ -85,6 +87,8 @@ export {
 export {
   type AgentSessionHandle,
   type AgentSessionOptions,
+  cancelAgentRun,
+  type CancelAgentRunOptions,
   runAgentSession,
   startAgentSession,
 } from './agent/agent-session';

@@ -27,6 +27,7 @@ export { type EvolveBudgetContext } from './evolve/evolve-island-actor';
 export {
   AgentKind,
   applyFilePatch,
+  cancelsAgentSession,
   createGoldAgentRunner,
   createIssueResolutionDriver,
   createModelAgentRunner,

@@ -139,6 +139,8 @@ export class Activation {
   private idleTimer?: NodeJS.Timeout;
   private readonly abort = new AbortController();
   private readonly failures = new Map<number, number>();
+  /** Listeners of running turns, told of mail hints (see {@link ActorContext.onMail}). */
+  private readonly mailListeners = new Set<() => void>();
   private handledAny = false;
   private readonly log: Logger;
   private pumpDone: Promise<void> = Promise.resolve();
@@ -374,7 +376,21 @@ export class Activation {
     }
     this.inboxWanted = true;
     this.mailGeneration++;
+    for (const listener of this.mailListeners) {
+      try {
+        listener();
+      } catch (err) {
+        this.log.warn({ err }, 'mail listener failed');
+      }
+    }
     this.schedule();
+  }
+
+  /** Calls `listener` at each mail hint until the returned function is called. */
+  addMailListener(listener: () => void): () => void {
+    const wrapped = () => listener();
+    this.mailListeners.add(wrapped);
+    return () => this.mailListeners.delete(wrapped);
   }
 
   private schedule(): void {
@@ -924,6 +940,7 @@ class FencedDirectory extends TroupeError {
 class Turn {
   drainedThrough: number;
   private closed = false;
+  private readonly listenerRemovers: (() => void)[] = [];
 
   constructor(
     private readonly activation: Activation,
@@ -969,8 +986,17 @@ class Turn {
     }
   }
 
+  /** See {@link ActorContext.onMail}; the listener is removed when the turn ends. */
+  onMail(listener: () => void): () => void {
+    if (this.closed) return () => undefined;
+    const remove = this.activation.addMailListener(listener);
+    this.listenerRemovers.push(remove);
+    return remove;
+  }
+
   close(): void {
     this.closed = true;
+    for (const remove of this.listenerRemovers.splice(0)) remove();
   }
 }
 
@@ -1031,6 +1057,9 @@ class TurnContext implements ActorContext<unknown> {
   }
   drainInbox(): Promise<InboxMessage[]> {
     return this.turn.drain();
+  }
+  onMail(listener: () => void): () => void {
+    return this.turn.onMail(listener);
   }
   checkpoint(state: unknown): Promise<void> {
     // Validation copies the state; without it the commit keeps the encoded copy instead (the

@@ -58,7 +58,9 @@ export interface AgentActorOptions {
  * `run` (posted; starts or resumes a run, result as a `run_end` trajectory event and, for async
  * subagent calls, a `subagentResult` post to the caller), `message` (posted; text delivered at
  * the next tool boundary, waking a session that waits for async results), `subagentResult`
- * (posted by children), `status` (ask). Runs checkpoint after every tool result, and after a model
+ * (posted by children), `cancel` (posted; ends the run with CANCELLED at its next safe point and
+ * cancels its running subagents — a mail hint aborts a model call, tool or sync subagent wait in
+ * flight), `status` (ask). Runs checkpoint after every tool result, and after a model
  * reply before any tool with an external effect runs (`trackRunning`: a running session refuses
  * `requireIdle` asks with BUSY). A turn that throws on its last attempt ends its run with
  * `INTERNAL_ERROR` instead of being dead-lettered.
@@ -142,6 +144,7 @@ export function createAgentActor(options: AgentActorOptions) {
       message: (ctx, msg, state) => guarded(ctx, state, (t) => t.inbound('message', msg)),
       subagentResult: (ctx, msg, state) =>
         guarded(ctx, state, (t) => t.inbound('subagentResult', msg)),
+      cancel: (ctx, msg, state) => guarded(ctx, state, (t) => t.cancel(msg)),
       status: (_ctx, _msg, state) => ({
         reply: {
           template: state.template?.name,

@@ -53,6 +53,26 @@ export const AgentTextMessageSchema = z.strictObject({
   pinned: z.boolean().optional(),
 });
 
+/**
+ * `cancel` (posted, dedupe id `cancel:<runId>`): stop run `runId` of the session. The run ends
+ * with CANCELLED at its next safe point (see {@link AgentStopReason.CANCELLED}), and the running
+ * subagents it called (sync or async) are cancelled in turn. A cancel naming another run than the
+ * session's current one, or a run that already ended, is ignored (recorded as a `cancel`
+ * trajectory event); a session that never ran ignores it.
+ */
+export const CancelMessageSchema = z.strictObject({
+  /** The run to stop. */
+  runId: RunIdSchema,
+  /** Why (recorded in the run's `error` as `cancelled: <reason>`). @default none */
+  reason: z
+    .string()
+    .min(1, 'must not be empty')
+    .max(500, 'must be at most 500 characters')
+    .optional(),
+});
+/** Payload of `cancel`. */
+export type CancelMessage = z.input<typeof CancelMessageSchema>;
+
 /** The outcome of one run. */
 export const AgentRunResultSchema = z.object({
   sessionId: z.string(),
@@ -70,7 +90,10 @@ export const AgentRunResultSchema = z.object({
   subagents: z
     .object({ costUsd: z.number(), inputTokens: z.int(), outputTokens: z.int() })
     .optional(),
-  /** The error behind MODEL_ERROR, BUDGET_EXHAUSTED, REJECTED or INTERNAL_ERROR. */
+  /**
+   * The error behind MODEL_ERROR, BUDGET_EXHAUSTED, REJECTED or INTERNAL_ERROR; for CANCELLED,
+   * `cancelled: <reason>`.
+   */
   error: z.string().optional(),
 });
 /** The outcome of one run. */
@@ -87,5 +110,6 @@ export const AgentMessages = {
   run: RunMessageSchema,
   message: AgentTextMessageSchema,
   subagentResult: SubagentResultMessageSchema,
+  cancel: CancelMessageSchema,
   status: z.strictObject({}),
 } as const;

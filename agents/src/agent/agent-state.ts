@@ -62,7 +62,12 @@ export const AgentRunStateSchema = z.object({
   finalText: z.string().optional(),
   /** `finish_task`'s summary, once its result is committed (the run ends at the next check). */
   finishSummary: z.string().optional(),
-  /** The error behind MODEL_ERROR / BUDGET_EXHAUSTED / INTERNAL_ERROR. */
+  /**
+   * A `cancel` of this run was taken (its reason, if any): the run ends with CANCELLED at its
+   * next safe point, also after a crash.
+   */
+  cancelRequested: z.object({ reason: z.string().optional() }).optional(),
+  /** The error behind MODEL_ERROR / BUDGET_EXHAUSTED / INTERNAL_ERROR / CANCELLED. */
   error: z.string().optional(),
   endedAtMs: z.number().optional(),
 });

@@ -15,6 +15,12 @@ export const AgentStopReason = {
   /** The model call failed for good (retries exhausted, bad request, auth). */
   MODEL_ERROR: 'MODEL_ERROR',
   /**
+   * A `cancel` for the run was posted (a user's job cancel, a parent's cancel, a final deadline):
+   * the run stopped at its next safe point — an in-flight model call, tool or sync subagent wait
+   * is aborted when the session hears of it, and no further model or tool call starts.
+   */
+  CANCELLED: 'CANCELLED',
+  /**
    * The run was refused before it started: another run in progress (`BUSY`), no template, an
    * unregistered model, or sandbox tools without a sandbox.
    */

@@ -1,5 +1,7 @@
 import { type ActorContext, type InboxMessage, type Logger } from '@troupe/actors';
 import {
+  CancelReason,
+  cancelledError,
   ErrorCode,
   errorCode,
   fromZodError,
@@ -26,6 +28,7 @@ import {
   type AgentRunResult,
   AgentRunResultSchema,
   AgentTextMessageSchema,
+  CancelMessageSchema,
   type RunMessage,
   RunMessageSchema,
   SubagentResultMessageSchema,
@@ -98,6 +101,17 @@ export class AgentTurn {
   private inflight: Promise<void> | undefined;
   /** The state's exact serialized size at its last measurement, and its growing text then. */
   private sized: { bytes: number; chars: number } | undefined;
+  /** Aborted when this turn takes a `cancel` of its run: stops the model call, tool or wait. */
+  private readonly cancelled = new AbortController();
+  private signalCache: AbortSignal | undefined;
+  /** The turn's inbox drains, one after the other (the runtime's drain position is not shared). */
+  private drainChain: Promise<void> = Promise.resolve();
+  /** A drain asked for by a mail hint has not started yet. */
+  private mailDrainQueued = false;
+  /** Stops listening for mail hints (set while the loop runs). */
+  private unwatch: (() => void) | undefined;
+  /** A drain started by a mail hint failed: thrown at the next safe point. */
+  private mailDrainError: unknown;
 
   constructor(
     private readonly ctx: ActorContext<AgentSessionState>,
@@ -107,6 +121,11 @@ export class AgentTurn {
 
   private get sessionId(): string {
     return this.ctx.self.id;
+  }
+
+  /** The turn's signal, also aborted once the turn takes a `cancel` of its run. */
+  private get signal(): AbortSignal {
+    return (this.signalCache ??= AbortSignal.any([this.ctx.signal, this.cancelled.signal]));
   }
 
   /**
@@ -163,8 +182,9 @@ export class AgentTurn {
    * with an external effect, the end of the turn — waits for it ({@link settle}).
    */
   private async commitSoon(): Promise<void> {
-    // Checkpoints are compare-and-sets on the revision the last one returned: one at a time.
-    await this.settle();
+    // Checkpoints are compare-and-sets on the revision the last one returned: one at a time (a
+    // drain on a mail hint may commit while the loop waits: wait until none is in flight).
+    while (this.inflight) await this.settle();
     // Deferred events and the checkpoint leave in the same tick: one socket write.
     this.publishDeferred();
     const pending = this.pending;
@@ -280,6 +300,124 @@ export class AgentTurn {
     if (run && run.status === 'running') await this.loop();
   }
 
+  /**
+   * Handles a `cancel` outside a run's turn: a run waiting for async subagent results ends at once
+   * (see {@link endCancelled}); a cancel naming another run, or a run that ended, is recorded and
+   * ignored; a session without a run ignores it.
+   */
+  async cancel(msg: z.output<typeof CancelMessageSchema>): Promise<void> {
+    const run = this.s.run;
+    if (!run) {
+      this.deps.log.info(
+        { session: this.sessionId, runId: msg.runId },
+        'cancel of a session without a run ignored',
+      );
+      return;
+    }
+    if (this.ctx.resumed && run.runId === msg.runId && run.status === 'done') {
+      // A replay after this cancel ended the run: its end is recorded; deliver it again.
+      await this.deliverResult(run);
+      return;
+    }
+    this.takeCancel(msg);
+    if (run.status !== 'done' && run.cancelRequested) await this.endCancelled(run);
+    else await this.commit();
+  }
+
+  /**
+   * Takes a `cancel`: for the current run (not ended), marks it to end with CANCELLED and aborts
+   * whatever the turn waits for; otherwise records that it was ignored.
+   */
+  private takeCancel(msg: { runId: string; reason?: string | undefined }): void {
+    const run = this.s.run;
+    if (!run) {
+      this.deps.log.info(
+        { session: this.sessionId, runId: msg.runId },
+        'cancel of a session without a run ignored',
+      );
+      return;
+    }
+    const why =
+      run.runId !== msg.runId
+        ? `it names run ${msg.runId}; the session's run is ${run.runId}`
+        : run.status === 'done'
+          ? `run ${run.runId} already ended (${run.stopReason ?? 'unknown'})`
+          : undefined;
+    if (run.cancelRequested && !why) return; // a second cancel of a run already stopping
+    this.emit(run.runId, TrajectoryEventType.CANCEL, undefined, {
+      cancelRunId: msg.runId,
+      ...(msg.reason !== undefined ? { reason: msg.reason } : {}),
+      outcome: why ? 'ignored' : 'accepted',
+      ...(why ? { why } : {}),
+    });
+    if (why) {
+      this.deps.log.info({ session: this.sessionId, runId: msg.runId, why }, 'cancel ignored');
+      return;
+    }
+    run.cancelRequested = msg.reason !== undefined ? { reason: msg.reason } : {};
+    this.cancelled.abort(cancelledError(msg.reason ?? CancelReason.USER));
+  }
+
+  /**
+   * Ends a cancelled run: the tool calls it did not run are answered with an error (a later run
+   * does not execute them), its running subagents (sync and async) get a `cancel` of their call's
+   * run, then CANCELLED is recorded and delivered. The run does not wait for the subagents: their
+   * spend after this point is charged to the ledger but not rolled into this run's result.
+   */
+  private async endCancelled(run: AgentRunState): Promise<void> {
+    const reason = run.cancelRequested?.reason;
+    this.answerUnrunTools(run, AgentStopReason.CANCELLED);
+    const why = `parent session ${this.sessionId} was cancelled${reason ? `: ${reason}` : ''}`;
+    for (const child of Object.values(this.s.subagents)) {
+      if (child.activeCallId === undefined) continue;
+      const runId = child.activeRunId ?? this.subagentRunId(child.activeCallId);
+      await this.ctx.refs
+        .refOf({ kind: AGENT_KIND, id: child.sessionId })
+        .post(
+          'cancel',
+          { runId, reason: why.slice(0, 500) },
+          { dedupeId: `cancel:${runId}`, signal: this.ctx.signal },
+        );
+      delete child.activeCallId;
+      delete child.activeRunId;
+      delete child.activeMode;
+    }
+    await this.end(
+      run,
+      AgentStopReason.CANCELLED,
+      undefined,
+      `cancelled${reason ? `: ${reason}` : ''}`,
+    );
+  }
+
+  /** Answers the last model reply's tool calls that have no result with an error. */
+  private answerUnrunTools(run: AgentRunState, reason: AgentStopReason): void {
+    const assistant = this.s.messages.findLast((m) => m.role === 'assistant');
+    const last = assistant ? this.s.messages.lastIndexOf(assistant) : -1;
+    const answered = new Set(
+      this.s.messages.slice(last + 1).flatMap((m) => (m.role === 'tool' ? [m.toolCallId] : [])),
+    );
+    for (const call of assistant?.role === 'assistant' ? (assistant.toolCalls ?? []) : []) {
+      if (answered.has(call.id)) continue;
+      const message: StoredMessage = {
+        role: 'tool',
+        toolCallId: call.id,
+        content: `error: not run: the run ended (${reason})`,
+      };
+      this.s.messages.push(message);
+      this.emit(run.runId, TrajectoryEventType.TOOL_RESULT, [message], {
+        toolCallId: call.id,
+        name: call.name,
+        ok: false,
+      });
+    }
+  }
+
+  /** Run id of a subagent call made by tool call `callId`. */
+  private subagentRunId(callId: string): string {
+    return `${this.sessionId}.${callId}`.replace(/[^A-Za-z0-9_.:-]/g, '_').slice(0, 200);
+  }
+
   /** Refuses a run: a `run_end` with REJECTED (or `reason`) for its id, and a reply to its caller. */
   private async reject(
     msg: Pick<RunMessage, 'runId' | 'replyTo'>,
@@ -330,25 +468,7 @@ export class AgentTurn {
       // Publish nothing unless this state can be written (else the caller retries from the last
       // committed state): the run's end event and its state must agree.
       await this.ctx.checkpoint(this.s);
-      const assistant = this.s.messages.findLast((m) => m.role === 'assistant');
-      const last = assistant ? this.s.messages.lastIndexOf(assistant) : -1;
-      const answered = new Set(
-        this.s.messages.slice(last + 1).flatMap((m) => (m.role === 'tool' ? [m.toolCallId] : [])),
-      );
-      for (const call of assistant?.role === 'assistant' ? (assistant.toolCalls ?? []) : []) {
-        if (answered.has(call.id)) continue;
-        const message: StoredMessage = {
-          role: 'tool',
-          toolCallId: call.id,
-          content: `error: not run: the run ended (${AgentStopReason.INTERNAL_ERROR})`,
-        };
-        this.s.messages.push(message);
-        this.emit(run.runId, TrajectoryEventType.TOOL_RESULT, [message], {
-          toolCallId: call.id,
-          name: call.name,
-          ok: false,
-        });
-      }
+      this.answerUnrunTools(run, AgentStopReason.INTERNAL_ERROR);
       await this.end(run, AgentStopReason.INTERNAL_ERROR, '', why);
       return true;
     }
@@ -368,14 +488,65 @@ export class AgentTurn {
     return Object.values(this.s.subagents).some((a) => a.activeMode === 'async');
   }
 
-  /** {@link steps}; a turn that fails first waits for its checkpoint in flight. */
+  /**
+   * {@link steps}, listening for mail hints meanwhile (see {@link onMailHint}); a turn that fails
+   * first waits for its checkpoint in flight.
+   */
   private async loop(): Promise<void> {
-    try {
-      await this.steps();
-    } catch (err) {
-      await this.inflight?.catch(() => undefined);
-      throw err;
+    for (;;) {
+      this.unwatch = this.ctx.onMail(() => this.onMailHint());
+      try {
+        await this.steps();
+        await this.stopWatching();
+      } catch (err) {
+        await this.stopWatching().catch(() => undefined);
+        await this.inflight?.catch(() => undefined);
+        throw err;
+      }
+      const run = this.s.run;
+      // A drain on a mail hint took a message (or a cancel) after the loop decided to wait for
+      // async results: nothing else would wake the run for it.
+      if (
+        run?.status === 'waiting' &&
+        ((this.s.inbound?.length ?? 0) > 0 || run.cancelRequested || !this.awaitingAsync())
+      ) {
+        run.status = 'running';
+        continue;
+      }
+      break;
     }
+    // Events of a drain on a mail hint after the run's last commit.
+    if (this.pending.length > 0 || this.deferred.length > 0) await this.commit();
+  }
+
+  /**
+   * A message was posted to this session while its loop runs: drain the inbox now rather than at
+   * the next tool boundary, so a `cancel` stops a model call, a tool or a sync subagent wait in
+   * flight. Other messages wait in `inbound` for the next tool boundary, as usual.
+   */
+  private onMailHint(): void {
+    const run = this.s.run;
+    if (!this.unwatch || this.mailDrainQueued || !run || run.status === 'done') return;
+    this.mailDrainQueued = true;
+    this.drain(run.runId).catch((err: unknown) => {
+      this.mailDrainError ??= err;
+      this.deps.log.warn({ err, session: this.sessionId }, 'drain on a mail hint failed');
+    });
+  }
+
+  /** Stops listening for mail hints and waits for a drain they started. */
+  private async stopWatching(): Promise<void> {
+    this.unwatch?.();
+    this.unwatch = undefined;
+    await this.drainChain;
+    this.throwMailDrainError();
+  }
+
+  private throwMailDrainError(): void {
+    const err = this.mailDrainError;
+    if (err === undefined) return;
+    this.mailDrainError = undefined;
+    throw err;
   }
 
   /** The loop: pending tool calls, inbox, limits, compaction, model call; until stop or wait. */
@@ -391,6 +562,7 @@ export class AgentTurn {
       if (run.finishSummary !== undefined) {
         return this.end(run, AgentStopReason.FINISHED, run.finishSummary);
       }
+      if (run.cancelRequested) return this.endCancelled(run);
       this.flushInbound(run.runId);
       if (run.steps >= limits.maxSteps) return this.end(run, AgentStopReason.MAX_STEPS);
       if (
@@ -411,7 +583,7 @@ export class AgentTurn {
           messages: s.messages.map(toChat),
           tools: this.toolDefs(),
           ...(template.maxTokensPerCall ? { maxTokens: template.maxTokensPerCall } : {}),
-          signal: this.ctx.signal,
+          signal: this.signal,
           budget,
           requestId: `${this.sessionId}.${run.runId}.${run.steps + 1}`.slice(0, 200),
           metadata: {
@@ -448,6 +620,11 @@ export class AgentTurn {
           { defer: true },
         );
         if (result.message.toolCalls.length === 0) {
+          // Messages taken during the call (a drain on a mail hint): the model answers them.
+          if ((s.inbound?.length ?? 0) > 0) {
+            await this.commit();
+            continue;
+          }
           if (this.awaitingAsync()) {
             run.status = 'waiting';
             await this.commit();
@@ -469,6 +646,7 @@ export class AgentTurn {
         if (!result.message.toolCalls.every((c) => this.effectFree(c))) await this.commit();
       } catch (err) {
         if (this.ctx.signal.aborted) throw err; // shutdown or fenced: the runtime replays the run
+        if (run.cancelRequested) return this.endCancelled(run); // the call was aborted
         const e = toTroupeError(err);
         if (hasErrorCode(e, ErrorCode.BUDGET_EXHAUSTED)) {
           return this.end(run, AgentStopReason.BUDGET_EXHAUSTED, undefined, e.message);
@@ -503,7 +681,10 @@ export class AgentTurn {
     let ran = false;
     for (const call of assistant.toolCalls) {
       if (answered.has(call.id)) continue;
+      // A safe point: a cancel posted during the model call stops the run before any tool runs.
+      if (!ran) await this.drain(run.runId);
       ran = true;
+      if (run.cancelRequested) return ran;
       // Everything before an external effect is committed first (see steps()).
       if (!this.effectFree(call)) await this.settle();
       // Watchers see a tool with an external effect before it runs; an effect-free one (fast,
@@ -544,10 +725,27 @@ export class AgentTurn {
     return ran;
   }
 
-  /** Takes posted messages that arrived during the turn (a tool boundary) into `inbound`. */
-  private async drain(runId: string): Promise<void> {
+  /**
+   * Takes posted messages that arrived during the turn (a tool boundary, or a mail hint) into
+   * `inbound`; a `cancel` of the run marks it (see {@link takeCancel}). One drain at a time.
+   */
+  private drain(runId: string): Promise<void> {
+    const next = this.drainChain.then(() => {
+      this.mailDrainQueued = false;
+      return this.drainNow(runId);
+    });
+    this.drainChain = next.catch(() => undefined);
+    return next.then(() => this.throwMailDrainError());
+  }
+
+  private async drainNow(runId: string): Promise<void> {
     const got: InboxMessage[] = await this.ctx.drainInbox();
     for (const m of got) {
+      if (m.type === 'cancel') {
+        const parsed = CancelMessageSchema.safeParse(m.payload);
+        if (parsed.success) this.takeCancel(parsed.data);
+        continue;
+      }
       if (m.type === 'run') {
         const parsed = RunMessageSchema.safeParse(m.payload);
         if (parsed.success) {
@@ -696,7 +894,7 @@ export class AgentTurn {
     const result = await this.deps.llm.chat({
       model,
       messages: summaryPrompt(s.messages.slice(window.start, window.end)),
-      signal: this.ctx.signal,
+      signal: this.signal,
       budget,
       metadata: {
         session: this.sessionId,
@@ -837,7 +1035,7 @@ export class AgentTurn {
     call: ToolCall,
     assistantIndex: number,
   ): Promise<ToolOutcome> {
-    const signal = this.ctx.signal;
+    const signal = this.signal;
     switch (name) {
       case T.RUN_TERMINAL_COMMAND: {
         const a = args as {
@@ -1033,7 +1231,7 @@ export class AgentTurn {
       };
     }
     const ref = this.ctx.refs.refOf({ kind: AGENT_KIND, id: child.sessionId });
-    const runId = `${this.sessionId}.${call.id}`.replace(/[^A-Za-z0-9_.:-]/g, '_').slice(0, 200);
+    const runId = this.subagentRunId(call.id);
     const resuming = child.activeCallId === call.id;
     if (!resuming) {
       if (child.activeCallId) {
@@ -1043,11 +1241,7 @@ export class AgentTurn {
         };
       }
       try {
-        await ref.ask(
-          'status',
-          {},
-          { requireIdle: true, timeoutMs: 15_000, signal: this.ctx.signal },
-        );
+        await ref.ask('status', {}, { requireIdle: true, timeoutMs: 15_000, signal: this.signal });
       } catch (err) {
         if (hasErrorCode(err, ErrorCode.BUSY)) {
           return {
@@ -1089,7 +1283,7 @@ export class AgentTurn {
           : {}),
         ...(history ? { history } : {}),
       },
-      { dedupeId: `run:${runId}`, signal: this.ctx.signal },
+      { dedupeId: `run:${runId}`, signal: this.signal },
     );
     if (a.mode === 'async') {
       return {
@@ -1097,17 +1291,15 @@ export class AgentTurn {
         content: `subagent ${a.target} started (call ${call.id}, session ${child.sessionId}); its result will arrive as a message`,
       };
     }
-    const signal = AbortSignal.any([
-      this.ctx.signal,
-      AbortSignal.timeout(this.deps.subagentTimeoutMs),
-    ]);
+    const signal = AbortSignal.any([this.signal, AbortSignal.timeout(this.deps.subagentTimeoutMs)]);
     let result: AgentRunResult;
     try {
       result = AgentRunResultSchema.parse(
         await this.deps.trajectories.waitForRunEnd(child.sessionId, runId, { signal }),
       );
     } finally {
-      if (!this.ctx.signal.aborted) {
+      // Cancelled: the call stays recorded, so the run's end cancels the child too.
+      if (!this.signal.aborted) {
         delete child.activeCallId;
         delete child.activeRunId;
         delete child.activeMode;

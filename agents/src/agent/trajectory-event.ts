@@ -15,6 +15,12 @@ export const TrajectoryEventType = {
   MESSAGE: 'message',
   /** Older history was replaced by a summary. */
   COMPACTION: 'compaction',
+  /**
+   * A `cancel` reached the session: `data.cancelRunId` (the run it names), `data.reason`,
+   * `data.outcome` (`accepted`: the run ends with CANCELLED at its next safe point; `ignored`,
+   * with `data.why`: it names another run, or that run already ended).
+   */
+  CANCEL: 'cancel',
   /** The run stopped; `data.result` is its {@link AgentRunResult}. */
   RUN_END: 'run_end',
 } as const;

@@ -9,6 +9,7 @@ export {
 export { type AgentConfig } from './agent-config';
 export { createGoldAgentRunner } from './gold-agent-runner';
 export {
+  cancelsAgentSession,
   createModelAgentRunner,
   ISSUE_SOLVER_INSTRUCTION,
   issueSessionId,

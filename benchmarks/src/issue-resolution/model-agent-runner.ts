@@ -8,7 +8,7 @@ import {
   TrajectoryStore,
   trajectoryToRecord,
 } from '@troupe/agents';
-import { invalidArgument, TroupeError } from '@troupe/proto';
+import { CancelReason, ErrorCode, hasErrorCode, invalidArgument, TroupeError } from '@troupe/proto';
 import {
   type AgentRunContext,
   type AgentRunResult,
@@ -41,7 +41,21 @@ const STOP_REASONS: Record<AgentStopReason, RunnerStopReason> = {
   [AgentStopReason.MODEL_ERROR]: 'error',
   [AgentStopReason.REJECTED]: 'error',
   [AgentStopReason.INTERNAL_ERROR]: 'error',
+  [AgentStopReason.CANCELLED]: 'cancelled',
 };
+
+/**
+ * Whether an abort of the run context's signal cancels the agent session: a user's cancel of the
+ * job, and a timeout (the agent's or the task's deadline is final: the driver grades what the
+ * workspace holds, and the session must not go on spending). Not this host's shutdown or a fenced
+ * task activation: the task is replayed and waits for the same run again.
+ */
+export function cancelsAgentSession(reason: unknown): boolean {
+  if (hasErrorCode(reason, ErrorCode.TIMEOUT)) return true;
+  if (!hasErrorCode(reason, ErrorCode.CANCELLED)) return false;
+  const details = (reason as { details?: { reason?: unknown } }).details;
+  return details?.reason === CancelReason.USER;
+}
 
 /** The agent session id of a task attempt: `ir-<hash of job, task, attempt>`. */
 export function issueSessionId(jobId: string, taskId: string, attempt: number): string {
@@ -53,7 +67,9 @@ export function issueSessionId(jobId: string, taskId: string, attempt: number): 
  * The `model` agent kind: an agent session (the `agent` actor of `@troupe/agents`, hosted by an
  * agent host of the cluster) with the terminal and file tools on the task's sandbox, the job's
  * model and limits, charged to the job's budget scope. Its trajectory becomes the task's
- * `trajectory.jsonl`. A retried attempt starts a fresh session.
+ * `trajectory.jsonl`. A retried attempt starts a fresh session. When the job is cancelled or the
+ * agent's time is up, the session's run is cancelled too ({@link cancelsAgentSession}): it stops
+ * at its next safe point (an in-flight model call is aborted) instead of spending until a limit.
  */
 export function createModelAgentRunner(options: ModelAgentRunnerOptions): AgentRunner {
   return {
@@ -109,6 +125,8 @@ export function createModelAgentRunner(options: ModelAgentRunnerOptions): AgentR
         sandboxId: ctx.sandboxId,
         ...(ctx.budgetScope ? { budgetScope: ctx.budgetScope } : {}),
         signal: ctx.signal,
+        cancelOnAbort: cancelsAgentSession,
+        logger: ctx.log,
       });
       const r = await handle.result;
       const events = await trajectories.read(sessionId, { signal: AbortSignal.timeout(30_000) });
