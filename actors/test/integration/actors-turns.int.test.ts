@@ -214,3 +214,76 @@ test('without checkpoint validation, a retried turn still starts from the commit
     await system.shutdown({ graceMs: 500 });
   }
 });
+
+// A turn that waits (like a model call) and drains only when told of mail by onMail.
+let mailCalls = 0;
+let releaseWaiter: (() => void) | undefined;
+const Waiter = defineActor({
+  kind: 'waiter',
+  state: z.object({ got: z.array(z.string()) }),
+  initialState: () => ({ got: [] as string[] }),
+  messages: { wait: z.object({}), note: z.object({ text: z.string() }), ping: z.object({}) },
+  handlers: {
+    ping: () => ({ reply: 'idle' }),
+    wait: async (ctx, _msg, state) => {
+      const got: string[] = [];
+      const mailed = new Promise<void>((resolve) => {
+        ctx.onMail(() => {
+          mailCalls++;
+          resolve();
+        });
+      });
+      await mailed; // no drain before a hint: only the hint can end this wait
+      for (const m of await ctx.drainInbox()) got.push((m.payload as { text: string }).text);
+      await new Promise<void>((r) => (releaseWaiter = r));
+      return { state: { got: [...state.got, ...got] } };
+    },
+    note: (_ctx, msg, state) => ({ state: { got: [...state.got, `late:${msg.text}`] } }),
+  },
+});
+
+test('onMail tells a waiting turn of a post during it, and stops when the turn ends', async () => {
+  const system = await ActorSystem.start({
+    cluster: randomClusterName(),
+    servers: server.url,
+    hosting: [Waiter],
+  });
+  try {
+    const ref = system.ref(Waiter, 'w1');
+    mailCalls = 0;
+    releaseWaiter = undefined;
+    await ref.post('wait', {});
+    // The turn runs (and listens) before the note is posted: wait for it in the directory state.
+    await waitFor(
+      async () =>
+        await ref.ask('ping', {}, { timeoutMs: 5_000, requireIdle: true }).then(
+          () => false,
+          (err: { code?: string }) => err.code === 'BUSY',
+        ),
+      { timeoutMs: 10_000, intervalMs: 50, message: 'the wait turn never started' },
+    );
+    const note = await ref.post('note', { text: 'during' });
+    await waitFor(() => releaseWaiter !== undefined, {
+      timeoutMs: 10_000,
+      message: 'the mail hint never reached the turn',
+    });
+    const calls = mailCalls;
+    releaseWaiter!();
+    await waitFor(async () => (await system.states.read(ref.address))?.record.cursor === note.seq, {
+      timeoutMs: 10_000,
+    });
+    // A post after the turn: handled as its own turn; the old listener is not called.
+    const after = await ref.post('note', { text: 'after' });
+    await waitFor(
+      async () => (await system.states.read(ref.address))?.record.cursor === after.seq,
+      { timeoutMs: 10_000 },
+    );
+    expect((await system.states.read(ref.address))?.record.data).toEqual({
+      got: ['during', 'late:after'],
+    });
+    expect(calls).toBeGreaterThanOrEqual(1);
+    expect(mailCalls).toBe(calls);
+  } finally {
+    await system.shutdown({ graceMs: 500 });
+  }
+});
