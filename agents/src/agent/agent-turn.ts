@@ -546,7 +546,7 @@ export class AgentTurn {
     const err = this.mailDrainError;
     if (err === undefined) return;
     this.mailDrainError = undefined;
-    throw err;
+    throw toTroupeError(err);
   }
 
   /** The loop: pending tool calls, inbox, limits, compaction, model call; until stop or wait. */

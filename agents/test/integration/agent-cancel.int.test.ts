@@ -45,7 +45,8 @@ function byInstruction(
 ) {
   const counts = new Map<string, number>();
   c.fake.setHandler((req) => {
-    const system = String(req.body.messages[0]?.content);
+    const first = req.body.messages[0]?.content;
+    const system = typeof first === 'string' ? first : '';
     const route = routes[system];
     if (!route) return undefined;
     const n = (counts.get(system) ?? 0) + 1;
