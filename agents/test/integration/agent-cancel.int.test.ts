@@ -366,3 +366,61 @@ test('a bad cancel is refused with INVALID_ARGUMENT naming the field; a malforme
   });
   expect(await handle.result).toMatchObject({ stopReason: 'FINISHED', finalText: 'still here' });
 }, 90_000);
+
+test('a cancel wakes a parent that waits for an async child: both runs end CANCELLED', async () => {
+  byInstruction({
+    WAITER: (_req, n) =>
+      n === 1
+        ? {
+            toolCalls: [
+              {
+                id: 'w1',
+                name: 'create_subagent',
+                arguments: { name: 'kid', instruction: 'KID', tools: ['list_agents'] },
+              },
+            ],
+          }
+        : n === 2
+          ? {
+              toolCalls: [
+                {
+                  id: 'w2',
+                  name: 'call_subagent',
+                  arguments: { target: 'kid', request: 'spin', mode: 'async' },
+                },
+              ],
+            }
+          : { content: 'waiting for the kid' },
+    KID: spin,
+  });
+  const sessionId = `waiting-${randomUUID().slice(0, 8)}`;
+  const handle = await startAgentSession({
+    system: c.client,
+    trajectories: c.trajectories,
+    sessionId,
+    template: {
+      name: 'waiter',
+      instruction: 'WAITER',
+      model: 'fake',
+      tools: ['list_agents', 'create_subagent', 'call_subagent'],
+      limits: { maxSteps: 10_000 },
+    },
+    task: 'Delegate and wait.',
+    signal: AbortSignal.timeout(90_000),
+  });
+  await waitFor(
+    async () => (await statusOf(sessionId)).run?.status === 'waiting' && requestsOf('KID') >= 2,
+    { timeoutMs: 60_000, intervalMs: 100, message: 'the parent never waited on a running child' },
+  );
+  await handle.cancel('stop waiting');
+  expect(await handle.result).toMatchObject({
+    stopReason: 'CANCELLED',
+    steps: 3,
+    error: 'cancelled: stop waiting',
+  });
+  const kid = (await c.trajectories.waitForRunEnd(`${sessionId}__kid`, `${sessionId}.w2`, {
+    signal: AbortSignal.timeout(60_000),
+  })) as { stopReason: string };
+  expect(kid.stopReason).toBe('CANCELLED');
+  expect(requestsOf('WAITER')).toBe(3);
+}, 120_000);
