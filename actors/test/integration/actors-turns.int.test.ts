@@ -227,14 +227,22 @@ const Waiter = defineActor({
     ping: () => ({ reply: 'idle' }),
     wait: async (ctx, _msg, state) => {
       const got: string[] = [];
-      const mailed = new Promise<void>((resolve) => {
-        ctx.onMail(() => {
-          mailCalls++;
-          resolve();
-        });
+      // Hints may be stale (one for this very message, re-sent by the placer): drain at each
+      // one until the note is there. Counted, so a hint during a drain is not lost.
+      let hints = 0;
+      let wake: (() => void) | undefined;
+      ctx.onMail(() => {
+        mailCalls++;
+        hints++;
+        wake?.();
       });
-      await mailed; // no drain before a hint: only the hint can end this wait
-      for (const m of await ctx.drainInbox()) got.push((m.payload as { text: string }).text);
+      let seen = 0;
+      while (got.length === 0) {
+        // No drain before a hint: only a hint can end this wait.
+        if (seen === hints) await new Promise<void>((resolve) => (wake = resolve));
+        seen = hints;
+        for (const m of await ctx.drainInbox()) got.push((m.payload as { text: string }).text);
+      }
       await new Promise<void>((r) => (releaseWaiter = r));
       return { state: { got: [...state.got, ...got] } };
     },
