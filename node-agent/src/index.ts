@@ -38,6 +38,7 @@ export {
   CreateSandboxMessageSchema,
   EmptyMessageSchema,
   ExecMessageSchema,
+  ExecReplySchema,
   ExportFilesMessageSchema,
   GetFilesMessageSchema,
   JobIdSchema,

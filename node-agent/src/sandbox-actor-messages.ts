@@ -242,6 +242,23 @@ export interface CreateSandboxReply {
 }
 /** Reply to `exec`: exactly what the sandbox layer returns (output trimmed to fit a message). */
 export type ExecReply = ExecResult;
+/**
+ * The wire shape of {@link ExecReply}, for callers of the sandbox actor's `exec` to validate what
+ * they receive. Loose: fields a newer node agent adds pass through.
+ */
+export const ExecReplySchema = z.looseObject({
+  /** Exit status; `128 + n` when killed by signal `n`. */
+  exitCode: z.number(),
+  stdout: z.string(),
+  stderr: z.string(),
+  /** Bytes of stdout dropped between head and tail. */
+  stdoutDroppedBytes: z.number(),
+  /** Bytes of stderr dropped between head and tail. */
+  stderrDroppedBytes: z.number(),
+  timedOut: z.boolean(),
+  oomKilled: z.boolean().optional(),
+  durationMs: z.number(),
+}) satisfies z.ZodType<ExecReply>;
 /** Reply to `startBackground`. */
 export interface StartBackgroundReply {
   taskId: string;

@@ -6,9 +6,8 @@ import {
   renderEvaluatorCommand,
   type SearchTaskSpec,
 } from '@troupe/agents';
-import { isSandboxLost } from '@troupe/node-agent';
+import { type ExecReply, ExecReplySchema, isSandboxLost } from '@troupe/node-agent';
 import { errorCode, TroupeError } from '@troupe/proto';
-import { z } from 'zod';
 import { phaseFiles } from './suite-bundle';
 
 /** Where an evaluation's files go inside its sandbox (emptied before every evaluation). */
@@ -24,17 +23,6 @@ const FATAL_CODES: ReadonlySet<string> = new Set([
 ]);
 // Removes what the previous evaluation left (a program may write files) and recreates the dir.
 const CLEAN_SCRIPT = `rm -rf ${EVAL_DIR} /tmp/* /tmp/.[!.]* 2>/dev/null; mkdir -p ${EVAL_DIR}`;
-
-const ExecReplySchema = z
-  .object({
-    exitCode: z.number(),
-    stdout: z.string(),
-    stderr: z.string(),
-    timedOut: z.boolean(),
-    oomKilled: z.boolean().optional(),
-    durationMs: z.number(),
-  })
-  .loose();
 
 /** What an evaluation ships besides the program: the suite and its files. */
 export interface SandboxEvaluationSetup {
@@ -120,10 +108,7 @@ export async function runSandboxEvaluation(
   return resultOf(reply, request);
 }
 
-function resultOf(
-  reply: z.output<typeof ExecReplySchema>,
-  request: EvaluationRequest,
-): EvaluatorResult {
+function resultOf(reply: ExecReply, request: EvaluationRequest): EvaluatorResult {
   const stderrTail = reply.stderr.slice(-STDERR_TAIL_CHARS);
   if (reply.timedOut) {
     return {

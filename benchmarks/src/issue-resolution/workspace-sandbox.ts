@@ -1,19 +1,9 @@
 import { type UntypedActorRef } from '@troupe/actors';
+import { type ExecReply, ExecReplySchema } from '@troupe/node-agent';
 import { TroupeError } from '@troupe/proto';
-import { z } from 'zod';
 
-const ExecReplySchema = z
-  .object({
-    exitCode: z.number(),
-    stdout: z.string(),
-    stderr: z.string(),
-    timedOut: z.boolean(),
-    durationMs: z.number(),
-  })
-  .loose();
-
-/** Result of {@link WorkspaceSandbox.exec}. */
-export type WorkspaceExecResult = z.output<typeof ExecReplySchema>;
+/** Result of {@link WorkspaceSandbox.exec}: the sandbox actor's `exec` reply. */
+export type WorkspaceExecResult = ExecReply;
 
 /**
  * The agent's view of its sandbox: commands and files in the workspace, through the node agent's

@@ -1,5 +1,6 @@
 import {
   ArtifactStore,
+  ExecReplySchema,
   isSandboxLost,
   type NodeAgent,
   readTar,
@@ -79,13 +80,18 @@ describe('sandbox actor on a node agent', () => {
     expect(other.code).toBe('ALREADY_EXISTS');
     expect(other.message).toMatch(/^create\.spec: /);
 
-    const cat = await sb.ask('exec', { cmd: ['cat', 'hello.txt'] });
+    // Every exec reply has the wire shape callers validate against.
+    const cat = ExecReplySchema.parse(await sb.ask('exec', { cmd: ['cat', 'hello.txt'] }));
     expect(cat).toMatchObject({ exitCode: 0, stdout: 'hi there', timedOut: false });
-    const run = await sb.ask('exec', { cmd: './bin/run.sh a b && echo "$X" >&2', env: { X: 'y' } });
+    const run = ExecReplySchema.parse(
+      await sb.ask('exec', { cmd: './bin/run.sh a b && echo "$X" >&2', env: { X: 'y' } }),
+    );
     expect(run).toMatchObject({ exitCode: 0, stdout: 'args: a b\n', stderr: 'y\n' });
     const stdin = await sb.ask('exec', { cmd: ['wc', '-c'], stdin: 'abcde' });
     expect(stdin.stdout.trim()).toBe('5');
-    const timed = await sb.ask('exec', { cmd: ['sleep', '30'], timeoutMs: 300 });
+    const timed = ExecReplySchema.parse(
+      await sb.ask('exec', { cmd: ['sleep', '30'], timeoutMs: 300 }),
+    );
     expect(timed).toMatchObject({ timedOut: true, exitCode: 137 });
 
     // Bad payloads are refused at the boundary, naming the field.
@@ -94,13 +100,15 @@ describe('sandbox actor on a node agent', () => {
     expect(bad.message).toMatch(/^exec\.cmd/);
 
     // Output larger than a NATS message is trimmed from the middle and counted.
-    const big = await sb.ask(
-      'exec',
-      {
-        cmd: 'echo START; yes abcdefghij | head -c 3000000; echo; echo END',
-        maxOutputBytes: 4_000_000,
-      },
-      { timeoutMs: 30_000 },
+    const big = ExecReplySchema.parse(
+      await sb.ask(
+        'exec',
+        {
+          cmd: 'echo START; yes abcdefghij | head -c 3000000; echo; echo END',
+          maxOutputBytes: 4_000_000,
+        },
+        { timeoutMs: 30_000 },
+      ),
     );
     expect(big.exitCode).toBe(0);
     expect(big.stdout.startsWith('START\n')).toBe(true);

@@ -2,6 +2,7 @@ import { parseWith } from '@troupe/proto';
 import {
   ArtifactNameSchema,
   CreateSandboxMessageSchema,
+  ExecReplySchema,
   PutFilesMessageSchema,
 } from '@troupe/node-agent';
 
@@ -65,5 +66,29 @@ describe('sandbox actor messages', () => {
     for (const bad of ['', '/abs', 'a//b', 'a/', 'a/../b', './a', 'sp ace', 'x'.repeat(513)]) {
       expect(ArtifactNameSchema.safeParse(bad).success).toBe(false);
     }
+  });
+
+  test('an exec reply is checked field by field; fields it does not know pass through', () => {
+    const reply = {
+      exitCode: 137,
+      stdout: 'out',
+      stderr: '',
+      stdoutDroppedBytes: 0,
+      stderrDroppedBytes: 12,
+      timedOut: true,
+      durationMs: 300.5,
+    };
+    expect(ExecReplySchema.parse({ ...reply, oomKilled: false, extra: 1 })).toEqual({
+      ...reply,
+      oomKilled: false,
+      extra: 1,
+    });
+    expect(() =>
+      parseWith(ExecReplySchema, { ...reply, timedOut: 'yes' }, { prefix: 'exec' }),
+    ).toThrow(/exec\.timedOut/);
+    const { stdoutDroppedBytes: _dropped, ...partial } = reply;
+    expect(() => parseWith(ExecReplySchema, partial, { prefix: 'exec' })).toThrow(
+      /exec\.stdoutDroppedBytes/,
+    );
   });
 });
