@@ -1,22 +1,15 @@
 import path from 'node:path';
-import { connect, type NatsConnection } from '@nats-io/transport-node';
 import {
   EVOLVE_ISLAND_KIND,
   islandActorId,
   JetStreamJournalStore,
   type NodeRecord,
 } from '@troupe/agents';
-import { Coordinator, DriverRegistry, type JobEventRecord } from '@troupe/coordinator';
-import { NodeAgent } from '@troupe/node-agent';
-import {
-  ensureDocker,
-  randomClusterName,
-  startNatsServer,
-  waitFor,
-  type NatsServerHandle,
-} from '@troupe/testkit';
+import { DriverRegistry, type JobEventRecord } from '@troupe/coordinator';
+import { waitFor } from '@troupe/testkit';
 import { registerBuiltinDrivers } from '../../src';
 import { evolveJournalTaskId } from '../../src/evolve';
+import { startTestCluster, type TestCluster } from './test-cluster';
 
 // The evolve driver's islands are actors: two coordinators (both host the job, task and
 // `evolve-island` kinds, the islands contributed by the driver) and a node agent; the task's
@@ -29,57 +22,20 @@ jest.setTimeout(600_000);
 
 const SUITE = path.resolve(__dirname, 'evolve-fixtures/quick-suite');
 
-let server: NatsServerHandle;
-let nc: NatsConnection;
-let coordinators: Coordinator[] = [];
-let agent: NodeAgent;
-let cluster: string;
-let docker: Awaited<ReturnType<typeof ensureDocker>>;
-
-const coordinatorConfig = (id: string) => ({
-  cluster,
-  coordinatorId: id,
-  nats: { servers: server.url },
-  heartbeatMs: 250,
-  missedHeartbeats: 4,
-  sweepIntervalMs: 500,
-  metrics: { port: null },
-  shutdownGraceMs: 0,
-});
+let tc: TestCluster;
 
 beforeAll(async () => {
-  docker = await ensureDocker();
-  server = await startNatsServer();
-  nc = await connect(server.connectOptions);
-  cluster = randomClusterName();
-  for (const id of ['coord-a', 'coord-b']) {
-    coordinators.push(
-      await Coordinator.start(coordinatorConfig(`${id}-${cluster.slice(-6)}`), {
-        drivers: registerBuiltinDrivers(new DriverRegistry()),
-      }),
-    );
-  }
-  agent = await NodeAgent.start({
-    cluster,
-    hostId: `agent-${cluster.slice(-6)}`,
-    nats: { servers: server.url },
-    shutdownGraceMs: 2_000,
+  tc = await startTestCluster({
+    coordinator: {
+      ids: ['coord-a', 'coord-b'],
+      drivers: () => registerBuiltinDrivers(new DriverRegistry()),
+    },
+    nodeAgent: {},
   });
-  await waitFor(
-    () =>
-      coordinators.some((c) =>
-        c.registry?.schedulable().some((h) => h.info.hostId === agent.hostId),
-      ),
-    { timeoutMs: 20_000, message: 'node agent registered' },
-  );
 });
 
 afterAll(async () => {
-  await agent?.stop().catch(() => undefined);
-  for (const c of coordinators) await c.stop().catch(() => undefined);
-  coordinators = [];
-  await nc?.close().catch(() => undefined);
-  await server?.stop();
+  await tc?.stop();
 });
 
 /** Evaluator runs (execs of the grader) in flight in the cluster's sandboxes, from Docker events. */
@@ -88,11 +44,11 @@ async function watchEvaluatorExecs(): Promise<{
   started: () => number;
   stop: () => void;
 }> {
-  const stream = (await docker.getEvents({
+  const stream = (await tc.docker.getEvents({
     filters: JSON.stringify({
       type: ['container'],
       event: ['exec_start', 'exec_die'],
-      label: [`troupe.cluster=${cluster}`],
+      label: [`troupe.cluster=${tc.cluster}`],
     }),
   })) as NodeJS.ReadableStream & { destroy?: () => void };
   const running = new Set<string>();
@@ -126,7 +82,7 @@ async function watchEvaluatorExecs(): Promise<{
 
 test('island steps run as evolve-island actors on the coordinators and never exceed the evaluator slots', async () => {
   const execs = await watchEvaluatorExecs();
-  const jobs = coordinators[0]!.jobs!;
+  const jobs = tc.coordinators[0]!.jobs!;
   const slots = 2;
   const islands = 3;
   try {
@@ -166,10 +122,10 @@ test('island steps run as evolve-island actors on the coordinators and never exc
     const searchId = evolveJournalTaskId(record.jobId, 'quick');
 
     // Every island was activated as an `evolve-island` actor on one of the coordinators.
-    const coordinatorIds = coordinators.map((c) => c.id);
+    const coordinatorIds = tc.coordinators.map((c) => c.id);
     const hosts: string[] = [];
     for (let k = 0; k < islands; k++) {
-      const { entry } = await coordinators[0]!.system.directory.get({
+      const { entry } = await tc.coordinators[0]!.system.directory.get({
         kind: EVOLVE_ISLAND_KIND,
         id: islandActorId(searchId, k),
       });
@@ -181,7 +137,7 @@ test('island steps run as evolve-island actors on the coordinators and never exc
       }
     }
     // Each island journaled nodes of its own (the island actors write the journal).
-    const journal = new JetStreamJournalStore({ connection: nc, cluster });
+    const journal = new JetStreamJournalStore({ connection: tc.nc, cluster: tc.cluster });
     const { records } = await journal.read(searchId);
     const nodes = records.filter((r): r is NodeRecord => r.type === 'node');
     for (let k = 0; k < islands; k++) expect(nodes.some((n) => n.island === k)).toBe(true);

@@ -1,21 +1,9 @@
 import path from 'node:path';
-import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { JetStreamJournalStore, LlmClient, ModelRegistry, type NodeRecord } from '@troupe/agents';
-import {
-  BudgetLedger,
-  Coordinator,
-  DriverRegistry,
-  type JobEventRecord,
-} from '@troupe/coordinator';
-import { NodeAgent } from '@troupe/node-agent';
-import {
-  FakeOpenAI,
-  randomClusterName,
-  startNatsServer,
-  waitFor,
-  type NatsServerHandle,
-} from '@troupe/testkit';
+import { BudgetLedger, type JobEventRecord } from '@troupe/coordinator';
+import { FakeOpenAI } from '@troupe/testkit';
 import { createEvolveDriver, evolveJournalTaskId, searchBudgetScope } from '../../src/evolve';
+import { startTestCluster, type TestCluster } from './test-cluster';
 
 // LLM operators selected by the job spec's model (`agent.model`), through the agents' LlmClient
 // and model registry, against FakeOpenAI (the only fake: a scripted model that answers with code
@@ -29,21 +17,14 @@ jest.setTimeout(600_000);
 
 const SUITE = path.resolve(__dirname, 'evolve-fixtures/quick-suite');
 
-let server: NatsServerHandle;
-let nc: NatsConnection;
 let fake: FakeOpenAI;
-let coordinator: Coordinator;
-let agent: NodeAgent;
-let cluster: string;
+let tc: TestCluster;
 
 const good = (x: number, y: number): string =>
   `Here you go:\n\n\`\`\`python\nX = ${x}\nY = ${y}\nprint(X, Y)\n\`\`\`\n`;
 
 beforeAll(async () => {
-  server = await startNatsServer();
-  nc = await connect(server.connectOptions);
   fake = await FakeOpenAI.start({ models: ['fake-coder'] });
-  cluster = randomClusterName();
   const models = new ModelRegistry({
     models: {
       coder: {
@@ -63,36 +44,15 @@ beforeAll(async () => {
     },
   });
   const client = new LlmClient({ registry: models, retry: { maxAttempts: 1 } });
-  coordinator = await Coordinator.start(
-    {
-      cluster,
-      nats: { servers: server.url },
-      heartbeatMs: 250,
-      missedHeartbeats: 4,
-      sweepIntervalMs: 500,
-      metrics: { port: null },
-      shutdownGraceMs: 0,
-    },
-    { drivers: new DriverRegistry().register(createEvolveDriver({ llm: { client, models } })) },
-  );
-  agent = await NodeAgent.start({
-    cluster,
-    hostId: `agent-${cluster.slice(-6)}`,
-    nats: { servers: server.url },
-    shutdownGraceMs: 2_000,
+  tc = await startTestCluster({
+    coordinator: { drivers: [createEvolveDriver({ llm: { client, models } })] },
+    nodeAgent: {},
   });
-  await waitFor(
-    () => coordinator.registry?.schedulable().some((h) => h.info.hostId === agent.hostId),
-    { timeoutMs: 20_000, message: 'node agent registered' },
-  );
 });
 
 afterAll(async () => {
-  await agent?.stop().catch(() => undefined);
-  await coordinator?.stop().catch(() => undefined);
+  await tc?.stop();
   await fake?.close();
-  await nc?.close().catch(() => undefined);
-  await server?.stop();
 });
 
 test('a job naming a model runs LLM operators (draft, improve, debug) until the cost budget stops it, then selects and grades', async () => {
@@ -116,7 +76,7 @@ test('a job naming a model runs LLM operators (draft, improve, debug) until the 
     }
     return { content: good(0.25 + 0.01 * (n % 7), 0.6 + 0.01 * (n % 11)), usage };
   });
-  const jobs = coordinator.jobs!;
+  const jobs = tc.coordinator.jobs!;
   const record = await jobs.submit({
     spec: {
       kind: 'evolve',
@@ -150,7 +110,7 @@ test('a job naming a model runs LLM operators (draft, improve, debug) until the 
   expect(details['status']).toBe('succeeded');
   expect(typeof details['testScore']).toBe('number');
 
-  const journal = new JetStreamJournalStore({ connection: nc, cluster });
+  const journal = new JetStreamJournalStore({ connection: tc.nc, cluster: tc.cluster });
   const { records } = await journal.read(evolveJournalTaskId(record.jobId, 'q'));
   const nodes = records.filter((r): r is NodeRecord => r.type === 'node');
   // Operator calls the search's budget refused before sending are no_code nodes of their own.
@@ -193,7 +153,7 @@ test('maxCostUsd is a hard cap across the islands: a limit holding 3 worst-case 
   }));
   const before = fake.requests.filter((r) => r.path.endsWith('/chat/completions')).length;
   const worstCaseUsd = (512 * 10) / 1e6;
-  const jobs = coordinator.jobs!;
+  const jobs = tc.coordinator.jobs!;
   const record = await jobs.submit({
     spec: {
       kind: 'evolve',
@@ -230,7 +190,7 @@ test('maxCostUsd is a hard cap across the islands: a limit holding 3 worst-case 
   expect(typeof details['testScore']).toBe('number');
   // The search's scope in the job's ledger holds what was spent, within its limit.
   const scope = searchBudgetScope(record.jobId, evolveJournalTaskId(record.jobId, 'cap'));
-  const usage = await new BudgetLedger(coordinator.system, { root: `job:${record.jobId}` }).get(
+  const usage = await new BudgetLedger(tc.coordinator.system, { root: `job:${record.jobId}` }).get(
     scope,
   );
   expect(usage.spent.usd).toBeCloseTo(calls * worstCaseUsd, 9);

@@ -1,16 +1,9 @@
 import path from 'node:path';
-import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { JetStreamJournalStore } from '@troupe/agents';
-import { Coordinator, DriverRegistry, type JobEventRecord } from '@troupe/coordinator';
-import { NodeAgent } from '@troupe/node-agent';
-import {
-  ensureDocker,
-  randomClusterName,
-  startNatsServer,
-  waitFor,
-  type NatsServerHandle,
-} from '@troupe/testkit';
+import { type JobEventRecord } from '@troupe/coordinator';
+import { waitFor } from '@troupe/testkit';
 import { createEvolveDriver, evolveJournalTaskId } from '../../src/evolve';
+import { startTestCluster, type TestCluster } from './test-cluster';
 
 // The evolve driver end to end: a real nats-server, coordinator (job runtime, task actors) and
 // node agent (Docker sandboxes, image troupe-python-slim), a tiny search of binpacking-or3 with a
@@ -20,61 +13,27 @@ jest.setTimeout(600_000);
 
 const SUITE = path.resolve(__dirname, '../../suites/binpacking-or3');
 
-let server: NatsServerHandle;
-let nc: NatsConnection;
-let coordinator: Coordinator;
-let agent: NodeAgent;
-let cluster: string;
+let tc: TestCluster;
 let journal: JetStreamJournalStore;
-let docker: Awaited<ReturnType<typeof ensureDocker>>;
 
 beforeAll(async () => {
-  docker = await ensureDocker();
-  server = await startNatsServer();
-  nc = await connect(server.connectOptions);
-  cluster = randomClusterName();
-  journal = new JetStreamJournalStore({ connection: nc, cluster });
-  coordinator = await Coordinator.start(
-    {
-      cluster,
-      nats: { servers: server.url },
-      heartbeatMs: 250,
-      missedHeartbeats: 4,
-      sweepIntervalMs: 500,
-      metrics: { port: null },
-      shutdownGraceMs: 0,
+  tc = await startTestCluster({
+    coordinator: {
+      drivers: ({ nc, cluster }) => {
+        journal = new JetStreamJournalStore({ connection: nc, cluster });
+        return [createEvolveDriver({ journal })];
+      },
     },
-    { drivers: new DriverRegistry().register(createEvolveDriver({ journal })) },
-  );
-  agent = await NodeAgent.start({
-    cluster,
-    hostId: `agent-${cluster.slice(-6)}`,
-    nats: { servers: server.url },
-    shutdownGraceMs: 2_000,
+    nodeAgent: {},
   });
-  await waitFor(
-    () => coordinator.registry?.schedulable().some((h) => h.info.hostId === agent.hostId),
-    { timeoutMs: 20_000, message: 'node agent registered' },
-  );
 });
 
 afterAll(async () => {
-  await agent?.stop().catch(() => undefined);
-  await coordinator?.stop().catch(() => undefined);
-  await nc?.close().catch(() => undefined);
-  await server?.stop();
+  await tc?.stop();
 });
 
-async function clusterContainers(): Promise<string[]> {
-  const list = await docker.listContainers({
-    all: true,
-    filters: { label: [`troupe.cluster=${cluster}`] },
-  });
-  return list.map((c) => c.Id);
-}
-
 async function readArtifact(jobId: string, artifactPath: string): Promise<string> {
-  const reader = await coordinator.jobs!.artifact(jobId, artifactPath);
+  const reader = await tc.coordinator.jobs!.artifact(jobId, artifactPath);
   const chunks: Uint8Array[] = [];
   for await (const c of reader.chunks) chunks.push(c);
   return Buffer.concat(chunks).toString('utf8');
@@ -82,7 +41,7 @@ async function readArtifact(jobId: string, artifactPath: string): Promise<string
 
 test('a tiny binpacking-or3 search selects a valid program, grades it on test and cleans up', async () => {
   const started = Date.now();
-  const jobs = coordinator.jobs!;
+  const jobs = tc.coordinator.jobs!;
   const record = await jobs.submit({
     spec: {
       kind: 'evolve',
@@ -144,7 +103,7 @@ test('a tiny binpacking-or3 search selects a valid program, grades it on test an
   expect(read.records[read.records.length - 1]?.type).toBe('final');
 
   // No evaluator sandbox left behind.
-  await waitFor(async () => (await clusterContainers()).length === 0, {
+  await waitFor(async () => (await tc.containers()).length === 0, {
     timeoutMs: 30_000,
     message: 'no sandbox container of the cluster left',
   });
@@ -157,7 +116,7 @@ test('a tiny binpacking-or3 search selects a valid program, grades it on test an
 });
 
 test('a search that finds nothing valid fails its task and flags the random pick random_no_valid', async () => {
-  const jobs = coordinator.jobs!;
+  const jobs = tc.coordinator.jobs!;
   const record = await jobs.submit({
     spec: {
       kind: 'evolve',

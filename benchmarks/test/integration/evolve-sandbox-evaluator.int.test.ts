@@ -1,23 +1,14 @@
 import { createServer, type Server } from 'node:net';
 import path from 'node:path';
-import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { ActorSystem } from '@troupe/actors';
 import { type EvaluatorResult } from '@troupe/agents';
-import { Coordinator, DriverRegistry } from '@troupe/coordinator';
-import { NodeAgent } from '@troupe/node-agent';
-import {
-  ensureDocker,
-  randomClusterName,
-  startNatsServer,
-  waitFor,
-  type NatsServerHandle,
-} from '@troupe/testkit';
 import {
   EvaluatorGrantSchema,
   loadSuiteBundle,
   SandboxEvaluatorPool,
   serveEvaluatorLeases,
 } from '../../src/evolve';
+import { startTestCluster, type TestCluster } from './test-cluster';
 
 // The evaluator contract in the driver's real path: candidates run by the suite's trusted
 // evaluator inside the node agent's Docker sandboxes (no network, hard kill at the deadline).
@@ -27,20 +18,16 @@ jest.setTimeout(300_000);
 
 const bundle = loadSuiteBundle(path.resolve(__dirname, 'evolve-fixtures/quick-suite'), 'suite');
 
-let server: NatsServerHandle;
-let nc: NatsConnection;
-let coordinator: Coordinator;
-let agent: NodeAgent;
+let tc: TestCluster;
 let system: ActorSystem;
 let pool: SandboxEvaluatorPool;
 let listener: Server;
 let connections = 0;
 let gateway = '172.17.0.1';
-const cluster = randomClusterName();
 
 beforeAll(async () => {
-  const docker = await ensureDocker();
-  const bridge = (await docker.getNetwork('bridge').inspect()) as {
+  tc = await startTestCluster({ nodeAgent: { shutdownGraceMs: 1_000 } });
+  const bridge = (await tc.docker.getNetwork('bridge').inspect()) as {
     IPAM?: { Config?: { Gateway?: string }[] };
   };
   gateway = bridge.IPAM?.Config?.[0]?.Gateway ?? gateway;
@@ -49,35 +36,11 @@ beforeAll(async () => {
     s.end('0.3 0.7\n');
   });
   await new Promise<void>((r) => listener.listen(0, '0.0.0.0', r));
-  server = await startNatsServer();
-  nc = await connect(server.connectOptions);
-  coordinator = await Coordinator.start(
-    {
-      cluster,
-      nats: { servers: server.url },
-      heartbeatMs: 250,
-      missedHeartbeats: 4,
-      sweepIntervalMs: 500,
-      metrics: { port: null },
-      shutdownGraceMs: 0,
-    },
-    { drivers: new DriverRegistry() },
-  );
-  agent = await NodeAgent.start({
-    cluster,
-    hostId: `agent-${cluster.slice(-6)}`,
-    nats: { servers: server.url },
-    shutdownGraceMs: 1_000,
-  });
-  await waitFor(
-    () => coordinator.registry?.schedulable().some((h) => h.info.hostId === agent.hostId),
-    { timeoutMs: 20_000, message: 'node agent registered' },
-  );
-  system = await ActorSystem.start({ cluster, connection: nc });
+  system = await ActorSystem.start({ cluster: tc.cluster, connection: tc.nc });
   pool = new SandboxEvaluatorPool({
     refs: system,
     jobId: 'contract',
-    resourceId: `contract-${cluster.slice(-6)}`,
+    resourceId: `contract-${tc.cluster.slice(-6)}`,
     slots: 2,
     suite: bundle.spec,
     files: bundle.files,
@@ -88,10 +51,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await pool?.destroyCreated().catch(() => undefined);
   await system?.shutdown({ graceMs: 500 }).catch(() => undefined);
-  await agent?.stop().catch(() => undefined);
-  await coordinator?.stop().catch(() => undefined);
-  await nc?.close().catch(() => undefined);
-  await server?.stop();
+  await tc?.stop();
   listener?.close();
 });
 
@@ -157,7 +117,8 @@ test('a candidate that freezes its evaluator is killed at the deadline: timeout,
 });
 
 test('per-evaluation leases: FIFO across steps, never more than the slots, cancel drops a queued request, an ended step returns its sandboxes and drops its queue', async () => {
-  const subject = `_INBOX.leases${cluster.slice(-6)}`;
+  const subject = `_INBOX.leases${tc.cluster.slice(-6)}`;
+  const { nc } = tc;
   const sub = serveEvaluatorLeases(nc, subject, pool, system.log);
   const granted: string[] = [];
   let n = 0;

@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import path from 'node:path';
+import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { type AnyActorDefinition } from '@troupe/actors';
 import { type AnyJobDriver, Coordinator, DriverRegistry } from '@troupe/coordinator';
 import { NodeAgent } from '@troupe/node-agent';
@@ -12,26 +13,49 @@ import {
 } from '@troupe/testkit';
 
 // The real cluster of the benchmarks' integration tests, started in this process: a nats-server
-// (random port, temp JetStream dir), a coordinator with fast heartbeats, and node agents — in
-// process, or as `troupe-node-agent` processes from node-agent/dist (run `npm run build` first).
-// Each call uses a fresh random cluster name. Parts a test does not need are left out.
+// (random port, temp JetStream dir) with a connection for the test, coordinators with fast
+// heartbeats, and node agents — in process, or as `troupe-node-agent` processes from
+// node-agent/dist (run `npm run build` first). Each call uses a fresh random cluster name. Parts a
+// test does not need are left out.
 
 const NODE_AGENT_MAIN = path.resolve(__dirname, '../../../node-agent/dist/main.js');
 
 type Docker = Awaited<ReturnType<typeof ensureDocker>>;
+
+/** What a coordinator's drivers may be built from (see {@link TestClusterOptions.coordinator}). */
+export interface TestClusterParts {
+  /** Random cluster name. */
+  readonly cluster: string;
+  readonly server: NatsServerHandle;
+  /** The test's connection (see {@link TestCluster.nc}). */
+  readonly nc: NatsConnection;
+}
 
 /** What {@link startTestCluster} starts. */
 export interface TestClusterOptions {
   /** Start nats-server (and what needs it); false starts only the Docker engine. @default true */
   nats?: boolean;
   /**
-   * The coordinator: its job drivers, and the actors it hosts instead of its defaults (budget
-   * ledger, rate limits); false for none. @default {} (no drivers, default actors)
+   * The coordinator: its job drivers (or a function of the cluster's parts giving them, called
+   * once per coordinator), the actors it hosts instead of its defaults (budget ledger, rate
+   * limits), and `ids` to start one coordinator per id (`<id>-<last 6 of the cluster name>`)
+   * instead of one with the default id; false for none. @default {} (no drivers, default actors)
    */
   coordinator?:
-    false | { drivers?: readonly AnyJobDriver[]; hosting?: readonly AnyActorDefinition[] };
-  /** An in-process node agent with these slots; false for none. @default false */
-  nodeAgent?: false | { slots?: { sandbox?: number; evaluator?: number } };
+    | false
+    | {
+        drivers?:
+          | readonly AnyJobDriver[]
+          | ((parts: TestClusterParts) => readonly AnyJobDriver[] | DriverRegistry);
+        hosting?: readonly AnyActorDefinition[];
+        ids?: readonly string[];
+      };
+  /**
+   * An in-process node agent with these slots (default: the machine's) and shutdown grace; false
+   * for none. @default false
+   */
+  nodeAgent?:
+    false | { slots?: { sandbox?: number; evaluator?: number }; shutdownGraceMs?: number };
   /** Make sure the Docker engine runs (started as root when not). @default true */
   docker?: boolean;
 }
@@ -41,7 +65,12 @@ export interface TestCluster {
   /** Random cluster name. */
   readonly cluster: string;
   readonly server: NatsServerHandle;
+  /** A connection to the nats-server for the test's own use; closed by {@link stop}. */
+  readonly nc: NatsConnection;
+  /** The (first) coordinator. */
   readonly coordinator: Coordinator;
+  /** Every coordinator, in the order of `coordinator.ids`. */
+  readonly coordinators: readonly Coordinator[];
   /** The in-process node agent. */
   readonly nodeAgent: NodeAgent;
   readonly docker: Docker;
@@ -50,11 +79,11 @@ export interface TestCluster {
    * stderr tail printed if it exits on its own with an error. Stopped by {@link stop}.
    */
   spawnNodeAgent(hostId: string, env?: Record<string, string>): ChildProcess;
-  /** Waits until the coordinator schedules on `hostId`. */
+  /** Waits until a coordinator schedules on `hostId`. */
   waitForHost(hostId: string, timeoutMs?: number): Promise<void>;
   /** Ids of this cluster's containers (running or not), with more `key=value` labels if given. */
   containers(labels?: string[]): Promise<string[]>;
-  /** Stops everything it started (node agents, coordinator, nats-server). */
+  /** Stops everything it started (node agents, coordinators, connection, nats-server). */
   stop(): Promise<void>;
 }
 
@@ -64,7 +93,8 @@ export async function startTestCluster(options: TestClusterOptions = {}): Promis
   const docker = options.docker === false ? undefined : await ensureDocker();
   const server = options.nats === false ? undefined : await startNatsServer();
   const children: ChildProcess[] = [];
-  let coordinator: Coordinator | undefined;
+  const coordinators: Coordinator[] = [];
+  let nc: NatsConnection | undefined;
   let nodeAgent: NodeAgent | undefined;
 
   const need = <T>(part: T | undefined, name: string): T => {
@@ -76,8 +106,14 @@ export async function startTestCluster(options: TestClusterOptions = {}): Promis
     get server() {
       return need(server, 'nats-server');
     },
+    get nc() {
+      return need(nc, 'NATS connection');
+    },
     get coordinator() {
-      return need(coordinator, 'coordinator');
+      return need(coordinators[0], 'coordinator');
+    },
+    get coordinators() {
+      return [...coordinators];
     },
     get nodeAgent() {
       return need(nodeAgent, 'node agent');
@@ -108,8 +144,10 @@ export async function startTestCluster(options: TestClusterOptions = {}): Promis
       return child;
     },
     async waitForHost(hostId, timeoutMs = 30_000) {
+      need(coordinators[0], 'coordinator');
       await waitFor(
-        () => self.coordinator.registry?.schedulable().some((h) => h.info.hostId === hostId),
+        () =>
+          coordinators.some((c) => c.registry?.schedulable().some((h) => h.info.hostId === hostId)),
         { timeoutMs, message: `node agent ${hostId} registered` },
       );
     },
@@ -126,44 +164,57 @@ export async function startTestCluster(options: TestClusterOptions = {}): Promis
         await exited(c);
       }
       await nodeAgent?.stop().catch(() => undefined);
-      await coordinator?.stop().catch(() => undefined);
+      for (const c of coordinators) await c.stop().catch(() => undefined);
+      await nc?.close().catch(() => undefined);
       await server?.stop();
     },
   };
 
   try {
-    if (server && options.coordinator !== false) {
-      const { drivers = [], hosting } = options.coordinator ?? {};
-      const registry = new DriverRegistry();
-      for (const d of drivers) registry.register(d);
-      coordinator = await Coordinator.start(
-        {
-          cluster,
-          nats: { servers: server.url },
-          heartbeatMs: 250,
-          missedHeartbeats: 4,
-          sweepIntervalMs: 500,
-          metrics: { port: null },
-          shutdownGraceMs: 0,
-        },
-        { drivers: registry, ...(hosting ? { hosting } : {}) },
-      );
+    if (server) nc = await connect(server.connectOptions);
+    if (server && nc && options.coordinator !== false) {
+      const { drivers = [], hosting, ids } = options.coordinator ?? {};
+      for (const id of ids ?? [undefined]) {
+        const built = typeof drivers === 'function' ? drivers({ cluster, server, nc }) : drivers;
+        const registry = built instanceof DriverRegistry ? built : registryOf(built);
+        coordinators.push(
+          await Coordinator.start(
+            {
+              cluster,
+              ...(id !== undefined ? { coordinatorId: `${id}-${cluster.slice(-6)}` } : {}),
+              nats: { servers: server.url },
+              heartbeatMs: 250,
+              missedHeartbeats: 4,
+              sweepIntervalMs: 500,
+              metrics: { port: null },
+              shutdownGraceMs: 0,
+            },
+            { drivers: registry, ...(hosting ? { hosting } : {}) },
+          ),
+        );
+      }
     }
     if (server && options.nodeAgent) {
       nodeAgent = await NodeAgent.start({
         cluster,
         hostId: `agent-${cluster.slice(-6)}`,
         nats: { servers: server.url },
-        shutdownGraceMs: 2_000,
+        shutdownGraceMs: options.nodeAgent.shutdownGraceMs ?? 2_000,
         ...(options.nodeAgent.slots ? { slots: options.nodeAgent.slots } : {}),
       });
-      if (coordinator) await self.waitForHost(nodeAgent.hostId, 20_000);
+      if (coordinators.length > 0) await self.waitForHost(nodeAgent.hostId, 20_000);
     }
   } catch (err) {
     await self.stop();
     throw err;
   }
   return self;
+}
+
+function registryOf(drivers: readonly AnyJobDriver[]): DriverRegistry {
+  const registry = new DriverRegistry();
+  for (const d of drivers) registry.register(d);
+  return registry;
 }
 
 /** Resolves once `child` has exited (at once if it already has). */
