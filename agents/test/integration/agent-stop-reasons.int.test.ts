@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { type ChatRequest, type ScriptedResponse, waitFor } from '@troupe/testkit';
-import { AGENT_KIND } from '../../src/agent/agent-messages';
+import { AGENT_KIND, type AgentRunResult } from '../../src/agent/agent-messages';
 import { runAgentSession, startAgentSession } from '../../src/agent/agent-session';
+import { type AgentTemplateInput } from '../../src/agent/agent-template';
 import { TrajectoryEventType } from '../../src/agent/trajectory-event';
 import { type AgentCluster, startAgentCluster, toolResults } from './agent-cluster';
 
@@ -53,6 +54,68 @@ function scripts(byInstruction: Record<string, ((req: ChatRequest) => ScriptedRe
 const bySystem = (instruction: string) =>
   c.fake.chatRequests.filter((r) => r.body.messages[0]?.content === instruction);
 
+/** The scripted delegation of {@link runDelegation}. */
+interface Delegation {
+  sessionId: string;
+  /** The root's template name, instruction (its script's key) and limits. */
+  root: { name: string; instruction: string; limits?: AgentTemplateInput['limits'] };
+  /** The subagent the root creates (no tools) and its model replies, in order. */
+  child: { name: string; instruction: string; replies: ((req: ChatRequest) => ScriptedResponse)[] };
+  /** Tool call ids of the root's two calls: `<idPrefix>1`, `<idPrefix>2`. */
+  idPrefix: string;
+  /** What the root asks the child. */
+  request: string;
+  /** The root's finish_task summary (its third reply). */
+  summary: string;
+  task: string;
+  timeoutMs: number;
+}
+
+/**
+ * Runs a root session whose model creates a subagent, calls it synchronously, then finishes;
+ * the child's replies are scripted by the caller.
+ */
+async function runDelegation(d: Delegation): Promise<AgentRunResult> {
+  scripts({
+    [d.root.instruction]: [
+      () => ({
+        toolCalls: [
+          {
+            id: `${d.idPrefix}1`,
+            name: 'create_subagent',
+            arguments: { name: d.child.name, instruction: d.child.instruction, tools: [] },
+          },
+        ],
+      }),
+      () => ({
+        toolCalls: [
+          {
+            id: `${d.idPrefix}2`,
+            name: 'call_subagent',
+            arguments: { target: d.child.name, request: d.request, mode: 'sync' },
+          },
+        ],
+      }),
+      () => ({ toolCalls: [{ name: 'finish_task', arguments: { summary: d.summary } }] }),
+    ],
+    [d.child.instruction]: d.child.replies,
+  });
+  return runAgentSession({
+    system: c.client,
+    trajectories: c.trajectories,
+    sessionId: d.sessionId,
+    template: {
+      name: d.root.name,
+      instruction: d.root.instruction,
+      model: 'fake',
+      tools: ['create_subagent', 'call_subagent'],
+      ...(d.root.limits ? { limits: d.root.limits } : {}),
+    },
+    task: d.task,
+    signal: AbortSignal.timeout(d.timeoutMs),
+  });
+}
+
 test('MAX_TOKENS: the run stops once limits.maxTokens are used, with no further call', async () => {
   c.fake.setHandler(() => ({
     toolCalls: [{ name: 'list_agents', arguments: {} }],
@@ -98,45 +161,21 @@ test('MAX_TOKENS: the run stops once limits.maxTokens are used, with no further 
 test('WALL_TIME: a model call past limits.maxWallMs is cut off; a parent past it after a tool stops before its next call', async () => {
   // The child inherits the parent's limits (maxWallMs 8 s, ample for the parent's first two
   // calls even on a loaded machine); the child's only model reply would take 60 s.
-  scripts({
-    WALL_ROOT: [
-      () => ({
-        toolCalls: [
-          {
-            id: 'w1',
-            name: 'create_subagent',
-            arguments: { name: 'slow', instruction: 'WALL_CHILD', tools: [] },
-          },
-        ],
-      }),
-      () => ({
-        toolCalls: [
-          {
-            id: 'w2',
-            name: 'call_subagent',
-            arguments: { target: 'slow', request: 'take forever', mode: 'sync' },
-          },
-        ],
-      }),
-      () => ({ toolCalls: [{ name: 'finish_task', arguments: { summary: 'too late' } }] }),
-    ],
-    WALL_CHILD: [() => ({ content: 'never delivered', delayMs: 60_000 })],
-  });
   const sessionId = `wall-${randomUUID().slice(0, 8)}`;
   const started = Date.now();
-  const result = await runAgentSession({
-    system: c.client,
-    trajectories: c.trajectories,
+  const result = await runDelegation({
     sessionId,
-    template: {
-      name: 'hasty',
-      instruction: 'WALL_ROOT',
-      model: 'fake',
-      tools: ['create_subagent', 'call_subagent'],
-      limits: { maxSteps: 10, maxWallMs: 8_000 },
+    root: { name: 'hasty', instruction: 'WALL_ROOT', limits: { maxSteps: 10, maxWallMs: 8_000 } },
+    child: {
+      name: 'slow',
+      instruction: 'WALL_CHILD',
+      replies: [() => ({ content: 'never delivered', delayMs: 60_000 })],
     },
+    idPrefix: 'w',
+    request: 'take forever',
+    summary: 'too late',
     task: 'Delegate to a slow helper.',
-    signal: AbortSignal.timeout(60_000),
+    timeoutMs: 60_000,
   });
   // The child's call was aborted at its own 8 s deadline, far before the fake's 60 s delay.
   expect(Date.now() - started).toBeLessThan(50_000);
@@ -300,43 +339,20 @@ test('a run whose turn fails on every attempt ends with INTERNAL_ERROR instead o
   // The child's model reply is larger than NATS's 1 MB payload limit: its trajectory event cannot
   // be written, so the child's turn throws on every attempt.
   const huge = 'X'.repeat(1_200_000);
-  scripts({
-    DL_ROOT: [
-      () => ({
-        toolCalls: [
-          {
-            id: 'd1',
-            name: 'create_subagent',
-            arguments: { name: 'big', instruction: 'DL_CHILD', tools: [] },
-          },
-        ],
-      }),
-      () => ({
-        toolCalls: [
-          {
-            id: 'd2',
-            name: 'call_subagent',
-            arguments: { target: 'big', request: 'say a lot', mode: 'sync' },
-          },
-        ],
-      }),
-      () => ({ toolCalls: [{ name: 'finish_task', arguments: { summary: 'child failed' } }] }),
-    ],
-    DL_CHILD: [1, 2, 3, 4, 5].map(() => () => ({ content: huge })),
-  });
   const sessionId = `dl-${randomUUID().slice(0, 8)}`;
-  const result = await runAgentSession({
-    system: c.client,
-    trajectories: c.trajectories,
+  const result = await runDelegation({
     sessionId,
-    template: {
-      name: 'root',
-      instruction: 'DL_ROOT',
-      model: 'fake',
-      tools: ['create_subagent', 'call_subagent'],
+    root: { name: 'root', instruction: 'DL_ROOT' },
+    child: {
+      name: 'big',
+      instruction: 'DL_CHILD',
+      replies: [1, 2, 3, 4, 5].map(() => () => ({ content: huge })),
     },
+    idPrefix: 'd',
+    request: 'say a lot',
+    summary: 'child failed',
     task: 'Delegate.',
-    signal: AbortSignal.timeout(90_000),
+    timeoutMs: 90_000,
   });
   expect(result).toMatchObject({ stopReason: 'FINISHED', finalText: 'child failed', steps: 3 });
   // The parent's sync call returned the child's INTERNAL_ERROR result (not a 1 h timeout).
