@@ -9,61 +9,23 @@
  * This binary registers no job drivers; `troupe coordinator` (client CLI) is the deployable
  * entry with the built-in drivers.
  */
-import { loadServerConfig, parseServerArgs, serverConfigProblems } from '@troupe/proto';
+import { serverMain } from '@troupe/proto';
 import { pino } from 'pino';
+import { applyEnvironment, ConfigSchema } from './config';
 import { Coordinator } from './coordinator';
-import { applyEnvironment, ConfigSchema, type CoordinatorConfig } from './config';
 
-const USAGE = 'usage: troupe-coordinator [--config file.yaml]';
-
-/** The config from `--config` and the environment; exits 2 printing every problem. */
-function loadConfig(): CoordinatorConfig {
-  try {
-    const args = parseServerArgs(process.argv.slice(2), USAGE);
-    if (args.help) {
-      process.stdout.write(`${USAGE}\n`);
-      process.exit(0);
-    }
-    return loadServerConfig({
-      ...(args.file !== undefined ? { file: args.file } : {}),
-      env: process.env,
-      schema: ConfigSchema,
-      applyEnvironment,
-    });
-  } catch (err) {
-    for (const line of serverConfigProblems(err) ?? [(err as Error).message]) {
-      process.stderr.write(`troupe-coordinator: ${line}\n`);
-    }
-    process.exit(2);
-  }
-}
-
-async function main(): Promise<void> {
-  const config = loadConfig();
-  const logger = pino({ level: config.logLevel, base: { app: 'troupe-coordinator' } });
-  const coordinator = await Coordinator.start(config, { logger });
-  logger.info(
-    { cluster: config.cluster, metricsPort: coordinator.metricsPort },
-    'coordinator started',
-  );
-  let stopping = false;
-  const stop = (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    logger.info({ signal }, 'stopping');
-    coordinator.stop().then(
-      () => process.exit(0),
-      (err: unknown) => {
-        logger.error({ err }, 'stop failed');
-        process.exit(1);
-      },
+serverMain({
+  name: 'troupe-coordinator',
+  process,
+  schema: ConfigSchema,
+  applyEnvironment,
+  logger: (config) => pino({ level: config.logLevel, base: { app: 'troupe-coordinator' } }),
+  start: async (config, logger) => {
+    const coordinator = await Coordinator.start(config, { logger });
+    logger.info(
+      { cluster: config.cluster, metricsPort: coordinator.metricsPort },
+      'coordinator started',
     );
-  };
-  process.on('SIGINT', () => stop('SIGINT'));
-  process.on('SIGTERM', () => stop('SIGTERM'));
-}
-
-main().catch((err: unknown) => {
-  process.stderr.write(`troupe-coordinator: ${(err as Error).stack ?? String(err)}\n`);
-  process.exit(1);
+    return coordinator;
+  },
 });

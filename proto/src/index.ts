@@ -43,6 +43,13 @@ export {
   serverConfigProblems,
 } from './server-config';
 export {
+  runServer,
+  type RunningServer,
+  type RunServerOptions,
+  type ServerLogger,
+} from './run-server';
+export { serverMain, type ServerMainOptions, type ServerProcess } from './server-main';
+export {
   decodeErrorHeaders,
   encodeErrorHeaders,
   fromGrpcError,

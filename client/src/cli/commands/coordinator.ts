@@ -1,13 +1,9 @@
 import { registerBuiltinDrivers } from '@troupe/benchmarks';
 import { applyEnvironment, ConfigSchema, Coordinator, DriverRegistry } from '@troupe/coordinator';
-import { pino } from 'pino';
 import { type CommandContext } from '../command-context';
-import { ExitCode } from '../exit-codes';
 import { ModelHosting } from '../model-hosting';
-import { ReadyFile } from '../ready-file';
-import { loadServerConfig } from '../server-config';
+import { runServerCommand } from '../run-server-command';
 import { modelsOption } from './models-option';
-import { untilAborted } from './until-aborted';
 
 /** Options of `troupe coordinator`. */
 export interface CoordinatorCommandOptions {
@@ -30,51 +26,51 @@ export async function coordinatorCommand(
   ctx: CommandContext,
   opts: CoordinatorCommandOptions,
 ): Promise<number> {
-  const config = loadServerConfig({
-    ...(opts.config ? { file: opts.config } : {}),
-    env: ctx.io.env,
+  return runServerCommand(ctx, {
+    app: 'troupe-coordinator',
+    ...(opts.config ? { configFile: opts.config } : {}),
     schema: ConfigSchema,
     applyEnvironment,
     // The job API is what this entry is for: serve it, so a missing token is a config error.
     defaults: (raw) => ({ ...raw, grpc: raw['grpc'] ?? {} }),
-  });
-  const logger = pino(
-    { level: config.logLevel, base: { app: 'troupe-coordinator' } },
-    pino.destination({ fd: 1, sync: true }),
-  );
-  const ready = new ReadyFile(opts.readyFile);
-  const { modelsFile, env } = modelsOption(ctx, opts.models);
-  const models = modelsFile
-    ? ModelHosting.load({
-        modelsFile,
-        cluster: config.cluster,
-        nats: config.nats,
-        hostId: `${config.coordinatorId ?? `coord-${process.pid}`}-agents`,
-        replicas: config.replicas,
-        env: env ?? {},
-        logger: logger.child({ component: 'agents' }),
-      })
-    : undefined;
-  const coordinator = await Coordinator.start(config, {
-    logger,
-    drivers: registerBuiltinDrivers(new DriverRegistry(), models?.driverOptions() ?? {}),
-  });
-  await models?.startAgentHost();
-  logger.info(
-    {
-      cluster: config.cluster,
-      grpcPort: coordinator.grpcPort,
-      grpcHost: config.grpc?.host,
-      metricsPort: coordinator.metricsPort,
+    ...(opts.readyFile ? { readyFile: opts.readyFile } : {}),
+    start: async (config, logger) => {
+      const { modelsFile, env } = modelsOption(ctx, opts.models);
+      const models = modelsFile
+        ? ModelHosting.load({
+            modelsFile,
+            cluster: config.cluster,
+            nats: config.nats,
+            hostId: `${config.coordinatorId ?? `coord-${process.pid}`}-agents`,
+            replicas: config.replicas,
+            env: env ?? {},
+            logger: logger.child({ component: 'agents' }),
+          })
+        : undefined;
+      const coordinator = await Coordinator.start(config, {
+        logger,
+        drivers: registerBuiltinDrivers(new DriverRegistry(), models?.driverOptions() ?? {}),
+      });
+      await models?.startAgentHost();
+      logger.info(
+        {
+          cluster: config.cluster,
+          grpcPort: coordinator.grpcPort,
+          grpcHost: config.grpc?.host,
+          metricsPort: coordinator.metricsPort,
+        },
+        'coordinator serving the job API',
+      );
+      return {
+        grpcPort: coordinator.grpcPort,
+        stop: async () => {
+          logger.info({ graceMs: config.shutdownGraceMs }, 'coordinator stopping');
+          await models?.stop(config.shutdownGraceMs);
+          await coordinator.stop();
+          logger.info({}, 'coordinator stopped');
+        },
+      };
     },
-    'coordinator serving the job API',
-  );
-  ready.mark(JSON.stringify({ pid: process.pid, grpcPort: coordinator.grpcPort }));
-  await untilAborted(ctx.signal);
-  ready.clear();
-  logger.info({ graceMs: config.shutdownGraceMs }, 'coordinator stopping');
-  await models?.stop(config.shutdownGraceMs);
-  await coordinator.stop();
-  logger.info({}, 'coordinator stopped');
-  return ExitCode.OK;
+    ready: (server) => JSON.stringify({ pid: process.pid, grpcPort: server.grpcPort }),
+  });
 }

@@ -1,10 +1,6 @@
 import { applyEnvironment, ConfigSchema, NodeAgent } from '@troupe/node-agent';
-import { pino } from 'pino';
 import { type CommandContext } from '../command-context';
-import { ExitCode } from '../exit-codes';
-import { ReadyFile } from '../ready-file';
-import { loadServerConfig } from '../server-config';
-import { untilAborted } from './until-aborted';
+import { runServerCommand } from '../run-server-command';
 
 /** Options of `troupe node-agent`. */
 export interface NodeAgentCommandOptions {
@@ -24,22 +20,17 @@ export async function nodeAgentCommand(
   ctx: CommandContext,
   opts: NodeAgentCommandOptions,
 ): Promise<number> {
-  const config = loadServerConfig({
-    ...(opts.config ? { file: opts.config } : {}),
-    env: ctx.io.env,
+  return runServerCommand(ctx, {
+    app: 'troupe-node-agent',
+    ...(opts.config ? { configFile: opts.config } : {}),
     schema: ConfigSchema,
     applyEnvironment,
+    ...(opts.readyFile ? { readyFile: opts.readyFile } : {}),
+    start: async (config, logger) => {
+      const agent = await NodeAgent.start(config, { logger });
+      logger.info({ cluster: config.cluster, hostId: agent.hostId }, 'node agent serving');
+      return agent;
+    },
+    ready: (agent) => JSON.stringify({ pid: process.pid, hostId: agent.hostId }),
   });
-  const logger = pino(
-    { level: config.logLevel, base: { app: 'troupe-node-agent' } },
-    pino.destination({ fd: 1, sync: true }),
-  );
-  const ready = new ReadyFile(opts.readyFile);
-  const agent = await NodeAgent.start(config, { logger });
-  logger.info({ cluster: config.cluster, hostId: agent.hostId }, 'node agent serving');
-  ready.mark(JSON.stringify({ pid: process.pid, hostId: agent.hostId }));
-  await untilAborted(ctx.signal);
-  ready.clear();
-  await agent.stop();
-  return ExitCode.OK;
 }

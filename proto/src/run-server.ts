@@ -1,0 +1,62 @@
+import { type z } from 'zod';
+import { loadServerConfig, type LoadServerConfigOptions } from './server-config';
+
+/** The part of a pino-compatible logger {@link runServer} and its callers use. */
+export interface ServerLogger {
+  info(fields: object, message: string): void;
+  error(fields: object, message: string): void;
+}
+
+/** A started server, as {@link runServer} stops it. */
+export interface RunningServer {
+  /** Stops taking work, lets running work finish for the server's grace, drains, closes. */
+  stop(): Promise<void>;
+}
+
+/** What {@link runServer} needs. */
+export interface RunServerOptions<
+  S extends z.ZodType,
+  L extends ServerLogger,
+  R extends RunningServer,
+> {
+  /** Where the config comes from (see {@link loadServerConfig}). */
+  config: LoadServerConfigOptions<S>;
+  /** The server's root logger, made from the valid config. */
+  logger(config: z.output<S>): L;
+  /** Starts the server (connections are opened here, never before the config is valid). */
+  start(config: z.output<S>, logger: L): Promise<R>;
+  /**
+   * Resolves, with why (e.g. the signal's name), when the server should stop; called once
+   * {@link start} has returned.
+   */
+  untilStop(): Promise<string | undefined>;
+  /**
+   * Called with the started server when {@link start} has returned, before waiting for
+   * {@link untilStop}.
+   */
+  onStarted?(server: R): void;
+  /** Called with why the server stops, just before {@link RunningServer.stop}. */
+  onStopping?(why: string | undefined, logger: L): void;
+}
+
+/**
+ * The life of a server process (`troupe coordinator|node-agent`, the `troupe-coordinator` and
+ * `troupe-node-agent` binaries): loads and validates the config — every problem in one
+ * `INVALID_ARGUMENT` (see {@link loadServerConfig}) before anything is opened —, makes the logger,
+ * starts the server, waits for the stop request (SIGINT/SIGTERM) and stops it.
+ *
+ * @throws what {@link loadServerConfig}, `start` or `stop` throws
+ */
+export async function runServer<
+  S extends z.ZodType,
+  L extends ServerLogger,
+  R extends RunningServer,
+>(options: RunServerOptions<S, L, R>): Promise<void> {
+  const config = loadServerConfig(options.config);
+  const logger = options.logger(config);
+  const server = await options.start(config, logger);
+  options.onStarted?.(server);
+  const why = await options.untilStop();
+  options.onStopping?.(why, logger);
+  await server.stop();
+}
