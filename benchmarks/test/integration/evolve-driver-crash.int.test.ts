@@ -1,7 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { connect, type NatsConnection } from '@nats-io/transport-node';
 import {
   EVOLVE_ISLAND_KIND,
   islandActorId,
@@ -9,16 +8,10 @@ import {
   type JournalRecord,
 } from '@troupe/agents';
 import { registerBuiltinDrivers } from '@troupe/benchmarks';
-import { Coordinator, DriverRegistry, type JobEventRecord } from '@troupe/coordinator';
-import { NodeAgent } from '@troupe/node-agent';
-import {
-  ensureDocker,
-  randomClusterName,
-  startNatsServer,
-  waitFor,
-  type NatsServerHandle,
-} from '@troupe/testkit';
+import { type Coordinator, DriverRegistry, type JobEventRecord } from '@troupe/coordinator';
+import { waitFor } from '@troupe/testkit';
 import { evolveJournalTaskId } from '../../src/evolve';
+import { startTestCluster, type TestCluster } from './test-cluster';
 
 // The evolve driver under the job runtime keeps its search journal in JetStream (the host's
 // connection, no journal configured): kill -9 of the coordinator process running the search in
@@ -32,28 +25,20 @@ const FIXTURES = path.resolve(__dirname, 'evolve-fixtures');
 const SUITE = path.join(FIXTURES, 'quick-suite');
 const builtPackages = existsSync(path.resolve(__dirname, '../../dist/index.js'));
 
-let server: NatsServerHandle;
-let nc: NatsConnection;
-let docker: Awaited<ReturnType<typeof ensureDocker>>;
-
-beforeAll(async () => {
-  docker = await ensureDocker();
-  server = await startNatsServer();
-  nc = await connect(server.connectOptions);
-});
-
-afterAll(async () => {
-  await nc?.close().catch(() => undefined);
-  await server?.stop();
-});
+const builtinDrivers = () => registerBuiltinDrivers(new DriverRegistry());
 
 function hostProcess(
-  cluster: string,
+  tc: TestCluster,
   spec: unknown,
 ): { child: ChildProcess; jobId: Promise<string>; output: string[] } {
   const child = spawn(
     process.execPath,
-    [path.join(FIXTURES, 'coordinator-process.js'), server.url, cluster, JSON.stringify(spec)],
+    [
+      path.join(FIXTURES, 'coordinator-process.js'),
+      tc.server.url,
+      tc.cluster,
+      JSON.stringify(spec),
+    ],
     { stdio: ['ignore', 'pipe', 'pipe'] },
   );
   const output: string[] = [];
@@ -72,13 +57,13 @@ function hostProcess(
 
 /** Counts evaluator runs (execs of the grader) in the cluster's sandboxes, from Docker events. */
 async function countEvaluatorExecs(
-  cluster: string,
+  tc: TestCluster,
 ): Promise<{ count: () => number; stop: () => void }> {
-  const stream = (await docker.getEvents({
+  const stream = (await tc.docker.getEvents({
     filters: JSON.stringify({
       type: ['container'],
       event: ['exec_start'],
-      label: [`troupe.cluster=${cluster}`],
+      label: [`troupe.cluster=${tc.cluster}`],
     }),
   })) as NodeJS.ReadableStream & { destroy?: () => void };
   let count = 0;
@@ -100,16 +85,16 @@ async function countEvaluatorExecs(
 (builtPackages ? test : test.skip)(
   'kill -9 of the host running a search: another host resumes it, the journal continues and no attempt is evaluated twice',
   async () => {
-    const cluster = randomClusterName();
-    const journal = new JetStreamJournalStore({ connection: nc, cluster });
-    const execs = await countEvaluatorExecs(cluster);
-    const agent = await NodeAgent.start({
-      cluster,
-      hostId: `agent-${cluster.slice(-6)}`,
-      nats: { servers: server.url },
-      shutdownGraceMs: 1_000,
+    // No coordinator yet: the killed host (a process) runs the job; one starts in this process
+    // after the kill.
+    const tc = await startTestCluster({
+      coordinator: false,
+      nodeAgent: { shutdownGraceMs: 1_000 },
     });
-    const host = hostProcess(cluster, {
+    const { cluster } = tc;
+    const journal = new JetStreamJournalStore({ connection: tc.nc, cluster });
+    const execs = await countEvaluatorExecs(tc);
+    const host = hostProcess(tc, {
       kind: 'evolve',
       concurrency: 1,
       taskTimeoutMs: 400_000,
@@ -141,20 +126,11 @@ async function countEvaluatorExecs(
 
       // Another host (this process: a coordinator from source with the built-in drivers and no
       // journal configured) takes the job over; its task actor re-executes the attempt.
-      survivor = await Coordinator.start(
-        {
-          cluster,
-          nats: { servers: server.url },
-          heartbeatMs: 250,
-          missedHeartbeats: 4,
-          sweepIntervalMs: 500,
-          leaseMs: 2000,
-          renewMs: 500,
-          metrics: { port: null },
-          shutdownGraceMs: 0,
-        },
-        { drivers: registerBuiltinDrivers(new DriverRegistry()), jobs: { watchdogMs: 1000 } },
-      );
+      survivor = await tc.startCoordinator({
+        drivers: builtinDrivers,
+        config: { leaseMs: 2000, renewMs: 500 },
+        deps: { jobs: { watchdogMs: 1000 } },
+      });
       const jobs = survivor.jobs!;
       const events: JobEventRecord[] = [];
       for await (const e of await jobs.watch(jobId, { signal: AbortSignal.timeout(400_000) })) {
@@ -198,21 +174,14 @@ async function countEvaluatorExecs(
       });
       expect(execs.count()).toBeLessThanOrEqual(nodes.length + final.usage.lostAttempts + tests);
       // The evaluator sandboxes of the killed execution are gone too.
-      await waitFor(
-        async () =>
-          (
-            await docker.listContainers({
-              all: true,
-              filters: { label: [`troupe.cluster=${cluster}`, `troupe.job=${jobId}`] },
-            })
-          ).length === 0,
-        { timeoutMs: 60_000, message: 'sandboxes of both executions removed' },
-      );
+      await waitFor(async () => (await tc.containers([`troupe.job=${jobId}`])).length === 0, {
+        timeoutMs: 60_000,
+        message: 'sandboxes of both executions removed',
+      });
     } finally {
       execs.stop();
       if (host.child.exitCode === null) host.child.kill('SIGKILL');
-      await survivor?.stop().catch(() => undefined);
-      await agent.stop().catch(() => undefined);
+      await tc.stop();
     }
   },
 );
@@ -220,45 +189,24 @@ async function countEvaluatorExecs(
 (builtPackages ? test : test.skip)(
   'kill -9 of a host running island steps: the step fails at islandStepTimeoutMs, its slots are retried with new tries on a live host, nothing is evaluated twice',
   async () => {
-    const cluster = randomClusterName();
-    const journal = new JetStreamJournalStore({ connection: nc, cluster });
-    const execs = await countEvaluatorExecs(cluster);
-    const agent = await NodeAgent.start({
-      cluster,
-      hostId: `agent-${cluster.slice(-6)}`,
-      nats: { servers: server.url },
-      shutdownGraceMs: 1_000,
-    });
     // The task's host: a coordinator in this process (it hosts island actors too).
-    const coordinator = await Coordinator.start(
-      {
-        cluster,
-        nats: { servers: server.url },
-        heartbeatMs: 250,
-        missedHeartbeats: 4,
-        sweepIntervalMs: 500,
-        metrics: { port: null },
-        shutdownGraceMs: 0,
-      },
-      { drivers: registerBuiltinDrivers(new DriverRegistry()) },
-    );
+    const tc = await startTestCluster({
+      coordinator: { drivers: builtinDrivers },
+      nodeAgent: { shutdownGraceMs: 1_000 },
+    });
+    const { cluster, coordinator } = tc;
+    const journal = new JetStreamJournalStore({ connection: tc.nc, cluster });
+    const execs = await countEvaluatorExecs(tc);
     // A host of island actors only (less loaded than the coordinator, so islands go there).
     const islandHostId = `islands-${cluster.slice(-6)}`;
     const islandHost = spawn(
       process.execPath,
-      [path.join(FIXTURES, 'island-host-process.js'), server.url, cluster, islandHostId],
+      [path.join(FIXTURES, 'island-host-process.js'), tc.server.url, cluster, islandHostId],
       { stdio: ['ignore', 'pipe', 'pipe'] },
     );
     const stepTimeoutMs = 15_000;
     try {
-      await waitFor(
-        () => coordinator.registry?.schedulable().some((h) => h.info.hostId === islandHostId),
-        { timeoutMs: 30_000, message: 'island host registered' },
-      );
-      await waitFor(
-        () => coordinator.registry?.schedulable().some((h) => h.info.hostId === agent.hostId),
-        { timeoutMs: 20_000, message: 'node agent registered' },
-      );
+      await tc.waitForHost(islandHostId, 30_000);
       const jobs = coordinator.jobs!;
       const record = await jobs.submit({
         spec: {
@@ -370,8 +318,7 @@ async function countEvaluatorExecs(
     } finally {
       execs.stop();
       if (islandHost.exitCode === null) islandHost.kill('SIGKILL');
-      await coordinator.stop().catch(() => undefined);
-      await agent.stop().catch(() => undefined);
+      await tc.stop();
     }
   },
 );

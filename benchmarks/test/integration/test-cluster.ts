@@ -2,7 +2,13 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import path from 'node:path';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { type AnyActorDefinition } from '@troupe/actors';
-import { type AnyJobDriver, Coordinator, DriverRegistry } from '@troupe/coordinator';
+import {
+  type AnyJobDriver,
+  Coordinator,
+  type CoordinatorDeps,
+  type CoordinatorOptions,
+  DriverRegistry,
+} from '@troupe/coordinator';
 import { NodeAgent } from '@troupe/node-agent';
 import {
   ensureDocker,
@@ -31,25 +37,35 @@ export interface TestClusterParts {
   readonly nc: NatsConnection;
 }
 
+/** A coordinator of a test cluster (see {@link TestCluster.startCoordinator}). */
+export interface TestCoordinatorOptions {
+  /**
+   * Its job drivers, or a function of the cluster's parts giving them (called for this
+   * coordinator alone). @default none
+   */
+  drivers?:
+    | readonly AnyJobDriver[]
+    | ((parts: TestClusterParts) => readonly AnyJobDriver[] | DriverRegistry);
+  /** The actors it hosts instead of its defaults (budget ledger, rate limits). */
+  hosting?: readonly AnyActorDefinition[];
+  /** Its id is `<id>-<last 6 of the cluster name>`. @default the coordinator's default id */
+  id?: string;
+  /** Config on top of the test defaults (fast heartbeats and sweeps, no metrics, no grace). */
+  config?: Partial<CoordinatorOptions>;
+  /** Other dependencies (e.g. `jobs: {watchdogMs}`). */
+  deps?: Omit<CoordinatorDeps, 'drivers' | 'hosting'>;
+}
+
 /** What {@link startTestCluster} starts. */
 export interface TestClusterOptions {
   /** Start nats-server (and what needs it); false starts only the Docker engine. @default true */
   nats?: boolean;
   /**
-   * The coordinator: its job drivers (or a function of the cluster's parts giving them, called
-   * once per coordinator), the actors it hosts instead of its defaults (budget ledger, rate
-   * limits), and `ids` to start one coordinator per id (`<id>-<last 6 of the cluster name>`)
-   * instead of one with the default id; false for none. @default {} (no drivers, default actors)
+   * The coordinator (see {@link TestCoordinatorOptions}), with `ids` to start one coordinator per
+   * id instead of one with the default id; false for none (a test may start one later with
+   * {@link TestCluster.startCoordinator}). @default {} (no drivers, default actors)
    */
-  coordinator?:
-    | false
-    | {
-        drivers?:
-          | readonly AnyJobDriver[]
-          | ((parts: TestClusterParts) => readonly AnyJobDriver[] | DriverRegistry);
-        hosting?: readonly AnyActorDefinition[];
-        ids?: readonly string[];
-      };
+  coordinator?: false | (Omit<TestCoordinatorOptions, 'id'> & { ids?: readonly string[] });
   /**
    * An in-process node agent with these slots (default: the machine's) and shutdown grace; false
    * for none. @default false
@@ -69,8 +85,10 @@ export interface TestCluster {
   readonly nc: NatsConnection;
   /** The (first) coordinator. */
   readonly coordinator: Coordinator;
-  /** Every coordinator, in the order of `coordinator.ids`. */
+  /** Every coordinator, in the order of `coordinator.ids`, then those started later. */
   readonly coordinators: readonly Coordinator[];
+  /** Starts one more coordinator of this cluster; stopped by {@link stop}. */
+  startCoordinator(options?: TestCoordinatorOptions): Promise<Coordinator>;
   /** The in-process node agent. */
   readonly nodeAgent: NodeAgent;
   readonly docker: Docker;
@@ -143,6 +161,30 @@ export async function startTestCluster(options: TestClusterOptions = {}): Promis
       children.push(child);
       return child;
     },
+    async startCoordinator(o = {}) {
+      const parts = { cluster, server: self.server, nc: self.nc };
+      const built = typeof o.drivers === 'function' ? o.drivers(parts) : (o.drivers ?? []);
+      const coordinator = await Coordinator.start(
+        {
+          cluster,
+          ...(o.id !== undefined ? { coordinatorId: `${o.id}-${cluster.slice(-6)}` } : {}),
+          nats: { servers: parts.server.url },
+          heartbeatMs: 250,
+          missedHeartbeats: 4,
+          sweepIntervalMs: 500,
+          metrics: { port: null },
+          shutdownGraceMs: 0,
+          ...o.config,
+        },
+        {
+          ...o.deps,
+          drivers: built instanceof DriverRegistry ? built : registryOf(built),
+          ...(o.hosting ? { hosting: o.hosting } : {}),
+        },
+      );
+      coordinators.push(coordinator);
+      return coordinator;
+    },
     async waitForHost(hostId, timeoutMs = 30_000) {
       need(coordinators[0], 'coordinator');
       await waitFor(
@@ -172,26 +214,10 @@ export async function startTestCluster(options: TestClusterOptions = {}): Promis
 
   try {
     if (server) nc = await connect(server.connectOptions);
-    if (server && nc && options.coordinator !== false) {
-      const { drivers = [], hosting, ids } = options.coordinator ?? {};
+    if (server && options.coordinator !== false) {
+      const { ids, ...coordinator } = options.coordinator ?? {};
       for (const id of ids ?? [undefined]) {
-        const built = typeof drivers === 'function' ? drivers({ cluster, server, nc }) : drivers;
-        const registry = built instanceof DriverRegistry ? built : registryOf(built);
-        coordinators.push(
-          await Coordinator.start(
-            {
-              cluster,
-              ...(id !== undefined ? { coordinatorId: `${id}-${cluster.slice(-6)}` } : {}),
-              nats: { servers: server.url },
-              heartbeatMs: 250,
-              missedHeartbeats: 4,
-              sweepIntervalMs: 500,
-              metrics: { port: null },
-              shutdownGraceMs: 0,
-            },
-            { drivers: registry, ...(hosting ? { hosting } : {}) },
-          ),
-        );
+        await self.startCoordinator({ ...coordinator, ...(id !== undefined ? { id } : {}) });
       }
     }
     if (server && options.nodeAgent) {
