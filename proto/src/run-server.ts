@@ -26,17 +26,14 @@ export interface RunServerOptions<
   /** Starts the server (connections are opened here, never before the config is valid). */
   start(config: z.output<S>, logger: L): Promise<R>;
   /**
-   * Resolves, with why (e.g. the signal's name), when the server should stop; called once
-   * {@link start} has returned.
+   * Aborted when the server should stop (SIGINT/SIGTERM), its reason saying why; once
+   * {@link start} has returned, the server is stopped as soon as it is aborted.
    */
-  untilStop(): Promise<string | undefined>;
-  /**
-   * Called with the started server when {@link start} has returned, before waiting for
-   * {@link untilStop}.
-   */
+  signal: AbortSignal;
+  /** Called with the started server when {@link start} has returned, before waiting. */
   onStarted?(server: R): void;
-  /** Called with why the server stops, just before {@link RunningServer.stop}. */
-  onStopping?(why: string | undefined, logger: L): void;
+  /** Called with the abort reason just before {@link RunningServer.stop}. */
+  onStopping?(reason: unknown, logger: L): void;
 }
 
 /**
@@ -56,7 +53,12 @@ export async function runServer<
   const logger = options.logger(config);
   const server = await options.start(config, logger);
   options.onStarted?.(server);
-  const why = await options.untilStop();
-  options.onStopping?.(why, logger);
+  const { signal } = options;
+  if (!signal.aborted) {
+    await new Promise<void>((resolve) =>
+      signal.addEventListener('abort', () => resolve(), { once: true }),
+    );
+  }
+  options.onStopping?.(signal.reason, logger);
   await server.stop();
 }

@@ -62,6 +62,7 @@ export function serverMain<S extends z.ZodType, L extends ServerLogger, R extend
   }
   let stage: 'config' | 'start' | 'serving' = 'config';
   let logger: L | undefined;
+  const stop = new AbortController();
   runServer({
     config: {
       ...(args.file !== undefined ? { file: args.file } : {}),
@@ -75,14 +76,14 @@ export function serverMain<S extends z.ZodType, L extends ServerLogger, R extend
       return logger;
     },
     start: (config, logger) => options.start(config, logger),
-    onStarted: () => (stage = 'serving'),
-    untilStop: () =>
-      new Promise((resolve) => {
-        // Registered once started (a signal before then ends the process the default way); the
-        // handlers stay, so a second signal while stopping is ignored.
-        proc.on('SIGINT', () => resolve('SIGINT'));
-        proc.on('SIGTERM', () => resolve('SIGTERM'));
-      }),
+    signal: stop.signal,
+    onStarted: () => {
+      stage = 'serving';
+      // Registered once started (a signal before then ends the process the default way); the
+      // handlers stay, so a second signal while stopping is ignored.
+      proc.on('SIGINT', () => stop.abort('SIGINT'));
+      proc.on('SIGTERM', () => stop.abort('SIGTERM'));
+    },
     onStopping: (signal, log) => log.info({ signal }, 'stopping'),
   }).then(
     () => proc.exit(0),

@@ -9,7 +9,6 @@ import { type z } from 'zod';
 import { type CommandContext } from './command-context';
 import { CliError, ExitCode } from './exit-codes';
 import { ReadyFile } from './ready-file';
-import { untilAborted } from './commands/until-aborted';
 
 /** What {@link runServerCommand} needs. */
 export interface ServerCommandOptions<
@@ -65,10 +64,7 @@ export async function runServerCommand<
       },
       start: (config, logger) => options.start(config, logger),
       onStarted: (server) => ready.mark(options.ready(server)),
-      untilStop: async () => {
-        await untilAborted(ctx.signal);
-        return undefined;
-      },
+      signal: ctx.signal,
       onStopping: () => ready.clear(),
     });
   } catch (err) {
