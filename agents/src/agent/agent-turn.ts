@@ -307,19 +307,13 @@ export class AgentTurn {
    */
   async cancel(msg: z.output<typeof CancelMessageSchema>): Promise<void> {
     const run = this.s.run;
-    if (!run) {
-      this.deps.log.info(
-        { session: this.sessionId, runId: msg.runId },
-        'cancel of a session without a run ignored',
-      );
-      return;
-    }
-    if (this.ctx.resumed && run.runId === msg.runId && run.status === 'done') {
+    if (run && this.ctx.resumed && run.runId === msg.runId && run.status === 'done') {
       // A replay after this cancel ended the run: its end is recorded; deliver it again.
       await this.deliverResult(run);
       return;
     }
     this.takeCancel(msg);
+    if (!run) return;
     if (run.status !== 'done' && run.cancelRequested) await this.endCancelled(run);
     else await this.commit();
   }
