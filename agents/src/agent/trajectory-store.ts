@@ -22,6 +22,9 @@ import {
   TrajectoryEventType,
 } from './trajectory-event';
 
+/** How often a run-end wait also reads the session's last stored event. */
+const RUN_END_RECHECK_MS = 10_000;
+
 /** Options of {@link TrajectoryStore}. */
 export interface TrajectoryStoreOptions {
   /** An open NATS connection (not closed by the store). */
@@ -144,45 +147,75 @@ export class TrajectoryStore {
 
   /**
    * Waits for the `run_end` event of `runId` in session `sessionId` (already stored, or to come)
-   * and returns its `data.result`.
+   * and returns its `data.result`. Events arrive over a core subscription (the fast path); the
+   * session's last stored event is also read when the wait starts and every `recheckMs`, so an end
+   * published while this connection was away (a reconnect drops core messages) is still found.
    */
   async waitForRunEnd(
     sessionId: string,
     runId: string,
-    options: { signal?: AbortSignal } = {},
+    options: { signal?: AbortSignal; recheckMs?: number } = {},
   ): Promise<unknown> {
     const jsm = await this.ensure();
     const subject = trajectorySubject(this.cluster, sessionId);
-    const isEnd = (e: TrajectoryEvent | undefined): boolean =>
-      e !== undefined && e.type === TrajectoryEventType.RUN_END && e.runId === runId;
-    // Subscribe first, then look at what is stored, so an end published in between is not missed.
-    const sub = this.nc.subscribe(subject);
-    const onAbort = (): void => sub.unsubscribe();
-    options.signal?.addEventListener('abort', onAbort, { once: true });
-    try {
+    const endOf = (e: unknown): { result: unknown } | undefined => {
+      const parsed = TrajectoryEventSchema.safeParse(e);
+      return parsed.success &&
+        parsed.data.type === TrajectoryEventType.RUN_END &&
+        parsed.data.runId === runId
+        ? { result: parsed.data.data['result'] }
+        : undefined;
+    };
+    const lastStored = async (): Promise<{ result: unknown } | undefined> => {
       try {
         const last = await jsm.streams.getMessage(this.stream.name, { last_by_subj: subject });
-        const parsed = last ? TrajectoryEventSchema.safeParse(last.json()) : undefined;
-        if (parsed?.success && isEnd(parsed.data)) return parsed.data.data['result'];
+        return last ? endOf(last.json()) : undefined;
       } catch {
-        // nothing stored yet
+        return undefined; // nothing stored yet, or not reachable now: the next check tries again
       }
-      if (options.signal?.aborted) throw fromAbortSignal(options.signal);
-      for await (const m of sub) {
-        // Every event of the session passes by; only a run end is worth decoding.
-        if (!m.string().includes(`"${TrajectoryEventType.RUN_END}"`)) continue;
-        const parsed = TrajectoryEventSchema.safeParse(m.json());
-        if (parsed.success && isEnd(parsed.data)) return parsed.data.data['result'];
-      }
-      if (options.signal?.aborted) throw fromAbortSignal(options.signal);
-      throw new TroupeError(
-        ErrorCode.UNAVAILABLE,
-        `trajectory subscription of ${sessionId} closed`,
-      );
-    } finally {
-      options.signal?.removeEventListener('abort', onAbort);
-      sub.unsubscribe();
-    }
+    };
+    const { signal } = options;
+    if (signal?.aborted) throw fromAbortSignal(signal);
+    // Subscribe first, then look at what is stored, so an end published in between is not missed.
+    const sub = this.nc.subscribe(subject);
+    return new Promise<unknown>((resolve, reject) => {
+      let settled = false;
+      const finish = (settle: () => void): void => {
+        if (settled) return;
+        settled = true;
+        clearInterval(timer);
+        signal?.removeEventListener('abort', onAbort);
+        sub.unsubscribe();
+        settle();
+      };
+      const check = (): void => {
+        void lastStored().then((end) => end && finish(() => resolve(end.result)));
+      };
+      const onAbort = (): void => finish(() => reject(fromAbortSignal(signal!)));
+      signal?.addEventListener('abort', onAbort, { once: true });
+      const timer = setInterval(check, options.recheckMs ?? RUN_END_RECHECK_MS);
+      timer.unref();
+      check();
+      void (async () => {
+        for await (const m of sub) {
+          // Every event of the session passes by; only a run end is worth decoding.
+          if (!m.string().includes(`"${TrajectoryEventType.RUN_END}"`)) continue;
+          let event: unknown;
+          try {
+            event = m.json();
+          } catch {
+            continue;
+          }
+          const end = endOf(event);
+          if (end) return finish(() => resolve(end.result));
+        }
+        finish(() =>
+          reject(
+            new TroupeError(ErrorCode.UNAVAILABLE, `trajectory subscription of ${sessionId} closed`),
+          ),
+        );
+      })();
+    });
   }
 }
 
