@@ -50,6 +50,7 @@ export {
   type StoredState,
   type StateRecord,
 } from './state-store';
+export { isTransientNatsError } from './internal/nats-errors';
 export {
   LocalPlacer,
   PlacementService,

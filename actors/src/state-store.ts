@@ -45,14 +45,15 @@ export class FencedError extends TroupeError {
 }
 
 /**
- * Thrown (code UNAVAILABLE, retryable) when the state store cannot be reached — NATS down, or a
- * JetStream stream electing a new leader after a server loss. Infrastructure trouble, never the
- * fault of the message being handled: the runtime retries the message without counting an
- * attempt towards its dead letter.
+ * Thrown (code UNAVAILABLE, retryable) when a store an actor depends on — its state, or one of the
+ * actor's own (an agent's trajectory) — cannot be reached: NATS down, or a JetStream stream
+ * electing a new leader after a server loss. Infrastructure trouble, never the fault of the
+ * message being handled: the runtime retries the message without counting an attempt towards its
+ * dead letter, also when a handler throws it (or an error caused by it).
  */
 export class StoreUnavailableError extends TroupeError {
-  constructor(cause: unknown) {
-    super('UNAVAILABLE', 'actor state store unavailable', {
+  constructor(cause: unknown, store = 'actor state store') {
+    super('UNAVAILABLE', `${store} unavailable`, {
       cause,
       details: { storeUnavailable: true },
     });

@@ -1,4 +1,11 @@
-import { type ActorContext, defineActor, isFenced, type Logger, noopLogger } from '@troupe/actors';
+import {
+  type ActorContext,
+  defineActor,
+  isFenced,
+  isStoreUnavailable,
+  type Logger,
+  noopLogger,
+} from '@troupe/actors';
 import { ErrorCode, invalidArgument, toTroupeError } from '@troupe/proto';
 import type { BudgetHook } from '../llm/budget-hook';
 import type { LlmClient } from '../llm/llm-client';
@@ -101,7 +108,9 @@ export function createAgentActor(options: AgentActorOptions) {
       failures.delete(key);
       return { state: t.s };
     } catch (err) {
-      if (ctx.signal.aborted || isFenced(err)) throw err;
+      // A store out of reach (its state, its trajectory) is infrastructure trouble: the runtime
+      // retries the turn without counting an attempt, and so does this count.
+      if (ctx.signal.aborted || isFenced(err) || isStoreUnavailable(err)) throw err;
       const e = toTroupeError(err);
       const attempts = (failures.get(key) ?? 0) + 1;
       failures.delete(key);

@@ -7,7 +7,12 @@ import {
   type JetStreamManager,
 } from '@nats-io/jetstream';
 import { type NatsConnection } from '@nats-io/transport-node';
-import { LazyStream, type Logger } from '@troupe/actors';
+import {
+  isTransientNatsError,
+  LazyStream,
+  type Logger,
+  StoreUnavailableError,
+} from '@troupe/actors';
 import {
   ErrorCode,
   fromAbortSignal,
@@ -84,6 +89,11 @@ export class TrajectoryStore {
         },
       );
     } catch (err) {
+      // Not reachable now (a stream electing a leader): the agent turn is retried without
+      // counting an attempt; anything else fails the turn.
+      if (isTransientNatsError(err)) {
+        throw new StoreUnavailableError(err, `trajectory store of ${event.sessionId}`);
+      }
       throw new TroupeError(
         ErrorCode.UNAVAILABLE,
         `cannot append to the trajectory of ${event.sessionId}`,
@@ -211,7 +221,10 @@ export class TrajectoryStore {
         }
         finish(() =>
           reject(
-            new TroupeError(ErrorCode.UNAVAILABLE, `trajectory subscription of ${sessionId} closed`),
+            new TroupeError(
+              ErrorCode.UNAVAILABLE,
+              `trajectory subscription of ${sessionId} closed`,
+            ),
           ),
         );
       })();
