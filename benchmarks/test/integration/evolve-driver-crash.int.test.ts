@@ -11,7 +11,7 @@ import { registerBuiltinDrivers } from '@troupe/benchmarks';
 import { type Coordinator, DriverRegistry, type JobEventRecord } from '@troupe/coordinator';
 import { waitFor } from '@troupe/testkit';
 import { evolveJournalTaskId } from '../../src/evolve';
-import { startTestCluster, type TestCluster } from './test-cluster';
+import { followContainerEvents, startTestCluster, type TestCluster } from './test-cluster';
 
 // The evolve driver under the job runtime keeps its search journal in JetStream (the host's
 // connection, no journal configured): kill -9 of the coordinator process running the search in
@@ -59,27 +59,11 @@ function hostProcess(
 async function countEvaluatorExecs(
   tc: TestCluster,
 ): Promise<{ count: () => number; stop: () => void }> {
-  const stream = (await tc.docker.getEvents({
-    filters: JSON.stringify({
-      type: ['container'],
-      event: ['exec_start'],
-      label: [`troupe.cluster=${tc.cluster}`],
-    }),
-  })) as NodeJS.ReadableStream & { destroy?: () => void };
   let count = 0;
-  let buffered = '';
-  stream.on('data', (chunk: Buffer) => {
-    buffered += chunk.toString();
-    let nl: number;
-    while ((nl = buffered.indexOf('\n')) >= 0) {
-      const line = buffered.slice(0, nl);
-      buffered = buffered.slice(nl + 1);
-      if (!line.trim()) continue;
-      const e = JSON.parse(line) as { Action?: string };
-      if (e.Action?.includes('grader/evaluate.py')) count++;
-    }
+  const stop = await followContainerEvents(tc, ['exec_start'], (e) => {
+    if (e.Action?.includes('grader/evaluate.py')) count++;
   });
-  return { count: () => count, stop: () => stream.destroy?.() };
+  return { count: () => count, stop };
 }
 
 (builtPackages ? test : test.skip)(

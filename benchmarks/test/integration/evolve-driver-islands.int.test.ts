@@ -9,7 +9,7 @@ import { DriverRegistry, type JobEventRecord } from '@troupe/coordinator';
 import { waitFor } from '@troupe/testkit';
 import { registerBuiltinDrivers } from '../../src';
 import { evolveJournalTaskId } from '../../src/evolve';
-import { startTestCluster, type TestCluster } from './test-cluster';
+import { followContainerEvents, startTestCluster, type TestCluster } from './test-cluster';
 
 // The evolve driver's islands are actors: two coordinators (both host the job, task and
 // `evolve-island` kinds, the islands contributed by the driver) and a node agent; the task's
@@ -44,40 +44,21 @@ async function watchEvaluatorExecs(): Promise<{
   started: () => number;
   stop: () => void;
 }> {
-  const stream = (await tc.docker.getEvents({
-    filters: JSON.stringify({
-      type: ['container'],
-      event: ['exec_start', 'exec_die'],
-      label: [`troupe.cluster=${tc.cluster}`],
-    }),
-  })) as NodeJS.ReadableStream & { destroy?: () => void };
   const running = new Set<string>();
   let max = 0;
   let started = 0;
-  let buffered = '';
-  stream.on('data', (chunk: Buffer) => {
-    buffered += chunk.toString();
-    let nl: number;
-    while ((nl = buffered.indexOf('\n')) >= 0) {
-      const line = buffered.slice(0, nl);
-      buffered = buffered.slice(nl + 1);
-      if (!line.trim()) continue;
-      const e = JSON.parse(line) as {
-        Action?: string;
-        Actor?: { Attributes?: Record<string, string> };
-      };
-      const execId = e.Actor?.Attributes?.['execID'];
-      if (!execId) continue;
-      if (e.Action?.startsWith('exec_start') && e.Action.includes('grader/evaluate.py')) {
-        running.add(execId);
-        started++;
-        max = Math.max(max, running.size);
-      } else if (e.Action?.startsWith('exec_die')) {
-        running.delete(execId);
-      }
+  const stop = await followContainerEvents(tc, ['exec_start', 'exec_die'], (e) => {
+    const execId = e.Actor?.Attributes?.['execID'];
+    if (!execId) return;
+    if (e.Action?.startsWith('exec_start') && e.Action.includes('grader/evaluate.py')) {
+      running.add(execId);
+      started++;
+      max = Math.max(max, running.size);
+    } else if (e.Action?.startsWith('exec_die')) {
+      running.delete(execId);
     }
   });
-  return { max: () => max, started: () => started, stop: () => stream.destroy?.() };
+  return { max: () => max, started: () => started, stop };
 }
 
 test('island steps run as evolve-island actors on the coordinators and never exceed the evaluator slots', async () => {
