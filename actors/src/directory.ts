@@ -29,6 +29,12 @@ export const DirectoryEntrySchema = z.object({
   updatedAtMs: z.number(),
   /** Why the actor is STOPPED or was last put to sleep. */
   reason: z.string().optional(),
+  /**
+   * Put to sleep by recovery (its host was lost, or its activation failed or hung), not
+   * passivated: it may have posts nobody will wake it for, so the placement sweep checks it until
+   * it finds none (and clears this) or re-places it.
+   */
+  recover: z.boolean().optional(),
 });
 /** A decoded directory entry. */
 export type DirectoryEntry = z.infer<typeof DirectoryEntrySchema>;

@@ -51,6 +51,7 @@ export {
   type StateRecord,
 } from './state-store';
 export { isTransientNatsError } from './internal/nats-errors';
+export { watchConnectionStatus } from './connection-status';
 export {
   LocalPlacer,
   PlacementService,

@@ -149,6 +149,7 @@ export class PlacementService {
   private sweepTimer?: NodeJS.Timeout;
   private watcherDone?: Promise<void>;
   private closed = false;
+  private sweeping = false;
   private readonly activationTimeoutMs: number;
   private readonly maxAttempts: number;
   private readonly sweepIntervalMs: number;
@@ -272,6 +273,7 @@ export class PlacementService {
           epoch: entry.epoch,
           updatedAtMs: Date.now(),
           reason: alive ? 'activation timed out' : `host ${entry.hostId} lost`,
+          recover: true,
         });
         continue;
       }
@@ -325,6 +327,7 @@ export class PlacementService {
             epoch,
             updatedAtMs: Date.now(),
             reason: `activation failed: ${error.message}`,
+            ...(stop ? {} : { recover: true }),
           });
         }
         if (stop) throw error;
@@ -474,36 +477,69 @@ export class PlacementService {
   // ---- recovery -----------------------------------------------------------------------------
 
   /**
-   * Finds live directory entries whose host is gone, puts them to sleep, and re-activates those
-   * with unprocessed posts. Runs at start and every `sweepIntervalMs`.
+   * Recovers actors of lost hosts. A live directory entry whose host is gone is put to sleep with
+   * `recover` set; an entry with `recover` set (put to sleep here, by a failed activation, or by
+   * another placer before a failover) is re-placed while it has unprocessed posts, and loses the
+   * flag once a check finds none. Nothing else would wake such an actor: the wake-on-post watcher
+   * saw its posts while it was live and only hinted its (lost) host. Runs at start and every
+   * `sweepIntervalMs`; a sweep still running when the next is due makes that one a no-op.
    */
   async sweep(): Promise<void> {
-    if (this.closed) return;
+    if (this.closed || this.sweeping) return;
+    this.sweeping = true;
     try {
       const entries = await this.options.directory.list();
       for (const [key, { entry }] of entries) {
-        if (!isLiveState(entry.state) || !entry.hostId) continue;
-        if (await this.hostAlive(entry.hostId, entry.incarnation)) continue;
+        if (this.closed) return;
+        const lost =
+          isLiveState(entry.state) &&
+          entry.hostId !== undefined &&
+          !(await this.hostAlive(entry.hostId, entry.incarnation));
+        if (!lost && !(entry.state === 'SLEEPING' && entry.recover)) continue;
         const addr = parseActorKey(key);
         if (!addr) continue;
-        if (await this.hasPending(addr)) {
-          await this.activate(addr).catch((err: unknown) =>
-            this.options.log.warn({ err, actor: key }, 'recovery activation failed'),
-          );
-        } else {
-          const current = await this.options.directory.get(addr);
-          if (current.entry.hostId === entry.hostId && isLiveState(current.entry.state)) {
-            await this.options.directory.compareAndSet(addr, current.revision, {
-              state: 'SLEEPING',
-              epoch: current.entry.epoch,
-              updatedAtMs: Date.now(),
-              reason: `host ${entry.hostId} lost`,
-            });
-          }
+        try {
+          await this.recover(addr);
+        } catch (err) {
+          this.options.log.warn({ err, actor: key }, 'recovery activation failed');
         }
       }
     } catch (err) {
       if (!this.closed) this.options.log.warn({ err }, 'recovery sweep failed');
+    } finally {
+      this.sweeping = false;
+    }
+  }
+
+  private async recover(addr: ActorAddress): Promise<void> {
+    if (await this.hasPending(addr)) {
+      // Puts a live entry of a lost host to sleep (with `recover`) before placing it anew.
+      await this.activate(addr);
+      return;
+    }
+    const { entry, revision } = await this.options.directory.get(addr);
+    const lost =
+      isLiveState(entry.state) &&
+      entry.hostId !== undefined &&
+      !(await this.hostAlive(entry.hostId, entry.incarnation));
+    if (lost) {
+      // Nothing pending now, but a replica may lag: keep `recover` so the next sweep looks again.
+      await this.options.directory.compareAndSet(addr, revision, {
+        state: 'SLEEPING',
+        epoch: entry.epoch,
+        updatedAtMs: Date.now(),
+        reason: `host ${entry.hostId ?? '-'} lost`,
+        recover: true,
+      });
+    } else if (entry.state === 'SLEEPING' && entry.recover) {
+      // Nothing pending, checked at least a sweep after it was put to sleep: an ordinary sleeping
+      // actor now. A post from here on wakes it as usual (one racing this write makes its
+      // activation's claim fail and be retried, never lost).
+      await this.options.directory.compareAndSet(addr, revision, {
+        ...entry,
+        recover: undefined,
+        updatedAtMs: Date.now(),
+      });
     }
   }
 

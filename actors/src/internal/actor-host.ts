@@ -12,6 +12,7 @@ import os from 'node:os';
 import { type Msg, type Subscription } from '@nats-io/transport-node';
 import { type JetStreamManager } from '@nats-io/jetstream';
 import { type AnyActorDefinition } from '../actor-definition';
+import { watchConnectionStatus } from '../connection-status';
 import { type Directory } from '../directory';
 import { type HostInfo } from '../host-protocol';
 import { type Logger } from '../logger';
@@ -26,6 +27,14 @@ import {
   HostDeactivateRequestSchema,
 } from './protocol';
 import { type Transport } from './transport';
+
+/**
+ * After the connection comes back, every activation reads its inbox now and again this much later.
+ * Mail hints are core NATS: those sent while the connection was away are lost, and in a cluster
+ * the other servers learn of our resubscribed interest a moment after the reconnect, so a hint
+ * published there just after it can be lost too.
+ */
+const REREAD_AFTER_RECONNECT_MS = 1_000;
 
 /** Options of the host side of an actor system. */
 export interface ActorHostOptions {
@@ -62,6 +71,7 @@ export class ActorHost implements ActivationHost, RegistrarHost {
   private readonly starting = new Map<string, Promise<Activation>>();
   private readonly subs: Subscription[] = [];
   private closing = false;
+  private stopWatch?: () => void;
   activationsStarted = 0;
 
   constructor(private readonly options: ActorHostOptions) {
@@ -132,9 +142,30 @@ export class ActorHost implements ActivationHost, RegistrarHost {
     return this.options.refsFor(sender);
   }
 
+  /**
+   * Tells every live activation to read its inbox, as if hinted: used after a reconnect, when
+   * hints may have been lost.
+   */
+  rereadInboxes(): void {
+    for (const a of this.live.values()) a.mailHinted(undefined);
+  }
+
   /** Starts answering host-control requests. */
   listen(): void {
     const { nc, cluster } = this.transport;
+    this.stopWatch = watchConnectionStatus(
+      nc,
+      (status) => {
+        if (status.type !== 'reconnect' || this.closing) return;
+        this.log.info({ activations: this.live.size }, 'reconnected: rereading inboxes');
+        this.rereadInboxes();
+        setTimeout(() => {
+          if (!this.closing) this.rereadInboxes();
+        }, REREAD_AFTER_RECONNECT_MS).unref();
+      },
+      this.log,
+    );
+
     const on = (verb: Parameters<typeof hostSubject>[2], fn: (msg: Msg) => Promise<unknown>) => {
       this.subs.push(
         nc.subscribe(hostSubject(cluster, this.hostId, verb), {
@@ -242,6 +273,7 @@ export class ActorHost implements ActivationHost, RegistrarHost {
    */
   async shutdown(graceMs: number): Promise<void> {
     this.closing = true;
+    this.stopWatch?.();
     for (const s of this.subs.splice(0)) s.unsubscribe();
     await Promise.allSettled([...this.starting.values()]);
     const all = [...this.live.values()];
