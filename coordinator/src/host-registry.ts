@@ -12,8 +12,9 @@ import {
   type HostInfo,
   HostInfoSchema,
   type Logger,
+  watchConnectionStatus,
 } from '@troupe/actors';
-import { type NatsConnection, type Subscription } from '@nats-io/transport-node';
+import { type NatsConnection, type Status, type Subscription } from '@nats-io/transport-node';
 import { type KV } from '@nats-io/kv';
 import { z } from 'zod';
 
@@ -70,6 +71,9 @@ export class HostRegistry {
   private readonly subs: Subscription[] = [];
   private timer?: NodeJS.Timeout;
   private lastSweepMono = now();
+  /** When our connection went down (monotonic), while it is down. */
+  private disconnectedAtMono?: number;
+  private stopWatch?: () => void;
   readonly heartbeatMs: number;
   readonly deadAfterMs: number;
   private readonly sweepEveryMs: number;
@@ -118,6 +122,11 @@ export class HostRegistry {
     serve('deregister', (b) =>
       this.deregister(parseWith(DeregisterSchema, b, { prefix: 'deregister' })),
     );
+    this.stopWatch = watchConnectionStatus(
+      nc,
+      (status) => this.onConnectionStatus(status),
+      this.options.log,
+    );
     this.lastSweepMono = now();
     this.timer = setInterval(() => this.sweep(), this.sweepEveryMs);
     this.timer.unref();
@@ -125,6 +134,7 @@ export class HostRegistry {
 
   /** Stops answering; the registry's state stays in KV for the next leader. */
   stop(): void {
+    this.stopWatch?.();
     clearInterval(this.timer);
     for (const s of this.subs.splice(0)) s.unsubscribe();
   }
@@ -195,6 +205,8 @@ export class HostRegistry {
    * and declares nobody dead this time; the next sweep judges with the heartbeats read meanwhile.
    */
   private sweep(): void {
+    // While our connection is down we hear no host at all: judge nobody (see onConnectionStatus).
+    if (this.disconnectedAtMono !== undefined) return;
     const t = now();
     const lateMs = t - this.lastSweepMono - this.sweepEveryMs;
     this.lastSweepMono = t;
@@ -207,6 +219,22 @@ export class HostRegistry {
       if (record.state !== 'DEAD' && t - record.seenAtMono > this.deadAfterMs) {
         this.markDead(record, `no heartbeat for ${this.deadAfterMs} ms`);
       }
+    }
+  }
+
+  /**
+   * Time our own connection to NATS was down is not held against hosts either: their heartbeats
+   * went to a server we were not on. While it is down nobody is declared dead; when it is back,
+   * every host's last-seen time moves forward by the outage (as for a stall, see {@link sweep}).
+   */
+  private onConnectionStatus(status: Status): void {
+    if (status.type === 'disconnect') {
+      this.disconnectedAtMono ??= now();
+    } else if (status.type === 'reconnect' && this.disconnectedAtMono !== undefined) {
+      const outageMs = now() - this.disconnectedAtMono;
+      this.disconnectedAtMono = undefined;
+      for (const record of this.hosts.values()) record.seenAtMono += outageMs;
+      this.options.log.warn({ outageMs: Math.round(outageMs) }, 'coordinator reconnected to NATS');
     }
   }
 
