@@ -7,7 +7,9 @@ import { ActorSystem } from '@troupe/actors';
 import {
   ensureDocker,
   FakeOpenAI,
+  type NatsClusterHandle,
   randomClusterName,
+  startNatsCluster,
   startNatsServer,
   waitFor,
   type NatsServerHandle,
@@ -96,7 +98,10 @@ export function registryFor(fake: FakeOpenAI) {
 
 /** A running test cluster. */
 export interface AgentCluster {
+  /** The NATS server (the first of {@link nats} when the cluster runs on three). */
   server: NatsServerHandle;
+  /** The three-server JetStream cluster, when started with `natsCluster` (replicas 3). */
+  nats?: NatsClusterHandle;
   cluster: string;
   fake: FakeOpenAI;
   /** A client-only actor system (hosts nothing). */
@@ -113,9 +118,16 @@ export interface AgentCluster {
 }
 
 /** Starts NATS, FakeOpenAI, a coordinator, optionally a node agent, and agent host `h1`. */
-export async function startAgentCluster(options: { docker: boolean }): Promise<AgentCluster> {
+export async function startAgentCluster(options: {
+  docker: boolean;
+  /** Run on a three-server JetStream cluster, every stream with 3 replicas. @default false */
+  natsCluster?: boolean;
+}): Promise<AgentCluster> {
   if (options.docker) await ensureDocker();
-  const server = await startNatsServer();
+  const nats = options.natsCluster ? await startNatsCluster({ size: 3 }) : undefined;
+  const server = nats ? nats.servers[0]! : await startNatsServer();
+  const urls = nats ? nats.urls : [server.url];
+  const replicas = nats ? { TROUPE_REPLICAS: '3' } : {};
   const fake = await FakeOpenAI.start();
   const cluster = randomClusterName();
   const configFile = path.join(os.tmpdir(), `troupe-agent-coord-${process.pid}-${cluster}.yaml`);
@@ -123,8 +135,9 @@ export async function startAgentCluster(options: { docker: boolean }): Promise<A
   const children: Child[] = [];
   const coordinator = spawnNode(COORDINATOR_MAIN, ['--config', configFile], {
     TROUPE_CLUSTER: cluster,
-    TROUPE_NATS_URL: server.url,
+    TROUPE_NATS_URL: urls.join(','),
     TROUPE_METRICS_PORT: 'off',
+    ...replicas,
     TROUPE_LOG_LEVEL: 'info',
   });
   children.push(coordinator);
@@ -132,7 +145,7 @@ export async function startAgentCluster(options: { docker: boolean }): Promise<A
   if (options.docker) {
     const nodeAgent = spawnNode(NODE_AGENT_MAIN, [], {
       TROUPE_CLUSTER: cluster,
-      TROUPE_NATS_URL: server.url,
+      TROUPE_NATS_URL: urls.join(','),
       TROUPE_HOST_ID: `node-${cluster}`,
       TROUPE_BACKEND: 'docker',
       TROUPE_SLOTS: 'sandbox=4,evaluator=0',
@@ -141,17 +154,16 @@ export async function startAgentCluster(options: { docker: boolean }): Promise<A
     children.push(nodeAgent);
     await nodeAgent.waitForLine((l) => l.includes('node agent started'), 60_000);
   }
-  const nc = await connect({ servers: server.url });
+  const nc = await connect({ servers: urls });
   const client = await ActorSystem.start({ cluster, connection: nc });
-  const trajectories = new TrajectoryStore({ connection: nc, cluster });
+  const trajectories = new TrajectoryStore({ connection: nc, cluster, replicas: nats ? 3 : 1 });
   const hosts = new Map<string, Child>();
   const startHost = async (hostId: string): Promise<Child> => {
-    const host = spawnNode(AGENT_HOST, [
-      server.url,
-      cluster,
-      hostId,
-      JSON.stringify(registryFor(fake)),
-    ]);
+    const host = spawnNode(
+      AGENT_HOST,
+      [urls.join(','), cluster, hostId, JSON.stringify(registryFor(fake))],
+      replicas,
+    );
     children.push(host);
     hosts.set(hostId, host);
     await host.waitForLine((l) => l === 'READY');
@@ -160,6 +172,7 @@ export async function startAgentCluster(options: { docker: boolean }): Promise<A
   const sandbox = (id: string) => client.refOf({ kind: 'sandbox', id });
   return {
     server,
+    ...(nats ? { nats } : {}),
     cluster,
     fake,
     client,
@@ -187,7 +200,7 @@ export async function startAgentCluster(options: { docker: boolean }): Promise<A
       await Promise.all(children.map((c) => c.kill('SIGTERM')));
       await nc.close().catch(() => undefined);
       await fake.close();
-      await server.stop();
+      await (nats ?? server).stop();
       rmSync(configFile, { force: true });
     },
   };

@@ -9,13 +9,15 @@ const { LlmClient, ModelRegistry, TrajectoryStore, createAgentActor } = require(
 const { BudgetLedger, LedgerBudgetHook } = require('@troupe/coordinator');
 
 const [servers, cluster, hostId, registryJson] = process.argv.slice(2);
+// Replicas of what this host creates first (TROUPE_REPLICAS, as the servers read it).
+const replicas = Number(process.env.TROUPE_REPLICAS || 1);
 
 async function main() {
-  const nc = await connect({ servers });
+  const nc = await connect({ servers: servers.split(',') });
   const registry = new ModelRegistry(JSON.parse(registryJson));
   // Fast retries: the 429-storm test scripts several 429s in a row.
   const llm = new LlmClient({ registry, retry: { initialBackoffMs: 20, maxBackoffMs: 200 } });
-  const trajectories = new TrajectoryStore({ connection: nc, cluster });
+  const trajectories = new TrajectoryStore({ connection: nc, cluster, replicas });
   const slot = {};
   const budget = {
     reserve: (amount, context) =>
@@ -32,6 +34,7 @@ async function main() {
     hostId,
     hosting: [agent],
     placement: 'none',
+    replicas,
   });
   slot.hook = new LedgerBudgetHook({
     ledger: new BudgetLedger(system),
