@@ -139,7 +139,9 @@ test('an actor with a pending post whose only host was declared dead is re-place
 
     // The host stops mid-turn and is declared dead; no other host can take its actor, so the
     // recovery sweep finds the pending post and cannot place it.
-    await ref.post('slowAppend', { entry: 'slow', ms: 1_000 });
+    // A turn long enough that the host, once resumed, is fenced long before it could commit; its
+    // replay is quick.
+    await ref.post('slowOnce', { entry: 'slow', ms: 30_000 });
     await only.waitForLine((l) => l === 'TURN w1 slow');
     only.child.kill('SIGSTOP');
     await waitFor(() => coordinator.registry!.get('only')!.state === 'DEAD', { timeoutMs: 10_000 });
