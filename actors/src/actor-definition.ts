@@ -1,4 +1,4 @@
-import { validateActorKind } from '@troupe/proto';
+import { type TroupeError, validateActorKind } from '@troupe/proto';
 import { type z } from 'zod';
 import { type ActorContext } from './actor-context';
 
@@ -47,6 +47,18 @@ export interface ActorDefinitionOptions<
   /** Called when an activation is passivated or its host shuts down (not on a crash). */
   onDeactivate?: (ctx: ActorContext<z.output<SS>>, state: z.output<SS>) => Promise<void> | void;
   /**
+   * Called for a posted message whose payload fails validation (or is not JSON), just before it
+   * is dead-lettered: a chance to tell whoever waits for its outcome (an agent records a refused
+   * run's end). A returned state is committed with the inbox cursor. The message is dead-lettered
+   * whatever this does; an error thrown here is logged and ignored, except a store outage or
+   * fencing, which retries the message as for any turn.
+   */
+  onInvalid?: (
+    ctx: ActorContext<z.output<SS>>,
+    invalid: InvalidMessage,
+    state: z.output<SS>,
+  ) => Promise<HandlerResult<z.output<SS>> | void> | HandlerResult<z.output<SS>> | void;
+  /**
    * Passivate after this long without a message.
    * @default 60000
    */
@@ -72,14 +84,27 @@ export interface ActorDefinitionOptions<
   validateCheckpoints?: boolean;
 }
 
+/** A posted message that failed validation (see {@link ActorDefinitionOptions.onInvalid}). */
+export interface InvalidMessage {
+  /** Its message type (from the `Troupe-Type` header). */
+  type: string;
+  /** The decoded payload as sent, unvalidated (untrusted); undefined when it is not JSON. */
+  payload: unknown;
+  /** The validation error, naming the field and the rule (`INVALID_ARGUMENT`). */
+  error: TroupeError;
+}
+
 /** A validated actor definition, as hosted by an {@link ActorSystem}. */
 export interface ActorDefinition<
   SS extends z.ZodType = z.ZodType,
   M extends MessageSchemas = MessageSchemas,
   H extends HandlersFor<z.output<SS>, M> = HandlersFor<z.output<SS>, M>,
-> extends Required<Omit<ActorDefinitionOptions<SS, M, H>, 'onActivate' | 'onDeactivate'>> {
+> extends Required<
+  Omit<ActorDefinitionOptions<SS, M, H>, 'onActivate' | 'onDeactivate' | 'onInvalid'>
+> {
   onActivate?: ActorDefinitionOptions<SS, M, H>['onActivate'];
   onDeactivate?: ActorDefinitionOptions<SS, M, H>['onDeactivate'];
+  onInvalid?: ActorDefinitionOptions<SS, M, H>['onInvalid'];
 }
 
 /** Type-erased definition for runtime code that hosts any kind. */

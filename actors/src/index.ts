@@ -14,6 +14,7 @@ export {
   type HandlersFor,
   type MessageOf,
   type MessageSchemas,
+  type InvalidMessage,
   type MessageTypeOf,
   type ReplyOf,
 } from './actor-definition';

@@ -19,7 +19,11 @@ import {
   type Subscription,
 } from '@nats-io/transport-node';
 import { type JetStreamManager, type StoredMsg } from '@nats-io/jetstream';
-import { type AnyActorDefinition, type HandlerResult } from '../actor-definition';
+import {
+  type AnyActorDefinition,
+  type HandlerResult,
+  type InvalidMessage,
+} from '../actor-definition';
 import { type ActorContext, type InboxMessage, type MessageInfo } from '../actor-context';
 import { type Directory } from '../directory';
 import { type Logger } from '../logger';
@@ -514,11 +518,19 @@ export class Activation {
     const resumed = this.pendingTurn?.seq === stored.seq;
     const drainedFrom = resumed ? (this.pendingTurn?.drainedThrough ?? stored.seq) : stored.seq;
     this.pendingTurn = undefined;
+    let raw: unknown;
     let payload: unknown;
     try {
-      payload = this.validate(info.type, decodeJson(stored.data));
+      raw = decodeJson(stored.data);
+      payload = this.validate(info.type, raw);
     } catch (err) {
-      await this.deadLetter(stored, toTroupeError(err), 1);
+      const error = toTroupeError(err);
+      const state = await this.runOnInvalid(new Turn(this, info, resumed, drainedFrom), {
+        type: info.type,
+        payload: raw,
+        error,
+      });
+      await this.deadLetter(stored, error, 1, state);
       return;
     }
     const turn = new Turn(this, info, resumed, drainedFrom);
@@ -549,7 +561,34 @@ export class Activation {
     }
   }
 
-  private async deadLetter(stored: StoredMsg, error: TroupeError, attempts: number): Promise<void> {
+  /**
+   * The definition's `onInvalid` for a posted message that failed validation; returns the state
+   * to commit with the cursor. Its own failures are logged (the message is dead-lettered anyway),
+   * except a store outage or fencing, which the pump handles as for any turn.
+   */
+  private async runOnInvalid(turn: Turn, invalid: InvalidMessage): Promise<unknown> {
+    const onInvalid = this.def.onInvalid;
+    if (!onInvalid) return this.state;
+    this.inTurn = true;
+    try {
+      const result = await onInvalid(this.contextFor(turn), invalid, this.state);
+      return result?.state !== undefined ? this.validated(result.state) : this.state;
+    } catch (err) {
+      if (isFenced(err) || isStoreUnavailable(err)) throw err;
+      this.log.warn({ err, type: invalid.type }, 'onInvalid failed');
+      return this.state;
+    } finally {
+      this.inTurn = false;
+      turn.close();
+    }
+  }
+
+  private async deadLetter(
+    stored: StoredMsg,
+    error: TroupeError,
+    attempts: number,
+    state: unknown = this.state,
+  ): Promise<void> {
     const h = natsHeaders();
     for (const [k, v] of stored.header ?? []) for (const value of v) h.append(k, value);
     encodeErrorHeaders(error, h);
@@ -562,7 +601,7 @@ export class Activation {
       { headers: h, msgID: `dlq-${stored.seq}` },
     );
     this.log.error({ seq: stored.seq, code: error.code, attempts }, 'message dead-lettered');
-    await this.commitState(this.state, stored.seq);
+    await this.commitState(state, stored.seq);
   }
 
   /** Messages posted after `after`, validated; invalid ones are dead-lettered and skipped. */

@@ -13,6 +13,8 @@ import {
   waitFor,
   type NatsServerHandle,
 } from '@troupe/testkit';
+import { z } from 'zod';
+import { defineActor } from '../../src/actor-definition';
 import { type PostReceipt } from '../../src/actor-ref';
 import { ActorSystem } from '../../src/actor-system';
 import { Counter, Sleepy } from '../fixtures/counter';
@@ -175,4 +177,54 @@ test('idle activations passivate and come back with the same state', async () =>
   expect(system.activationCount).toBe(0);
   expect(await s.ask('add', { by: 1 })).toBe(10);
   expect((await system.directory.get(s.address)).entry.epoch).toBe(2);
+});
+
+const Vetted = defineActor({
+  kind: 'vetted',
+  state: z.object({ total: z.number(), refused: z.array(z.string()) }),
+  initialState: () => ({ total: 0, refused: [] as string[] }),
+  messages: { add: z.object({ by: z.number().int() }) },
+  handlers: { add: (_ctx, msg, state) => ({ state: { ...state, total: state.total + msg.by } }) },
+  onInvalid: (ctx, { type, payload, error }, state) => {
+    if ((payload as { by?: unknown }).by === 'throw') throw new Error('onInvalid failed');
+    const seen = `${type} #${ctx.message.seq} ${JSON.stringify(payload)} ${error.code}: ${error.message}`;
+    return { state: { ...state, refused: [...state.refused, seen] } };
+  },
+});
+
+test('onInvalid sees an invalid post before it is dead-lettered, and its state is committed with the cursor', async () => {
+  const own = await ActorSystem.start({
+    cluster: randomClusterName(),
+    servers: server.url,
+    hosting: [Vetted],
+  });
+  try {
+    const v = own.ref(Vetted, 'v1');
+    const invalid = await v.untyped.post('add', { by: 'x' });
+    const throwing = await v.untyped.post('add', { by: 'throw' });
+    const good = await v.post('add', { by: 3 });
+    await waitFor(async () => (await own.states.read(v.address))?.record.cursor === good.seq, {
+      timeoutMs: 15_000,
+    });
+    const data = (await own.states.read(v.address))!.record.data as z.infer<typeof Vetted.state>;
+    expect(data.total).toBe(3);
+    // One entry: the hook that threw changed nothing, and its message was still dead-lettered.
+    expect(data.refused).toHaveLength(1);
+    expect(data.refused[0]).toMatch(
+      new RegExp(`^add #${invalid.seq} \\{"by":"x"\\} INVALID_ARGUMENT: .*add\\.by`),
+    );
+    const jsm = await jetstreamManager(own.nc);
+    const stream = deadLetterStreamName(own.cluster);
+    await waitFor(async () => (await jsm.streams.info(stream)).state.messages === 2, {
+      timeoutMs: 5_000,
+    });
+    const originals = await Promise.all(
+      [1, 2].map(async (seq) =>
+        Number((await jsm.streams.getMessage(stream, { seq }))!.header.get('Troupe-Original-Seq')),
+      ),
+    );
+    expect(originals.sort((a, b) => a - b)).toEqual([invalid.seq, throwing.seq]);
+  } finally {
+    await own.shutdown({ graceMs: 1_000 });
+  }
 });

@@ -70,7 +70,8 @@ export interface AgentActorOptions {
  * flight), `status` (ask). Runs checkpoint after every tool result, and after a model
  * reply before any tool with an external effect runs (`trackRunning`: a running session refuses
  * `requireIdle` asks with BUSY). A turn that throws on its last attempt ends its run with
- * `INTERNAL_ERROR` instead of being dead-lettered.
+ * `INTERNAL_ERROR` instead of being dead-lettered; a `run` whose payload is invalid is
+ * dead-lettered, with a `run_end` (REJECTED, naming the field) recorded for its id first.
  * @throws TroupeError `INVALID_ARGUMENT` naming `maxAttempts`
  */
 export function createAgentActor(options: AgentActorOptions) {
@@ -148,6 +149,13 @@ export function createAgentActor(options: AgentActorOptions) {
     // validates it at the end of every turn and on load.
     validateCheckpoints: false,
     idleTimeoutMs: options.idleTimeoutMs ?? 60_000,
+    // A `run` with an invalid payload is dead-lettered by the runtime; record its refusal first,
+    // or whoever waits for its `run_end` (waitForRunEnd, a parent agent) waits until its deadline.
+    onInvalid: async (ctx, { type, payload, error }, state) => {
+      if (type !== 'run') return;
+      const t = turn(ctx, state);
+      return (await t.refuseInvalidRun(payload, error)) ? { state: t.s } : undefined;
+    },
     handlers: {
       run: (ctx, msg, state) => guarded(ctx, state, (t) => t.run(msg), msg),
       message: (ctx, msg, state) => guarded(ctx, state, (t) => t.inbound('message', msg)),

@@ -44,6 +44,15 @@ export const RunMessageSchema = z.strictObject({
 /** Payload of `run`. */
 export type RunMessage = z.input<typeof RunMessageSchema>;
 
+/**
+ * What is read from a `run` payload that failed validation: its id and, when valid, where to post
+ * the result — enough to record the run's refusal (unknown and invalid other fields ignored).
+ */
+export const InvalidRunIdentitySchema = z.object({
+  runId: RunIdSchema,
+  replyTo: ReplyToSchema.optional().catch(undefined),
+});
+
 /** `message` (posted): a text for the agent, delivered at its next tool boundary. */
 export const AgentTextMessageSchema = z.strictObject({
   /** Who sent it (a session id, `user`, …). */

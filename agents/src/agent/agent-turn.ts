@@ -30,6 +30,7 @@ import {
   AgentTextMessageSchema,
   CancelMessageSchema,
   type RunMessage,
+  InvalidRunIdentitySchema,
   RunMessageSchema,
   SubagentResultMessageSchema,
 } from './agent-messages';
@@ -410,6 +411,19 @@ export class AgentTurn {
   /** Run id of a subagent call made by tool call `callId`. */
   private subagentRunId(callId: string): string {
     return `${this.sessionId}.${callId}`.replace(/[^A-Za-z0-9_.:-]/g, '_').slice(0, 200);
+  }
+
+  /**
+   * A `run` whose payload failed validation, which the runtime dead-letters: records its refusal
+   * (`run_end` REJECTED with the validation error, and a reply to `replyTo`) when the payload
+   * names a valid run id other than the session's current run, so whoever waits for that run's
+   * end hears why at once instead of at its deadline. False when there is nothing to record.
+   */
+  async refuseInvalidRun(payload: unknown, error: TroupeError): Promise<boolean> {
+    const identity = InvalidRunIdentitySchema.safeParse(payload);
+    if (!identity.success || this.s.run?.runId === identity.data.runId) return false;
+    await this.reject(identity.data, ErrorCode.INVALID_ARGUMENT, error.message);
+    return true;
   }
 
   /** Refuses a run: a `run_end` with REJECTED (or `reason`) for its id, and a reply to its caller. */

@@ -335,6 +335,37 @@ test('REJECTED: a second run while one is in progress (BUSY), an unknown model, 
   expect((await statusOf(unknownModel)).run).toBeUndefined();
 }, 120_000);
 
+test('a run posted with an invalid payload ends REJECTED naming the field, and the session takes the next run', async () => {
+  const sessionId = `invalid-${randomUUID().slice(0, 8)}`;
+  const ref = c.client.refOf({ kind: AGENT_KIND, id: sessionId });
+  // Posted by hand, past the session helpers' own checks: the runtime's validation refuses it.
+  await ref.post('run', {
+    runId: 'bad-1',
+    task: '',
+    template: { name: 'x', instruction: 'Answer.', model: 'fake' },
+  });
+  const refused = (await c.trajectories.waitForRunEnd(sessionId, 'bad-1', {
+    signal: AbortSignal.timeout(30_000),
+  })) as AgentRunResult;
+  expect(refused).toMatchObject({ runId: 'bad-1', stopReason: 'REJECTED', steps: 0 });
+  expect(refused.error).toMatch(/^INVALID_ARGUMENT: .*run\.task.*must not be empty/);
+  // A payload without a usable run id has nobody to tell: dead-lettered, nothing recorded.
+  await ref.post('run', { runId: 'no spaces allowed', task: 'Go.' });
+  c.fake.setHandler(() => ({ content: 'done' }));
+  const next = await runAgentSession({
+    system: c.client,
+    trajectories: c.trajectories,
+    sessionId,
+    runId: 'good-1',
+    template: { name: 'x', instruction: 'Answer.', model: 'fake' },
+    task: 'Go.',
+    signal: AbortSignal.timeout(60_000),
+  });
+  expect(next).toMatchObject({ runId: 'good-1', stopReason: 'NO_TOOL_CALLS' });
+  expect((await runEnds(sessionId)).map((e) => e.runId)).toEqual(['bad-1', 'good-1']);
+  expect(c.fake.chatRequests).toHaveLength(1);
+});
+
 test('a run whose turn fails on every attempt ends with INTERNAL_ERROR instead of being dead-lettered; the waiting parent gets the result', async () => {
   // The child's model reply is larger than NATS's 1 MB payload limit: its trajectory event cannot
   // be written, so the child's turn throws on every attempt.
