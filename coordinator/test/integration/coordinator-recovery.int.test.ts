@@ -1,4 +1,4 @@
-import { ActorSystem, defineActor } from '@troupe/actors';
+import { ActorSystem } from '@troupe/actors';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { inboxStreamName } from '@troupe/proto';
@@ -9,9 +9,8 @@ import {
   startTcpProxy,
   waitFor,
 } from '@troupe/testkit';
-import { z } from 'zod';
 import { Coordinator } from '../../src/coordinator';
-import { type Child, startHost } from './helpers';
+import { type Child, startHost, Tally } from './helpers';
 
 // Recovery of posted messages that no mail hint and no wake-on-post will ever announce again:
 // the hint went to a host that was away, and the watcher had already seen the post.
@@ -22,15 +21,6 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await server.stop();
-});
-
-const Tally = defineActor({
-  kind: 'tally',
-  state: z.object({ entries: z.array(z.string()) }),
-  initialState: () => ({ entries: [] as string[] }),
-  messages: { add: z.object({ entry: z.string() }) },
-  handlers: { add: (_ctx, msg, state) => ({ state: { entries: [...state.entries, msg.entry] } }) },
-  idleTimeoutMs: 600_000,
 });
 
 /** Connection status events of `nc`, as they happen. */

@@ -1,4 +1,4 @@
-import { ActorSystem, defineActor } from '@troupe/actors';
+import { ActorSystem } from '@troupe/actors';
 import { jetstreamManager } from '@nats-io/jetstream';
 import {
   deadLetterStreamName,
@@ -13,18 +13,9 @@ import {
   startNatsCluster,
   waitFor,
 } from '@troupe/testkit';
-import { z } from 'zod';
 import { Coordinator } from '../../src/coordinator';
 import { DriverRegistry } from '../../src/jobs/driver-registry';
-
-const Tally = defineActor({
-  kind: 'tally',
-  state: z.object({ entries: z.array(z.string()) }),
-  initialState: () => ({ entries: [] as string[] }),
-  messages: { add: z.object({ entry: z.string() }) },
-  handlers: { add: (_ctx, msg, state) => ({ state: { entries: [...state.entries, msg.entry] } }) },
-  idleTimeoutMs: 600_000,
-});
+import { Tally } from './helpers';
 
 let nats: NatsClusterHandle;
 beforeAll(async () => {

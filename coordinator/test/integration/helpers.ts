@@ -1,6 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
+import { defineActor } from '@troupe/actors';
 import { waitFor } from '@troupe/testkit';
+import { z } from 'zod';
 
 /** A child process whose stdout lines are collected. */
 export interface Child {
@@ -62,3 +64,13 @@ export async function startHost(
   await host.waitForLine((l) => l === 'READY');
   return host;
 }
+
+/** An in-process actor that appends each posted entry to its state (idle for 10 minutes). */
+export const Tally = defineActor({
+  kind: 'tally',
+  state: z.object({ entries: z.array(z.string()) }),
+  initialState: () => ({ entries: [] as string[] }),
+  messages: { add: z.object({ entry: z.string() }) },
+  handlers: { add: (_ctx, msg, state) => ({ state: { entries: [...state.entries, msg.entry] } }) },
+  idleTimeoutMs: 600_000,
+});
