@@ -512,9 +512,12 @@ export class PlacementService {
   }
 
   private async recover(addr: ActorAddress): Promise<void> {
-    if (await this.hasPending(addr)) {
-      // Puts a live entry of a lost host to sleep (with `recover`) before placing it anew.
-      await this.activate(addr);
+    const pendingSeq = await this.nextPending(addr);
+    if (pendingSeq !== undefined) {
+      // Puts a live entry of a lost host to sleep (with `recover`) before placing it anew. Found
+      // live on a host that is back: hint it, in case the hints for that post were lost.
+      const placed = await this.activate(addr);
+      if (!placed.started) this.hint(addr, pendingSeq);
       return;
     }
     const { entry, revision } = await this.options.directory.get(addr);
@@ -532,8 +535,8 @@ export class PlacementService {
         recover: true,
       });
     } else if (entry.state === 'SLEEPING' && entry.recover) {
-      // Nothing pending, checked at least a sweep after it was put to sleep: an ordinary sleeping
-      // actor now. A post from here on wakes it as usual (one racing this write makes its
+      // Nothing pending (checked by a sweep after the one that flagged it, when a lost host's
+      // entry was flagged with nothing pending): an ordinary sleeping actor now. A post from here on wakes it as usual (one racing this write makes its
       // activation's claim fail and be retried, never lost).
       await this.options.directory.compareAndSet(addr, revision, {
         ...entry,
@@ -543,7 +546,8 @@ export class PlacementService {
     }
   }
 
-  private async hasPending(addr: ActorAddress): Promise<boolean> {
+  /** Inbox sequence of the actor's first unprocessed post, if any. */
+  private async nextPending(addr: ActorAddress): Promise<number | undefined> {
     const state = await this.options.states.read(addr);
     const next = await this.options.jsm.direct.getMessage(
       inboxStreamName(this.options.transport.cluster),
@@ -552,7 +556,7 @@ export class PlacementService {
         seq: (state?.record.cursor ?? 0) + 1,
       },
     );
-    return next !== null;
+    return next?.seq;
   }
 }
 
