@@ -172,7 +172,8 @@ test('an actor with a pending post whose only host was declared dead is re-place
 test("time the coordinator's own connection was down is not held against hosts", async () => {
   const cluster = randomClusterName();
   // The coordinator reaches NATS through a proxy the test cuts for far longer than the death
-  // window (600 ms) but well within the leader lease (5 s); the host's connection stays up.
+  // window (600 ms) but well within its leader lease (30 s here, so that a slow reconnect on a
+  // loaded machine cannot make it step down); the host's connection stays up.
   const proxy = await startTcpProxy({ target: { port: server.port } });
   const coordinator = await Coordinator.start({
     cluster,
@@ -180,6 +181,7 @@ test("time the coordinator's own connection was down is not held against hosts",
     heartbeatMs: 200,
     missedHeartbeats: 3,
     sweepIntervalMs: 500,
+    leaseMs: 30_000,
     metrics: { port: null },
   });
   const host = await ActorSystem.start({
