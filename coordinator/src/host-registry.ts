@@ -205,9 +205,13 @@ export class HostRegistry {
    * and declares nobody dead this time; the next sweep judges with the heartbeats read meanwhile.
    */
   private sweep(): void {
-    // While our connection is down we hear no host at all: judge nobody (see onConnectionStatus).
-    if (this.disconnectedAtMono !== undefined) return;
     const t = now();
+    if (this.disconnectedAtMono !== undefined) {
+      // While our connection is down we hear no host at all: judge nobody (the reconnect shifts
+      // last-seen times by the outage, see onConnectionStatus; this is not a stall as well).
+      this.lastSweepMono = t;
+      return;
+    }
     const lateMs = t - this.lastSweepMono - this.sweepEveryMs;
     this.lastSweepMono = t;
     if (lateMs > this.sweepEveryMs) {
