@@ -25,7 +25,7 @@ import {
   type JetStreamManager,
   type JsMsg,
 } from '@nats-io/jetstream';
-import { type Directory, isLiveState, type VersionedEntry } from './directory';
+import { type Directory, type DirectoryEntry, isLiveState, type VersionedEntry } from './directory';
 import { type Logger } from './logger';
 import { type StateStore } from './state-store';
 import { decodeJson, encodeJson } from './internal/json-codec';
@@ -491,11 +491,8 @@ export class PlacementService {
       const entries = await this.options.directory.list();
       for (const [key, { entry }] of entries) {
         if (this.closed) return;
-        const lost =
-          isLiveState(entry.state) &&
-          entry.hostId !== undefined &&
-          !(await this.hostAlive(entry.hostId, entry.incarnation));
-        if (!lost && !(entry.state === 'SLEEPING' && entry.recover)) continue;
+        const flagged = entry.state === 'SLEEPING' && entry.recover === true;
+        if (!flagged && !(await this.hostLost(entry))) continue;
         const addr = parseActorKey(key);
         if (!addr) continue;
         try {
@@ -521,11 +518,7 @@ export class PlacementService {
       return;
     }
     const { entry, revision } = await this.options.directory.get(addr);
-    const lost =
-      isLiveState(entry.state) &&
-      entry.hostId !== undefined &&
-      !(await this.hostAlive(entry.hostId, entry.incarnation));
-    if (lost) {
+    if (await this.hostLost(entry)) {
       // Nothing pending now, but a replica may lag: keep `recover` so the next sweep looks again.
       await this.options.directory.compareAndSet(addr, revision, {
         state: 'SLEEPING',
@@ -544,6 +537,15 @@ export class PlacementService {
         updatedAtMs: Date.now(),
       });
     }
+  }
+
+  /** Whether `entry` is live on a host (incarnation) that is gone. */
+  private async hostLost(entry: DirectoryEntry): Promise<boolean> {
+    return (
+      isLiveState(entry.state) &&
+      entry.hostId !== undefined &&
+      !(await this.hostAlive(entry.hostId, entry.incarnation))
+    );
   }
 
   /** Inbox sequence of the actor's first unprocessed post, if any. */

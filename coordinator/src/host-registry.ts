@@ -215,7 +215,7 @@ export class HostRegistry {
     const lateMs = t - this.lastSweepMono - this.sweepEveryMs;
     this.lastSweepMono = t;
     if (lateMs > this.sweepEveryMs) {
-      for (const record of this.hosts.values()) record.seenAtMono += lateMs;
+      this.forgiveSilence(lateMs);
       this.options.log.warn({ stalledMs: Math.round(lateMs) }, 'coordinator process stalled');
       return;
     }
@@ -237,9 +237,14 @@ export class HostRegistry {
     } else if (status.type === 'reconnect' && this.disconnectedAtMono !== undefined) {
       const outageMs = now() - this.disconnectedAtMono;
       this.disconnectedAtMono = undefined;
-      for (const record of this.hosts.values()) record.seenAtMono += outageMs;
+      this.forgiveSilence(outageMs);
       this.options.log.warn({ outageMs: Math.round(outageMs) }, 'coordinator reconnected to NATS');
     }
+  }
+
+  /** Moves every host's last-seen time forward by `ms`: time we could not hear them. */
+  private forgiveSilence(ms: number): void {
+    for (const record of this.hosts.values()) record.seenAtMono += ms;
   }
 
   private markDead(record: HostRecord & { seenAtMono: number }, reason: string): void {

@@ -1,4 +1,4 @@
-import { ActorSystem } from '@troupe/actors';
+import { ActorSystem, noopLogger, watchConnectionStatus } from '@troupe/actors';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { inboxStreamName } from '@troupe/proto';
@@ -26,9 +26,7 @@ afterAll(async () => {
 /** Connection status events of `nc`, as they happen. */
 function statusLog(nc: NatsConnection): string[] {
   const events: string[] = [];
-  void (async () => {
-    for await (const s of nc.status()) events.push(s.type);
-  })();
+  watchConnectionStatus(nc, (s) => events.push(s.type), noopLogger);
   return events;
 }
 
