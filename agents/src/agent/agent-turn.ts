@@ -60,8 +60,8 @@ const CONTINUE_PROMPT =
  * One handler turn of an agent session: the run's lifecycle (start, resume, refuse, cancel, end)
  * and its step loop, on a working copy of the state. Its parts: the {@link Checkpointer}
  * (trajectory events and checkpoints), the {@link TurnInbox} (messages taken mid-run), the
- * {@link ContextFitter} (compaction and the state's size), {@link SubagentCalls}, and the tools
- * (`tools/`, one file each).
+ * {@link ContextFitter} (compaction and the state's size), {@link SubagentCalls}, and the
+ * {@link ToolBatch} running the tools (`tools/`, one file each).
  */
 export class AgentTurn {
   /** An end was recorded in the working copy but its commit failed. */

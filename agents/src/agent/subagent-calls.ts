@@ -56,7 +56,7 @@ export class SubagentCalls {
   /**
    * Runs subagent `target` on a request. Sync: waits for the child's result (its stop reason,
    * final text and spend, rolled into the caller's run). Async: returns at once; the result is
-   * posted to the caller's inbox ({@link acceptResult}). A subagent with a call in progress, or
+   * posted to the caller's inbox ({@link acceptSubagentResult}). A subagent with a call in progress, or
    * whose session runs, answers BUSY.
    */
   async call(
