@@ -93,9 +93,10 @@ export class Activation implements TurnRunner {
   private ended = false;
   private stopping = false;
   private idleTimer?: NodeJS.Timeout;
-  private readonly abort = new AbortController();
+  /** Aborted when fenced or when the shutdown grace ends; made on first use (see signal). */
+  private abortController?: AbortController;
   /** Listeners of running turns, told of mail hints (see {@link ActorContext.onMail}). */
-  private readonly mailListeners = new Set<() => void>();
+  private mailListeners?: Set<() => void>;
   private handledAny = false;
   private pumpDone: Promise<void> = Promise.resolve();
 
@@ -118,7 +119,7 @@ export class Activation implements TurnRunner {
           next_by_subj: inboxSubject(cluster, this.address),
           seq: after + 1,
         }),
-      () => this.cell.cursor,
+      this.cell,
     );
     this.posted = new PostedMessages(this, this.inbox, host.transport, def.maxAttempts);
   }
@@ -242,14 +243,27 @@ export class Activation implements TurnRunner {
     this.stopping = true;
     this.clearIdle();
     this.sub?.unsubscribe();
-    this.abort.abort(new TroupeError('CANCELLED', `${this.key} was fenced by a newer activation`));
+    this.abort(new TroupeError('CANCELLED', `${this.key} was fenced by a newer activation`));
     replyAllMoved(this.queue.splice(0), this.key, this.log);
     this.end('fenced');
   }
 
   /** Aborts a running turn (shutdown grace expired). */
   abortTurn(reason: TroupeError): void {
-    this.abort.abort(reason);
+    this.abort(reason);
+  }
+
+  /**
+   * Aborted when the activation is fenced or its host's shutdown grace ends: the parent of every
+   * turn's `ctx.signal`. Made on first use: most activations never need one, and an idle
+   * activation should cost little memory.
+   */
+  get signal(): AbortSignal {
+    return (this.abortController ??= new AbortController()).signal;
+  }
+
+  private abort(reason: TroupeError): void {
+    (this.abortController ??= new AbortController()).abort(reason);
   }
 
   private end(reason: EndReason): void {
@@ -321,7 +335,7 @@ export class Activation implements TurnRunner {
   mailHinted(seq: number | undefined): void {
     if (this.stopping || this.ended) return;
     if (!this.inbox.hinted(seq)) return;
-    for (const listener of this.mailListeners) {
+    for (const listener of this.mailListeners ?? []) {
       try {
         listener();
       } catch (err) {
@@ -334,8 +348,8 @@ export class Activation implements TurnRunner {
   /** Calls `listener` at each mail hint until the returned function is called. */
   addMailListener(listener: () => void): () => void {
     const wrapped = () => listener();
-    this.mailListeners.add(wrapped);
-    return () => this.mailListeners.delete(wrapped);
+    (this.mailListeners ??= new Set()).add(wrapped);
+    return () => this.mailListeners?.delete(wrapped);
   }
 
   private schedule(): void {
@@ -354,7 +368,7 @@ export class Activation implements TurnRunner {
   private async pump(): Promise<void> {
     try {
       // A stop lets the current turn finish, then no new one starts.
-      while (!this.ended && !this.stopping && !this.abort.signal.aborted) {
+      while (!this.ended && !this.stopping && !this.abortController?.signal.aborted) {
         if (this.inbox.wanted) {
           const next = await this.inbox.next();
           if (next) await this.posted.handle(next);
@@ -460,7 +474,7 @@ export class Activation implements TurnRunner {
   }
 
   private contextFor(turn: Turn): ActorContext<unknown> {
-    return new TurnContext(turn, this.abort.signal);
+    return new TurnContext(turn);
   }
 }
 

@@ -47,11 +47,11 @@ export class InboxReader {
 
   /**
    * @param readAfter the stream read
-   * @param cursor the sequence of the last message the activation has applied
+   * @param applied where the activation is: `cursor`, the sequence of the last message applied
    */
   constructor(
     private readonly readAfter: InboxRead,
-    private readonly cursor: () => number,
+    private readonly applied: { readonly cursor: number },
   ) {}
 
   /** True while the inbox should be read before anything else is done. */
@@ -74,7 +74,7 @@ export class InboxReader {
       this.emptyRead = undefined;
     } else {
       if (seq > this.hintedSeq) this.hintedSeq = seq;
-      if (seq <= this.cursor()) return false;
+      if (seq <= this.applied.cursor) return false;
     }
     this.wantedFlag = true;
     this.generation++;
@@ -107,7 +107,7 @@ export class InboxReader {
    * caught up yet — after a pause of 10 ms doubling, {@link MAX_LAGGING_READS} times).
    */
   async next(): Promise<StoredMsg | null> {
-    const cursor = this.cursor();
+    const cursor = this.applied.cursor;
     const prefetched = this.prefetched;
     this.prefetched = undefined;
     const usePrefetched = prefetched !== undefined && prefetched.after === cursor;
@@ -119,7 +119,7 @@ export class InboxReader {
     }
     // A hint that arrived while we looked (or since the prefetch) means: look again.
     if (this.generation !== seen) return null;
-    if (this.hintedSeq > this.cursor() && this.laggingReads < MAX_LAGGING_READS) {
+    if (this.hintedSeq > this.applied.cursor && this.laggingReads < MAX_LAGGING_READS) {
       await new Promise((r) => setTimeout(r, 10 * 2 ** this.laggingReads++).unref());
       return null;
     }

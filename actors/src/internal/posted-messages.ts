@@ -14,8 +14,8 @@ import { Turn, type TurnRunner } from './turn';
  * on. Failures of the runtime's own store are not the message's fault: they count no attempt.
  */
 export class PostedMessages {
-  /** Failed attempts per message (by inbox sequence), for its dead letter. */
-  private readonly failures = new Map<number, number>();
+  /** Failed attempts per message (by inbox sequence), for its dead letter; made on first use. */
+  private failures?: Map<number, number>;
 
   constructor(
     private readonly runner: TurnRunner,
@@ -49,21 +49,21 @@ export class PostedMessages {
       const result = await this.runner.runHandler(turn, payload);
       const next = result?.state !== undefined ? cell.validated(result.state) : cell.state;
       await cell.commit(next, Math.max(stored.seq, turn.drainedThrough));
-      this.failures.delete(stored.seq);
+      this.failures?.delete(stored.seq);
     } catch (err) {
       // The runtime's own store (the commit, or a checkpoint inside the turn) was unreachable:
       // infrastructure trouble, not the message's fault. The pump retries the message after a
       // pause without counting an attempt, so a JetStream leader election dead-letters nothing.
       if (isFenced(err) || isStoreUnavailable(err)) throw err;
-      const attempts = (this.failures.get(stored.seq) ?? 0) + 1;
-      this.failures.set(stored.seq, attempts);
+      const attempts = (this.failures?.get(stored.seq) ?? 0) + 1;
+      (this.failures ??= new Map()).set(stored.seq, attempts);
       const error = toTroupeError(err);
       this.runner.log.warn(
         { err, seq: stored.seq, attempts },
         'handler failed on a posted message',
       );
       if (attempts >= this.maxAttempts || (!error.retryable && error.code === 'INVALID_ARGUMENT')) {
-        this.failures.delete(stored.seq);
+        this.failures?.delete(stored.seq);
         await this.giveUp(stored, error, attempts);
         await cell.commit(cell.state, stored.seq);
       } else {

@@ -10,6 +10,8 @@ export interface TurnOwner {
   readonly address: ActorAddress;
   readonly epoch: number;
   readonly log: Logger;
+  /** Aborted when the activation is fenced or its host shuts down (parent of `ctx.signal`). */
+  readonly signal: AbortSignal;
   /** The actor's state and inbox cursor, committed by checkpoints. */
   readonly cell: StateCell;
   /** Whether checkpoints validate the state. */
@@ -102,10 +104,7 @@ export class TurnContext implements ActorContext<unknown> {
   private signalCache?: AbortSignal;
   private refsCache?: RefFactory;
 
-  constructor(
-    private readonly turn: Turn,
-    private readonly parentSignal: AbortSignal,
-  ) {}
+  constructor(private readonly turn: Turn) {}
 
   get self(): ActorAddress {
     return this.turn.owner.address;
@@ -117,7 +116,7 @@ export class TurnContext implements ActorContext<unknown> {
     return this.turn.owner.log;
   }
   get signal(): AbortSignal {
-    return (this.signalCache ??= this.turn.signal(this.parentSignal));
+    return (this.signalCache ??= this.turn.signal(this.turn.owner.signal));
   }
   get message(): MessageInfo {
     return this.turn.info;

@@ -21,11 +21,12 @@ class FakeInbox {
   };
 }
 
-function setup(cursorAt = 0): { inbox: FakeInbox; reader: InboxReader; cursor: { at: number } } {
+/** A reader over a fake inbox; `applied.cursor` is the activation's cursor (moved by tests). */
+function setup(cursor = 0): { inbox: FakeInbox; reader: InboxReader; applied: { cursor: number } } {
   const inbox = new FakeInbox();
-  const cursor = { at: cursorAt };
-  const reader = new InboxReader(inbox.read, () => cursor.at);
-  return { inbox, reader, cursor };
+  const applied = { cursor };
+  const reader = new InboxReader(inbox.read, applied);
+  return { inbox, reader, applied };
 }
 
 /** Whether `p` settles within `ms` of fake time. */
@@ -50,12 +51,12 @@ afterEach(() => {
 
 describe('InboxReader: next message and hint sequences', () => {
   it('reads the message after the cursor, then concludes the inbox empty', async () => {
-    const { inbox, reader, cursor } = setup(3);
+    const { inbox, reader, applied } = setup(3);
     inbox.seqs.push(2, 3, 7);
     expect(reader.wanted).toBe(true);
     expect((await reader.next())?.seq).toBe(7);
     expect(inbox.reads).toEqual([3]);
-    cursor.at = 7;
+    applied.cursor = 7;
     expect(await reader.next()).toBeNull();
     expect(reader.wanted).toBe(false);
     expect(inbox.reads).toEqual([3, 7]);
@@ -167,7 +168,7 @@ describe('InboxReader: lagging replicas', () => {
   });
 
   it('takes the message once the replica shows it, and starts the next lag from 10 ms', async () => {
-    const { inbox, reader, cursor } = setup(0);
+    const { inbox, reader, applied } = setup(0);
     await reader.next();
     reader.hinted(1);
     await jest.advanceTimersByTimeAsync(0);
@@ -176,7 +177,7 @@ describe('InboxReader: lagging replicas', () => {
     expect(await lagging).toBeNull();
     inbox.seqs.push(1);
     expect((await reader.next())?.seq).toBe(1);
-    cursor.at = 1;
+    applied.cursor = 1;
 
     reader.hinted(2);
     const again = reader.next();
@@ -229,12 +230,12 @@ describe('InboxReader: prefetch', () => {
   });
 
   it('drops the prefetch when the cursor is elsewhere (the state record had one)', async () => {
-    const { inbox, reader, cursor } = setup(6);
+    const { inbox, reader, applied } = setup(6);
     inbox.seqs.push(3, 9);
     reader.prefetch(0, { seq: 3 } as StoredMsg);
     expect((await reader.next())?.seq).toBe(9);
     expect(inbox.reads).toEqual([6]);
-    cursor.at = 0; // even back where the prefetch read: it is used once at most
+    applied.cursor = 0; // even back where the prefetch read: it is used once at most
     expect((await reader.next())?.seq).toBe(3);
     expect(inbox.reads).toEqual([6, 0]);
   });
