@@ -6,7 +6,8 @@ import { TroupeClient } from '@troupe/client';
 import { NodeAgent } from '@troupe/node-agent';
 import { type JobEvent__Output } from '@troupe/proto';
 import { ensureDocker, type NatsServerHandle, randomClusterName, waitFor } from '@troupe/testkit';
-import { startServer, startTestCluster, type TestCluster } from './test-cluster';
+import { type TestCluster } from '@troupe/test-cluster';
+import { startJobApiCluster } from './job-api-cluster';
 
 // Watch reconnection, cancellation and coordinator restarts, against a real coordinator and node
 // agent.
@@ -15,8 +16,8 @@ let server: NatsServerHandle;
 let tc: TestCluster;
 
 beforeAll(async () => {
-  server = await startServer();
-  tc = await startTestCluster(server);
+  tc = await startJobApiCluster();
+  server = tc.server;
 });
 afterAll(async () => {
   await tc?.stop();
@@ -101,7 +102,7 @@ test('cancel stops running tasks, destroys their sandboxes, and ends the job CAN
     tasks: { count: 4, command: 'sleep 300' },
   });
   // Two sandboxes run the job's first two tasks.
-  await waitFor(async () => (await tc.jobContainers(job.jobId)).length === 2, {
+  await waitFor(async () => (await tc.containers([`troupe.job=${job.jobId}`])).length === 2, {
     timeoutMs: 30_000,
     message: 'two running sandboxes',
   });
@@ -112,7 +113,7 @@ test('cancel stops running tasks, destroys their sandboxes, and ends the job CAN
   const events = await drain(client.watch(job.jobId, { signal: AbortSignal.timeout(60_000) }));
   expect(events.some((e) => e.type === 'JOB_CANCEL_REQUESTED')).toBe(true);
   expect(JSON.parse(events.at(-1)!.payloadJson)).toMatchObject({ state: 'CANCELLED' });
-  await waitFor(async () => (await tc.jobContainers(job.jobId)).length === 0, {
+  await waitFor(async () => (await tc.containers([`troupe.job=${job.jobId}`])).length === 0, {
     timeoutMs: 20_000,
     message: 'the job sandboxes destroyed',
   });
@@ -167,7 +168,7 @@ test('a coordinator restarted mid-job resumes it; completed tasks are not run ag
   }
   // Every task was graded exactly once overall.
   expect(events.filter((e) => e.type === 'TASK_GRADED')).toHaveLength(8);
-  await waitFor(async () => (await tc.jobContainers(job.jobId)).length === 0, {
+  await waitFor(async () => (await tc.containers([`troupe.job=${job.jobId}`])).length === 0, {
     timeoutMs: 30_000,
   });
 });
