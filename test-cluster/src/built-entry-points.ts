@@ -8,6 +8,3 @@ export const COORDINATOR_MAIN = path.join(REPO_ROOT, 'coordinator', 'dist', 'mai
 
 /** The built `troupe-node-agent` entry point (kept fresh by the jest global set-up). */
 export const NODE_AGENT_MAIN = path.join(REPO_ROOT, 'node-agent', 'dist', 'main.js');
-
-/** The built `troupe` CLI entry point (kept fresh by the jest global set-up). */
-export const CLIENT_CLI_MAIN = path.join(REPO_ROOT, 'client', 'dist', 'cli', 'main.js');

@@ -6,12 +6,7 @@
  * `TestWorkflowEnvironment`). Also the jest global set-up that rebuilds a stale `dist/` before
  * integration tests spawn it.
  */
-export {
-  CLIENT_CLI_MAIN,
-  COORDINATOR_MAIN,
-  NODE_AGENT_MAIN,
-  REPO_ROOT,
-} from './built-entry-points';
+export { COORDINATOR_MAIN, NODE_AGENT_MAIN } from './built-entry-points';
 export { FAST_COORDINATOR_CONFIG, FAST_NODE_AGENT_CONFIG } from './fast-config';
 export { followContainerEvents, type DockerEvent } from './follow-container-events';
 export { describeStale, stalePackages, type StalePackage } from './stale-build';

@@ -180,12 +180,6 @@ export class TestCluster {
     try {
       if (server) {
         self.connection = await connect({ ...server.connectOptions, servers: self.natsUrls });
-        if (options.actors) {
-          self.actorSystem = await ActorSystem.start({
-            cluster: self.cluster,
-            connection: self.connection,
-          });
-        }
         const coordinator = options.coordinator ?? {};
         if (coordinator !== false && coordinator.process === true) {
           const { process: _process, ...spawnOptions } = coordinator;
@@ -198,6 +192,13 @@ export class TestCluster {
           }
         }
         if (nodeAgent !== false) await self.startNodeAgent(nodeAgent);
+        // Last: the coordinators create the cluster's streams and buckets (with their replicas).
+        if (options.actors) {
+          self.actorSystem = await ActorSystem.start({
+            cluster: self.cluster,
+            connection: self.connection,
+          });
+        }
       }
     } catch (err) {
       await self.stop();
@@ -279,6 +280,14 @@ export class TestCluster {
     const coordinator = await this.createCoordinator(options);
     this.coordinatorList.push(coordinator);
     return coordinator;
+  }
+
+  /** Stops `coordinator` now (rather than in {@link stop}). */
+  async stopCoordinator(coordinator: Coordinator): Promise<void> {
+    const index = this.coordinatorList.indexOf(coordinator);
+    if (index < 0) throw new Error('stopCoordinator: not a coordinator of this test cluster');
+    this.coordinatorList.splice(index, 1);
+    await coordinator.stop();
   }
 
   /**

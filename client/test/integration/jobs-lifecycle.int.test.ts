@@ -3,10 +3,9 @@ import { existsSync } from 'node:fs';
 import { createServer, type Server, type Socket, connect } from 'node:net';
 import * as path from 'node:path';
 import { TroupeClient } from '@troupe/client';
-import { NodeAgent } from '@troupe/node-agent';
 import { type JobEvent__Output } from '@troupe/proto';
 import { ensureDocker, type NatsServerHandle, randomClusterName, waitFor } from '@troupe/testkit';
-import { type TestCluster } from '@troupe/test-cluster';
+import { TestCluster } from '@troupe/test-cluster';
 import { startJobApiCluster } from './job-api-cluster';
 
 // Watch reconnection, cancellation and coordinator restarts, against a real coordinator and node
@@ -205,11 +204,11 @@ async function coordinatorProcess(
     const cluster = randomClusterName();
     const token = 'kill-test-token-0123456789';
     let first = await coordinatorProcess(server.url, cluster, token);
-    const agent = await NodeAgent.start({
+    const nodes = await TestCluster.start({
+      nats: server,
       cluster,
-      hostId: 'kill-agent',
-      nats: { servers: server.url },
-      shutdownGraceMs: 1_000,
+      coordinator: false,
+      nodeAgent: { hostId: 'kill-agent', shutdownGraceMs: 1_000 },
     });
     const clients: TroupeClient[] = [];
     const client = (port: number) => {
@@ -256,7 +255,7 @@ async function coordinatorProcess(
     } finally {
       for (const c of clients) c.close();
       first.child.kill('SIGKILL');
-      await agent.stop();
+      await nodes.stop();
     }
   },
 );

@@ -2,7 +2,6 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { Coordinator, DriverRegistry } from '@troupe/coordinator';
 import { type JobEvent__Output } from '@troupe/proto';
 import { type NatsServerHandle, waitFor } from '@troupe/testkit';
 import { type TestCluster } from '@troupe/test-cluster';
@@ -214,16 +213,11 @@ test('TLS: a coordinator serving the API over TLS answers a client that trusts i
   const tokenFile = path.join(dir, 'token');
   writeFileSync(tokenFile, `${tc.token}\n`);
   // A second (standby) coordinator of the same cluster, serving the API over TLS.
-  const standby = await Coordinator.start(
-    {
-      cluster: tc.cluster,
-      nats: { servers: server.url },
-      metrics: { port: null },
-      shutdownGraceMs: 0,
+  const standby = await tc.startCoordinator({
+    config: {
       grpc: { host: '127.0.0.1', port: 0, tokenFile, tls: { certFile: cert, keyFile: key } },
     },
-    { drivers: new DriverRegistry() },
-  );
+  });
   try {
     const address = `127.0.0.1:${standby.grpcPort}`;
     const secure = tc.client({ address, tls: { ca: readFileSync(cert) } });
@@ -233,6 +227,6 @@ test('TLS: a coordinator serving the API over TLS answers a client that trusts i
     const plaintext = tc.client({ address, retry: { maxAttempts: 1 }, timeoutMs: 3_000 });
     await expect(plaintext.listJobs()).rejects.toMatchObject({ code: 'UNAVAILABLE' });
   } finally {
-    await standby.stop();
+    await tc.stopCoordinator(standby);
   }
 });
