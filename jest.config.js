@@ -24,6 +24,8 @@ module.exports = {
       displayName: 'integration',
       testMatch: ['<rootDir>/*/test/integration/**/*.int.test.ts'],
       setupFilesAfterEnv: ['<rootDir>/jest.integration-setup.js'],
+      // Integration tests spawn dist/main.js: rebuild (incrementally) when dist/ is stale.
+      globalSetup: '<rootDir>/test-cluster/src/jest-global-setup.ts',
     },
   ],
 };
