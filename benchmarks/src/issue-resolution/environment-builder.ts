@@ -72,11 +72,27 @@ export class EnvironmentBuilder {
 
   constructor(private readonly options: EnvironmentBuilderOptions) {}
 
-  /** Ensures the image of `env` with the repository at `workdir` exists; builds it if missing. */
+  /**
+   * Ensures the image of `env` with the repository at `workdir` exists; builds it if missing.
+   * Concurrent calls for one recipe share one build.
+   */
   async ensure(
     env: TaskEnvironment,
     workdir: string,
     options: { signal?: AbortSignal; field?: string } = {},
+  ): Promise<BuiltEnvironment> {
+    const key = JSON.stringify([env, workdir]);
+    const shared = this.pending.get(key);
+    if (shared) return { ...(await shared), built: false };
+    const p = this.doEnsure(env, workdir, options).finally(() => this.pending.delete(key));
+    this.pending.set(key, p);
+    return p;
+  }
+
+  private async doEnsure(
+    env: TaskEnvironment,
+    workdir: string,
+    options: { signal?: AbortSignal; field?: string },
   ): Promise<BuiltEnvironment> {
     const started = Date.now();
     const base = await this.options.images.ensure(env.base, {
@@ -85,14 +101,7 @@ export class EnvironmentBuilder {
     const hash = environmentHash(env, workdir, base.imageId);
     const ref = `${ENVIRONMENT_IMAGE_REPO}:${hash}`;
     if (await this.exists(ref)) return { ref, hash, built: false, ms: Date.now() - started };
-    let p = this.pending.get(ref);
-    if (p === undefined) {
-      p = this.build(env, workdir, base.ref, hash, options.field ?? 'environment', started).finally(
-        () => this.pending.delete(ref),
-      );
-      this.pending.set(ref, p);
-    }
-    return p;
+    return this.build(env, workdir, base.ref, hash, options.field ?? 'environment', started);
   }
 
   private async exists(ref: string): Promise<boolean> {

@@ -200,7 +200,7 @@ export function createIssueResolutionDriver(
     }
     const built = await environments.ensure(task.environment, task.workdir, {
       signal: ctx.signal,
-      field: `task ${ctx.taskId}: environment`,
+      field: 'environment',
     });
     if (built.built) {
       ctx.progress({ message: `${ctx.taskId}: environment ${built.ref} built in ${built.ms} ms` });

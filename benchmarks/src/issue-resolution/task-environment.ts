@@ -8,7 +8,7 @@ import { z } from 'zod';
 export const ENVIRONMENT_RECIPE_FORMAT = 1;
 
 /** Debian packages every environment gets: SWE-bench graders apply patches with git or patch. */
-export const ENVIRONMENT_BASE_PACKAGES = ['git', 'patch', 'ca-certificates'] as const;
+export const ENVIRONMENT_BASE_PACKAGES = ['git', 'patch'] as const;
 
 /** Base images an environment may start from (built offline by `deploy/images/build.sh`). */
 export const ENVIRONMENT_BASES = ['base', 'python', 'python-slim', 'node'] as const;
@@ -62,7 +62,7 @@ export const TaskEnvironmentSchema = z
         error: `must be one of ${ENVIRONMENT_BASES.join(', ')} (an image of deploy/images)`,
       })
       .default('base'),
-    /** Debian packages (`apt-get install`), besides git, patch and ca-certificates. @default [] */
+    /** Debian packages (`apt-get install`), besides git and patch. @default [] */
     apt: packageList(DEBIAN_PACKAGE, 'must be a Debian package name (optionally =version)'),
     /**
      * Python packages from Debian, by their Python name: `pytest` installs `python3-pytest`.
