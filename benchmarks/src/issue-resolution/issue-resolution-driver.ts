@@ -185,20 +185,24 @@ export function createIssueResolutionDriver(
     await sandbox(ctx, resourceId).ask('destroy', {}, { timeoutMs: 30_000, signal });
   };
 
-  let environments = options.environments;
+  // Made on first use, once: concurrent tasks must share the builder (and so its builds).
+  let environments: Promise<EnvironmentBuilder> | undefined = options.environments
+    ? Promise.resolve(options.environments)
+    : undefined;
   /** The image of a task: its environment's (built on first use, then cached) or `image`. */
   const imageOf = async (ctx: TaskContext, task: IssueTaskFile): Promise<string> => {
     if (task.environment === undefined) return `troupe-${task.image}:latest`;
-    if (environments === undefined) {
-      const { default: Docker } = await import('dockerode');
+    environments ??= import('dockerode').then(({ default: Docker }) => {
       const docker = new Docker();
-      environments = new EnvironmentBuilder({
+      return new EnvironmentBuilder({
         docker,
         images: new ImageManager({ docker, logger: ctx.log }),
         logger: ctx.log,
       });
-    }
-    const built = await environments.ensure(task.environment, task.workdir, {
+    });
+    const built = await (
+      await environments
+    ).ensure(task.environment, task.workdir, {
       signal: ctx.signal,
       field: 'environment',
     });
