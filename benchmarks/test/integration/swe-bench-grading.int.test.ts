@@ -40,7 +40,10 @@ beforeAll(async () => {
   const suite = path.join(work, 'suite');
   cpSync(SUITE, suite, { recursive: true });
   const keep = instances().filter((i) => [RESOLVED, REGRESSED, EMPTY].includes(i.instance_id));
-  const missingTestPatch = { ...keep[0]!, instance_id: 'bad-no-test-patch' };
+  const missingTestPatch: Record<string, unknown> = {
+    ...keep[0]!,
+    instance_id: 'bad-no-test-patch',
+  };
   delete missingTestPatch['test_patch'];
   const badList = { ...keep[0]!, instance_id: 'bad-list', FAIL_TO_PASS: '["unterminated' };
   writeFileSync(
