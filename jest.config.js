@@ -12,7 +12,8 @@ const common = {
   transform,
   moduleNameMapper,
   testEnvironment: 'node',
-  modulePathIgnorePatterns: ['<rootDir>/.*/dist/'],
+  // Suites vendor published packages (package.json files that would collide as haste modules).
+  modulePathIgnorePatterns: ['<rootDir>/.*/dist/', '<rootDir>/benchmarks/suites/'],
 };
 
 /** @type {import('jest').Config} */
