@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { type Coordinator, type JobEventRecord } from '@troupe/coordinator';
 import { createIssueResolutionDriver } from '../../src/issue-resolution';
-import { startTestCluster, type TestCluster } from './test-cluster';
+import { TestCluster } from '@troupe/test-cluster';
 
 // SWE-bench grading end to end (real nats-server, coordinator, node agent and Docker): instances
 // of the shipped npm-fixes suite in their task environment, a predictions file graded without an
@@ -66,7 +66,7 @@ beforeAll(async () => {
       .map((p) => JSON.stringify(p))
       .join('\n') + '\n',
   );
-  tc = await startTestCluster({
+  tc = await TestCluster.start({
     coordinator: { drivers: [createIssueResolutionDriver()] },
     nodeAgent: { slots: { sandbox: 4, evaluator: 4 } },
   });
