@@ -1,6 +1,5 @@
 import { z } from 'zod';
-import type { ToolDefinition } from '../llm/chat-message';
-import { MODEL_NAME } from '../llm/model-registry';
+import { type ToolDefinition, MODEL_NAME } from '@troupe/llm';
 import { AGENT_NAME_PATTERN } from './agent-template';
 import { AGENT_TOOL_NAMES, type AgentToolName, AgentToolName as T } from './agent-tool-name';
 

@@ -10,9 +10,7 @@ import {
   toTroupeError,
 } from '@troupe/proto';
 import { type z } from 'zod';
-import type { BudgetHook } from '../llm/budget-hook';
-import type { ChatMessage, ToolCall } from '../llm/chat-message';
-import type { LlmClient } from '../llm/llm-client';
+import type { BudgetHook, ChatMessage, ToolCall, LlmClient } from '@troupe/llm';
 import type { AgentSessionState, AgentRunState, StoredMessage } from './agent-state';
 import { AgentStopReason } from './agent-stop-reason';
 import { type AgentTemplate, holdsTool } from './agent-template';

@@ -3,11 +3,11 @@ import {
   AgentStopReason,
   AgentToolName,
   type AgentTemplateInput,
-  type ModelRegistry,
   startAgentSession,
   TrajectoryStore,
   trajectoryToRecord,
 } from '@troupe/agents';
+import type { ModelRegistry } from '@troupe/llm';
 import { CancelReason, ErrorCode, hasErrorCode, invalidArgument, TroupeError } from '@troupe/proto';
 import {
   type AgentRunContext,
