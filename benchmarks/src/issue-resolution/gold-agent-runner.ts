@@ -1,5 +1,5 @@
 import { invalidArgument, TroupeError } from '@troupe/proto';
-import { type AgentRunner } from './agent-runner';
+import { type TaskAgentRunner } from './task-agent-runner';
 import { applyFilePatch, parsePatch } from './unified-patch';
 
 /**
@@ -8,7 +8,7 @@ import { applyFilePatch, parsePatch } from './unified-patch';
  * to validate tasks and harness as SWE-bench does with gold predictions. A task without a patch,
  * or a patch that does not apply, fails the attempt with `INVALID_ARGUMENT` (not retried).
  */
-export function createGoldAgentRunner(): AgentRunner {
+export function createGoldAgentRunner(): TaskAgentRunner {
   return {
     kind: 'gold',
     validate(agent) {

@@ -78,7 +78,7 @@ export const IssueTaskFileSchema = z
 export type IssueTaskFile = z.output<typeof IssueTaskFileSchema>;
 
 /** Agent kinds the `issue-resolution` driver knows. */
-export const AgentKind = {
+export const TaskAgentKind = {
   /** Applies the task's reference `solution.patch` (validates tasks and harness). */
   GOLD: 'gold',
   /** Changes nothing (every task must fail). */
@@ -86,8 +86,8 @@ export const AgentKind = {
   /** A model-driven agent (`spec.agent` names the model); a seam until it is wired. */
   MODEL: 'model',
 } as const;
-/** One of {@link AgentKind}. */
-export type AgentKind = (typeof AgentKind)[keyof typeof AgentKind];
+/** One of {@link TaskAgentKind}. */
+export type TaskAgentKind = (typeof TaskAgentKind)[keyof typeof TaskAgentKind];
 
 /** `spec.config` of an `issue-resolution` job. */
 export const IssueResolutionConfigSchema = z

@@ -5,23 +5,23 @@ import { type IssueTaskFile } from './issue-task-spec';
 import { type WorkspaceSandbox } from './workspace-sandbox';
 
 /** Why an agent stopped. */
-export type AgentStopReason =
+export type TaskAgentStopReason =
   'finished' | 'idle' | 'max_steps' | 'budget' | 'timeout' | 'cancelled' | 'error';
 
 /** Model usage of one agent run. */
-export interface AgentUsage {
+export interface TaskAgentUsage {
   promptTokens: number;
   completionTokens: number;
 }
 
 /** What an agent run returns (the driver grades the workspace, not this). */
-export interface AgentRunResult {
-  stopReason: AgentStopReason;
+export interface TaskAgentRunResult {
+  stopReason: TaskAgentStopReason;
   /** The agent's last message (for the report). */
   finalText: string;
   /** Steps (model turns, or actions of a scripted agent). */
   steps: number;
-  usage: AgentUsage;
+  usage: TaskAgentUsage;
   costUsd: number;
   /** Model name, when a model worked the task. */
   model?: string;
@@ -30,7 +30,7 @@ export interface AgentRunResult {
 }
 
 /** What an agent run gets. */
-export interface AgentRunContext {
+export interface TaskAgentRunContext {
   jobId: string;
   taskId: string;
   /** The task (instruction, workdir, limits). */
@@ -64,10 +64,10 @@ export interface AgentRunContext {
  * `config.agent.kind`; the driver owns the sandbox, grading and collection, the runner only
  * changes the workspace. Throwing is an infrastructure failure (the task is retried).
  */
-export interface AgentRunner {
+export interface TaskAgentRunner {
   /** The kind users write in `config.agent.kind`. */
   readonly kind: string;
   /** Checks the job's agent settings at submit; throws `INVALID_ARGUMENT` naming the field. */
   validate?(agent: AgentConfig | undefined): void;
-  run(ctx: AgentRunContext): Promise<AgentRunResult>;
+  run(ctx: TaskAgentRunContext): Promise<TaskAgentRunResult>;
 }
