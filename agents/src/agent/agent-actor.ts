@@ -7,8 +7,7 @@ import {
   noopLogger,
 } from '@troupe/actors';
 import { ErrorCode, invalidArgument, toTroupeError } from '@troupe/proto';
-import type { BudgetHook } from '../llm/budget-hook';
-import type { LlmClient } from '../llm/llm-client';
+import type { BudgetHook, LlmClient } from '@troupe/llm';
 import { ActorSandboxPort } from './actor-sandbox-port';
 import { AGENT_KIND, AgentMessages, type RunMessage } from './agent-messages';
 import {
