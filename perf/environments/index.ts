@@ -58,7 +58,10 @@ async function main(): Promise<void> {
       labels: { cluster, host: 'perf', actor: 'environment/perf', job: '' },
     });
     metrics['boot_ms'] = round((nowUs() - t0) / 1000, 1);
-    await env.launch(['xterm', '-T', 'Terminal'], { waitTitle: 'Terminal', timeoutMs: 60_000 });
+    await env.launch(['xterm', '-T', 'Terminal'], {
+      waitTitle: 'Terminal|troupe@',
+      timeoutMs: 120_000,
+    });
     // Warm-up: the first screenshot maps the framebuffer, the first action loads XTEST.
     await env.screenshot();
     await env.act({ action_type: 'MOVE_TO', x: 1, y: 1 });
