@@ -1,8 +1,13 @@
 import { createHash } from 'node:crypto';
 import path from 'node:path';
 import { type UntypedActorRef } from '@troupe/actors';
-import { type JobDriver, type JobSpec, type TaskContext } from '@troupe/coordinator';
-import { EVALUATOR_KIND, SANDBOX_KIND } from '@troupe/node-agent';
+import {
+  jobPayloadPrefix,
+  type JobDriver,
+  type JobSpec,
+  type TaskContext,
+} from '@troupe/coordinator';
+import { ArtifactStore, EVALUATOR_KIND, SANDBOX_KIND } from '@troupe/node-agent';
 import {
   errorCode,
   invalidArgument,
@@ -14,18 +19,21 @@ import {
 import { z } from 'zod';
 import { type AgentRunner, type AgentRunResult } from './agent-runner';
 import { createGoldAgentRunner } from './gold-agent-runner';
-import { loadIssueSuite } from './issue-suite';
+import { loadIssueSuite, loadIssueTask } from './issue-suite';
 import {
   AgentKind,
+  type InvalidIssueTask,
   type IssueResolutionConfig,
   IssueResolutionConfigSchema,
   type IssueTaskInput,
   IssueTaskInputSchema,
   IssueSuiteRefSchema,
+  type StagedIssueTask,
 } from './issue-task-spec';
 import { createNoneAgentRunner } from './none-agent-runner';
 import { ResultStore } from './result-store';
-import { packTar } from './tar-pack';
+import { ensureStaged, readPayloadText, stageIssueTask } from './task-payload';
+import { TreeEntryError } from './task-tree';
 import { WorkspaceSandbox } from './workspace-sandbox';
 
 /** The message a `model` job gets until a model agent runner is registered. */
@@ -106,6 +114,24 @@ export function issueSandboxId(resourceId: string): string {
 /** The evaluator id of grading run `n` of an execution. */
 export function issueEvaluatorId(resourceId: string, n: number): string {
   return `ir-${resourceId}-g${n}`;
+}
+
+/** The error of a task that is invalid (`task <id>: task.yaml <field>: <rule>`, or the file). */
+function invalidTaskError(invalid: InvalidIssueTask): TroupeError {
+  const { taskId, field, rule } = invalid;
+  const isFile = /^(repo|grader)\//.test(field) || field === 'solution.patch';
+  return invalidArgument(`task ${taskId}: ${isFile ? field : `task.yaml ${field}`}`, rule);
+}
+
+/** The cluster's object store, where a task's files are staged. */
+async function payloadStore(nats: TaskContext['nats'], what: string): Promise<ArtifactStore> {
+  if (!nats) {
+    throw new TroupeError('UNAVAILABLE', `${what}: no NATS connection to the object store`);
+  }
+  return ArtifactStore.open(nats.connection, {
+    cluster: nats.cluster,
+    ...(nats.replicas !== undefined ? { replicas: nats.replicas } : {}),
+  });
 }
 
 function tail(text: string, max = TAIL_CHARS): string {
@@ -192,30 +218,40 @@ export function createIssueResolutionDriver(
       const ref = parseWith(IssueSuiteRefSchema, spec.tasks, { prefix: 'spec.tasks' });
       loadIssueSuite(ref.suite, 'spec.tasks', {
         cwd: cwd(),
+        maxTaskMb: config.maxTaskMb,
         ...(ref.include ? { include: ref.include } : {}),
       });
     },
 
-    plan(spec, pctx) {
+    async plan(spec, pctx) {
       const config = configOf(spec);
       const ref = parseWith(IssueSuiteRefSchema, spec.tasks, { prefix: 'spec.tasks' });
       const suite = loadIssueSuite(ref.suite, 'spec.tasks', {
         cwd: cwd(),
+        maxTaskMb: config.maxTaskMb,
         ...(ref.include ? { include: ref.include } : {}),
       });
-      const planned = [
-        ...suite.tasks.map((loaded) => ({
-          id: loaded.task.id,
-          input: { loaded, config } satisfies IssueTaskInput,
-        })),
-        ...suite.invalid.map((invalid) => {
-          pctx.log.warn(
-            { jobId: pctx.jobId, taskId: invalid.taskId, field: invalid.field, rule: invalid.rule },
-            'malformed task: reported, not run',
-          );
-          return { id: invalid.taskId, input: { invalid, config } satisfies IssueTaskInput };
-        }),
-      ];
+      const store = await payloadStore(pctx.nats, 'staging the tasks');
+      const invalid = [...suite.invalid];
+      const planned: { id: string; input: IssueTaskInput }[] = [];
+      for (const loaded of suite.tasks) {
+        try {
+          const staged = await stageIssueTask(store, pctx.payloadPrefix, loaded, pctx.signal);
+          planned.push({ id: loaded.task.id, input: { staged, config } });
+        } catch (err) {
+          // A file that changed or appeared since the folder was read fails that task only.
+          const entry = TreeEntryError.in(err);
+          if (!entry) throw err;
+          invalid.push({ taskId: loaded.task.id, field: entry.field, rule: entry.rule });
+        }
+      }
+      for (const bad of invalid) {
+        pctx.log.warn(
+          { jobId: pctx.jobId, taskId: bad.taskId, field: bad.field, rule: bad.rule },
+          'malformed task: reported, not run',
+        );
+        planned.push({ id: bad.taskId, input: { invalid: bad, config } });
+      }
       // Ids must be unique: a malformed task whose task.yaml repeats a valid task's id keeps
       // its folder name instead.
       const seen = new Set<string>();
@@ -230,14 +266,11 @@ export function createIssueResolutionDriver(
 
     async runTask(ctx, raw) {
       const input = parseWith(IssueTaskInputSchema, raw, { prefix: 'input' });
-      if ('invalid' in input) {
-        const { taskId, field, rule } = input.invalid;
-        throw invalidArgument(`task ${taskId}: task.yaml ${field}`, rule);
-      }
-      const { loaded, config } = input;
+      if ('invalid' in input) throw invalidTaskError(input.invalid);
+      const { staged, config } = input;
       const store = storeOf(config);
       if (store && config.resume) {
-        const stored = store.read(ctx.taskId, loaded.digest, agentKeyOf(ctx.spec, config));
+        const stored = store.read(ctx.taskId, staged.digest, agentKeyOf(ctx.spec, config));
         if (stored) {
           ctx.progress({
             message: `${ctx.taskId}: complete result from job ${stored.jobId}, skipped`,
@@ -263,7 +296,9 @@ export function createIssueResolutionDriver(
         );
       }
       const sb = sandbox(ctx, ctx.resourceId);
-      const { task } = loaded;
+      const { task, payload } = staged;
+      const payloads = await payloadStore(ctx.nats, `task ${ctx.taskId}`);
+      await ensureStaged(payloads, staged, () => restage(ctx, payloads, staged, config));
       const createStarted = Date.now();
       await sb.ask(
         'create',
@@ -273,17 +308,33 @@ export function createIssueResolutionDriver(
             memoryMb: task.limits.memoryMb,
             cpus: task.limits.cpus,
             network: 'none',
-            files: Object.fromEntries(
-              Object.entries(loaded.repo).map(([rel, f]) => [
-                rel,
-                { base64: f.base64, mode: f.mode },
-              ]),
-            ),
           },
           jobId: ctx.jobId,
         },
         { timeoutMs: config.createTimeoutMs, signal: ctx.signal },
       );
+      // The repository goes from the object store straight into the sandbox (any size).
+      const put = z
+        .object({ artifact: z.object({ digest: z.string() }) })
+        .loose()
+        .parse(
+          await sb.ask(
+            'putFiles',
+            { destDir: task.workdir, artifact: payload.repo.object },
+            { timeoutMs: config.createTimeoutMs, signal: ctx.signal },
+          ),
+        );
+      if (put.artifact.digest !== payload.repo.digest) {
+        throw new TroupeError(
+          'UNAVAILABLE',
+          `the repository of ${ctx.taskId} arrived with digest ${put.artifact.digest}, expected ${payload.repo.digest}`,
+          { retryable: true },
+        );
+      }
+      const solutionPatch =
+        payload.solutionPatch !== undefined && config.agent.kind === AgentKind.GOLD
+          ? await readPayloadText(payloads, payload.solutionPatch, ctx.signal)
+          : undefined;
       const sandboxMs = Date.now() - createStarted;
       const agentTimer = new AbortController();
       const timer = setTimeout(
@@ -299,9 +350,7 @@ export function createIssueResolutionDriver(
           jobId: ctx.jobId,
           taskId: ctx.taskId,
           task,
-          ...(loaded.solutionPatch !== undefined && config.agent.kind === AgentKind.GOLD
-            ? { solutionPatch: loaded.solutionPatch }
-            : {}),
+          ...(solutionPatch !== undefined ? { solutionPatch } : {}),
           sandbox: new WorkspaceSandbox(sb, task.workdir),
           sandboxId: issueSandboxId(ctx.resourceId),
           refs: ctx.refs,
@@ -353,17 +402,12 @@ export function createIssueResolutionDriver(
 
     async grade(ctx, raw, run) {
       const input = parseWith(IssueTaskInputSchema, raw, { prefix: 'input' });
-      if ('invalid' in input) {
-        throw invalidArgument(
-          `task ${input.invalid.taskId}: task.yaml ${input.invalid.field}`,
-          input.invalid.rule,
-        );
-      }
-      const { loaded, config } = input;
+      if ('invalid' in input) throw invalidTaskError(input.invalid);
+      const { staged, config } = input;
       const store = storeOf(config);
       const agentKey = agentKeyOf(ctx.spec, config);
       if (run?.resumedFrom !== undefined && store) {
-        const stored = store.read(ctx.taskId, loaded.digest, agentKey);
+        const stored = store.read(ctx.taskId, staged.digest, agentKey);
         if (stored) {
           return {
             ...stored.grade,
@@ -375,19 +419,15 @@ export function createIssueResolutionDriver(
         });
       }
       const gradeStarted = Date.now();
-      const { task } = loaded;
+      const { task, payload } = staged;
       const sb = sandbox(ctx, ctx.resourceId);
       // The workspace as the agent left it (partial work too, after a timeout).
       const workspaceArtifact = await exportWorkspace(ctx, sb, task.workdir);
+      // The grader is kept with the task's artifacts (the staged copy goes with the job).
+      const payloads = await payloadStore(ctx.nats, `task ${ctx.taskId}`);
       const graderArtifact = await ctx.artifacts.put(
         'grader.tar',
-        packTar(
-          Object.entries(loaded.grader).map(([rel, f]) => ({
-            path: rel,
-            data: Buffer.from(f.base64, 'base64'),
-            mode: f.mode,
-          })),
-        ),
+        await payloads.get(payload.grader.object, { signal: ctx.signal }),
         { contentType: 'application/x-tar', signal: ctx.signal },
       );
       const replies: GradeReply[] = [];
@@ -439,7 +479,7 @@ export function createIssueResolutionDriver(
         ...(first.report ? { report: first.report } : {}),
         graderDigest: first.graderDigest,
         workspaceDigest: first.workspaceDigest,
-        taskDigest: loaded.digest,
+        taskDigest: staged.digest,
         agentKind: config.agent.kind,
         ...((run?.model ?? ctx.spec.agent?.model)
           ? { model: run?.model ?? ctx.spec.agent?.model }
@@ -474,7 +514,7 @@ export function createIssueResolutionDriver(
         store.write({
           version: 1,
           taskId: ctx.taskId,
-          taskDigest: loaded.digest,
+          taskDigest: staged.digest,
           agentKey,
           jobId: ctx.jobId,
           finishedUnixMs: Date.now(),
@@ -502,6 +542,7 @@ export function createIssueResolutionDriver(
         const ref = parseWith(IssueSuiteRefSchema, spec.tasks, { prefix: 'spec.tasks' });
         invalidTasks = loadIssueSuite(ref.suite, 'spec.tasks', {
           cwd: cwd(),
+          maxTaskMb: config.maxTaskMb,
           ...(ref.include ? { include: ref.include } : {}),
         }).invalid;
       } catch {
@@ -517,6 +558,19 @@ export function createIssueResolutionDriver(
       };
     },
   };
+
+  /** Stages a task again from its folder (its stored parts were cleaned up: a resumed job). */
+  async function restage(
+    ctx: TaskContext,
+    store: ArtifactStore,
+    staged: StagedIssueTask,
+    config: IssueResolutionConfig,
+  ): Promise<StagedIssueTask> {
+    const loaded = loadIssueTask(staged.dir, { maxTaskMb: config.maxTaskMb });
+    if ('rule' in loaded) throw invalidTaskError(loaded);
+    ctx.log.info({ taskId: ctx.taskId }, 'task files staged again');
+    return stageIssueTask(store, jobPayloadPrefix(ctx.jobId), loaded, ctx.signal);
+  }
 
   async function exportWorkspace(
     ctx: TaskContext,
@@ -543,7 +597,7 @@ export function createIssueResolutionDriver(
     } catch (err) {
       if (errorCode(err) !== 'INVALID_ARGUMENT') throw err;
     }
-    const name = ctx.artifacts.pathOf('workspace.tar');
+    const name = ctx.artifacts.adopt('workspace.tar');
     await sb.ask(
       'exportFiles',
       { srcPath: `${workdir}/.`, artifact: name, meta: { jobId: ctx.jobId, taskId: ctx.taskId } },
