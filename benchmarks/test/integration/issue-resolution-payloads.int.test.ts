@@ -268,7 +268,7 @@ test('every file arrives; outside symlinks and oversized tasks fail alone, by na
   expect(faithful.status).toBe('TASK_PASSED');
   expect(byId.get('escapes')).toMatchObject({ status: 'TASK_ERRORED' });
   expect(byId.get('escapes')!.error).toMatch(
-    /task escapes: repo\/lib\/escape: is a symlink pointing outside repo\/ \(to \.\.\/\.\.\/grader\/run-tests\.sh\)/,
+    /task escapes: repo\/lib\/escape`: is a symlink pointing outside repo\/ \(to \.\.\/\.\.\/grader\/run-tests\.sh\)/,
   );
   expect(byId.get('too-big')).toMatchObject({ status: 'TASK_ERRORED' });
   expect(byId.get('too-big')!.error).toMatch(/more than config\.maxTaskMb \(1 MB\)/);
