@@ -239,10 +239,19 @@ export function createIssueResolutionDriver(
           const staged = await stageIssueTask(store, pctx.payloadPrefix, loaded, pctx.signal);
           planned.push({ id: loaded.task.id, input: { staged, config } });
         } catch (err) {
-          // A file that changed or appeared since the folder was read fails that task only.
+          if (pctx.signal.aborted) throw err;
+          // A file that changed since the folder was read, or a store that refuses the data (full),
+          // fails that task only.
           const entry = TreeEntryError.in(err);
-          if (!entry) throw err;
-          invalid.push({ taskId: loaded.task.id, field: entry.field, rule: entry.rule });
+          invalid.push(
+            entry
+              ? { taskId: loaded.task.id, field: entry.field, rule: entry.rule }
+              : {
+                  taskId: loaded.task.id,
+                  field: 'repo/',
+                  rule: `could not be stored in the object store: ${(err as Error).message}${(err as Error).cause instanceof Error ? ` (${((err as Error).cause as Error).message})` : ''}`,
+                },
+          );
         }
       }
       for (const bad of invalid) {
