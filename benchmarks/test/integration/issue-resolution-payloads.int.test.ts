@@ -186,6 +186,9 @@ test('a 50 MB repository is staged through the object store and resolved by gold
     `50 MB task: job wall ${wallMs} ms, aggregate ${results.aggregate.wallMs} ms\n`,
   );
   const t = byId.get('big-repo')!;
+  process.stderr.write(
+    `50 MB task durations: ${JSON.stringify((t.details as Record<string, unknown>)['durationsMs'])}\n`,
+  );
   expect([t.status, t.error]).toEqual(['TASK_PASSED', '']);
   // Exported through exportFiles (far above the inline limit): still listed.
   const names = t.artifacts.map((a) => a.slice(a.lastIndexOf('/') + 1)).sort();
@@ -328,7 +331,8 @@ test('a task whose task actor never starts times out at taskTimeoutMs', async ()
   expect(events.some((e) => e.type === 'TASK_STARTED' && e.taskId === 'b-never')).toBe(false);
   const waitedMs = ended.timeUnixMs - queued.timeUnixMs;
   expect(waitedMs).toBeGreaterThanOrEqual(taskTimeoutMs);
-  expect(waitedMs).toBeLessThan(taskTimeoutMs + 10_000);
+  // Reminders fire within a second; the margin is for a loaded machine.
+  expect(waitedMs).toBeLessThan(taskTimeoutMs + 30_000);
   const results = await jobs.results(record.jobId);
   const byId = new Map(results.tasks.map((t) => [t.taskId, t]));
   expect(byId.get('a-first')!.status).toBe('TASK_PASSED');
