@@ -1,4 +1,4 @@
-import { type TroupeError, validateActorKind } from '@troupe/proto';
+import { fromZodError, TroupeError, validateActorKind } from '@troupe/proto';
 import { type z } from 'zod';
 import { type ActorContext } from './actor-context';
 
@@ -156,4 +156,22 @@ export function defineActor<
     trackRunning: options.trackRunning ?? false,
     validateCheckpoints: options.validateCheckpoints ?? true,
   };
+}
+
+/**
+ * A message of type `type` checked against the definition's schema for it (the parsed copy), or
+ * INVALID_ARGUMENT naming the type (unknown) or the field and the rule broken.
+ */
+export function parseMessage(def: AnyActorDefinition, type: string, payload: unknown): unknown {
+  const schema = def.messages[type];
+  if (!schema) {
+    const known = Object.keys(def.messages).join(', ');
+    throw new TroupeError(
+      'INVALID_ARGUMENT',
+      `type: '${type}' is not a message of actor kind '${def.kind}' (known: ${known})`,
+    );
+  }
+  const parsed = schema.safeParse(payload);
+  if (!parsed.success) throw fromZodError(parsed.error, { prefix: type });
+  return parsed.data;
 }

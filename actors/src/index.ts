@@ -32,7 +32,7 @@ export {
   type PostReceipt,
 } from './actor-ref';
 export { type RefFactory } from './ref-factory';
-export { Transport, type PlacementHints } from './internal/transport';
+export { type PlacementHints } from './internal/transport';
 export {
   ActivationState,
   Directory,
@@ -61,6 +61,7 @@ export {
   type PlacementRequest,
   type PlacementServiceOptions,
   type PlacementTarget,
+  type PlacementTransport,
 } from './placement-service';
 export { ensureStream, type EnsuredStream, type StreamSpec } from './ensure-stream';
 export { LazyStream, type LazyStreamOptions } from './lazy-stream';

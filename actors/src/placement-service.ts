@@ -17,11 +17,12 @@ import {
   parseActorKey,
   validateAddress,
 } from '@troupe/proto';
-import { type Subscription } from '@nats-io/transport-node';
+import { type NatsConnection, type Subscription } from '@nats-io/transport-node';
 import {
   AckPolicy,
   DeliverPolicy,
   type ConsumerMessages,
+  type JetStreamClient,
   type JetStreamManager,
   type JsMsg,
 } from '@nats-io/jetstream';
@@ -30,7 +31,7 @@ import { type Logger } from './logger';
 import { type StateStore } from './state-store';
 import { decodeJson, encodeJson } from './internal/json-codec';
 import { isNoResponders } from './internal/nats-errors';
-import { NO_RESPONDERS } from './internal/requester';
+import { NO_RESPONDERS, type Requester } from './internal/requester';
 import {
   ActivateRequestSchema,
   type ActivateReply,
@@ -41,7 +42,6 @@ import {
   isRaced,
   MAIL_HINT_TYPE,
 } from './internal/protocol';
-import { type Transport } from './internal/transport';
 
 /** Host refusals (draining, full) tolerated for one activation request before giving up. */
 const MAX_REFUSALS = 10;
@@ -81,9 +81,23 @@ export interface PlacementTarget {
  */
 export type HostSelector = (request: PlacementRequest) => Promise<PlacementTarget>;
 
+/**
+ * What the placement service uses of the connection: an `ActorSystem`'s `transport` is one.
+ */
+export interface PlacementTransport {
+  /** Cluster name: subjects and stream names are built from it. */
+  readonly cluster: string;
+  /** Answers activation requests, pings hosts, publishes mail hints. */
+  readonly nc: Pick<NatsConnection, 'subscribe' | 'request' | 'publish'>;
+  /** Reads the inbox stream through the wake-on-post consumer. */
+  readonly js: Pick<JetStreamClient, 'consumers'>;
+  /** Sends activation requests to hosts ("no responders" is a value there, not an exception). */
+  readonly requester: Pick<Requester, 'request'>;
+}
+
 /** Options of {@link PlacementService}. */
 export interface PlacementServiceOptions {
-  transport: Transport;
+  transport: PlacementTransport;
   jsm: JetStreamManager;
   directory: Directory;
   states: StateStore;

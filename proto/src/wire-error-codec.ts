@@ -9,7 +9,10 @@ import {
 } from './errors';
 import { Header } from './headers';
 import { readProperty } from './internal/cause-chain';
+import { dropTrailingHighSurrogate } from './internal/describe-value';
 import {
+  MAX_GRPC_DETAILS_CHARS,
+  MAX_GRPC_MESSAGE_CHARS,
   MAX_WIRE_DETAILS_CHARS,
   MAX_WIRE_MESSAGE_CHARS,
   toAsciiJson,
@@ -19,8 +22,9 @@ import {
 
 // The one place where errors are converted to and from the wire (STYLE.md "Errors"). Only code,
 // message, retryable and details travel; the cause and the stack stay in the sending process.
-// Messages and details are capped (an 8 KiB message, 16 KiB of details) so an error can never
-// make a reply or a gRPC trailer too large to deliver.
+// Messages and details are capped (on NATS an 8 KiB message and 16 KiB of details; in a gRPC
+// trailer 2 KiB and 4 KiB, under C-core clients' 8 KiB metadata limit) so an error can never make
+// a reply or a trailer too large to deliver.
 
 /** gRPC trailing metadata keys carrying a Troupe error next to the gRPC status. */
 export const GrpcErrorMetadataKey = {
@@ -74,13 +78,41 @@ function encodeHeaderString(text: string): string {
 }
 
 /** Details as ASCII JSON, or undefined when absent, unserialisable or too large to send. */
-function wireDetails(details: Record<string, unknown> | undefined): string | undefined {
+/** Longest string kept inside details that are over their cap (see {@link wireDetails}). */
+const SHRUNK_DETAIL_STRING_CHARS = 200;
+
+/**
+ * Details as ASCII JSON of at most `maxChars`. Over the cap, long strings inside (an offending
+ * value echoed in an issue's rule) are cut first, so `issues`' fields and rules survive; if that
+ * is not enough, only `{truncated, sizeChars}` is sent.
+ */
+function wireDetails(
+  details: Record<string, unknown> | undefined,
+  maxChars: number,
+): string | undefined {
   if (details === undefined) return undefined;
   const json = toAsciiJson(details);
   if (json === undefined) return undefined;
-  return json.length <= MAX_WIRE_DETAILS_CHARS
-    ? json
-    : toAsciiJson({ truncated: true, sizeChars: json.length });
+  if (json.length <= maxChars) return json;
+  const shrunk = toAsciiJson({
+    ...(shrinkStrings(details) as Record<string, unknown>),
+    truncated: true,
+  });
+  if (shrunk !== undefined && shrunk.length <= maxChars) return shrunk;
+  return toAsciiJson({ truncated: true, sizeChars: json.length });
+}
+
+function shrinkStrings(value: unknown): unknown {
+  if (typeof value === 'string') {
+    return value.length <= SHRUNK_DETAIL_STRING_CHARS
+      ? value
+      : `${dropTrailingHighSurrogate(value.slice(0, SHRUNK_DETAIL_STRING_CHARS))}…`;
+  }
+  if (Array.isArray(value)) return value.map(shrinkStrings);
+  if (typeof value === 'object' && value !== null) {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, shrinkStrings(v)]));
+  }
+  return value;
 }
 
 function parseDetails(json: string | undefined): Record<string, unknown> | undefined {
@@ -128,7 +160,7 @@ export function encodeErrorHeaders(err: unknown, into?: MsgHdrs): MsgHdrs {
   const message = truncateEncoded(e.message, MAX_WIRE_MESSAGE_CHARS, encodeHeaderString);
   h.set(Header.ERROR_MESSAGE, encodeHeaderString(message));
   h.set(Header.ERROR_RETRYABLE, String(e.retryable));
-  const details = wireDetails(e.details);
+  const details = wireDetails(e.details, MAX_WIRE_DETAILS_CHARS);
   if (details === undefined) h.delete(Header.ERROR_DETAILS);
   else h.set(Header.ERROR_DETAILS, details);
   return h;
@@ -197,11 +229,11 @@ export function toGrpcServiceError(err: unknown, into?: Metadata): GrpcServiceEr
   const e = toTroupeError(err);
   // grpc-js sends the status message with encodeURI, which throws on lone surrogates; cap the
   // message by its encoded size.
-  const details = truncateEncoded(toWellFormed(e.message), MAX_WIRE_MESSAGE_CHARS, encodeURI);
+  const details = truncateEncoded(toWellFormed(e.message), MAX_GRPC_MESSAGE_CHARS, encodeURI);
   const metadata = into ?? new Metadata();
   metadata.set(GrpcErrorMetadataKey.CODE, e.code);
   metadata.set(GrpcErrorMetadataKey.RETRYABLE, String(e.retryable));
-  const json = wireDetails(e.details);
+  const json = wireDetails(e.details, MAX_GRPC_DETAILS_CHARS);
   if (json === undefined) metadata.remove(GrpcErrorMetadataKey.DETAILS);
   else metadata.set(GrpcErrorMetadataKey.DETAILS, json);
   const grpcError = new Error(details, { cause: e }) as GrpcServiceError;

@@ -72,6 +72,11 @@ export interface ActivationPlacement {
   withAsk?: boolean;
 }
 
+/** A host's refusal because another writer claimed the directory entry first. */
+export function racedError(message: string): TroupeError {
+  return new TroupeError('UNAVAILABLE', message, { details: { raced: true } });
+}
+
 /** True for a host's refusal because another writer claimed the directory entry first. */
 export function isRaced(err: unknown): boolean {
   return err instanceof TroupeError && err.details?.['raced'] === true;

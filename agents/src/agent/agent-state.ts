@@ -1,7 +1,8 @@
+import { ErrorCode, TroupeError } from '@troupe/proto';
 import { z } from 'zod';
 import { AGENT_TOOL_NAMES, type AgentToolName } from './agent-tool-name';
 import { AgentStopReason } from './agent-stop-reason';
-import { AgentTemplateSchema } from './agent-template';
+import { type AgentTemplate, AgentTemplateSchema } from './agent-template';
 
 const ToolCallSchema = z.object({ id: z.string(), name: z.string(), argumentsText: z.string() });
 
@@ -118,4 +119,15 @@ export type AgentSessionState = z.infer<typeof AgentSessionStateSchema>;
 /** State of a session that never ran. */
 export function initialAgentSessionState(): AgentSessionState {
   return { messages: [], eventSeq: 0, subagents: {}, runsDone: 0 };
+}
+
+/** A session with a run: its template and run are set (what a run's loop and its tools see). */
+export type RunningSession = AgentSessionState & { template: AgentTemplate; run: AgentRunState };
+
+/** `s` as a {@link RunningSession}; throws INTERNAL when it has no template or no run. */
+export function runningSession(s: AgentSessionState): RunningSession {
+  if (!s.template || !s.run) {
+    throw new TroupeError(ErrorCode.INTERNAL, 'the session has no run in progress');
+  }
+  return s as RunningSession;
 }

@@ -6,6 +6,11 @@ import { AGENT_TOOL_NAMES, AgentToolName } from './agent-tool-name';
 /** A subagent or template name: `[a-z][a-z0-9_-]{0,31}`. */
 export const AGENT_NAME_PATTERN = /^[a-z][a-z0-9_-]{0,31}$/;
 
+/** A subagent or template name ({@link AGENT_NAME_PATTERN}). */
+export const AgentNameSchema = z
+  .string()
+  .regex(AGENT_NAME_PATTERN, 'must match [a-z][a-z0-9_-]{0,31}');
+
 /** Hard limits of one run; the first one reached stops it with its {@link AgentStopReason}. */
 export const AgentLimitsSchema = z.strictObject({
   /** Model calls per run. @default 50 */
@@ -43,7 +48,7 @@ export type CompactionInput = z.input<typeof CompactionSchema>;
  */
 export const AgentTemplateSchema = z.strictObject({
   /** Role name, `[a-z][a-z0-9_-]{0,31}`. */
-  name: z.string().regex(AGENT_NAME_PATTERN, 'must match [a-z][a-z0-9_-]{0,31}'),
+  name: AgentNameSchema,
   /** System instruction. */
   instruction: z.string().min(1, 'must not be empty').max(200_000),
   /** Registry name of the model. */

@@ -15,11 +15,3 @@ export type AgentToolName = (typeof AgentToolName)[keyof typeof AgentToolName];
 
 /** Every tool name, in a stable order. */
 export const AGENT_TOOL_NAMES: readonly AgentToolName[] = Object.values(AgentToolName);
-
-/** Tools that need a sandbox (`sandboxId` on the run). */
-export const SANDBOX_TOOLS: ReadonlySet<string> = new Set([
-  AgentToolName.RUN_TERMINAL_COMMAND,
-  AgentToolName.VIEW_FILE,
-  AgentToolName.EDIT_FILE,
-  AgentToolName.WRITE_FILE,
-]);

@@ -145,7 +145,7 @@ export function renderHtmlReport(
   const summary = agg
     ? `<table class="sum">
 <tr><th>state</th><td>${esc(r.state)}${job.reason ? ` — ${esc(job.reason)}` : ''}</td></tr>
-<tr><th>tasks</th><td>${agg.total} (passed ${agg.passed}, failed ${agg.failed}, errored ${agg.errored}, timed out ${agg.timedOut}, pending ${agg.pending})</td></tr>
+<tr><th>tasks</th><td>${agg.total} (passed ${agg.passed}, failed ${agg.failed}, errored ${agg.errored}, timed out ${agg.timedOut}, cancelled ${agg.cancelled}, pending ${agg.pending})</td></tr>
 <tr><th>pass rate</th><td>${esc(formatPercent(agg.passRate))}</td></tr>
 <tr><th>cost</th><td>${esc(formatUsd(agg.costUsd))} (${agg.promptTokens + agg.completionTokens} tokens)</td></tr>
 <tr><th>wall time</th><td>${esc(formatDuration(agg.wallMs))}</td></tr>

@@ -27,6 +27,7 @@ export function resultsJson(job: Job__Output, r: JobResults__Output): Record<str
           failed: agg.failed,
           errored: agg.errored,
           timedOut: agg.timedOut,
+          cancelled: agg.cancelled,
           pending: agg.pending,
           ...(agg.passRate !== undefined ? { passRate: agg.passRate } : {}),
           costUsd: agg.costUsd,
@@ -73,7 +74,7 @@ export function resultsTable(job: Job__Output, r: JobResults__Output): string {
   );
   const summary = agg
     ? `total ${agg.total}  passed ${agg.passed}  failed ${agg.failed}  errored ${agg.errored}  ` +
-      `timed out ${agg.timedOut}  pending ${agg.pending}  pass rate ${formatPercent(agg.passRate)}  ` +
+      `timed out ${agg.timedOut}  cancelled ${agg.cancelled}  pending ${agg.pending}  pass rate ${formatPercent(agg.passRate)}  ` +
       `cost ${formatUsd(agg.costUsd)}  wall ${formatDuration(agg.wallMs)}`
     : '';
   return [head, '', table, '', summary].join('\n');

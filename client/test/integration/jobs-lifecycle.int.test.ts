@@ -126,6 +126,9 @@ test('cancel stops running tasks, destroys their sandboxes, and ends the job CAN
     'TASK_CANCELLED',
     'TASK_CANCELLED',
   ]);
+  // The aggregate counts them, on the wire and in the JOB_FINISHED payload alike.
+  expect(results.aggregate?.cancelled).toBe(4);
+  expect(JSON.parse(events.at(-1)!.payloadJson)).toMatchObject({ aggregate: { cancelled: 4 } });
   // Only the two running tasks ever started.
   expect(events.filter((e) => e.type === 'TASK_STARTED')).toHaveLength(2);
 });

@@ -82,6 +82,7 @@ const results: JobResults__Output = {
     failed: 1,
     errored: 0,
     timedOut: 0,
+    cancelled: 0,
     pending: 0,
     passRate: 0.5,
     costUsd: 0,

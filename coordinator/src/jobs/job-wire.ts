@@ -38,6 +38,7 @@ export function toWireAggregate(a: JobAggregateRecord): JobAggregate {
     failed: a.failed,
     errored: a.errored,
     timedOut: a.timedOut,
+    cancelled: a.cancelled,
     pending: a.pending,
     ...(a.passRate !== undefined ? { passRate: a.passRate } : {}),
     costUsd: a.costUsd,

@@ -4,6 +4,15 @@ import { dropTrailingHighSurrogate } from './describe-value';
 export const MAX_WIRE_MESSAGE_CHARS = 8192;
 /** Longest error details JSON put on the wire, in characters. */
 export const MAX_WIRE_DETAILS_CHARS = 16384;
+/**
+ * Longest gRPC status message, in URI-encoded characters. A gRPC error travels in one trailer
+ * (status, message and the Troupe entries), and C-core clients (Python, Go, C++) refuse a
+ * trailer over their 8 KiB default metadata limit with RESOURCE_EXHAUSTED, hiding the real
+ * error; this cap and {@link MAX_GRPC_DETAILS_CHARS} keep the whole trailer near 6.5 KiB.
+ */
+export const MAX_GRPC_MESSAGE_CHARS = 2048;
+/** Longest error details JSON in a gRPC trailer, in characters (see {@link MAX_GRPC_MESSAGE_CHARS}). */
+export const MAX_GRPC_DETAILS_CHARS = 4096;
 
 const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
 const NON_ASCII_OR_DEL = /[\u007f-\uffff]/g;

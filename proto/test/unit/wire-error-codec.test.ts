@@ -170,7 +170,17 @@ describe('NATS headers', () => {
     const got = decodeErrorHeaders(h)!;
     expect(got.message.endsWith('…')).toBe(true);
     expect(got.message.startsWith('日日日')).toBe(true);
-    expect(got.details).toEqual({ truncated: true, sizeChars: 100_011 });
+    // Long strings are cut first, so the keys a client acts on survive.
+    expect(got.details).toEqual({ blob: `${'x'.repeat(200)}…`, truncated: true });
+  });
+
+  it('sends only the size when cutting long strings is not enough', () => {
+    const many = new TroupeError('INVALID_ARGUMENT', 'm', {
+      details: { issues: Array.from({ length: 5_000 }, (_, i) => ({ field: `f${i}`, rule: 'r' })) },
+    });
+    const got = decodeErrorHeaders(encodeErrorHeaders(many))!;
+    expect(got.details).toEqual({ truncated: true, sizeChars: expect.any(Number) as number });
+    expect((got.details as { sizeChars: number }).sizeChars).toBeGreaterThan(16_384);
   });
 
   it('drops details that cannot be serialised', () => {
@@ -321,7 +331,7 @@ describe('gRPC status', () => {
 
   it('caps the status message by its URI-encoded size', () => {
     const e = toGrpcServiceError(new TroupeError('INVALID_ARGUMENT', '日'.repeat(50_000)));
-    expect(encodeURI(e.details).length).toBeLessThanOrEqual(8192);
+    expect(encodeURI(e.details).length).toBeLessThanOrEqual(2048);
     expect(e.details.endsWith('…')).toBe(true);
     expect(() =>
       encodeURI(toGrpcServiceError(new TroupeError('BUSY', 'a\ud800b')).details),

@@ -11,7 +11,7 @@ export interface Job {
    */
   'name'?: (string);
   /**
-   * Job kind from the spec (for example "issue-resolution", "evolution").
+   * Job kind from the spec (for example "issue-resolution", "evolve").
    */
   'kind'?: (string);
   'state'?: (_troupe_v1_JobState);
@@ -48,7 +48,7 @@ export interface Job__Output {
    */
   'name': (string);
   /**
-   * Job kind from the spec (for example "issue-resolution", "evolution").
+   * Job kind from the spec (for example "issue-resolution", "evolve").
    */
   'kind': (string);
   'state': (_troupe_v1_JobState__Output);

@@ -33,6 +33,10 @@ export interface JobAggregate {
    * Benchmark-specific aggregate metrics as a JSON object; empty if none.
    */
   'extraJson'?: (string);
+  /**
+   * Tasks cancelled with their job (TASK_CANCELLED).
+   */
+  'cancelled'?: (number);
   '_passRate'?: "passRate";
 }
 
@@ -67,5 +71,9 @@ export interface JobAggregate__Output {
    * Benchmark-specific aggregate metrics as a JSON object; empty if none.
    */
   'extraJson': (string);
+  /**
+   * Tasks cancelled with their job (TASK_CANCELLED).
+   */
+  'cancelled': (number);
   '_passRate'?: "passRate";
 }

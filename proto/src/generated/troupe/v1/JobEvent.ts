@@ -22,7 +22,8 @@ export interface JobEvent {
    */
   'taskId'?: (string);
   /**
-   * Type-specific data as a JSON object; empty when there is none.
+   * Type-specific data as a JSON object (keys per type above, camelCase);
+   * empty when there is none.
    */
   'payloadJson'?: (string);
   /**
@@ -50,7 +51,8 @@ export interface JobEvent__Output {
    */
   'taskId': (string);
   /**
-   * Type-specific data as a JSON object; empty when there is none.
+   * Type-specific data as a JSON object (keys per type above, camelCase);
+   * empty when there is none.
    */
   'payloadJson': (string);
   /**

@@ -6,49 +6,54 @@
 export const JobEventType = {
   JOB_EVENT_TYPE_UNSPECIFIED: 'JOB_EVENT_TYPE_UNSPECIFIED',
   /**
-   * The job was accepted and persisted.
+   * The job was accepted and persisted. payload: {"kind", "name"}.
    */
   JOB_QUEUED: 'JOB_QUEUED',
   /**
-   * The job actor started fanning tasks out.
+   * The job actor started fanning tasks out. payload: {"total", "concurrency"}.
    */
   JOB_STARTED: 'JOB_STARTED',
   /**
-   * The job actor resumed after a coordinator restart or a resubmission.
+   * The job actor resumed after a coordinator restart or a resubmission
+   * (`resume_job_id`). payload: {"rerun", "total"}.
    */
   JOB_RESUMED: 'JOB_RESUMED',
   /**
-   * Cancellation was requested; JOB_FINISHED follows.
+   * Cancellation was requested; JOB_FINISHED follows. payload: {"reason"}.
    */
   JOB_CANCEL_REQUESTED: 'JOB_CANCEL_REQUESTED',
   /**
-   * A task waits for capacity.
+   * An attempt was dispatched to its task actor. payload: {"attempt"}.
    */
   TASK_QUEUED: 'TASK_QUEUED',
   /**
-   * A task attempt started (payload: attempt, host).
+   * A task attempt started. payload: {"attempt", "host", "execution"}.
    */
   TASK_STARTED: 'TASK_STARTED',
   /**
-   * Progress inside a task (payload: step, tokens, cost so far).
+   * Progress inside a task. payload: {"step", "tokens", "costUsd"} (so far),
+   * plus driver-specific keys.
    */
   TASK_PROGRESS: 'TASK_PROGRESS',
   /**
-   * A task was graded (payload: status, score).
+   * A task was graded. payload: {"status" (TASK_PASSED, TASK_FAILED or
+   * TASK_TIMED_OUT), "score", "attempt", "durationMs"}.
    */
   TASK_GRADED: 'TASK_GRADED',
   /**
-   * A task attempt failed on infrastructure and will be retried (payload:
-   * attempt, error). Graded failures are never retried.
+   * A task attempt failed on infrastructure and will be retried. payload:
+   * {"attempt", "nextAttempt", "retryAtMs", "error"}. Graded failures are
+   * never retried.
    */
   TASK_RETRY: 'TASK_RETRY',
   /**
-   * A task reached a final status without a grade (errored, timed out,
-   * cancelled); payload: status, error.
+   * A task reached a final status without a grade (errored, cancelled).
+   * payload: {"status", "error"}.
    */
   TASK_FINISHED: 'TASK_FINISHED',
   /**
-   * Budget update for the job scope (payload: spent/reserved/limit USD).
+   * Budget update for the job scope. payload: {"spentUsd", "tokens",
+   * "limitUsd", "limitTokens"}.
    */
   BUDGET: 'BUDGET',
   /**
@@ -56,7 +61,9 @@ export const JobEventType = {
    */
   LOG: 'LOG',
   /**
-   * The job reached a final state (payload: state, aggregate). Always the
+   * The job reached a final state. payload: {"state", "reason", "aggregate"}
+   * with the aggregate's counts (total, passed, failed, errored, timedOut,
+   * cancelled, pending), passRate, costUsd, tokens and wallMs. Always the
    * last event of a job.
    */
   JOB_FINISHED: 'JOB_FINISHED',
@@ -69,59 +76,64 @@ export type JobEventType =
   | 'JOB_EVENT_TYPE_UNSPECIFIED'
   | 0
   /**
-   * The job was accepted and persisted.
+   * The job was accepted and persisted. payload: {"kind", "name"}.
    */
   | 'JOB_QUEUED'
   | 1
   /**
-   * The job actor started fanning tasks out.
+   * The job actor started fanning tasks out. payload: {"total", "concurrency"}.
    */
   | 'JOB_STARTED'
   | 2
   /**
-   * The job actor resumed after a coordinator restart or a resubmission.
+   * The job actor resumed after a coordinator restart or a resubmission
+   * (`resume_job_id`). payload: {"rerun", "total"}.
    */
   | 'JOB_RESUMED'
   | 3
   /**
-   * Cancellation was requested; JOB_FINISHED follows.
+   * Cancellation was requested; JOB_FINISHED follows. payload: {"reason"}.
    */
   | 'JOB_CANCEL_REQUESTED'
   | 4
   /**
-   * A task waits for capacity.
+   * An attempt was dispatched to its task actor. payload: {"attempt"}.
    */
   | 'TASK_QUEUED'
   | 5
   /**
-   * A task attempt started (payload: attempt, host).
+   * A task attempt started. payload: {"attempt", "host", "execution"}.
    */
   | 'TASK_STARTED'
   | 6
   /**
-   * Progress inside a task (payload: step, tokens, cost so far).
+   * Progress inside a task. payload: {"step", "tokens", "costUsd"} (so far),
+   * plus driver-specific keys.
    */
   | 'TASK_PROGRESS'
   | 7
   /**
-   * A task was graded (payload: status, score).
+   * A task was graded. payload: {"status" (TASK_PASSED, TASK_FAILED or
+   * TASK_TIMED_OUT), "score", "attempt", "durationMs"}.
    */
   | 'TASK_GRADED'
   | 8
   /**
-   * A task attempt failed on infrastructure and will be retried (payload:
-   * attempt, error). Graded failures are never retried.
+   * A task attempt failed on infrastructure and will be retried. payload:
+   * {"attempt", "nextAttempt", "retryAtMs", "error"}. Graded failures are
+   * never retried.
    */
   | 'TASK_RETRY'
   | 9
   /**
-   * A task reached a final status without a grade (errored, timed out,
-   * cancelled); payload: status, error.
+   * A task reached a final status without a grade (errored, cancelled).
+   * payload: {"status", "error"}.
    */
   | 'TASK_FINISHED'
   | 10
   /**
-   * Budget update for the job scope (payload: spent/reserved/limit USD).
+   * Budget update for the job scope. payload: {"spentUsd", "tokens",
+   * "limitUsd", "limitTokens"}.
    */
   | 'BUDGET'
   | 11
@@ -131,7 +143,9 @@ export type JobEventType =
   | 'LOG'
   | 12
   /**
-   * The job reached a final state (payload: state, aggregate). Always the
+   * The job reached a final state. payload: {"state", "reason", "aggregate"}
+   * with the aggregate's counts (total, passed, failed, errored, timedOut,
+   * cancelled, pending), passRate, costUsd, tokens and wallMs. Always the
    * last event of a job.
    */
   | 'JOB_FINISHED'

@@ -1,0 +1,75 @@
+import { type ActorAddress } from '@troupe/proto';
+import { type Directory } from '../directory';
+import { FencedError } from '../state-store';
+
+/** The host an activation runs on, as its directory entry names it. */
+export interface EntryHost {
+  readonly directory: Directory;
+  readonly hostId: string;
+  /** Read at every write: it changes when the host registers again. */
+  readonly incarnation: string;
+}
+
+/**
+ * An activation's directory entry `{state, hostId, incarnation, epoch}`: written only by
+ * compare-and-set, and only while it still names this host, incarnation and epoch.
+ */
+export class ActivationEntry {
+  constructor(
+    private readonly host: EntryHost,
+    private readonly address: ActorAddress,
+    private readonly epoch: number,
+    private readonly jobId: string | undefined,
+  ) {}
+
+  /**
+   * Writes the entry IDLE on this host at this epoch, by CAS on `revision` (the SLEEPING entry a
+   * placer read, or the ACTIVATING one it wrote); false when the entry has changed since.
+   */
+  async claimIdle(revision: number): Promise<boolean> {
+    const { jobId } = this;
+    const rev = await this.host.directory.compareAndSet(this.address, revision, {
+      state: 'IDLE',
+      hostId: this.host.hostId,
+      incarnation: this.host.incarnation,
+      epoch: this.epoch,
+      ...(jobId ? { jobId } : {}),
+      updatedAtMs: Date.now(),
+    });
+    return rev !== undefined;
+  }
+
+  /**
+   * Moves the entry from `from` (any live state when undefined) to `to`, by CAS and only while it
+   * still names this host, incarnation and epoch; otherwise the activation has been fenced
+   * ({@link FencedError}).
+   */
+  async mark(
+    from: 'ACTIVATING' | 'IDLE' | 'RUNNING' | undefined,
+    to: 'IDLE' | 'RUNNING' | 'SLEEPING',
+    reason?: string,
+  ): Promise<void> {
+    for (let attempt = 0; attempt < 5; attempt++) {
+      const { entry, revision } = await this.host.directory.get(this.address);
+      const ours =
+        entry.hostId === this.host.hostId &&
+        (entry.incarnation === undefined || entry.incarnation === this.host.incarnation) &&
+        entry.epoch === this.epoch &&
+        (from === undefined ? entry.state !== 'SLEEPING' && entry.state !== 'STOPPED' : true);
+      if (!ours) {
+        throw new FencedError(
+          this.address,
+          `directory names ${entry.hostId ?? '-'} epoch ${entry.epoch}`,
+        );
+      }
+      if (entry.state === to) return;
+      const next =
+        to === 'SLEEPING'
+          ? { state: to, epoch: this.epoch, updatedAtMs: Date.now(), ...(reason ? { reason } : {}) }
+          : { ...entry, state: to, updatedAtMs: Date.now() };
+      const rev = await this.host.directory.compareAndSet(this.address, revision, next);
+      if (rev !== undefined) return;
+    }
+    throw new FencedError(this.address, 'directory entry kept changing');
+  }
+}

@@ -1,0 +1,95 @@
+import { type ActorAddress, parseAddress, toTroupeError, TroupeError } from '@troupe/proto';
+import { type MessageInfo } from '../actor-context';
+import { isFenced } from '../state-store';
+import { type CoreItem, replyAllMoved, type Respondable, replyError } from './core-item';
+import { encodeJson } from './json-codec';
+import { Turn, type TurnRunner } from './turn';
+
+/** Most asks/tells handled under one group commit. */
+export const MAX_CORE_BATCH = 128;
+
+/**
+ * Handles a batch of asks/tells in order (a group commit). Each handler sees the state the
+ * previous one left; replies are held until one commit has made every change durable. If that
+ * commit is fenced, every ask is told the actor moved (the asker retries on the new activation);
+ * if it fails otherwise, the in-memory state is rolled back and the asks get UNAVAILABLE
+ * (retryable). Under load (100 callers of one ledger) this turns 100 KV writes into one.
+ */
+export async function handleCoreBatch(runner: TurnRunner, items: CoreItem[]): Promise<void> {
+  const { cell, log } = runner;
+  const base = { state: cell.state, cursor: cell.cursor };
+  const replies: { msg: Respondable; ok?: Uint8Array; error?: TroupeError }[] = [];
+  let dirty = false;
+  for (const item of items) {
+    const deadline = item.deadline;
+    if (deadline !== undefined && deadline <= Date.now()) continue; // the asker has given up
+    let payload: unknown;
+    let sender: ActorAddress | undefined;
+    try {
+      payload = runner.validate(item.type, item.payload);
+      if (item.sender !== undefined) sender = parseAddress(item.sender);
+    } catch (err) {
+      if (item.via === 'ask') replies.push({ msg: item.msg, error: toTroupeError(err) });
+      else log.warn({ err, type: item.type }, 'invalid message dropped (tell is at most once)');
+      continue;
+    }
+    const info: MessageInfo = sender
+      ? { type: item.type, via: item.via, sender }
+      : { type: item.type, via: item.via };
+    const turn = new Turn(runner, info, false, cell.cursor, deadline);
+    try {
+      const result = await runner.runHandler(turn, payload);
+      if (result?.state !== undefined) {
+        // Checked once for the whole batch, before the commit (a large state, such as a budget
+        // ledger's, costs more to check than its handler costs to run).
+        cell.state = result.state;
+        dirty = true;
+      }
+      if (turn.drainedThrough > cell.cursor) {
+        cell.cursor = turn.drainedThrough;
+        dirty = true;
+      }
+      if (item.via === 'ask') replies.push({ msg: item.msg, ok: encodeJson(result?.reply) });
+    } catch (err) {
+      if (isFenced(err)) {
+        replyAllMoved(items, runner.key, log);
+        throw err;
+      }
+      const error = toTroupeError(err);
+      log.warn({ err, type: item.type, via: item.via }, 'handler failed');
+      if (item.via === 'ask') replies.push({ msg: item.msg, error });
+    }
+  }
+  if (dirty) {
+    let checked: unknown;
+    try {
+      checked = cell.validated(cell.state);
+    } catch (err) {
+      // A handler produced a state its schema refuses: nothing of this batch is kept.
+      cell.state = base.state;
+      cell.cursor = base.cursor;
+      log.error({ err }, 'handler produced an invalid state; batch rolled back');
+      for (const r of replies) replyError(r.msg, toTroupeError(err), log);
+      return;
+    }
+    try {
+      await cell.commit(checked, cell.cursor);
+    } catch (err) {
+      if (isFenced(err)) {
+        replyAllMoved(items, runner.key, log);
+        throw err;
+      }
+      cell.state = base.state;
+      cell.cursor = base.cursor;
+      const unavailable = new TroupeError('UNAVAILABLE', `${runner.key}: state commit failed`, {
+        cause: err,
+      });
+      for (const r of replies) replyError(r.msg, r.error ?? unavailable, log);
+      throw err;
+    }
+  }
+  for (const r of replies) {
+    if (r.error) replyError(r.msg, r.error, log);
+    else r.msg.respond(r.ok);
+  }
+}

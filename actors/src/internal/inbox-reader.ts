@@ -1,0 +1,177 @@
+import { Header, parseAddress } from '@troupe/proto';
+import { type StoredMsg } from '@nats-io/jetstream';
+import { type MessageInfo } from '../actor-context';
+
+/**
+ * How long an inbox read that found nothing is trusted by {@link InboxReader.knownEmptyAfter}
+ * when no mail hint has named a newer message since. Hints are core NATS (at most once): a post
+ * whose hints were all lost is still found by the next drain after this long, or by the read the
+ * mailbox makes after every posted message's turn.
+ */
+export const EMPTY_INBOX_TRUST_MS = 500;
+
+/** Reads after a hint whose message a (lagging) replica did not show yet: 10, 20, ... 640 ms. */
+export const MAX_LAGGING_READS = 7;
+
+/**
+ * The stream read an {@link InboxReader} is built on: the first message of the actor's inbox
+ * after sequence `after`, or null when there is none (a direct get, `next_by_subj`).
+ */
+export type InboxRead = (after: number) => Promise<StoredMsg | null>;
+
+/**
+ * Reads one activation's durable inbox and decides when it is worth reading: it counts mail hints
+ * (so a hint that lands while a read is in flight is not lost), tracks the highest inbox sequence
+ * a hint has named, trusts a read that found nothing for {@link EMPTY_INBOX_TRUST_MS}, re-reads a
+ * lagging replica that does not show a hinted message yet, and hands out a read made while the
+ * activation was starting.
+ */
+export class InboxReader {
+  /** True while the inbox may hold a message after the cursor (read it before anything else). */
+  private wantedFlag = true;
+  /** Counts mail hints, so a hint that lands while the inbox is read is not lost. */
+  private generation = 0;
+  /** Highest inbox sequence a mail hint has named (0: none yet). */
+  private hintedSeq = 0;
+  /** Reads in a row that did not show a hinted message (a lagging replica). */
+  private laggingReads = 0;
+  /** False until hints reach the activation: before that, an empty read vouches for nothing. */
+  private hintsArrive = false;
+  /**
+   * The last read, begun while hints arrive, that found nothing after `after`: when it started and
+   * the highest hinted sequence then. Lets an empty drain skip the read.
+   */
+  private emptyRead?: { after: number; atMs: number; hintedSeq: number };
+  /** A read made while the activation started, used by the first {@link next}. */
+  private prefetched?: { after: number; generation: number; read: Promise<StoredMsg | null> };
+
+  /**
+   * @param readAfter the stream read
+   * @param applied where the activation is: `cursor`, the sequence of the last message applied
+   */
+  constructor(
+    private readonly readAfter: InboxRead,
+    private readonly applied: { readonly cursor: number },
+  ) {}
+
+  /** True while the inbox should be read before anything else is done. */
+  get wanted(): boolean {
+    return this.wantedFlag;
+  }
+
+  /** Hints reach the activation from now on: a read begun after this may vouch for the inbox. */
+  hintsSubscribed(): void {
+    this.hintsArrive = true;
+  }
+
+  /**
+   * A "you have mail" hint, naming the message's inbox sequence if it did (none: read anyway,
+   * trusting no earlier empty read — a reconnect, where hints may have been lost). Returns false
+   * for a stale hint (its message is already applied), true when the inbox is to be read.
+   */
+  hinted(seq: number | undefined): boolean {
+    if (seq === undefined) {
+      this.emptyRead = undefined;
+    } else {
+      if (seq > this.hintedSeq) this.hintedSeq = seq;
+      if (seq <= this.applied.cursor) return false;
+    }
+    this.wantedFlag = true;
+    this.generation++;
+    return true;
+  }
+
+  /** The mailbox failed (infrastructure trouble): the inbox is read again, afresh, on retry. */
+  retry(): void {
+    this.wantedFlag = true;
+    this.laggingReads = 0;
+  }
+
+  /**
+   * Keeps a read of the first message after `after` made while the activation started. A message
+   * found then is the right one whenever it was read; "none" is not trusted, since a post stored
+   * after that read but before hints arrived sent its hint to nobody: the inbox is read again now
+   * (call after {@link hintsSubscribed}).
+   */
+  prefetch(after: number, early: StoredMsg | null): void {
+    const read = early ? Promise.resolve(early) : this.read(after);
+    read.catch(() => undefined); // awaited by next() (or dropped if the start fails)
+    this.prefetched = { after, generation: this.generation, read };
+  }
+
+  /**
+   * One look at the inbox for the message after the cursor. Null when there is none this time:
+   * then either the inbox is concluded empty ({@link wanted} turns false until the next hint), or
+   * it is to be read again (a hint arrived during the read; or a hint named a message the read did
+   * not show — with replicated streams a direct get may be answered by a replica that has not
+   * caught up yet — after a pause of 10 ms doubling, {@link MAX_LAGGING_READS} times).
+   */
+  async next(): Promise<StoredMsg | null> {
+    const cursor = this.applied.cursor;
+    const prefetched = this.prefetched;
+    this.prefetched = undefined;
+    const usePrefetched = prefetched !== undefined && prefetched.after === cursor;
+    const seen = usePrefetched ? prefetched.generation : this.generation;
+    const found = await (usePrefetched ? prefetched.read : this.read(cursor));
+    if (found) {
+      this.laggingReads = 0;
+      return found;
+    }
+    // A hint that arrived while we looked (or since the prefetch) means: look again.
+    if (this.generation !== seen) return null;
+    if (this.hintedSeq > this.applied.cursor && this.laggingReads < MAX_LAGGING_READS) {
+      await new Promise((r) => setTimeout(r, 10 * 2 ** this.laggingReads++).unref());
+      return null;
+    }
+    this.laggingReads = 0;
+    this.wantedFlag = false;
+    return null;
+  }
+
+  /** The first message after `after`, read now; a read that finds nothing is remembered. */
+  async read(after: number): Promise<StoredMsg | null> {
+    // Only a read begun while hints arrive may vouch for "nothing newer": before that, a post's
+    // hint went to nobody.
+    const vouch = this.hintsArrive
+      ? { after, atMs: Date.now(), hintedSeq: this.hintedSeq }
+      : undefined;
+    const found = await this.readAfter(after);
+    if (!found && vouch) this.emptyRead = vouch;
+    return found;
+  }
+
+  /**
+   * True when the inbox is known to hold nothing after `after`: a read found nothing after it (or
+   * before it) less than {@link EMPTY_INBOX_TRUST_MS} ago, and no hint has named a message after
+   * `after` that such a read could not have seen.
+   */
+  knownEmptyAfter(after: number): boolean {
+    const e = this.emptyRead;
+    return (
+      e !== undefined &&
+      e.after <= after &&
+      (this.hintedSeq <= after || this.hintedSeq === e.hintedSeq) &&
+      Date.now() - e.atMs < EMPTY_INBOX_TRUST_MS
+    );
+  }
+}
+
+/** The sequence a mail hint's payload names, if it names one. */
+export function hintSeq(m: unknown): number | undefined {
+  const seq = typeof m === 'object' && m !== null ? (m as { seq?: unknown }).seq : undefined;
+  return typeof seq === 'number' && Number.isSafeInteger(seq) && seq > 0 ? seq : undefined;
+}
+
+/** What a turn is told of a posted message, from its stream headers. */
+export function inboxInfo(stored: StoredMsg): MessageInfo & { seq: number } {
+  const h = stored.header;
+  const sender = h?.get(Header.SENDER);
+  const dedupeId = h?.get(Header.MSG_ID);
+  return {
+    type: h?.get(Header.MSG_TYPE) ?? '',
+    via: 'post',
+    seq: stored.seq,
+    ...(dedupeId ? { dedupeId } : {}),
+    ...(sender ? { sender: parseAddress(sender) } : {}),
+  };
+}

@@ -1,0 +1,109 @@
+import { type ActorAddress, formatAddress, fromZodError, TroupeError } from '@troupe/proto';
+import { type AnyActorDefinition } from '../actor-definition';
+import { type StateRecord, type StateStore } from '../state-store';
+import { decodeJson, encodeJson } from './json-codec';
+
+/**
+ * An activation's actor state: the value handlers see, the inbox cursor, the turn a checkpoint
+ * left in progress, and the KV revision they were committed at. State and cursor are committed
+ * together by compare-and-set on that revision; a stale revision is a fenced activation.
+ */
+export class StateCell {
+  /** KV revision of the last commit (0: the actor has never committed). */
+  private revision = 0;
+  /**
+   * Inbox sequence of the last message applied: committed, or moved by a drain in the current
+   * group of asks/tells (which commits it, or puts it back).
+   */
+  cursor = 0;
+  /** The checkpointed turn a replay resumes: its message and how far its drains got. */
+  pendingTurn: StateRecord['turn'];
+  private value: unknown;
+  /** The committed record, encoded, after a checkpoint that kept no copy (decoded on demand). */
+  private encoded: Uint8Array | undefined;
+
+  constructor(
+    private readonly def: AnyActorDefinition,
+    private readonly address: ActorAddress,
+    private readonly epoch: number,
+    private readonly store: StateStore,
+  ) {}
+
+  /** Takes the record a claim returned (none: the kind's initial state). */
+  load(claimed: { record: StateRecord | undefined; revision: number }): void {
+    this.revision = claimed.revision;
+    this.cursor = claimed.record?.cursor ?? 0;
+    this.pendingTurn = claimed.record?.turn;
+    const loaded = claimed.record ? this.def.state.safeParse(claimed.record.data) : undefined;
+    if (loaded && !loaded.success) {
+      throw new TroupeError(
+        'INTERNAL',
+        `stored state of ${formatAddress(this.address)} does not match its schema`,
+        {
+          cause: fromZodError(loaded.error, { prefix: 'state' }),
+        },
+      );
+    }
+    this.state = loaded ? loaded.data : this.def.initialState(this.address.id);
+  }
+
+  /** The current state: the last committed, or what a handler of the current batch left. */
+  get state(): unknown {
+    if (this.encoded !== undefined) {
+      this.value = (decodeJson(this.encoded) as StateRecord).data;
+      this.encoded = undefined;
+    }
+    return this.value;
+  }
+
+  set state(state: unknown) {
+    this.value = state;
+    this.encoded = undefined;
+  }
+
+  /** `state` checked against the kind's schema (the parsed copy), or an INTERNAL error. */
+  validated(state: unknown): unknown {
+    const parsed = this.def.state.safeParse(state);
+    if (!parsed.success) {
+      throw new TroupeError(
+        'INTERNAL',
+        `handler of ${formatAddress(this.address)} produced an invalid state`,
+        {
+          cause: fromZodError(parsed.error, { prefix: 'state' }),
+        },
+      );
+    }
+    return parsed.data;
+  }
+
+  /**
+   * Commits state and cursor in one compare-and-set; a stale revision fences the activation.
+   * `keep: 'encoded'`: the caller goes on changing `state` (a checkpoint that skips validation,
+   * which would have copied it); the state is encoded before this yields, and the committed
+   * version is decoded again only if needed (a retry of the message, the next message).
+   */
+  async commit(
+    state: unknown,
+    cursor: number,
+    turn?: StateRecord['turn'],
+    keep: 'value' | 'encoded' = 'value',
+  ): Promise<void> {
+    const record: StateRecord = {
+      epoch: this.epoch,
+      cursor,
+      data: state,
+      ...(turn ? { turn } : {}),
+    };
+    const data = encodeJson(record);
+    this.revision = await this.store.commitEncoded(this.address, this.revision, data);
+    if (keep === 'encoded') {
+      this.value = undefined;
+      this.encoded = data;
+    } else {
+      this.state = state;
+    }
+    this.cursor = cursor;
+    // A retry of this message in this activation resumes from the checkpoint, like a replay.
+    this.pendingTurn = turn;
+  }
+}

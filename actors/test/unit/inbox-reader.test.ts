@@ -1,0 +1,253 @@
+import { type StoredMsg } from '@nats-io/jetstream';
+import {
+  EMPTY_INBOX_TRUST_MS,
+  InboxReader,
+  MAX_LAGGING_READS,
+} from '../../src/internal/inbox-reader';
+
+/** An inbox stream in memory: the read port answers the first stored sequence after `after`. */
+class FakeInbox {
+  readonly seqs: number[] = [];
+  /** The `after` of every read, in order. */
+  readonly reads: number[] = [];
+  /** When set, reads wait until the test releases them (a read in flight). */
+  gate?: Promise<void>;
+
+  readonly read = async (after: number): Promise<StoredMsg | null> => {
+    this.reads.push(after);
+    if (this.gate) await this.gate;
+    const seq = this.seqs.find((s) => s > after);
+    return seq === undefined ? null : ({ seq } as StoredMsg);
+  };
+}
+
+/** A reader over a fake inbox; `applied.cursor` is the activation's cursor (moved by tests). */
+function setup(cursor = 0): { inbox: FakeInbox; reader: InboxReader; applied: { cursor: number } } {
+  const inbox = new FakeInbox();
+  const applied = { cursor };
+  const reader = new InboxReader(inbox.read, applied);
+  return { inbox, reader, applied };
+}
+
+/** Whether `p` settles within `ms` of fake time. */
+async function settlesWithin(p: Promise<unknown>, ms: number): Promise<boolean> {
+  let settled = false;
+  void p.then(
+    () => (settled = true),
+    () => (settled = true),
+  );
+  await jest.advanceTimersByTimeAsync(ms);
+  for (let i = 0; i < 10; i++) await Promise.resolve(); // the continuations after the timer
+  return settled;
+}
+
+beforeEach(() => {
+  jest.useFakeTimers();
+});
+
+afterEach(() => {
+  jest.useRealTimers();
+});
+
+describe('InboxReader: next message and hint sequences', () => {
+  it('reads the message after the cursor, then concludes the inbox empty', async () => {
+    const { inbox, reader, applied } = setup(3);
+    inbox.seqs.push(2, 3, 7);
+    expect(reader.wanted).toBe(true);
+    expect((await reader.next())?.seq).toBe(7);
+    expect(inbox.reads).toEqual([3]);
+    applied.cursor = 7;
+    expect(await reader.next()).toBeNull();
+    expect(reader.wanted).toBe(false);
+    expect(inbox.reads).toEqual([3, 7]);
+  });
+
+  it('takes a hint naming a message after the cursor and ignores one at or before it', async () => {
+    const { reader } = setup(5);
+    expect(await reader.next()).toBeNull();
+    expect(reader.wanted).toBe(false);
+
+    expect(reader.hinted(5)).toBe(false); // already applied: stale
+    expect(reader.hinted(2)).toBe(false);
+    expect(reader.wanted).toBe(false);
+
+    expect(reader.hinted(6)).toBe(true);
+    expect(reader.wanted).toBe(true);
+  });
+
+  it('reads on a hint without a sequence (a reconnect) whatever the cursor', async () => {
+    const { reader } = setup(5);
+    await reader.next();
+    expect(reader.hinted(undefined)).toBe(true);
+    expect(reader.wanted).toBe(true);
+  });
+
+  it('looks again when a hint lands while a read is in flight', async () => {
+    const { inbox, reader } = setup(0);
+    let release!: () => void;
+    inbox.gate = new Promise((r) => (release = r));
+    const first = reader.next();
+    expect(reader.hinted(1)).toBe(true); // its message is not visible to the read in flight
+    release();
+    expect(await first).toBeNull();
+    expect(reader.wanted).toBe(true); // not concluded empty: the hint came during the read
+    inbox.gate = undefined;
+    inbox.seqs.push(1);
+    expect((await reader.next())?.seq).toBe(1);
+  });
+});
+
+describe('InboxReader: empty-inbox trust window', () => {
+  it(`trusts an empty read for ${EMPTY_INBOX_TRUST_MS} ms`, async () => {
+    const { reader } = setup(4);
+    reader.hintsSubscribed();
+    expect(await reader.read(4)).toBeNull();
+    expect(reader.knownEmptyAfter(4)).toBe(true);
+    expect(reader.knownEmptyAfter(9)).toBe(true); // nothing after 4, so nothing after 9
+    expect(reader.knownEmptyAfter(3)).toBe(false); // the read did not look at 4
+    await jest.advanceTimersByTimeAsync(EMPTY_INBOX_TRUST_MS - 1);
+    expect(reader.knownEmptyAfter(4)).toBe(true);
+    await jest.advanceTimersByTimeAsync(1);
+    expect(reader.knownEmptyAfter(4)).toBe(false);
+  });
+
+  it('trusts no empty read begun before hints arrive', async () => {
+    const { reader } = setup(0);
+    expect(await reader.read(0)).toBeNull();
+    expect(reader.knownEmptyAfter(0)).toBe(false);
+    reader.hintsSubscribed();
+    expect(await reader.read(0)).toBeNull();
+    expect(reader.knownEmptyAfter(0)).toBe(true);
+  });
+
+  it('stops trusting it when a hint names a newer message, or names none', async () => {
+    const { reader } = setup(4);
+    reader.hintsSubscribed();
+    await reader.read(4);
+    reader.hinted(3); // stale: says nothing about what comes after 4
+    expect(reader.knownEmptyAfter(4)).toBe(true);
+    reader.hinted(6);
+    expect(reader.knownEmptyAfter(4)).toBe(false);
+    expect(reader.knownEmptyAfter(6)).toBe(true); // a drain already past the hinted message
+
+    await reader.read(6); // a new read made after the hint vouches again
+    expect(reader.knownEmptyAfter(4)).toBe(false); // ...but only from where it looked
+    expect(reader.knownEmptyAfter(6)).toBe(true);
+    reader.hinted(undefined);
+    expect(reader.knownEmptyAfter(6)).toBe(false);
+  });
+
+  it('is not made by a read that found a message', async () => {
+    const { inbox, reader } = setup(0);
+    reader.hintsSubscribed();
+    inbox.seqs.push(1);
+    expect((await reader.read(0))?.seq).toBe(1);
+    expect(reader.knownEmptyAfter(0)).toBe(false);
+  });
+});
+
+describe('InboxReader: lagging replicas', () => {
+  it('re-reads a hinted message that a replica does not show yet, 10 ms doubling, then concludes empty', async () => {
+    const { inbox, reader } = setup(0);
+    await reader.next();
+    expect(reader.hinted(5)).toBe(true);
+    for (let i = 0; i < MAX_LAGGING_READS; i++) {
+      const pauseMs = 10 * 2 ** i;
+      const look = reader.next();
+      expect(await settlesWithin(look, pauseMs - 1)).toBe(false);
+      expect(await settlesWithin(look, 1)).toBe(true);
+      expect(await look).toBeNull();
+      expect(reader.wanted).toBe(true);
+    }
+    // The last read after 640 ms still shows nothing: the inbox is concluded empty, at once.
+    const last = reader.next();
+    expect(await settlesWithin(last, 0)).toBe(true);
+    expect(await last).toBeNull();
+    expect(reader.wanted).toBe(false);
+    expect(inbox.reads).toHaveLength(1 + MAX_LAGGING_READS + 1);
+  });
+
+  it('takes the message once the replica shows it, and starts the next lag from 10 ms', async () => {
+    const { inbox, reader, applied } = setup(0);
+    await reader.next();
+    reader.hinted(1);
+    await jest.advanceTimersByTimeAsync(0);
+    const lagging = reader.next();
+    await jest.advanceTimersByTimeAsync(10);
+    expect(await lagging).toBeNull();
+    inbox.seqs.push(1);
+    expect((await reader.next())?.seq).toBe(1);
+    applied.cursor = 1;
+
+    reader.hinted(2);
+    const again = reader.next();
+    expect(await settlesWithin(again, 9)).toBe(false);
+    expect(await settlesWithin(again, 1)).toBe(true);
+  });
+
+  it('does not wait for a replica when no hint named a message after the cursor', async () => {
+    const { reader } = setup(8);
+    reader.hinted(8); // stale
+    reader.hinted(undefined);
+    const look = reader.next();
+    expect(await settlesWithin(look, 0)).toBe(true);
+    expect(reader.wanted).toBe(false);
+  });
+
+  it('starts the lagging pauses afresh after a retry', async () => {
+    const { reader } = setup(0);
+    reader.hinted(3);
+    for (const ms of [10, 20]) {
+      const look = reader.next();
+      await jest.advanceTimersByTimeAsync(ms);
+      await look;
+    }
+    reader.retry();
+    expect(reader.wanted).toBe(true);
+    const look = reader.next();
+    expect(await settlesWithin(look, 9)).toBe(false);
+    expect(await settlesWithin(look, 1)).toBe(true);
+  });
+});
+
+describe('InboxReader: prefetch', () => {
+  it('hands out a message read while the activation started, without reading again', async () => {
+    const { inbox, reader } = setup(0);
+    reader.hintsSubscribed();
+    reader.prefetch(0, { seq: 4 } as StoredMsg);
+    expect((await reader.next())?.seq).toBe(4);
+    expect(inbox.reads).toEqual([]);
+  });
+
+  it('reads again at once when the early read found nothing (its hint may have gone to nobody)', async () => {
+    const { inbox, reader } = setup(0);
+    reader.hintsSubscribed();
+    inbox.seqs.push(2); // posted after the early read, before the subscription
+    reader.prefetch(0, null);
+    expect(inbox.reads).toEqual([0]);
+    expect((await reader.next())?.seq).toBe(2);
+    expect(inbox.reads).toEqual([0]); // next() used the prefetch's read
+  });
+
+  it('drops the prefetch when the cursor is elsewhere (the state record had one)', async () => {
+    const { inbox, reader, applied } = setup(6);
+    inbox.seqs.push(3, 9);
+    reader.prefetch(0, { seq: 3 } as StoredMsg);
+    expect((await reader.next())?.seq).toBe(9);
+    expect(inbox.reads).toEqual([6]);
+    applied.cursor = 0; // even back where the prefetch read: it is used once at most
+    expect((await reader.next())?.seq).toBe(3);
+    expect(inbox.reads).toEqual([6, 0]);
+  });
+
+  it('looks again when a hint came after the prefetch and its read found nothing', async () => {
+    const { inbox, reader } = setup(0);
+    reader.hintsSubscribed();
+    reader.prefetch(0, null);
+    inbox.seqs.push(1);
+    reader.hinted(1);
+    expect(await reader.next()).toBeNull(); // the prefetch's read predates the post
+    expect(reader.wanted).toBe(true);
+    expect((await reader.next())?.seq).toBe(1);
+  });
+});

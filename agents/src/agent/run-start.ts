@@ -1,0 +1,75 @@
+import { ErrorCode } from '@troupe/proto';
+import type { z } from 'zod';
+import type { RunMessageSchema } from './agent-messages';
+import type { AgentSessionState, StoredMessage } from './agent-state';
+import type { AgentTemplate } from './agent-template';
+import type { ModelNames } from './tools/agent-tool';
+import { SANDBOX_TOOLS } from './tools/agent-tools';
+
+/** A new run's start: refused (why), or begun (the messages it added to the conversation). */
+export type RunStart =
+  | { ok: false; code: ErrorCode; why: string }
+  | { ok: true; template: AgentTemplate; added: StoredMessage[] };
+
+/**
+ * Starts run `msg` on session `s`, which has no run in progress: refused without a template (the
+ * run's or the session's), with a model the registry lacks, or with sandbox tools and no sandbox.
+ * Otherwise sets the session's template, sandbox and family, appends the instruction (first run)
+ * with any parent history, the pinned texts and the task, and sets the run `running`.
+ */
+export function startRun(
+  s: AgentSessionState,
+  msg: z.output<typeof RunMessageSchema>,
+  models: ModelNames,
+  now: () => number,
+): RunStart {
+  const template = msg.template ?? s.template;
+  if (!template) {
+    return {
+      ok: false,
+      code: ErrorCode.INVALID_ARGUMENT,
+      why: '`run.template`: required on the first run of a session',
+    };
+  }
+  if (!models.has(template.model)) {
+    return {
+      ok: false,
+      code: ErrorCode.INVALID_ARGUMENT,
+      why: `\`run.template.model\`: '${template.model}' is not in the model registry (registered: ${models.names().join(', ')})`,
+    };
+  }
+  const sandboxId = msg.sandboxId ?? s.sandboxId;
+  const needsSandbox = template.tools.filter((t) => SANDBOX_TOOLS.has(t));
+  if (needsSandbox.length > 0 && !sandboxId) {
+    return {
+      ok: false,
+      code: ErrorCode.INVALID_ARGUMENT,
+      why: `\`run.sandboxId\`: required because the template holds ${needsSandbox.join(', ')}`,
+    };
+  }
+  s.template = template;
+  if (sandboxId) s.sandboxId = sandboxId;
+  if (msg.parentSessionId) s.parentSessionId = msg.parentSessionId;
+  if (msg.siblings) s.siblings = msg.siblings;
+  const added: StoredMessage[] = [];
+  if (s.messages.length === 0) {
+    added.push({ role: 'system', content: template.instruction, pinned: true });
+    for (const m of msg.history ?? []) if (m.role !== 'system') added.push(m);
+  }
+  for (const p of msg.pinned ?? []) added.push({ role: 'user', content: p, pinned: true });
+  added.push({ role: 'user', content: msg.task, pinned: true });
+  s.messages.push(...added);
+  s.run = {
+    runId: msg.runId,
+    status: 'running',
+    startedAtMs: now(),
+    steps: 0,
+    inputTokens: 0,
+    outputTokens: 0,
+    costUsd: 0,
+    continues: 0,
+    ...(msg.replyTo ? { replyTo: msg.replyTo } : {}),
+    ...(msg.budgetScope ? { budgetScope: msg.budgetScope } : {}),
+  };
+  return { ok: true, template, added };
+}

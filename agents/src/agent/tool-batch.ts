@@ -1,0 +1,145 @@
+import type { RefFactory } from '@troupe/actors';
+import { ErrorCode, TroupeError } from '@troupe/proto';
+import type { ToolCall } from '../llm/chat-message';
+import type { AgentSessionState, RunningSession, StoredMessage } from './agent-state';
+import type { AgentStopReason } from './agent-stop-reason';
+import type { Checkpointer } from './checkpointer';
+import { headTail } from './replace-exact';
+import type { SandboxPort } from './sandbox-port';
+import type { SubagentCalls } from './subagent-calls';
+import type { ModelNames, ToolContext } from './tools/agent-tool';
+import { isEffectFree, runToolCall } from './tools/agent-tools';
+import { TrajectoryEventType } from './trajectory-event';
+
+/** What a {@link ToolBatch} works with (from its agent turn). */
+export interface ToolBatchOptions {
+  sessionId: string;
+  checkpointer: Pick<Checkpointer<AgentSessionState>, 'emit' | 'settle' | 'commitSoon'>;
+  /** Takes the messages posted meanwhile (a tool boundary is a safe point). */
+  drain: (runId: string) => Promise<void>;
+  /** The turn's signal, also aborted when it takes a `cancel` of its run. */
+  signal: () => AbortSignal;
+  /** Aborted only when the turn itself must stop: a tool's error is then thrown, not answered. */
+  halt: AbortSignal;
+  /** The sandbox port for a sandbox id. */
+  sandbox: (sandboxId: string) => SandboxPort;
+  refs: RefFactory;
+  models: ModelNames;
+  subagents: SubagentCalls;
+}
+
+/**
+ * The tool calls of a session's last model reply: runs the ones without a result, one at a time,
+ * each result checkpointed; or answers them with an error when the run ends without them.
+ */
+export class ToolBatch {
+  constructor(private readonly o: ToolBatchOptions) {}
+
+  /**
+   * Runs the tool calls of the last model reply that have no result yet, draining the inbox
+   * before the first and after each; true when it ran any. Stops before the next call once the
+   * run is cancelled. A tool with an external effect waits for every checkpoint before it; each
+   * result's checkpoint overlaps what follows it.
+   */
+  async runPending(s: RunningSession): Promise<boolean> {
+    const { run, template } = s;
+    const { index, calls } = unansweredCalls(s.messages);
+    const events = this.o.checkpointer;
+    let ran = false;
+    for (const call of calls) {
+      // A safe point: a cancel posted during the model call stops the run before any tool runs.
+      if (!ran) await this.o.drain(run.runId);
+      ran = true;
+      if (run.cancelRequested) return ran;
+      // Everything before an external effect is committed first (see AgentTurn.steps()).
+      const effectFree = isEffectFree(template, call.name);
+      if (!effectFree) await events.settle();
+      // Watchers see a tool with an external effect before it runs; an effect-free one (fast,
+      // no sandbox change) is published with its result.
+      events.emit(
+        run.runId,
+        TrajectoryEventType.TOOL_CALL,
+        undefined,
+        { toolCallId: call.id, name: call.name, argumentsText: call.argumentsText },
+        { defer: effectFree },
+      );
+      const outcome = await runToolCall(call, this.context(s, call.id, index), this.o.halt);
+      const message: StoredMessage = {
+        role: 'tool',
+        toolCallId: call.id,
+        content: headTail(outcome.content, template.maxToolOutputChars),
+      };
+      s.messages.push(message);
+      events.emit(
+        run.runId,
+        TrajectoryEventType.TOOL_RESULT,
+        [message],
+        {
+          toolCallId: call.id,
+          name: call.name,
+          ok: outcome.ok,
+          ...(message.content.length < outcome.content.length
+            ? { fullContent: outcome.content }
+            : {}),
+        },
+        { defer: true }, // published with the checkpoint that follows
+      );
+      if (outcome.finish !== undefined) run.finishSummary ??= outcome.finish;
+      await this.o.drain(run.runId);
+      await events.commitSoon();
+    }
+    return ran;
+  }
+
+  /**
+   * Answers the last model reply's tool calls that have no result with `error: not run: the run
+   * ended (<reason>)`, so a later run does not execute them.
+   */
+  answerUnrun(s: AgentSessionState, runId: string, reason: AgentStopReason): void {
+    for (const call of unansweredCalls(s.messages).calls) {
+      const message: StoredMessage = {
+        role: 'tool',
+        toolCallId: call.id,
+        content: `error: not run: the run ended (${reason})`,
+      };
+      s.messages.push(message);
+      this.o.checkpointer.emit(runId, TrajectoryEventType.TOOL_RESULT, [message], {
+        toolCallId: call.id,
+        name: call.name,
+        ok: false,
+      });
+    }
+  }
+
+  /** What a tool sees of session `s` while it runs tool call `callId`. */
+  private context(s: RunningSession, callId: string, assistantIndex: number): ToolContext {
+    const { sessionId, sandbox, refs, models, subagents } = this.o;
+    return {
+      session: s,
+      sessionId,
+      signal: this.o.signal(),
+      callId,
+      assistantIndex,
+      sandbox: () => {
+        if (!s.sandboxId) {
+          throw new TroupeError(ErrorCode.INVALID_ARGUMENT, 'this session has no sandbox');
+        }
+        return sandbox(s.sandboxId);
+      },
+      refs,
+      models,
+      subagents,
+    };
+  }
+}
+
+/** The last model reply's index and its tool calls that have no result after it. */
+function unansweredCalls(messages: readonly StoredMessage[]): { index: number; calls: ToolCall[] } {
+  const index = messages.findLastIndex((m) => m.role === 'assistant');
+  const assistant = messages[index];
+  if (assistant?.role !== 'assistant' || !assistant.toolCalls) return { index, calls: [] };
+  const answered = new Set(
+    messages.slice(index + 1).flatMap((m) => (m.role === 'tool' ? [m.toolCallId] : [])),
+  );
+  return { index, calls: assistant.toolCalls.filter((c) => !answered.has(c.id)) };
+}

@@ -1,0 +1,67 @@
+import { z } from 'zod';
+import { MODEL_NAME } from '../../llm/model-registry';
+import { AgentNameSchema, holdsTool } from '../agent-template';
+import {
+  AGENT_TOOL_NAMES,
+  type AgentToolName as ToolName,
+  AgentToolName,
+} from '../agent-tool-name';
+import { defineTool } from './agent-tool';
+import { toolError } from './tool-outcome';
+
+/**
+ * `create_subagent`: defines a named subagent (instruction, model, a subset of the caller's
+ * tools) in the caller's persisted state. No hidden grants: a tool the caller lacks is refused.
+ */
+export const createSubagent = defineTool({
+  name: AgentToolName.CREATE_SUBAGENT,
+  description:
+    'Create a named subagent with its own instruction, a model (or inherit) and a subset of your tools.',
+  schema: z.strictObject({
+    name: AgentNameSchema,
+    instruction: z.string().min(1),
+    model: z
+      .string()
+      .regex(MODEL_NAME, 'must be a model name or inherit')
+      .default('inherit')
+      .describe('registry model name, or "inherit"'),
+    tools: z.array(z.enum(AGENT_TOOL_NAMES as [ToolName, ...ToolName[]])).default([]),
+  }),
+  effect: false,
+  sandbox: false,
+  run({ session: s, sessionId: parentId, models }, a) {
+    const lacking = a.tools.filter((t) => !holdsTool(s.template, t));
+    if (lacking.length > 0) {
+      return toolError(
+        `PERMISSION_DENIED: \`arguments.tools\`: a subagent may only get tools you hold; you lack ${lacking.join(', ')}`,
+      );
+    }
+    if (new Set(a.tools).size !== a.tools.length) {
+      return toolError('`arguments.tools`: must not repeat a tool');
+    }
+    const model = a.model === 'inherit' ? s.template.model : a.model;
+    if (!models.has(model)) {
+      return toolError(
+        `\`arguments.model\`: '${model}' is not a registered model (registered: ${models.names().join(', ')}, or inherit)`,
+      );
+    }
+    if (s.subagents[a.name]) {
+      return toolError(`ALREADY_EXISTS: \`arguments.name\`: a subagent '${a.name}' exists`);
+    }
+    const sessionId = `${parentId}__${a.name}`;
+    if (sessionId.length > 128) {
+      return toolError(`\`arguments.name\`: the subagent's session id would exceed 128 characters`);
+    }
+    s.subagents[a.name] = {
+      name: a.name,
+      sessionId,
+      instruction: a.instruction,
+      model,
+      tools: a.tools,
+    };
+    return {
+      ok: true,
+      content: `created subagent ${a.name} (session ${sessionId}, model ${model}, tools [${a.tools.join(', ')}])`,
+    };
+  },
+});

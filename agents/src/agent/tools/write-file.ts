@@ -1,0 +1,16 @@
+import { z } from 'zod';
+import { AgentToolName } from '../agent-tool-name';
+import { defineTool } from './agent-tool';
+
+/** `write_file`: creates or overwrites a sandbox file. */
+export const writeFile = defineTool({
+  name: AgentToolName.WRITE_FILE,
+  description: 'Create or overwrite a text file.',
+  schema: z.strictObject({ path: z.string().min(1), content: z.string() }),
+  effect: true,
+  sandbox: true,
+  async run({ sandbox, signal }, a) {
+    await sandbox().writeFile(a.path, a.content, { signal });
+    return { ok: true, content: `wrote ${Buffer.byteLength(a.content)} bytes to ${a.path}` };
+  },
+});
