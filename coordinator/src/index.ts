@@ -178,6 +178,7 @@ export {
 } from './jobs/job-record';
 export {
   jobArtifactPrefix,
+  jobPayloadPrefix,
   JobStore,
   planObjectName,
   type JobStoreOptions,

@@ -28,9 +28,10 @@ export {
 export {
   GRADER_ENTRY,
   loadIssueSuite,
+  DEFAULT_MAX_TASK_MB,
   loadIssueTask,
-  MAX_TASK_BYTES,
   type IssueSuite,
+  type LoadIssueTaskOptions,
 } from './issue-suite';
 export {
   TaskAgentKind,
@@ -42,15 +43,20 @@ export {
   IssueTaskInputSchema,
   IssueTaskLimitsSchema,
   IssueTaskTimeoutsSchema,
-  LoadedIssueTaskSchema,
+  PayloadRefSchema,
+  StagedIssueTaskSchema,
   type InvalidIssueTask,
   type IssueResolutionConfig,
   type IssueSuiteRef,
   type IssueTaskFile,
   type IssueTaskInput,
   type LoadedIssueTask,
+  type PayloadRef,
+  type StagedIssueTask,
 } from './issue-task-spec';
 export { ResultStore, StoredTaskResultSchema, type StoredTaskResult } from './result-store';
 export { packTar, type TarFileEntry } from './tar-pack';
+export { ensureStaged, readPayloadText, stageIssueTask } from './task-payload';
+export { packTree, scanTree, TreeEntryError, type TreeEntry, type TreeScan } from './task-tree';
 export { applyFilePatch, parsePatch, type FilePatch, type PatchHunk } from './unified-patch';
 export { WorkspaceSandbox, type WorkspaceExecResult } from './workspace-sandbox';

@@ -1,7 +1,12 @@
 import { createHash } from 'node:crypto';
 import path from 'node:path';
 import { type UntypedActorRef } from '@troupe/actors';
-import { type JobDriver, type JobSpec, type TaskContext } from '@troupe/coordinator';
+import {
+  jobPayloadPrefix,
+  type JobDriver,
+  type JobSpec,
+  type TaskContext,
+} from '@troupe/coordinator';
 import { ArtifactStore, EVALUATOR_KIND, ImageManager, SANDBOX_KIND } from '@troupe/node-agent';
 import {
   errorCode,
@@ -15,9 +20,10 @@ import { z } from 'zod';
 import { type TaskAgentRunner, type TaskAgentRunResult } from './task-agent-runner';
 import { EnvironmentBuilder } from './environment-builder';
 import { createGoldAgentRunner } from './gold-agent-runner';
-import { loadIssueSuite } from './issue-suite';
+import { loadIssueSuite, loadIssueTask } from './issue-suite';
 import {
   TaskAgentKind,
+  type InvalidIssueTask,
   type IssueResolutionConfig,
   type IssueSuiteRef,
   type IssueTaskFile,
@@ -25,12 +31,15 @@ import {
   type IssueTaskInput,
   IssueTaskInputSchema,
   IssueSuiteRefSchema,
+  type LoadedIssueTask,
+  type StagedIssueTask,
 } from './issue-task-spec';
 import { createNoneAgentRunner } from './none-agent-runner';
 import { createPredictionsAgentRunner } from './predictions-agent-runner';
 import { gradeTestOutcomes } from './swe-bench-grading';
 import { ResultStore } from './result-store';
-import { packTar } from './tar-pack';
+import { ensureStaged, readPayloadText, stageIssueTask } from './task-payload';
+import { TreeEntryError } from './task-tree';
 import { WorkspaceSandbox } from './workspace-sandbox';
 
 /** The message a `model` job gets until a model agent runner is registered. */
@@ -116,6 +125,24 @@ export function issueSandboxId(resourceId: string): string {
 /** The evaluator id of grading run `n` of an execution. */
 export function issueEvaluatorId(resourceId: string, n: number): string {
   return `ir-${resourceId}-g${n}`;
+}
+
+/** The error of a task that is invalid (`task <id>: task.yaml <field>: <rule>`, or the file). */
+function invalidTaskError(invalid: InvalidIssueTask): TroupeError {
+  const { taskId, field, rule } = invalid;
+  const isFile = /^(repo|grader)\//.test(field) || field === 'solution.patch';
+  return invalidArgument(`task ${taskId}: ${isFile ? field : `task.yaml ${field}`}`, rule);
+}
+
+/** The cluster's object store, where a task's files are staged. */
+async function payloadStore(nats: TaskContext['nats'], what: string): Promise<ArtifactStore> {
+  if (!nats) {
+    throw new TroupeError('UNAVAILABLE', `${what}: no NATS connection to the object store`);
+  }
+  return ArtifactStore.open(nats.connection, {
+    cluster: nats.cluster,
+    ...(nats.replicas !== undefined ? { replicas: nats.replicas } : {}),
+  });
 }
 
 function tail(text: string, max = TAIL_CHARS): string {
@@ -212,9 +239,10 @@ export function createIssueResolutionDriver(
     return built.ref;
   };
 
-  const suiteOf = (ref: IssueSuiteRef) =>
+  const suiteOf = (ref: IssueSuiteRef, config: IssueResolutionConfig) =>
     loadIssueSuite(ref.suite, 'spec.tasks', {
       cwd: cwd(),
+      maxTaskMb: config.maxTaskMb,
       ...(ref.include ? { include: ref.include } : {}),
       ...(ref.predictions ? { predictions: ref.predictions } : {}),
     });
@@ -238,25 +266,43 @@ export function createIssueResolutionDriver(
       if (config.agent.kind === TaskAgentKind.PREDICTIONS && ref.predictions === undefined) {
         throw invalidArgument('spec.tasks.predictions', 'is required for the predictions agent');
       }
-      suiteOf(ref);
+      suiteOf(ref, config);
     },
 
-    plan(spec, pctx) {
+    async plan(spec, pctx) {
       const config = configOf(spec);
-      const suite = suiteOf(parseWith(IssueSuiteRefSchema, spec.tasks, { prefix: 'spec.tasks' }));
-      const planned = [
-        ...suite.tasks.map((loaded) => ({
-          id: loaded.task.id,
-          input: { loaded, config } satisfies IssueTaskInput,
-        })),
-        ...suite.invalid.map((invalid) => {
-          pctx.log.warn(
-            { jobId: pctx.jobId, taskId: invalid.taskId, field: invalid.field, rule: invalid.rule },
-            'malformed task: reported, not run',
+      const ref = parseWith(IssueSuiteRefSchema, spec.tasks, { prefix: 'spec.tasks' });
+      const suite = suiteOf(ref, config);
+      const store = await payloadStore(pctx.nats, 'staging the tasks');
+      const invalid = [...suite.invalid];
+      const planned: { id: string; input: IssueTaskInput }[] = [];
+      for (const loaded of suite.tasks) {
+        try {
+          const staged = await stageIssueTask(store, pctx.payloadPrefix, loaded, pctx.signal);
+          planned.push({ id: loaded.task.id, input: { staged, config } });
+        } catch (err) {
+          if (pctx.signal.aborted) throw err;
+          // A file that changed since the folder was read, or a store that refuses the data (full),
+          // fails that task only.
+          const entry = TreeEntryError.in(err);
+          invalid.push(
+            entry
+              ? { taskId: loaded.task.id, field: entry.field, rule: entry.rule }
+              : {
+                  taskId: loaded.task.id,
+                  field: 'repo/',
+                  rule: `could not be stored in the object store: ${(err as Error).message}${(err as Error).cause instanceof Error ? ` (${((err as Error).cause as Error).message})` : ''}`,
+                },
           );
-          return { id: invalid.taskId, input: { invalid, config } satisfies IssueTaskInput };
-        }),
-      ];
+        }
+      }
+      for (const bad of invalid) {
+        pctx.log.warn(
+          { jobId: pctx.jobId, taskId: bad.taskId, field: bad.field, rule: bad.rule },
+          'malformed task: reported, not run',
+        );
+        planned.push({ id: bad.taskId, input: { invalid: bad, config } });
+      }
       // Ids must be unique: a malformed task whose task.yaml repeats a valid task's id keeps
       // its folder name instead.
       const seen = new Set<string>();
@@ -271,14 +317,11 @@ export function createIssueResolutionDriver(
 
     async runTask(ctx, raw) {
       const input = parseWith(IssueTaskInputSchema, raw, { prefix: 'input' });
-      if ('invalid' in input) {
-        const { taskId, field, rule } = input.invalid;
-        throw invalidArgument(`task ${taskId}: task.yaml ${field}`, rule);
-      }
-      const { loaded, config } = input;
+      if ('invalid' in input) throw invalidTaskError(input.invalid);
+      const { staged, config } = input;
       const store = storeOf(config);
       if (store && config.resume) {
-        const stored = store.read(ctx.taskId, loaded.digest, agentKeyOf(ctx.spec, config));
+        const stored = store.read(ctx.taskId, staged.digest, agentKeyOf(ctx.spec, config));
         if (stored) {
           ctx.progress({
             message: `${ctx.taskId}: complete result from job ${stored.jobId}, skipped`,
@@ -304,7 +347,9 @@ export function createIssueResolutionDriver(
         );
       }
       const sb = sandbox(ctx, ctx.resourceId);
-      const { task } = loaded;
+      const { task, payload } = staged;
+      const payloads = await payloadStore(ctx.nats, `task ${ctx.taskId}`);
+      await ensureStaged(payloads, staged, () => restage(ctx, payloads, staged, config));
       const createStarted = Date.now();
       const image = await imageOf(ctx, task);
       await sb.ask(
@@ -316,17 +361,37 @@ export function createIssueResolutionDriver(
             memoryMb: task.limits.memoryMb,
             cpus: task.limits.cpus,
             network: 'none',
-            files: Object.fromEntries(
-              Object.entries(loaded.repo).map(([rel, f]) => [
-                rel,
-                { base64: f.base64, mode: f.mode },
-              ]),
-            ),
           },
           jobId: ctx.jobId,
         },
         { timeoutMs: config.createTimeoutMs, signal: ctx.signal },
       );
+      // The repository goes from the object store straight into the sandbox (any size).
+      const put = z
+        .object({ artifact: z.object({ digest: z.string() }) })
+        .loose()
+        .parse(
+          await sb.ask(
+            'putFiles',
+            { destDir: task.workdir, artifact: payload.repo.object },
+            { timeoutMs: config.createTimeoutMs, signal: ctx.signal },
+          ),
+        );
+      if (put.artifact.digest !== payload.repo.digest) {
+        throw new TroupeError(
+          'UNAVAILABLE',
+          `the repository of ${ctx.taskId} arrived with digest ${put.artifact.digest}, expected ${payload.repo.digest}`,
+          { retryable: true },
+        );
+      }
+      const solutionPatch =
+        payload.solutionPatch !== undefined && config.agent.kind === TaskAgentKind.GOLD
+          ? await readPayloadText(payloads, payload.solutionPatch, ctx.signal)
+          : undefined;
+      const predictionPatch =
+        payload.predictionPatch !== undefined && config.agent.kind === TaskAgentKind.PREDICTIONS
+          ? await readPayloadText(payloads, payload.predictionPatch, ctx.signal)
+          : undefined;
       const sandboxMs = Date.now() - createStarted;
       const agentTimer = new AbortController();
       const timer = setTimeout(
@@ -342,12 +407,8 @@ export function createIssueResolutionDriver(
           jobId: ctx.jobId,
           taskId: ctx.taskId,
           task,
-          ...(loaded.solutionPatch !== undefined && config.agent.kind === TaskAgentKind.GOLD
-            ? { solutionPatch: loaded.solutionPatch }
-            : {}),
-          ...(loaded.prediction && config.agent.kind === TaskAgentKind.PREDICTIONS
-            ? { predictionPatch: loaded.prediction.patch }
-            : {}),
+          ...(solutionPatch !== undefined ? { solutionPatch } : {}),
+          ...(predictionPatch !== undefined ? { predictionPatch } : {}),
           sandbox: new WorkspaceSandbox(sb, task.workdir),
           sandboxId: issueSandboxId(ctx.resourceId),
           refs: ctx.refs,
@@ -399,17 +460,12 @@ export function createIssueResolutionDriver(
 
     async grade(ctx, raw, run) {
       const input = parseWith(IssueTaskInputSchema, raw, { prefix: 'input' });
-      if ('invalid' in input) {
-        throw invalidArgument(
-          `task ${input.invalid.taskId}: task.yaml ${input.invalid.field}`,
-          input.invalid.rule,
-        );
-      }
-      const { loaded, config } = input;
+      if ('invalid' in input) throw invalidTaskError(input.invalid);
+      const { staged, config } = input;
       const store = storeOf(config);
       const agentKey = agentKeyOf(ctx.spec, config);
       if (run?.resumedFrom !== undefined && store) {
-        const stored = store.read(ctx.taskId, loaded.digest, agentKey);
+        const stored = store.read(ctx.taskId, staged.digest, agentKey);
         if (stored) {
           return {
             ...stored.grade,
@@ -421,19 +477,15 @@ export function createIssueResolutionDriver(
         });
       }
       const gradeStarted = Date.now();
-      const { task } = loaded;
+      const { task, payload } = staged;
       const sb = sandbox(ctx, ctx.resourceId);
       // The workspace as the agent left it (partial work too, after a timeout).
       const workspaceArtifact = await exportWorkspace(ctx, sb, task.workdir);
+      // The grader is kept with the task's artifacts (the staged copy goes with the job).
+      const payloads = await payloadStore(ctx.nats, `task ${ctx.taskId}`);
       const graderArtifact = await ctx.artifacts.put(
         'grader.tar',
-        packTar(
-          Object.entries(loaded.grader).map(([rel, f]) => ({
-            path: rel,
-            data: Buffer.from(f.base64, 'base64'),
-            mode: f.mode,
-          })),
-        ),
+        await payloads.get(payload.grader.object, { signal: ctx.signal }),
         { contentType: 'application/x-tar', signal: ctx.signal },
       );
       const image = await imageOf(ctx, task);
@@ -468,10 +520,10 @@ export function createIssueResolutionDriver(
             { retryable: true, details: { grade: 'error', logs: reply.logArtifacts } },
           );
         }
-        if (loaded.tests && reply.status !== 'timeout') {
+        if (staged.tests && reply.status !== 'timeout') {
           // SWE-bench grading: the verdict is the per-test table, not the grader's exit status.
           const verdict = gradeTestOutcomes(
-            loaded.tests,
+            staged.tests,
             await readLog(ctx, reply.logArtifacts.stdout),
           );
           reply.status = verdict.resolved ? 'passed' : 'failed';
@@ -503,10 +555,10 @@ export function createIssueResolutionDriver(
               tests: testTable.rows,
             }
           : {}),
-        ...(loaded.prediction?.model ? { predictionModel: loaded.prediction.model } : {}),
+        ...(staged.predictionModel ? { predictionModel: staged.predictionModel } : {}),
         graderDigest: first.graderDigest,
         workspaceDigest: first.workspaceDigest,
-        taskDigest: loaded.digest,
+        taskDigest: staged.digest,
         agentKind: config.agent.kind,
         ...((run?.model ?? ctx.spec.agent?.model)
           ? { model: run?.model ?? ctx.spec.agent?.model }
@@ -541,7 +593,7 @@ export function createIssueResolutionDriver(
         store.write({
           version: 1,
           taskId: ctx.taskId,
-          taskDigest: loaded.digest,
+          taskDigest: staged.digest,
           agentKey,
           jobId: ctx.jobId,
           finishedUnixMs: Date.now(),
@@ -567,7 +619,7 @@ export function createIssueResolutionDriver(
       let invalidTasks: unknown[] = [];
       try {
         const ref = parseWith(IssueSuiteRefSchema, spec.tasks, { prefix: 'spec.tasks' });
-        invalidTasks = suiteOf(ref).invalid;
+        invalidTasks = suiteOf(ref, config).invalid;
       } catch {
         // The suite moved since the job started: nothing to list.
       }
@@ -583,16 +635,32 @@ export function createIssueResolutionDriver(
   };
 
   async function readLog(ctx: TaskContext, name: string): Promise<string> {
-    if (!ctx.nats) {
-      throw new TroupeError('UNAVAILABLE', 'reading the test log needs the cluster connection', {
-        retryable: true,
-      });
-    }
-    const store = await ArtifactStore.open(ctx.nats.connection, {
-      cluster: ctx.nats.cluster,
-      ...(ctx.nats.replicas !== undefined ? { replicas: ctx.nats.replicas } : {}),
-    });
+    const store = await payloadStore(ctx.nats, 'reading the test log');
     return Buffer.from(await store.get(name, { signal: ctx.signal })).toString('utf8');
+  }
+
+  /**
+   * Stages a task again (its stored parts were cleaned up: a resumed job): from its folder, or a
+   * SWE-bench instance from its suite (with its prediction, when the job grades predictions).
+   */
+  async function restage(
+    ctx: TaskContext,
+    store: ArtifactStore,
+    staged: StagedIssueTask,
+    config: IssueResolutionConfig,
+  ): Promise<StagedIssueTask> {
+    let loaded: LoadedIssueTask | InvalidIssueTask;
+    if (staged.tests) {
+      const ref = parseWith(IssueSuiteRefSchema, ctx.spec.tasks, { prefix: 'spec.tasks' });
+      const suite = suiteOf({ ...ref, suite: staged.dir, include: [ctx.taskId] }, config);
+      loaded = suite.tasks[0] ??
+        suite.invalid[0] ?? { taskId: ctx.taskId, field: 'instance_id', rule: 'must still exist' };
+    } else {
+      loaded = loadIssueTask(staged.dir, { maxTaskMb: config.maxTaskMb });
+    }
+    if ('rule' in loaded) throw invalidTaskError(loaded);
+    ctx.log.info({ taskId: ctx.taskId }, 'task files staged again');
+    return stageIssueTask(store, jobPayloadPrefix(ctx.jobId), loaded, ctx.signal);
   }
 
   async function exportWorkspace(
@@ -620,7 +688,7 @@ export function createIssueResolutionDriver(
     } catch (err) {
       if (errorCode(err) !== 'INVALID_ARGUMENT') throw err;
     }
-    const name = ctx.artifacts.pathOf('workspace.tar');
+    const name = ctx.artifacts.adopt('workspace.tar');
     await sb.ask(
       'exportFiles',
       { srcPath: `${workdir}/.`, artifact: name, meta: { jobId: ctx.jobId, taskId: ctx.taskId } },

@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { invalidArgument } from '@troupe/proto';
@@ -9,10 +8,10 @@ import {
   type LoadedIssueTask,
 } from './issue-task-spec';
 import { loadSweBenchSuite, readPredictions, SWE_BENCH_INSTANCES } from './swe-bench-suite';
+import { DEFAULT_MAX_TASK_MB, scanTaskTrees } from './task-payload';
 import { parsePatch } from './unified-patch';
 
-/** Largest task (repo, grader and patch) a job may ship to its task actors. */
-export const MAX_TASK_BYTES = 4 * 1024 * 1024;
+export { DEFAULT_MAX_TASK_MB };
 /** The grader's entry point, relative to a task folder. */
 export const GRADER_ENTRY = 'grader/run-tests.sh';
 
@@ -26,46 +25,20 @@ export interface IssueSuite {
   invalid: InvalidIssueTask[];
 }
 
-type FileMap = LoadedIssueTask['repo'];
-
-/** Reads every file under `dir` (skipping caches and dot files) as `{base64, mode}`. */
-export function readTree(dir: string, budget: { bytes: number }): FileMap {
-  const out: FileMap = {};
-  const walk = (rel: string): void => {
-    const abs = path.join(dir, rel);
-    for (const entry of readdirSync(abs, { withFileTypes: true }).sort((a, b) =>
-      a.name < b.name ? -1 : 1,
-    )) {
-      if (entry.name === '__pycache__' || entry.name === 'node_modules') continue;
-      const childRel = rel === '' ? entry.name : `${rel}/${entry.name}`;
-      if (entry.isDirectory()) walk(childRel);
-      else if (entry.isFile()) {
-        const full = path.join(dir, childRel);
-        const content = readFileSync(full);
-        budget.bytes += content.length;
-        if (budget.bytes > MAX_TASK_BYTES) {
-          throw new Error(`the task's files exceed ${MAX_TASK_BYTES} bytes`);
-        }
-        out[childRel] = {
-          base64: content.toString('base64'),
-          mode: statSync(full).mode & 0o111 ? 0o755 : 0o644,
-        };
-      }
-    }
-  };
-  walk('');
-  return out;
-}
-
-function digestOf(parts: readonly unknown[]): string {
-  return createHash('sha256').update(JSON.stringify(parts)).digest('hex');
+/** Options of {@link loadIssueTask} and {@link loadIssueSuite}. */
+export interface LoadIssueTaskOptions {
+  /** A task whose files hold more is invalid, naming `config.maxTaskMb`. @default 256 */
+  maxTaskMb?: number;
 }
 
 /**
  * Reads one task folder. Returns the loaded task, or why it is invalid (`field` names the
  * task.yaml field or the file that broke a rule).
  */
-export function loadIssueTask(taskDir: string): LoadedIssueTask | InvalidIssueTask {
+export function loadIssueTask(
+  taskDir: string,
+  options: LoadIssueTaskOptions = {},
+): LoadedIssueTask | InvalidIssueTask {
   const folder = path.basename(taskDir);
   const bad = (field: string, rule: string): InvalidIssueTask => ({ taskId: folder, field, rule });
   let text: string;
@@ -105,15 +78,6 @@ export function loadIssueTask(taskDir: string): LoadedIssueTask | InvalidIssueTa
   if (!existsSync(path.join(taskDir, GRADER_ENTRY))) {
     return bad(GRADER_ENTRY, 'must exist (the hidden grader)');
   }
-  const budget = { bytes: 0 };
-  let repo: FileMap;
-  let grader: FileMap;
-  try {
-    repo = readTree(path.join(taskDir, 'repo'), budget);
-    grader = readTree(path.join(taskDir, 'grader'), budget);
-  } catch (err) {
-    return bad('repo/', (err as Error).message);
-  }
   let solutionPatch: string | undefined;
   const patchFile = path.join(taskDir, 'solution.patch');
   if (existsSync(patchFile)) {
@@ -124,13 +88,20 @@ export function loadIssueTask(taskDir: string): LoadedIssueTask | InvalidIssueTa
       return bad('solution.patch', `must be a unified diff: ${(err as Error).message}`);
     }
   }
+  const trees = scanTaskTrees(
+    { repo: path.join(taskDir, 'repo'), grader: path.join(taskDir, 'grader') },
+    Buffer.byteLength(solutionPatch ?? ''),
+    options.maxTaskMb,
+  );
+  if ('rule' in trees) return bad(trees.field, trees.rule);
+  const { repo, grader, bytes } = trees;
   return {
     task,
     dir: path.resolve(taskDir),
     repo,
     grader,
     ...(solutionPatch !== undefined ? { solutionPatch } : {}),
-    digest: digestOf([task, repo, grader, solutionPatch ?? null]),
+    bytes,
   };
 }
 
@@ -142,7 +113,11 @@ export function loadIssueTask(taskDir: string): LoadedIssueTask | InvalidIssueTa
 export function loadIssueSuite(
   suite: string,
   field: string,
-  options: { include?: readonly string[]; cwd?: string; predictions?: string } = {},
+  options: {
+    include?: readonly string[];
+    cwd?: string;
+    predictions?: string;
+  } & LoadIssueTaskOptions = {},
 ): IssueSuite {
   const suiteDir = path.resolve(options.cwd ?? process.cwd(), suite);
   if (!existsSync(suiteDir) || !statSync(suiteDir).isDirectory()) {
@@ -159,7 +134,7 @@ export function loadIssueSuite(
     return {
       suiteDir,
       ...loadSweBenchSuite(suiteDir, field, {
-        readTree,
+        ...(options.maxTaskMb !== undefined ? { maxTaskMb: options.maxTaskMb } : {}),
         ...(options.include ? { include: options.include } : {}),
         ...(predictions ? { predictions } : {}),
       }),
@@ -187,7 +162,7 @@ export function loadIssueSuite(
   const tasks: LoadedIssueTask[] = [];
   const invalid: InvalidIssueTask[] = [];
   for (const folder of chosen) {
-    const loaded = loadIssueTask(path.join(suiteDir, folder));
+    const loaded = loadIssueTask(path.join(suiteDir, folder), options);
     if ('rule' in loaded) invalid.push(loaded);
     else tasks.push(loaded);
   }

@@ -1,6 +1,7 @@
 import { TASK_ID_PATTERN, TASK_ID_RULE } from '@troupe/coordinator';
 import { z } from 'zod';
 import { TaskEnvironmentSchema, WorkdirSchema } from './task-environment';
+import { type TreeScan } from './task-tree';
 
 /**
  * Images a task may name (built offline by `deploy/images/build.sh`). Not busybox: graders run
@@ -133,6 +134,11 @@ export const IssueResolutionConfigSchema = z
      * grader's own time limit (a missing image is built first). @default 300000
      */
     createTimeoutMs: positiveInt(1_000, 3_600_000).default(300_000),
+    /**
+     * Largest task (its repo/, grader/ and solution.patch together), in MiB: a larger one ends
+     * ERRORED naming this limit, the rest of the job runs. @default 256
+     */
+    maxTaskMb: positiveInt(1, 16_384).default(256),
   })
   .strict();
 /** Validated `spec.config` of an `issue-resolution` job. */
@@ -177,39 +183,94 @@ export const InvalidIssueTaskSchema = z.object({
 /** A task.yaml that failed validation. */
 export type InvalidIssueTask = z.output<typeof InvalidIssueTaskSchema>;
 
-/** A task read from disk, ready to travel in a task's input (files base64). */
-export const LoadedIssueTaskSchema = z.object({
-  task: IssueTaskFileSchema,
-  /** Task folder, absolute, at planning time (reports only). */
-  dir: z.string(),
-  /** `repo/`: relative path → {base64, mode}. */
-  repo: z.record(z.string(), z.object({ base64: z.string(), mode: z.number().int() })),
-  /** `grader/`: relative path → {base64, mode}. Never sent to the agent's sandbox. */
-  grader: z.record(z.string(), z.object({ base64: z.string(), mode: z.number().int() })),
+/** A task read from disk: its task.yaml, and its trees listed (their content is staged later). */
+export interface LoadedIssueTask {
+  task: IssueTaskFile;
+  /** Task folder, absolute. */
+  dir: string;
+  /** `repo/`, listed. */
+  repo: TreeScan;
+  /** `grader/`, listed. Never sent to the agent's sandbox. */
+  grader: TreeScan;
   /** `solution.patch`, when the task has one (only the gold agent reads it). */
-  solutionPatch: z.string().optional(),
-  /**
-   * SWE-bench grading: the log parser of the test run and the tests that must go from failing to
-   * passing and stay passing. Without it, the grader's exit status is the verdict.
-   */
-  tests: z
-    .object({
-      logParser: z.string(),
-      failToPass: z.array(z.string()),
-      passToPass: z.array(z.string()),
-    })
-    .optional(),
-  /** A prediction's patch (`model_patch` of a predictions file), applied by the `predictions` agent. */
-  prediction: z.object({ patch: z.string(), model: z.string().optional() }).optional(),
-  /** sha256 over task.yaml, repo, grader and patch: a stored result is valid for this digest. */
-  digest: z.string(),
-});
-/** A task read from disk. */
-export type LoadedIssueTask = z.output<typeof LoadedIssueTaskSchema>;
+  solutionPatch?: string;
+  /** SWE-bench grading (see {@link TaskTestsSchema}); without it the grader's exit status decides. */
+  tests?: TaskTests;
+  /** A prediction (`model_patch` of a predictions file), applied by the `predictions` agent. */
+  prediction?: TaskPrediction;
+  /** Bytes of the task's files (repo/, grader/, solution.patch, the prediction's patch). */
+  bytes: number;
+}
+
+/**
+ * SWE-bench grading: the log parser of the test run and the tests that must go from failing to
+ * passing and stay passing.
+ */
+export const TaskTestsSchema = z
+  .object({
+    logParser: z.string(),
+    failToPass: z.array(z.string()),
+    passToPass: z.array(z.string()),
+  })
+  .strict();
+/** SWE-bench grading of a task. */
+export type TaskTests = z.output<typeof TaskTestsSchema>;
+
+/** A prediction of a predictions file: its patch, and the model that made it. */
+export interface TaskPrediction {
+  patch: string;
+  model?: string;
+}
+
+/** An object of the cluster's object store holding part of a task (never sent in a message). */
+export const PayloadRefSchema = z
+  .object({
+    /** Object name (under the job's payload prefix). */
+    object: z.string().min(1),
+    /** sha256 of the content, lowercase hex. */
+    digest: z.string().regex(/^[0-9a-f]{64}$/),
+    /** Bytes. */
+    size: z.number().int().nonnegative(),
+  })
+  .strict();
+/** A reference to a stored part of a task. */
+export type PayloadRef = z.output<typeof PayloadRefSchema>;
+
+/** A task staged by the plan: its task.yaml and references to its stored files. */
+export const StagedIssueTaskSchema = z
+  .object({
+    task: IssueTaskFileSchema,
+    /**
+     * Task folder (a SWE-bench instance: its suite folder), absolute, at planning time (reports,
+     * and staging again after a clean-up).
+     */
+    dir: z.string(),
+    /**
+     * The stored parts: `repo/` and `grader/` as tars, `solution.patch` and a prediction's patch
+     * as text.
+     */
+    payload: z
+      .object({
+        repo: PayloadRefSchema,
+        grader: PayloadRefSchema,
+        solutionPatch: PayloadRefSchema.optional(),
+        predictionPatch: PayloadRefSchema.optional(),
+      })
+      .strict(),
+    /** SWE-bench grading, when the task came from a SWE-bench suite. */
+    tests: TaskTestsSchema.optional(),
+    /** The model named by the prediction (`model_name_or_path`). */
+    predictionModel: z.string().optional(),
+    /** sha256 over task.yaml, the digests of the parts and the tests: a stored result is valid for it. */
+    digest: z.string(),
+  })
+  .strict();
+/** A staged task. */
+export type StagedIssueTask = z.output<typeof StagedIssueTaskSchema>;
 
 /** What a task actor receives: a loaded task, or the reason it is invalid. */
 export const IssueTaskInputSchema = z.union([
-  z.object({ loaded: LoadedIssueTaskSchema, config: IssueResolutionConfigSchema }).strict(),
+  z.object({ staged: StagedIssueTaskSchema, config: IssueResolutionConfigSchema }).strict(),
   z.object({ invalid: InvalidIssueTaskSchema, config: IssueResolutionConfigSchema }).strict(),
 ]);
 /** Input of one `issue-resolution` task. */

@@ -1,6 +1,15 @@
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { TASK_ID_PATTERN, TASK_ID_RULE } from '@troupe/coordinator';
@@ -15,6 +24,7 @@ import {
 } from './issue-task-spec';
 import { LOG_PARSER_NAMES } from './log-parsers';
 import { TaskEnvironmentSchema, WorkdirSchema } from './task-environment';
+import { scanTaskTrees } from './task-payload';
 import { parsePatch } from './unified-patch';
 
 /** The instances file of a SWE-bench suite folder. */
@@ -22,9 +32,12 @@ export const SWE_BENCH_INSTANCES = 'instances.jsonl';
 /** The settings file of a SWE-bench suite folder. */
 export const SWE_BENCH_SUITE_FILE = 'suite.yaml';
 
-type FileMap = LoadedIssueTask['repo'];
-/** Reads a folder's files (the suite loader's `readTree`). */
-export type ReadTree = (dir: string, budget: { bytes: number }) => FileMap;
+/**
+ * Where instances are materialised (checkouts at `base_commit`, generated graders): folders named
+ * by the digest of what they hold, so a load, a later load and a resumed job's re-staging reuse
+ * them, and they are never written twice.
+ */
+export const SWE_BENCH_CACHE_DIR = path.join(os.tmpdir(), 'troupe-swe-bench');
 
 const logParser = z.enum(LOG_PARSER_NAMES as [string, ...string[]], {
   error: `must be one of ${LOG_PARSER_NAMES.join(', ')}`,
@@ -129,6 +142,36 @@ function digestOf(parts: readonly unknown[]): string {
   return createHash('sha256').update(JSON.stringify(parts)).digest('hex');
 }
 
+/**
+ * The cache folder `<kind>-<key>`, made by `fill` (into a temporary folder, renamed into place,
+ * so a folder that exists is complete) unless it exists.
+ */
+function cachedFolder(kind: string, key: string, fill: (dir: string) => void): string {
+  const dir = path.join(SWE_BENCH_CACHE_DIR, `${kind}-${key}`);
+  if (existsSync(dir)) return dir;
+  mkdirSync(SWE_BENCH_CACHE_DIR, { recursive: true });
+  const tmp = mkdtempSync(path.join(SWE_BENCH_CACHE_DIR, `.${kind}-`));
+  try {
+    fill(tmp);
+    renameSync(tmp, dir);
+  } catch (err) {
+    rmSync(tmp, { recursive: true, force: true });
+    // Another load made the same folder first.
+    if (!existsSync(dir)) throw err;
+  }
+  return dir;
+}
+
+/** The generated grader of an instance, as a folder: run-tests.sh, test.patch, test-cmd.sh. */
+function graderFolder(testPatch: string, testCmd: string): string {
+  const script = sweBenchGraderScript();
+  return cachedFolder('grader', digestOf([script, testPatch, testCmd]), (dir) => {
+    writeFileSync(path.join(dir, 'run-tests.sh'), script, { mode: 0o755 });
+    writeFileSync(path.join(dir, 'test.patch'), testPatch, { mode: 0o644 });
+    writeFileSync(path.join(dir, 'test-cmd.sh'), `${testCmd}\n`, { mode: 0o644 });
+  });
+}
+
 function firstIssue(error: z.ZodError): { field: string; rule: string } {
   const issue = error.issues[0];
   return {
@@ -193,39 +236,50 @@ export function readPredictions(
   return out;
 }
 
-/** The repository of an instance at its base commit, from the mirror. */
-function materialiseRepo(
-  mirror: string,
-  instance: SweBenchInstance,
-  readTree: ReadTree,
-  budget: { bytes: number },
-): FileMap {
+/**
+ * The folder of an instance's repository at its base commit: the mirror's `<instance_id>` plain
+ * folder as it is, or a checkout of the `<owner>__<name>` git repository (`git archive`, so
+ * symlinks and modes are kept), cached.
+ */
+function repoFolder(mirror: string, instance: SweBenchInstance): string {
   const plain = path.join(mirror, instance.instance_id);
-  if (existsSync(plain) && statSync(plain).isDirectory()) return readTree(plain, budget);
+  if (existsSync(plain) && statSync(plain).isDirectory()) return plain;
   const gitDir = path.join(mirror, instance.repo.replace('/', '__'));
   if (!existsSync(gitDir)) {
     throw new Error(`the mirror has neither ${gitDir} (a git repository) nor ${plain}`);
   }
-  const tmp = mkdtempSync(path.join(os.tmpdir(), 'troupe-swe-'));
+  let commit: string;
   try {
-    const tarBytes = execFileSync(
+    commit = execFileSync(
       'git',
-      ['-C', gitDir, 'archive', '--format=tar', instance.base_commit],
-      {
-        maxBuffer: 1024 * 1024 * 1024,
-        stdio: ['ignore', 'pipe', 'pipe'],
-      },
-    );
-    execFileSync('tar', ['-x', '-C', tmp], { input: tarBytes });
-    return readTree(tmp, budget);
+      ['-C', gitDir, 'rev-parse', '--verify', `${instance.base_commit}^{commit}`],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    )
+      .toString('utf8')
+      .trim();
   } catch (err) {
     const stderr = (err as { stderr?: Buffer }).stderr?.toString('utf8').trim();
     throw new Error(
       `cannot check out ${instance.base_commit} of ${gitDir}: ${stderr || (err as Error).message}`,
     );
-  } finally {
-    rmSync(tmp, { recursive: true, force: true });
   }
+  return cachedFolder('repo', digestOf([path.resolve(gitDir), commit]), (dir) => {
+    // Streamed from git to tar: a repository of any size checks out in bounded memory.
+    execFileSync(
+      'bash',
+      [
+        '-o',
+        'pipefail',
+        '-c',
+        'git -C "$1" archive --format=tar "$2" | tar -x -C "$3"',
+        'checkout',
+        gitDir,
+        commit,
+        dir,
+      ],
+      { stdio: ['ignore', 'ignore', 'pipe'] },
+    );
+  });
 }
 
 /**
@@ -241,8 +295,9 @@ export function loadSweBenchSuite(
   options: {
     include?: readonly string[];
     predictions?: Map<string, { patch: string; model?: string }>;
-    readTree: ReadTree;
-  },
+    /** An instance whose files hold more is invalid, naming `config.maxTaskMb`. @default 256 */
+    maxTaskMb?: number;
+  } = {},
 ): { tasks: LoadedIssueTask[]; invalid: InvalidIssueTask[] } {
   const settings = readSuiteFile(suiteDir, field);
   const mirror = path.resolve(suiteDir, settings.mirror);
@@ -299,20 +354,19 @@ export function loadSweBenchSuite(
         return bad(f, `must be a unified diff: ${(err as Error).message}`);
       }
     }
-    let repo: FileMap;
+    let repoDir: string;
     try {
-      repo = materialiseRepo(mirror, inst, options.readTree, { bytes: 0 });
+      repoDir = repoFolder(mirror, inst);
     } catch (err) {
       return bad('repo', (err as Error).message);
     }
-    const grader: FileMap = {
-      'run-tests.sh': {
-        base64: Buffer.from(sweBenchGraderScript()).toString('base64'),
-        mode: 0o755,
-      },
-      'test.patch': { base64: Buffer.from(inst.test_patch).toString('base64'), mode: 0o644 },
-      'test-cmd.sh': { base64: Buffer.from(`${testCmd}\n`).toString('base64'), mode: 0o644 },
-    };
+    const prediction = options.predictions?.get(inst.instance_id);
+    const trees = scanTaskTrees(
+      { repo: repoDir, grader: graderFolder(inst.test_patch, testCmd) },
+      Buffer.byteLength(inst.patch) + Buffer.byteLength(prediction?.patch ?? ''),
+      options.maxTaskMb,
+    );
+    if ('rule' in trees) return bad(trees.field, trees.rule);
     const task = {
       id: inst.instance_id,
       instruction: inst.problem_statement,
@@ -327,16 +381,13 @@ export function loadSweBenchSuite(
       failToPass: inst.FAIL_TO_PASS,
       passToPass: inst.PASS_TO_PASS,
     };
-    const prediction = options.predictions?.get(inst.instance_id);
     tasks.push({
       task,
       dir: suiteDir,
-      repo,
-      grader,
+      ...trees,
       solutionPatch: inst.patch,
       tests,
       ...(prediction ? { prediction } : {}),
-      digest: digestOf([task, repo, grader, inst.patch, tests, prediction ?? null]),
     });
   });
   if (include) {

@@ -1,4 +1,6 @@
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import { type Readable } from 'node:stream';
 import {
   DockerSandboxBackend,
   Evaluator,
@@ -10,6 +12,7 @@ import {
   loadIssueSuite,
   type LoadedIssueTask,
   packTar,
+  packTree,
   parsePatch,
   PINNED_GRADER_ENV,
 } from '../../src/issue-resolution';
@@ -57,10 +60,9 @@ afterAll(async () => {
 
 function workspaceOf(task: LoadedIssueTask, fixed: boolean): Buffer {
   const files = new Map(
-    Object.entries(task.repo).map(([rel, f]) => [
-      rel,
-      { data: Buffer.from(f.base64, 'base64'), mode: f.mode },
-    ]),
+    task.repo.entries
+      .filter((e) => e.type === 'file')
+      .map((e) => [e.rel, { data: readFileSync(path.join(task.repo.root, e.rel)), mode: e.mode }]),
   );
   if (fixed) {
     for (const p of parsePatch(task.solutionPatch!)) {
@@ -74,14 +76,8 @@ function workspaceOf(task: LoadedIssueTask, fixed: boolean): Buffer {
   return packTar([...files].map(([rel, f]) => ({ path: rel, ...f })));
 }
 
-function graderOf(task: LoadedIssueTask): Buffer {
-  return packTar(
-    Object.entries(task.grader).map(([rel, f]) => ({
-      path: rel,
-      data: Buffer.from(f.base64, 'base64'),
-      mode: f.mode,
-    })),
-  );
+function graderOf(task: LoadedIssueTask): Readable {
+  return packTree(task.grader, 'grader/');
 }
 
 test('the suite ships at least 8 tasks', () => {

@@ -1,7 +1,16 @@
-import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  cpSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { DriverRegistry } from '@troupe/coordinator';
+import tar from 'tar-stream';
 import {
   applyFilePatch,
   createIssueResolutionDriver,
@@ -9,7 +18,10 @@ import {
   loadIssueTask,
   MODEL_AGENT_UNAVAILABLE,
   packTar,
+  packTree,
   parsePatch,
+  scanTree,
+  type TreeScan,
   type TaskAgentRunner,
   type LoadedIssueTask,
 } from '../../src/issue-resolution';
@@ -17,10 +29,10 @@ import {
 const SUITE = path.resolve(__dirname, '../../suites/bugfix-mini');
 
 function fileText(task: LoadedIssueTask, rel: string): string {
-  const f = task.repo[rel];
-  if (!f) throw new Error(`no ${rel}`);
-  return Buffer.from(f.base64, 'base64').toString('utf8');
+  return readFileSync(path.join(task.dir, 'repo', rel), 'utf8');
 }
+
+const relsOf = (scan: LoadedIssueTask['repo']): string[] => scan.entries.map((e) => e.rel);
 
 describe('the shipped bugfix-mini suite', () => {
   const suite = loadIssueSuite(SUITE, 'spec.tasks');
@@ -42,12 +54,12 @@ describe('the shipped bugfix-mini suite', () => {
         const fixed = applyFilePatch(old, p);
         expect(fixed).not.toBe(old);
       }
-      expect(Object.keys(task.grader)).toContain('run-tests.sh');
+      expect(relsOf(task.grader)).toContain('run-tests.sh');
       // Nothing of the grader or the patch is in the repository the agent sees.
-      for (const rel of Object.keys(task.repo)) {
+      for (const rel of relsOf(task.repo)) {
         expect(rel).not.toMatch(/grader|solution|hidden/i);
       }
-      expect(Object.keys(task.repo).some((rel) => /^tests?\//.test(rel))).toBe(true);
+      expect(relsOf(task.repo).some((rel) => /^tests?\//.test(rel))).toBe(true);
     },
   );
 });
@@ -129,6 +141,76 @@ describe('malformed tasks', () => {
       field: 'grader/run-tests.sh',
       rule: 'must exist (the hidden grader)',
     });
+  });
+});
+
+describe('task trees', () => {
+  let dir: string;
+  beforeEach(() => {
+    dir = mkdtempSync(path.join(tmpdir(), 'task-tree-'));
+  });
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  async function tarEntries(scan: TreeScan): Promise<string[]> {
+    const extract = tar.extract();
+    const out: string[] = [];
+    const done = (async () => {
+      for await (const e of extract) {
+        const h = e.header;
+        out.push(
+          `${h.type} ${h.name}${h.linkname ? ` -> ${h.linkname}` : ''} ${h.mode?.toString(8)}`,
+        );
+        e.resume();
+      }
+    })();
+    packTree(scan, 'repo/').pipe(extract);
+    await done;
+    return out;
+  }
+
+  test('every entry is packed: dot files, caches, empty folders, symlinks, modes', async () => {
+    mkdirSync(path.join(dir, 'node_modules/.bin'), { recursive: true });
+    mkdirSync(path.join(dir, '__pycache__'));
+    mkdirSync(path.join(dir, 'empty'));
+    writeFileSync(path.join(dir, '.env'), 'A=1\n');
+    writeFileSync(path.join(dir, '__pycache__/m.pyc'), Buffer.from([0, 1, 2]));
+    writeFileSync(path.join(dir, 'node_modules/x.js'), '1\n', { mode: 0o755 });
+    symlinkSync('../x.js', path.join(dir, 'node_modules/.bin/x'));
+    const scan = scanTree(dir, 'repo/');
+    expect(scan.bytes).toBe(4 + 3 + 2);
+    const entries = await tarEntries(scan);
+    expect(entries).toEqual([
+      'file .env 644',
+      'directory __pycache__/ 755',
+      'file __pycache__/m.pyc 644',
+      'directory empty/ 755',
+      'directory node_modules/ 755',
+      'directory node_modules/.bin/ 755',
+      'symlink node_modules/.bin/x -> ../x.js 777',
+      'file node_modules/x.js 755',
+    ]);
+    // Deterministic: the same tree gives the same bytes.
+    const bytes = async () => Buffer.concat(await packTree(scanTree(dir, 'r/'), 'r/').toArray());
+    expect((await bytes()).equals(await bytes())).toBe(true);
+  });
+
+  test('a symlink leading outside the tree, or an absolute one, is refused naming it', () => {
+    mkdirSync(path.join(dir, 'lib'));
+    symlinkSync('../../etc', path.join(dir, 'lib/up'));
+    expect(() => scanTree(dir, 'repo/')).toThrow(
+      'repo/lib/up: is a symlink pointing outside repo/ (to ../../etc)',
+    );
+    rmSync(path.join(dir, 'lib/up'));
+    symlinkSync('/etc/passwd', path.join(dir, 'lib/abs'));
+    expect(() => scanTree(dir, 'repo/')).toThrow(/repo\/lib\/abs: is a symlink pointing outside/);
+  });
+
+  test('a task over maxTaskMb is invalid, naming the limit', () => {
+    cpSync(path.join(SUITE, 'py-lru-cache'), path.join(dir, 'py-lru-cache'), { recursive: true });
+    writeFileSync(path.join(dir, 'py-lru-cache/repo/blob.bin'), Buffer.alloc(1024 * 1024 + 1));
+    const loaded = loadIssueTask(path.join(dir, 'py-lru-cache'), { maxTaskMb: 1 });
+    expect(loaded).toMatchObject({ taskId: 'py-lru-cache', field: 'repo/' });
+    expect((loaded as { rule: string }).rule).toMatch(/more than config\.maxTaskMb \(1 MB\)/);
   });
 });
 

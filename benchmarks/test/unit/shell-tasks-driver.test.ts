@@ -3,7 +3,12 @@ import { DriverRegistry, parseJobSpec } from '@troupe/coordinator';
 import { noopLogger } from '@troupe/actors';
 
 const driver = createShellTasksDriver();
-const planCtx = { jobId: 'j1', signal: new AbortController().signal, log: noopLogger };
+const planCtx = {
+  jobId: 'j1',
+  signal: new AbortController().signal,
+  log: noopLogger,
+  payloadPrefix: 'jobs/j1/payload/',
+};
 
 describe('shell-tasks driver', () => {
   it('expands a generator, numbering ids and commands', async () => {

@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
@@ -46,8 +46,12 @@ test('the shipped npm-fixes suite loads six valid instances with their tests', (
     expect(t.task.environment).toMatchObject({ base: 'node', npm: ['mocha@10.7.3'] });
     expect(t.tests?.logParser).toBe('mocha');
     expect(t.tests?.failToPass.length).toBeGreaterThan(0);
-    expect(Object.keys(t.repo)).toContain('LICENSE');
-    expect(Object.keys(t.grader).sort()).toEqual(['run-tests.sh', 'test-cmd.sh', 'test.patch']);
+    expect(t.repo.entries.map((e) => e.rel)).toContain('LICENSE');
+    expect(t.grader.entries.map((e) => [e.rel, e.mode])).toEqual([
+      ['run-tests.sh', 0o755],
+      ['test-cmd.sh', 0o644],
+      ['test.patch', 0o644],
+    ]);
   }
 });
 
@@ -84,7 +88,7 @@ test('repositories come from a git mirror at base_commit; bad instances name the
   const suite = loadIssueSuite(dir, 'spec.tasks');
   expect(suite.tasks.map((t) => t.task.id)).toEqual(['acme__calc-1']);
   const [task] = suite.tasks;
-  expect(Buffer.from(task!.repo['calc.py']!.base64, 'base64').toString()).toBe(
+  expect(readFileSync(path.join(task!.repo.root, 'calc.py'), 'utf8')).toBe(
     'def add(a, b): return a - b\n',
   );
   expect(task!.tests).toEqual({
@@ -99,6 +103,42 @@ test('repositories come from a git mirror at base_commit; bad instances name the
     expect.objectContaining({ taskId: 'line-5', field: 'instances.jsonl' }),
   ]);
   expect(suite.invalid[2]!.rule).toContain('acme__missing');
+});
+
+test('instances go through the faithful tree reader: dot files, node_modules, symlinks, the limit', () => {
+  const plain = (id: string) => path.join(dir, 'mirror', id);
+  mkdirSync(path.join(plain('acme__calc-1'), 'node_modules', 'dep'), { recursive: true });
+  writeFileSync(path.join(plain('acme__calc-1'), 'calc.py'), 'def add(a, b): return a - b\n');
+  writeFileSync(path.join(plain('acme__calc-1'), '.env.example'), 'X=1\n');
+  writeFileSync(path.join(plain('acme__calc-1'), 'node_modules', 'dep', 'index.js'), '1;\n');
+  symlinkSync('calc.py', path.join(plain('acme__calc-1'), 'link.py'));
+  mkdirSync(plain('acme__calc-2'), { recursive: true });
+  symlinkSync('../../../etc/passwd', path.join(plain('acme__calc-2'), 'escape'));
+  mkdirSync(plain('acme__calc-3'), { recursive: true });
+  writeFileSync(path.join(plain('acme__calc-3'), 'big.bin'), Buffer.alloc(2 * 1024 * 1024));
+  writeSuite([
+    { ...base, base_commit: 'abc1234' },
+    { ...base, instance_id: 'acme__calc-2', base_commit: 'abc1234' },
+    { ...base, instance_id: 'acme__calc-3', base_commit: 'abc1234' },
+  ]);
+  const suite = loadIssueSuite(dir, 'spec.tasks', { maxTaskMb: 1 });
+  expect(suite.tasks.map((t) => t.task.id)).toEqual(['acme__calc-1']);
+  expect(suite.tasks[0]!.repo.entries.map((e) => [e.rel, e.type, e.linkname])).toEqual([
+    ['.env.example', 'file', undefined],
+    ['calc.py', 'file', undefined],
+    ['link.py', 'symlink', 'calc.py'],
+    ['node_modules', 'directory', undefined],
+    ['node_modules/dep', 'directory', undefined],
+    ['node_modules/dep/index.js', 'file', undefined],
+  ]);
+  expect(suite.invalid).toEqual([
+    expect.objectContaining({ taskId: 'acme__calc-2', field: 'repo/escape' }),
+    expect.objectContaining({
+      taskId: 'acme__calc-3',
+      field: 'repo/',
+      rule: expect.stringContaining('config.maxTaskMb (1 MB)'),
+    }),
+  ]);
 });
 
 test('a predictions file is attached to its instances; a bad line names the line and field', () => {

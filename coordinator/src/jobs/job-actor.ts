@@ -1,5 +1,5 @@
 import { type ActorContext, defineActor } from '@troupe/actors';
-import { invalidArgument, TroupeError } from '@troupe/proto';
+import { errorCode, invalidArgument, isRetryable, TroupeError } from '@troupe/proto';
 import { z } from 'zod';
 import { BudgetLedger } from '../budget/budget-ledger';
 import { remindAt } from '../reminders';
@@ -13,6 +13,7 @@ import {
 import { type JobEventDraft, type JobEventRecord } from './job-event';
 import { aggregateOf, recordOf } from './job-record';
 import {
+  compactId,
   JOB_ACTOR_KIND,
   type JobRuntime,
   type JobRuntimeHolder,
@@ -21,6 +22,7 @@ import {
   taskActorId,
 } from './job-runtime';
 import { type JobSpec, JobSpecSchema } from './job-spec';
+import { jobPayloadPrefix } from './job-store';
 import {
   countTasks,
   emptyJobState,
@@ -61,6 +63,11 @@ export const JobActorMessages = {
   }),
   /** A retry's backoff is over (a durable reminder). */
   retry: z.object({ index: Index, attempt: Attempt }),
+  /**
+   * `taskTimeoutMs` after an attempt was dispatched (a durable reminder): an attempt whose task
+   * actor never started ends TIMED_OUT.
+   */
+  startDeadline: z.object({ index: Index, attempt: Attempt }),
   /** Cancel the job (asked by CancelJob; replies with the job record). */
   cancel: z.object({ reason: z.string().min(1).max(500) }),
   /** The cancellation grace period is over (a durable reminder). */
@@ -175,6 +182,32 @@ export function createJobActor(holder: JobRuntimeHolder, options: JobActorOption
         const result = JobTransitions.retryDue(state, msg, now());
         return { state: await carryOut(ctx, holder.get(), holder, state, result) };
       },
+      startDeadline: async (ctx, msg, state) => {
+        const rt = holder.get();
+        const timeoutMs = state.spec?.taskTimeoutMs ?? 0;
+        const result = JobTransitions.startDeadline(state, { ...msg, timeoutMs }, now());
+        const t = result.state.tasks[msg.index];
+        if (result.state !== state && t) {
+          ctx.log.warn(
+            { jobId: state.jobId, taskId: t.id, attempt: msg.attempt },
+            'task never started',
+          );
+          // The task actor never ran, so nothing else writes the task's result.
+          await rt.store.putTaskResult(state.jobId, {
+            taskId: t.id,
+            index: msg.index,
+            attempt: msg.attempt,
+            status: 'TIMED_OUT',
+            costUsd: 0,
+            tokens: 0,
+            durationMs: timeoutMs,
+            stopReason: 'timeout',
+            error: t.error ?? '',
+            artifacts: [],
+          });
+        }
+        return { state: await carryOut(ctx, rt, holder, state, result) };
+      },
       cancel: async (ctx, msg, state) => {
         const rt = holder.get();
         if (state.phase === 'NEW') {
@@ -246,7 +279,13 @@ async function planJob(
         ...(spec.budget.tokens !== undefined ? { tokens: spec.budget.tokens } : {}),
       });
     }
-    const plan = await driver.plan(spec, { jobId, signal: ctx.signal, log: ctx.log });
+    const plan = await driver.plan(spec, {
+      jobId,
+      signal: ctx.signal,
+      log: ctx.log,
+      nats: { connection: rt.nc, cluster: rt.cluster, replicas: rt.replicas },
+      payloadPrefix: jobPayloadPrefix(jobId),
+    });
     checkPlan(plan);
     await rt.store.putPlan(jobId, plan);
     holder.rememberPlan(jobId, plan);
@@ -325,24 +364,23 @@ async function carryOut(
   if (effects.dispatch.length > 0) {
     const plan = await holder.plan(next.jobId);
     await Promise.all(
-      effects.dispatch.map(({ index, attempt }) => {
+      effects.dispatch.map(async ({ index, attempt }) => {
         const task = plan[index];
         if (!task) throw new TroupeError('INTERNAL', `job ${next.jobId} has no task ${index}`);
-        const ref = ctx.refs
-          .refOf({ kind: TASK_ACTOR_KIND, id: taskActorId(next.jobId, index) })
-          .withHints({ jobId: next.jobId });
-        return ref
-          .post(
-            'run',
-            { jobId: next.jobId, index, taskId: task.id, attempt, input: task.input },
-            { dedupeId: `run-${next.jobId}-${index}-${attempt}`, signal: ctx.signal },
-          )
-          .then(() => {
-            // Activate the task actor now rather than when the wake-on-post consumer gets to it
-            // (an ask to a sleeping actor asks for its activation; the ask itself is answered
-            // BUSY once the actor runs the `run` turn). Not awaited, best effort.
-            ref.ask('ping', {}, { timeoutMs: 10_000, requireIdle: true }).catch(() => undefined);
-          });
+        if (next.spec) {
+          // The job's own clock on the attempt: if its task actor never starts (the `run` is never
+          // delivered or the actor cannot be activated), the attempt still times out.
+          await remindAt(
+            rt.nc,
+            rt.cluster,
+            ctx.self,
+            t + next.spec.taskTimeoutMs,
+            'startDeadline',
+            { index, attempt },
+            { id: compactId(['start', next.jobId, index, attempt], 128) },
+          );
+        }
+        await dispatch(ctx, rt, next.jobId, index, task, attempt);
       }),
     );
   }
@@ -359,6 +397,11 @@ async function carryOut(
   }
   if (effects.finished) {
     holder.forget(next.jobId);
+    // What the plan stored for its tasks (task payloads) is not kept: best effort, a leftover only
+    // takes room.
+    await rt.store
+      .deletePrefix(jobPayloadPrefix(next.jobId))
+      .catch((err: unknown) => ctx.log.warn({ err }, 'could not delete the job payloads'));
     if (next.spec?.budget) {
       // Fold the job's budget scope into the cluster's (a ledger tree holds at most 1,000 scopes);
       // its spending stays counted there. Best effort: a leftover scope only takes room.
@@ -368,6 +411,73 @@ async function carryOut(
     }
   }
   return next;
+}
+
+/**
+ * Posts the `run` of one attempt to its task actor. A `run` that cannot be delivered — larger than
+ * the server's `max_payload`, or refused by the inbox stream — ends the attempt ERRORED with the
+ * reason (an outcome posted to the job itself, so it goes through the same transition as the task
+ * actor's), never the job actor's turn: a failing turn would be retried and then dead-lettered,
+ * leaving the job waiting for a task that never runs. A transient failure is reported as an
+ * infrastructure error, retried under the job's retry policy.
+ */
+async function dispatch(
+  ctx: ActorContext<JobState>,
+  rt: JobRuntime,
+  jobId: string,
+  index: number,
+  task: PlannedTask,
+  attempt: number,
+): Promise<void> {
+  const ref = ctx.refs.refOf({ kind: TASK_ACTOR_KIND, id: taskActorId(jobId, index) }).withHints({
+    jobId,
+  });
+  const run = { jobId, index, taskId: task.id, attempt, input: task.input };
+  const size = Buffer.byteLength(JSON.stringify(run));
+  const maxPayload = rt.nc.info?.max_payload;
+  let failure: { error: string; infrastructure: boolean } | undefined;
+  if (maxPayload !== undefined && size > maxPayload) {
+    failure = {
+      error: `INVALID_ARGUMENT: the task's input is ${size} bytes, more than the NATS server's max_payload (${maxPayload} bytes): a driver must store large task data in the object store and send a reference`,
+      infrastructure: false,
+    };
+  } else {
+    try {
+      await ref.post('run', run, {
+        dedupeId: `run-${jobId}-${index}-${attempt}`,
+        signal: ctx.signal,
+      });
+      // Activate the task actor now rather than when the wake-on-post consumer gets to it (an
+      // ask to a sleeping actor asks for its activation; the ask itself is answered BUSY once
+      // the actor runs the `run` turn). Not awaited, best effort.
+      ref.ask('ping', {}, { timeoutMs: 10_000, requireIdle: true }).catch(() => undefined);
+      return;
+    } catch (err) {
+      if (ctx.signal.aborted) throw err;
+      failure = {
+        error: `could not deliver task ${task.id} to its task actor: ${errorCode(err)}: ${err instanceof Error ? err.message : String(err)}`,
+        infrastructure: isRetryable(err),
+      };
+    }
+  }
+  ctx.log.warn({ jobId, taskId: task.id, attempt, error: failure.error }, 'task not delivered');
+  await ctx.refs.refOf(ctx.self).post(
+    'outcome',
+    {
+      index,
+      attempt,
+      status: 'ERRORED',
+      infrastructure: failure.infrastructure,
+      budgetExhausted: false,
+      error: failure.error,
+      costUsd: 0,
+      promptTokens: 0,
+      completionTokens: 0,
+      durationMs: 0,
+      executions: 0,
+    },
+    { dedupeId: `outcome-${jobId}-${index}-${attempt}` },
+  );
 }
 
 /** The driver's aggregate metrics, from the final task results (failures are logged, not fatal). */

@@ -29,6 +29,17 @@ export interface PlanContext {
   /** Aborted when the planning must stop (shutdown, cancellation). */
   signal: AbortSignal;
   log: Logger;
+  /**
+   * The planning host's NATS connection and cluster name (do not close it), for a plan that stores
+   * task data too large for a message in the cluster's object store: under `payloadPrefix`, with
+   * only a reference in each task's input.
+   */
+  nats?: { connection: NatsConnection; cluster: string; replicas?: number };
+  /**
+   * Object-name prefix for what the plan stores for its tasks (`jobs/<jobId>/payload/`): deleted
+   * when the job finishes.
+   */
+  payloadPrefix: string;
 }
 
 /** Stores files produced by a task where `GetArtifact` / `troupe artifact` can fetch them. */
@@ -44,6 +55,11 @@ export interface TaskArtifacts {
   ): Promise<string>;
   /** The path `<name>` gets under this task's prefix (for artifacts other actors write). */
   pathOf(name: string): string;
+  /**
+   * Lists `<name>` — written under this task's prefix by another actor (a sandbox's
+   * `exportFiles`) — in the task's result, like an artifact from {@link put}; returns its path.
+   */
+  adopt(name: string): string;
 }
 
 /** A progress report from inside a task (becomes a TASK_PROGRESS or LOG event). */

@@ -415,6 +415,41 @@ export const JobTransitions = {
     return { state: s, effects: fx };
   },
 
+  /**
+   * The start deadline of a dispatched attempt (`taskTimeoutMs` after its dispatch) passed. An
+   * attempt whose task actor never reported `started` — its `run` was never delivered, or its
+   * actor could not be activated — ends TIMED_OUT, so the job does not wait for it forever. An
+   * attempt that started is left to its task actor, which enforces the timeout itself.
+   */
+  startDeadline(
+    prev: JobState,
+    msg: { index: number; attempt: number; timeoutMs: number },
+    now: number,
+  ): { state: JobState; effects: JobEffects } {
+    const t = prev.tasks[msg.index];
+    if (!t || t.attempts !== msg.attempt || t.status !== 'QUEUED') {
+      return { state: prev, effects: noEffects() };
+    }
+    return JobTransitions.outcome(
+      prev,
+      {
+        index: msg.index,
+        attempt: msg.attempt,
+        status: 'TIMED_OUT',
+        infrastructure: false,
+        budgetExhausted: false,
+        error: `task ${t.id} attempt ${msg.attempt}: its task actor did not start within taskTimeoutMs (${msg.timeoutMs} ms)`,
+        stopReason: 'timeout',
+        costUsd: 0,
+        promptTokens: 0,
+        completionTokens: 0,
+        durationMs: msg.timeoutMs,
+        executions: 0,
+      },
+      now,
+    );
+  },
+
   /** A retry's backoff is over: the task becomes dispatchable again. */
   retryDue(
     prev: JobState,

@@ -28,6 +28,14 @@ export function jobArtifactPrefix(jobId: string): string {
   return `jobs/${jobId}/`;
 }
 
+/**
+ * Prefix of the objects a job's plan stores for its tasks (task payloads too large for a message:
+ * repositories, graders). The job actor deletes everything under it when the job finishes.
+ */
+export function jobPayloadPrefix(jobId: string): string {
+  return `jobs/${jobId}/payload/`;
+}
+
 const PlanSchema = z.array(z.object({ id: z.string(), input: z.unknown() }));
 
 /**
@@ -143,6 +151,15 @@ export class JobStore {
     const blob = await this.objects.getBlob(planObjectName(jobId));
     if (!blob) return undefined;
     return PlanSchema.parse(JSON.parse(new TextDecoder().decode(blob)));
+  }
+
+  /** Deletes every object whose name starts with `prefix`; returns how many. */
+  async deletePrefix(prefix: string): Promise<number> {
+    const names = (await this.objects.list())
+      .filter((i) => !i.deleted && i.name.startsWith(prefix))
+      .map((i) => i.name);
+    for (const name of names) await this.objects.delete(name);
+    return names.length;
   }
 
   /** Stores an artifact under `path`. */

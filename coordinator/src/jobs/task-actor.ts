@@ -311,6 +311,11 @@ function taskContext(
   };
   const store: TaskArtifacts = {
     pathOf,
+    adopt: (name) => {
+      const path = pathOf(name);
+      if (!artifacts.includes(path)) artifacts.push(path);
+      return path;
+    },
     put: async (name, data, opts = {}) => {
       const path = pathOf(name);
       const bytes = typeof data === 'string' ? new TextEncoder().encode(data) : data;

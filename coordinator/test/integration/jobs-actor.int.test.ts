@@ -20,7 +20,7 @@ import {
 
 interface ScriptTask {
   id: string;
-  do: 'pass' | 'fail' | 'hang' | 'costly' | `flaky:${number}`;
+  do: 'pass' | 'fail' | 'hang' | 'costly' | 'huge' | `flaky:${number}`;
 }
 
 const calls = { run: new Map<string, number>(), cleanup: new Map<string, number>() };
@@ -33,7 +33,12 @@ const scripted: JobDriver<ScriptTask, { ok: boolean; partial?: boolean }> = {
   validate(spec: JobSpec) {
     if (!Array.isArray(spec.tasks)) throw invalidArgument('spec.tasks', 'must be a list');
   },
-  plan: (spec) => (spec.tasks as ScriptTask[]).map((t) => ({ id: t.id, input: t })),
+  // A `huge` task's input is larger than one NATS message (2 MiB of padding).
+  plan: (spec) =>
+    (spec.tasks as ScriptTask[]).map((t) => ({
+      id: t.id,
+      input: t.do === 'huge' ? { ...t, pad: 'x'.repeat(2 * 1024 * 1024) } : t,
+    })),
   async runTask(ctx, task) {
     const key = `${ctx.jobId}/${task.id}`;
     bump(calls.run, key);
@@ -195,6 +200,34 @@ test('cancel stops running tasks, runs their cleanup, and ends the job CANCELLED
   expect(calls.run.get(`${record.jobId}/h3`)).toBeUndefined();
   expect(calls.cleanup.get(`${record.jobId}/h1`)).toBe(1);
   expect(calls.cleanup.get(`${record.jobId}/h2`)).toBe(1);
+});
+
+test('a task whose input cannot be delivered errors naming max_payload; the others run', async () => {
+  const record = await jobs.submit({
+    spec: {
+      kind: 'scripted',
+      concurrency: 2,
+      retries: { max: 2, backoffMs: 50, maxBackoffMs: 100 },
+      tasks: [
+        { id: 'a', do: 'pass' },
+        { id: 'big', do: 'huge' },
+        { id: 'c', do: 'pass' },
+      ],
+    },
+  });
+  const events = await collect(record.jobId);
+  expect(events[events.length - 1]?.payload).toMatchObject({ state: 'FAILED' });
+  const results = await jobs.results(record.jobId);
+  const byId = new Map(results.tasks.map((t) => [t.taskId, t]));
+  expect(byId.get('a')?.status).toBe('TASK_PASSED');
+  expect(byId.get('c')?.status).toBe('TASK_PASSED');
+  // Not retried: it can never fit.
+  expect(events.filter((e) => e.type === 'TASK_QUEUED' && e.taskId === 'big')).toHaveLength(1);
+  const big = results.tasks.find((t) => t.taskId === 'big');
+  expect(big?.status ?? 'TASK_ERRORED').toBe('TASK_ERRORED');
+  const finished = events.find((e) => e.type === 'TASK_FINISHED' && e.taskId === 'big');
+  expect(finished?.message).toMatch(/more than the NATS server's max_payload \(1048576 bytes\)/);
+  expect(calls.run.get(`${record.jobId}/big`)).toBeUndefined();
 });
 
 test('invalid specs are refused naming the field; an idempotency key returns the first job', async () => {

@@ -46,6 +46,37 @@ describe('job transitions', () => {
     expect(countTasks(state.tasks)).toMatchObject({ total: 5, running: 2, pending: 5, done: 0 });
   });
 
+  it('times out at its start deadline an attempt whose task actor never started, only that', () => {
+    const { state } = started(3, { taskTimeoutMs: 20_000 });
+    const running = JobTransitions.started(
+      state,
+      { index: 1, attempt: 1, hostId: 'h', executions: 1 },
+      T0,
+    ).state;
+    // Task 0 never started: it ends TIMED_OUT, its slot goes to task 2.
+    const late = JobTransitions.startDeadline(
+      running,
+      { index: 0, attempt: 1, timeoutMs: 20_000 },
+      T0 + 20_000,
+    );
+    expect(late.state.tasks[0]).toMatchObject({ status: 'TIMED_OUT', attempts: 1 });
+    expect(late.state.tasks[0]!.error).toMatch(/did not start within taskTimeoutMs \(20000 ms\)/);
+    expect(late.effects.dispatch).toEqual([{ index: 2, attempt: 1 }]);
+    // Task 1 started: its own actor enforces the timeout. A stale attempt is ignored too.
+    const started1 = JobTransitions.startDeadline(
+      late.state,
+      { index: 1, attempt: 1, timeoutMs: 20_000 },
+      T0 + 20_000,
+    );
+    expect(started1.state).toBe(late.state);
+    const stale = JobTransitions.startDeadline(
+      late.state,
+      { index: 2, attempt: 2, timeoutMs: 20_000 },
+      T0 + 20_000,
+    );
+    expect(stale.state).toBe(late.state);
+  });
+
   it('finishes an empty plan at once, and a failed plan as FAILED', () => {
     const empty = started(0);
     expect(empty.state.phase).toBe('SUCCEEDED');

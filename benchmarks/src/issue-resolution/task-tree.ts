@@ -1,0 +1,143 @@
+import { lstatSync, readdirSync, readlinkSync, type Stats } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { Readable } from 'node:stream';
+import tar from 'tar-stream';
+
+/** One entry of a task tree (`repo/`, `grader/`), as {@link scanTree} found it. */
+export interface TreeEntry {
+  /** `/`-separated path relative to the tree's root. */
+  rel: string;
+  type: 'file' | 'directory' | 'symlink';
+  /** Bytes of a file (0 otherwise). */
+  size: number;
+  /** Permission bits (`mode & 0o777`). */
+  mode: number;
+  /** A symlink's target, as stored (always relative and inside the tree). */
+  linkname?: string;
+}
+
+/** A tree listed by {@link scanTree}. */
+export interface TreeScan {
+  /** Absolute root. */
+  root: string;
+  /** Every entry, in packing order (depth first, names sorted). */
+  entries: TreeEntry[];
+  /** Bytes of its files. */
+  bytes: number;
+}
+
+/** A tree entry that cannot be copied: `field` names it (`repo/lib/link`), `rule` says why. */
+export class TreeEntryError extends Error {
+  constructor(
+    readonly field: string,
+    readonly rule: string,
+  ) {
+    super(`${field}: ${rule}`);
+    this.name = 'TreeEntryError';
+  }
+
+  /** The TreeEntryError in `err`'s cause chain (a store wraps the stream's error), if any. */
+  static in(err: unknown): TreeEntryError | undefined {
+    for (let e: unknown = err, depth = 0; e instanceof Error && depth < 8; e = e.cause, depth++) {
+      if (e instanceof TreeEntryError) return e;
+    }
+    return undefined;
+  }
+}
+
+const EPOCH = new Date(0);
+
+function kindOf(st: Stats): string {
+  if (st.isFIFO()) return 'a named pipe';
+  if (st.isSocket()) return 'a socket';
+  if (st.isCharacterDevice() || st.isBlockDevice()) return 'a device';
+  return 'not a file, folder or symlink';
+}
+
+/**
+ * Lists every entry under `root` — dot files, `node_modules`, `__pycache__` and symlinks included,
+ * nothing skipped — without following symlinks. `label` (e.g. `repo/`) prefixes the names in
+ * errors. A symlink whose target is absolute or leads outside `root` is refused (it would read
+ * files of the host, or the hidden grader, once copied), and so is anything that is not a file, a
+ * folder or a symlink (a named pipe, a socket, a device).
+ * @throws TreeEntryError naming the entry
+ */
+export function scanTree(root: string, label: string): TreeScan {
+  const abs = path.resolve(root);
+  const entries: TreeEntry[] = [];
+  let bytes = 0;
+  const walk = (rel: string): void => {
+    const names = readdirSync(path.join(abs, rel)).sort();
+    for (const name of names) {
+      const childRel = rel === '' ? name : `${rel}/${name}`;
+      const st = lstatSync(path.join(abs, childRel));
+      const mode = st.mode & 0o777;
+      if (st.isSymbolicLink()) {
+        const linkname = readlinkSync(path.join(abs, childRel));
+        const target = path.posix.normalize(
+          path.posix.join(path.posix.dirname(childRel), linkname),
+        );
+        if (path.posix.isAbsolute(linkname) || target === '..' || target.startsWith('../')) {
+          throw new TreeEntryError(
+            `${label}${childRel}`,
+            `is a symlink pointing outside ${label} (to ${linkname}): only symlinks inside the tree are copied`,
+          );
+        }
+        entries.push({ rel: childRel, type: 'symlink', size: 0, mode, linkname });
+      } else if (st.isDirectory()) {
+        entries.push({ rel: childRel, type: 'directory', size: 0, mode });
+        walk(childRel);
+      } else if (st.isFile()) {
+        entries.push({ rel: childRel, type: 'file', size: st.size, mode });
+        bytes += st.size;
+      } else {
+        throw new TreeEntryError(
+          `${label}${childRel}`,
+          `is ${kindOf(st)}: only files, folders and symlinks are copied`,
+        );
+      }
+    }
+  };
+  walk('');
+  return { root: abs, entries, bytes };
+}
+
+/**
+ * A tar stream of a scanned tree: every entry with its permission bits and symlink targets,
+ * deterministic (scan order, mtime 0, owner 0), PAX headers for long names. Files are read as the
+ * stream is consumed (one at a time), so a tree of any size streams in bounded memory. A file that
+ * changed size since the scan fails the stream with a {@link TreeEntryError}.
+ */
+export function packTree(scan: TreeScan, label: string): Readable {
+  const pack = tar.pack();
+  const write = (header: Partial<tar.Header> & { name: string }, data?: Buffer): Promise<void> =>
+    new Promise((resolve, reject) => {
+      const cb = (err?: Error | null): void => (err ? reject(err) : resolve());
+      if (data === undefined) pack.entry(header, cb);
+      else pack.entry(header, data, cb);
+    });
+  const produce = async (): Promise<void> => {
+    for (const e of scan.entries) {
+      const base = { mode: e.mode, mtime: EPOCH, uid: 0, gid: 0, uname: '', gname: '' };
+      if (e.type === 'directory') {
+        await write({ ...base, name: `${e.rel}/`, type: 'directory' });
+      } else if (e.type === 'symlink') {
+        await write({ ...base, name: e.rel, type: 'symlink', linkname: e.linkname ?? '' });
+      } else {
+        const data = await readFile(path.join(scan.root, e.rel));
+        if (data.length !== e.size) {
+          throw new TreeEntryError(
+            `${label}${e.rel}`,
+            `changed while it was being copied (${e.size} bytes listed, ${data.length} read)`,
+          );
+        }
+        await write({ ...base, name: e.rel, type: 'file', size: data.length }, data);
+      }
+    }
+    pack.finalize();
+  };
+  produce().catch((err: Error) => pack.destroy(err));
+  // tar-stream's streams are streamx streams: hand callers a real Node stream.
+  return Readable.from(pack);
+}
