@@ -43,8 +43,6 @@ export {
 } from './directory';
 export {
   FencedError,
-  isFenced,
-  isStoreUnavailable,
   StoreUnavailableError,
   StateRecordSchema,
   StateStore,

@@ -1,7 +1,9 @@
 import {
   type ActorAddress,
   actorSubject,
+  ErrorReason,
   formatAddress,
+  hasReason,
   inboxStreamName,
   inboxSubject,
   TroupeError,
@@ -18,7 +20,7 @@ import { type ActorContext, type InboxMessage, type MessageInfo } from '../actor
 import { type Directory } from '../directory';
 import { type Logger } from '../logger';
 import { type RefFactory } from '../ref-factory';
-import { isFenced, isStoreUnavailable, type StateStore, type StoredState } from '../state-store';
+import { type StateStore, type StoredState } from '../state-store';
 import { ActivationEntry } from './activation-entry';
 import { handleCoreBatch, MAX_CORE_BATCH } from './core-batch';
 import {
@@ -231,7 +233,8 @@ export class Activation implements TurnRunner {
     try {
       await this.entry.mark(undefined, 'SLEEPING', reason);
     } catch (err) {
-      if (!isFenced(err)) this.log.warn({ err }, 'could not release directory entry');
+      if (!hasReason(err, ErrorReason.FENCED))
+        this.log.warn({ err }, 'could not release directory entry');
     }
     this.end(reason);
     if (reason === 'idle' || reason === 'deactivated') await this.rewakeIfPending();
@@ -379,7 +382,7 @@ export class Activation implements TurnRunner {
         await handleCoreBatch(this, this.queue.splice(0, MAX_CORE_BATCH));
       }
     } catch (err) {
-      if (isFenced(err)) {
+      if (hasReason(err, ErrorReason.FENCED)) {
         this.log.warn({ err }, 'fenced by a newer activation');
         this.fence();
         return;
@@ -427,7 +430,8 @@ export class Activation implements TurnRunner {
       const result = await onInvalid(this.contextFor(turn), invalid, this.cell.state);
       return result?.state !== undefined ? this.cell.validated(result.state) : this.cell.state;
     } catch (err) {
-      if (isFenced(err) || isStoreUnavailable(err)) throw err;
+      if (hasReason(err, ErrorReason.FENCED) || hasReason(err, ErrorReason.STORE_UNAVAILABLE))
+        throw err;
       this.log.warn({ err, type: invalid.type }, 'onInvalid failed');
       return this.cell.state;
     } finally {
