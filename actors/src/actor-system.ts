@@ -14,7 +14,7 @@ import { type AnyActorDefinition } from './actor-definition';
 import { Directory } from './directory';
 import { ensureInfrastructure } from './infrastructure';
 import { LocalPlacer } from './placement-service';
-import { type Logger, noopLogger } from './logger';
+import { type Logger, noopLogger } from '@troupe/proto';
 import { type RefFactory } from './ref-factory';
 import { StateStore } from './state-store';
 import { type HostInfo } from './host-protocol';

@@ -6,7 +6,7 @@ import {
   type StreamInfo,
 } from '@nats-io/jetstream';
 import { TroupeError } from '@troupe/proto';
-import { type Logger, noopLogger } from './logger';
+import { type Logger, noopLogger } from '@troupe/proto';
 
 /** The stream {@link ensureStream} makes sure of. */
 export interface StreamSpec {

@@ -68,7 +68,7 @@ export {
   type ActorInfrastructure,
   type InfrastructureOptions,
 } from './infrastructure';
-export { type Logger, noopLogger } from './logger';
+export { type Logger, noopLogger } from '@troupe/proto';
 export {
   DeregisterSchema,
   HeartbeatReplySchema,

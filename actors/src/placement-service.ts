@@ -27,7 +27,7 @@ import {
   type JsMsg,
 } from '@nats-io/jetstream';
 import { type Directory, type DirectoryEntry, isLiveState, type VersionedEntry } from './directory';
-import { type Logger } from './logger';
+import { type Logger } from '@troupe/proto';
 import { type StateStore } from './state-store';
 import { decodeJson, encodeJson } from './internal/json-codec';
 import { isNoResponders } from './internal/nats-errors';

@@ -6,7 +6,7 @@ import { dockerError, dockerStatus, ignoreNotFound } from './internal/docker-err
 import { BOOT_SCRIPT, DockerSandbox } from './internal/docker-sandbox';
 import { randomId } from './internal/ids';
 import { TroupeLabel } from './labels';
-import { noopLogger, type Logger } from './logger';
+import { noopLogger, type Logger } from '@troupe/proto';
 import type { Sandbox, SandboxSnapshot } from './sandbox';
 import type { CreateSandboxOptions, ForkSandboxOptions, SandboxBackend } from './sandbox-backend';
 import { parseSandboxSpec, type SandboxSpec, type SandboxSpecOptions } from './sandbox-spec';

@@ -21,7 +21,7 @@ import {
 import { type ImagePreparer } from './image-resolver';
 import { notFoundAt, passivateAfterTurn, type PassivateFn } from './internal/actor-support';
 import { digestOf } from './internal/canonical-json';
-import { noopLogger, type Logger } from './logger';
+import { noopLogger, type Logger } from '@troupe/proto';
 import type { SandboxBackend } from './sandbox-backend';
 
 /** What a caller passes to {@link createEvaluatorActor}. */

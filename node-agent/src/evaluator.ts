@@ -4,7 +4,7 @@ import { invalidArgument, parseWith } from '@troupe/proto';
 import { z } from 'zod';
 import { throwIfAborted } from './internal/abort';
 import { collect, packDirectory, sha256Hex } from './internal/tar';
-import { noopLogger, type Logger } from './logger';
+import { noopLogger, type Logger } from '@troupe/proto';
 import type { Sandbox } from './sandbox';
 import type { SandboxBackend } from './sandbox-backend';
 import { SandboxLabelsSchema } from './sandbox-spec';

@@ -5,7 +5,7 @@ import { ErrorCode, fromAbortSignal, invalidArgument, TroupeError } from '@troup
 import type Docker from 'dockerode';
 import { raceSignal, throwIfAborted } from './internal/abort';
 import { dockerError, dockerStatus } from './internal/docker-errors';
-import { noopLogger, type Logger } from './logger';
+import { noopLogger, type Logger } from '@troupe/proto';
 
 /** Where the image recipes live in a source checkout (`deploy/images/build.sh`). */
 export const DEFAULT_BUILD_SCRIPT = path.resolve(

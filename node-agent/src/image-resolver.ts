@@ -3,7 +3,7 @@ import type Docker from 'dockerode';
 import { raceSignal } from './internal/abort';
 import { dockerError, dockerStatus } from './internal/docker-errors';
 import { type ImageManager } from './image-manager';
-import { noopLogger, type Logger } from './logger';
+import { noopLogger, type Logger } from '@troupe/proto';
 
 /** What the sandbox and evaluator actors need before creating from an image. */
 export interface ImagePreparer {

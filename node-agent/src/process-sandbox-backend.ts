@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { throwIfAborted } from './internal/abort';
 import { randomId } from './internal/ids';
 import { ProcessSandbox } from './internal/process-sandbox';
-import { noopLogger, type Logger } from './logger';
+import { noopLogger, type Logger } from '@troupe/proto';
 import type { Sandbox, SandboxSnapshot } from './sandbox';
 import type { CreateSandboxOptions, ForkSandboxOptions, SandboxBackend } from './sandbox-backend';
 import { parseSandboxSpec, type SandboxSpec, type SandboxSpecOptions } from './sandbox-spec';

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { raceSignal } from './internal/abort';
 import { dockerError, dockerStatus } from './internal/docker-errors';
 import { managedLabelFilters, TroupeLabel } from './labels';
-import { noopLogger, type Logger } from './logger';
+import { noopLogger, type Logger } from '@troupe/proto';
 import { SandboxLabelsSchema } from './sandbox-spec';
 
 /** Validated settings of a {@link Reaper}. */

@@ -15,7 +15,7 @@ import { notFoundAt, passivateAfterTurn, type PassivateFn } from './internal/act
 import { digestOf } from './internal/canonical-json';
 import { fitOutput } from './internal/fit-reply';
 import { decodeFiles } from './internal/wire-files';
-import { noopLogger, type Logger } from './logger';
+import { noopLogger, type Logger } from '@troupe/proto';
 import type { Sandbox, SandboxSnapshot } from './sandbox';
 import type { SandboxBackend } from './sandbox-backend';
 import {

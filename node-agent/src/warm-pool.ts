@@ -2,7 +2,7 @@ import { cancelledError, ErrorCode, fromAbortSignal, parseWith, TroupeError } fr
 import { z } from 'zod';
 import { delay, throwIfAborted } from './internal/abort';
 import { randomId } from './internal/ids';
-import { noopLogger, type Logger } from './logger';
+import { noopLogger, type Logger } from '@troupe/proto';
 import type { Sandbox } from './sandbox';
 import type { SandboxBackend } from './sandbox-backend';
 import { parseSandboxSpec, type SandboxSpec, type SandboxSpecOptions } from './sandbox-spec';

@@ -38,6 +38,7 @@ export {
   type ZodErrorOptions,
 } from './errors';
 export { Header } from './headers';
+export { type Logger, noopLogger } from './logger';
 export { COMMON_ENVIRONMENT_VARIABLES, EnvironmentOverrides } from './environment-overrides';
 export {
   type ApplyEnvironment,

@@ -18,7 +18,7 @@ import {
 } from '../actor-definition';
 import { type ActorContext, type InboxMessage, type MessageInfo } from '../actor-context';
 import { type Directory } from '../directory';
-import { type Logger } from '../logger';
+import { type Logger } from '@troupe/proto';
 import { type RefFactory } from '../ref-factory';
 import { type StateStore, type StoredState } from '../state-store';
 import { ActivationEntry } from './activation-entry';

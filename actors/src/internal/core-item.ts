@@ -5,7 +5,7 @@ import {
   type MsgHdrs,
   type NatsConnection,
 } from '@nats-io/transport-node';
-import { type Logger } from '../logger';
+import { type Logger } from '@troupe/proto';
 import { decodeJson } from './json-codec';
 import { ANSWER_HEADER, type CoreEnvelope, type ForwardedAsk, parseCoreEnvelope } from './protocol';
 

@@ -5,7 +5,7 @@ import {
   isTroupeError,
   TroupeError,
 } from '@troupe/proto';
-import { type Logger } from '../logger';
+import { type Logger } from '@troupe/proto';
 
 /** Passivates one activation of `addr` if it still runs at `epoch`. */
 export type PassivateFn = (addr: ActorAddress, epoch: number) => Promise<void>;

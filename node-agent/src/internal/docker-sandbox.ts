@@ -10,7 +10,7 @@ import {
 } from '@troupe/proto';
 import type Docker from 'dockerode';
 import { TroupeLabel } from '../labels';
-import type { Logger } from '../logger';
+import type { Logger } from '@troupe/proto';
 import type {
   BackgroundExecOptions,
   BackgroundTaskStatus,

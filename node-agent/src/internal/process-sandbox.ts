@@ -4,7 +4,7 @@ import { constants as osConstants } from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { ErrorCode, fromAbortSignal, invalidArgument, parseWith, TroupeError } from '@troupe/proto';
-import type { Logger } from '../logger';
+import type { Logger } from '@troupe/proto';
 import type {
   BackgroundExecOptions,
   BackgroundTaskStatus,
