@@ -4,6 +4,8 @@ import {
   cancelledError,
   ErrorCode,
   hostSubject,
+  type Logger,
+  noopLogger,
   parseAddress,
   parseWith,
   TroupeError,
@@ -25,7 +27,6 @@ import {
 } from './host-capacity';
 import { ImageManager } from './image-manager';
 import { type ImagePreparer, ImageResolver } from './image-resolver';
-import { noopLogger, type Logger } from '@troupe/proto';
 import { ProcessSandboxBackend } from './process-sandbox-backend';
 import { type ReapResult, Reaper } from './reaper';
 import { SANDBOX_KIND } from './sandbox-actor-messages';

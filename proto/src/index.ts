@@ -5,6 +5,7 @@
  * (`troupe/v1/jobs.proto`) with its generated types.
  */
 
+export { delay, type DelayOptions, raceSignal, throwIfAborted } from './abort';
 export {
   cancelledError,
   CancelReason,

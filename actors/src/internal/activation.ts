@@ -1,11 +1,13 @@
 import {
   type ActorAddress,
   actorSubject,
+  delay,
   ErrorReason,
   formatAddress,
   hasReason,
   inboxStreamName,
   inboxSubject,
+  type Logger,
   TroupeError,
 } from '@troupe/proto';
 import { type Msg, type Subscription } from '@nats-io/transport-node';
@@ -18,7 +20,6 @@ import {
 } from '../actor-definition';
 import { type ActorContext, type InboxMessage, type MessageInfo } from '../actor-context';
 import { type Directory } from '../directory';
-import { type Logger } from '@troupe/proto';
 import { type RefFactory } from '../ref-factory';
 import { type StateStore, type StoredState } from '../state-store';
 import { ActivationEntry } from './activation-entry';
@@ -393,7 +394,7 @@ export class Activation implements TurnRunner {
       const pauseMs = Math.min(PUMP_RETRY_MAX_MS, 250 * 2 ** Math.min(this.pumpFailures - 1, 5));
       this.log.error({ err, failures: this.pumpFailures, pauseMs }, 'mailbox pump failed');
       this.inbox.retry();
-      await new Promise((r) => setTimeout(r, pauseMs).unref());
+      await delay(pauseMs, undefined, { unref: true });
     }
   }
 

@@ -5,6 +5,7 @@ import {
   formatAddress,
   hasReason,
   hostSubject,
+  type Logger,
   parseWith,
   toTroupeError,
   TroupeError,
@@ -17,7 +18,6 @@ import { type AnyActorDefinition } from '../actor-definition';
 import { watchConnectionStatus } from '../connection-status';
 import { type Directory } from '../directory';
 import { type HostInfo } from '../host-protocol';
-import { type Logger } from '@troupe/proto';
 import { type RefFactory } from '../ref-factory';
 import { type StateStore } from '../state-store';
 import { Activation, type ActivationHost } from './activation';

@@ -1,4 +1,4 @@
-import { ErrorReason, hasReason, toTroupeError, type TroupeError } from '@troupe/proto';
+import { delay, ErrorReason, hasReason, toTroupeError, type TroupeError } from '@troupe/proto';
 import { type JetStreamClient, type StoredMsg } from '@nats-io/jetstream';
 import { type InboxMessage } from '../actor-context';
 import { deadLetter } from './dead-letter';
@@ -68,7 +68,7 @@ export class PostedMessages {
         await cell.commit(cell.state, stored.seq);
       } else {
         // Back off before the retry; the message stays first in line (turn order is kept).
-        await new Promise((r) => setTimeout(r, Math.min(2_000, 50 * 4 ** (attempts - 1))).unref());
+        await delay(Math.min(2_000, 50 * 4 ** (attempts - 1)), undefined, { unref: true });
       }
     }
   }

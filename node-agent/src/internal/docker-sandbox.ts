@@ -5,6 +5,8 @@ import {
   fromAbortSignal,
   invalidArgument,
   parseWith,
+  raceSignal,
+  throwIfAborted,
   timeoutError,
   TroupeError,
 } from '@troupe/proto';
@@ -26,7 +28,7 @@ import type {
   WaitOptions,
 } from '../sandbox';
 import { userIds, type SandboxSpec } from '../sandbox-spec';
-import { raceSignal, throwIfAborted, within } from './abort';
+import { within } from './abort';
 import { dockerError, dockerStatus, ignoreNotFound } from './docker-errors';
 import { startExec } from './docker-exec';
 import { BackgroundExecOptionsSchema, ExecOptionsSchema, envEntries } from './exec-options';
