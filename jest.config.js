@@ -12,7 +12,8 @@ const common = {
   transform,
   moduleNameMapper,
   testEnvironment: 'node',
-  modulePathIgnorePatterns: ['<rootDir>/.*/dist/'],
+  // Suites vendor published packages (package.json files that would collide as haste modules).
+  modulePathIgnorePatterns: ['<rootDir>/.*/dist/', '<rootDir>/benchmarks/suites/'],
 };
 
 /** @type {import('jest').Config} */
@@ -24,6 +25,8 @@ module.exports = {
       displayName: 'integration',
       testMatch: ['<rootDir>/*/test/integration/**/*.int.test.ts'],
       setupFilesAfterEnv: ['<rootDir>/jest.integration-setup.js'],
+      // Integration tests spawn dist/main.js: rebuild (incrementally) when dist/ is stale.
+      globalSetup: '<rootDir>/test-cluster/src/jest-global-setup.ts',
     },
   ],
 };

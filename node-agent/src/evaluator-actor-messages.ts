@@ -19,6 +19,8 @@ export const GradeMessageSchema = z
     image: z.string().min(1).max(256),
     /** Grader command, cwd the workspace. @default ['bash', '/grader/run-tests.sh'] */
     command: z.array(z.string()).min(1).optional(),
+    /** Where the workspace goes in the grading sandbox (e.g. `/testbed`). @default /workspace */
+    workdir: z.string().min(1).max(256).optional(),
     /** Time limit of the grader. @default 600000 (node agent config) */
     timeoutMs: z.int().min(1).optional(),
     /** Extra environment for the grader (no secret-looking keys). */

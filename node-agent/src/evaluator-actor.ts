@@ -115,6 +115,7 @@ export function createEvaluatorActor(options: EvaluatorActorOptions) {
         graderFiles: grader,
         image: msg.image,
         ...(msg.command ? { command: msg.command } : {}),
+        ...(msg.workdir ? { workdir: msg.workdir } : {}),
         ...(msg.timeoutMs !== undefined ? { timeoutMs: msg.timeoutMs } : {}),
         ...(msg.env ? { env: msg.env } : {}),
         ...(msg.jobId ? { jobId: msg.jobId } : {}),

@@ -62,6 +62,8 @@ export interface GradeRequest {
   image: string;
   /** The grader command (cwd: the workspace). @default ['bash', '/grader/run-tests.sh'] */
   command?: string[];
+  /** Where the workspace goes (the sandbox's workdir). @default /workspace */
+  workdir?: string;
   /** Time limit; the whole process tree is killed after it. @default 600000 (config) */
   timeoutMs?: number;
   /** Extra environment for the grader (no secret-looking keys). @default {} */
@@ -110,6 +112,7 @@ const GradeRequestSchema = z
       .array(z.string())
       .min(1)
       .default(['bash', `${GRADER_DIR}/run-tests.sh`]),
+    workdir: z.string().optional(),
     timeoutMs: z.int().min(1).optional(),
     env: z.record(z.string(), z.string()).default({}),
     jobId: z.string().optional(),
@@ -155,6 +158,7 @@ export class Evaluator {
     const sandbox: Sandbox = await this.backend.create(
       {
         image: req.image,
+        ...(req.workdir !== undefined ? { workdir: req.workdir } : {}),
         memoryMb: this.config.memoryMb,
         cpus: this.config.cpus,
         pidsLimit: this.config.pidsLimit,

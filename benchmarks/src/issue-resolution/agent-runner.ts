@@ -37,6 +37,8 @@ export interface AgentRunContext {
   task: IssueTaskFile;
   /** The task's reference patch (only the gold agent may read it). */
   solutionPatch?: string;
+  /** The instance's predicted patch (`model_patch`; only the predictions agent reads it). */
+  predictionPatch?: string;
   /** The sandbox holding the repository at `task.workdir`. */
   sandbox: WorkspaceSandbox;
   /** Actor id of that sandbox (for agents that act on it as an actor). */

@@ -1,5 +1,5 @@
 import { invalidArgument, TroupeError } from '@troupe/proto';
-import { type AgentRunner } from './agent-runner';
+import { type AgentRunContext, type AgentRunner, type AgentRunResult } from './agent-runner';
 import { applyFilePatch, parsePatch } from './unified-patch';
 
 /**
@@ -17,57 +17,67 @@ export function createGoldAgentRunner(): AgentRunner {
       }
     },
     async run(ctx) {
-      const started = Date.now();
       if (ctx.solutionPatch === undefined) {
         throw invalidArgument(
           `tasks/${ctx.taskId}/solution.patch`,
           'must exist for the gold agent',
         );
       }
-      const files = parsePatch(ctx.solutionPatch);
-      const trajectory: Record<string, unknown>[] = [];
-      for (const file of files) {
-        ctx.signal.throwIfAborted();
-        const target = file.newPath ?? file.oldPath;
-        if (target === null) continue;
-        if (file.newPath === null) {
-          await ctx.sandbox.removeFile(target, ctx.signal);
-          trajectory.push({ type: 'remove', path: target });
-          continue;
-        }
-        const old =
-          file.oldPath === null ? '' : await ctx.sandbox.readFile(file.oldPath, ctx.signal);
-        if (old === undefined) {
-          throw invalidArgument(
-            `tasks/${ctx.taskId}/solution.patch`,
-            `patches ${file.oldPath ?? ''}, which the repository does not have`,
-          );
-        }
-        let next: string;
-        try {
-          next = applyFilePatch(old, file);
-        } catch (err) {
-          throw new TroupeError(
-            'INVALID_ARGUMENT',
-            `tasks/${ctx.taskId}/solution.patch: ${(err as Error).message}`,
-            { details: { field: `tasks/${ctx.taskId}/solution.patch`, rule: 'must apply' } },
-          );
-        }
-        await ctx.sandbox.writeFiles({ [target]: next }, ctx.signal);
-        if (file.oldPath !== null && file.oldPath !== target) {
-          await ctx.sandbox.removeFile(file.oldPath, ctx.signal);
-        }
-        trajectory.push({ type: 'apply', path: target, hunks: file.hunks.length });
-      }
-      trajectory.push({ type: 'finish', durationMs: Date.now() - started });
-      return {
-        stopReason: 'finished',
-        finalText: `applied solution.patch (${files.length} file(s))`,
-        steps: files.length,
-        usage: { promptTokens: 0, completionTokens: 0 },
-        costUsd: 0,
-        trajectory,
-      };
+      return applyPatchAgent(ctx, ctx.solutionPatch, `tasks/${ctx.taskId}/solution.patch`);
     },
+  };
+}
+
+/**
+ * Applies `patchText` to the workspace in the sandbox (reads each file there, applies the hunks
+ * exactly, writes it back): the work of the gold and predictions agents. A patch that does not
+ * apply fails with `INVALID_ARGUMENT` naming `field`.
+ */
+export async function applyPatchAgent(
+  ctx: AgentRunContext,
+  patchText: string,
+  field: string,
+): Promise<AgentRunResult> {
+  const started = Date.now();
+  const files = patchText.trim() === '' ? [] : parsePatch(patchText);
+  const trajectory: Record<string, unknown>[] = [];
+  for (const file of files) {
+    ctx.signal.throwIfAborted();
+    const target = file.newPath ?? file.oldPath;
+    if (target === null) continue;
+    if (file.newPath === null) {
+      await ctx.sandbox.removeFile(target, ctx.signal);
+      trajectory.push({ type: 'remove', path: target });
+      continue;
+    }
+    const old = file.oldPath === null ? '' : await ctx.sandbox.readFile(file.oldPath, ctx.signal);
+    if (old === undefined) {
+      throw invalidArgument(
+        field,
+        `patches ${file.oldPath ?? ''}, which the repository does not have`,
+      );
+    }
+    let next: string;
+    try {
+      next = applyFilePatch(old, file);
+    } catch (err) {
+      throw new TroupeError('INVALID_ARGUMENT', `${field}: ${(err as Error).message}`, {
+        details: { field, rule: 'must apply' },
+      });
+    }
+    await ctx.sandbox.writeFiles({ [target]: next }, ctx.signal);
+    if (file.oldPath !== null && file.oldPath !== target) {
+      await ctx.sandbox.removeFile(file.oldPath, ctx.signal);
+    }
+    trajectory.push({ type: 'apply', path: target, hunks: file.hunks.length });
+  }
+  trajectory.push({ type: 'finish', durationMs: Date.now() - started });
+  return {
+    stopReason: 'finished',
+    finalText: `applied ${field} (${files.length} file(s))`,
+    steps: files.length,
+    usage: { promptTokens: 0, completionTokens: 0 },
+    costUsd: 0,
+    trajectory,
   };
 }

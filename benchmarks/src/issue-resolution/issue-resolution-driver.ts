@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import path from 'node:path';
 import { type UntypedActorRef } from '@troupe/actors';
 import { type JobDriver, type JobSpec, type TaskContext } from '@troupe/coordinator';
-import { EVALUATOR_KIND, SANDBOX_KIND } from '@troupe/node-agent';
+import { ArtifactStore, EVALUATOR_KIND, ImageManager, SANDBOX_KIND } from '@troupe/node-agent';
 import {
   errorCode,
   invalidArgument,
@@ -13,17 +13,22 @@ import {
 } from '@troupe/proto';
 import { z } from 'zod';
 import { type AgentRunner, type AgentRunResult } from './agent-runner';
+import { EnvironmentBuilder } from './environment-builder';
 import { createGoldAgentRunner } from './gold-agent-runner';
 import { loadIssueSuite } from './issue-suite';
 import {
   AgentKind,
   type IssueResolutionConfig,
+  type IssueSuiteRef,
+  type IssueTaskFile,
   IssueResolutionConfigSchema,
   type IssueTaskInput,
   IssueTaskInputSchema,
   IssueSuiteRefSchema,
 } from './issue-task-spec';
 import { createNoneAgentRunner } from './none-agent-runner';
+import { createPredictionsAgentRunner } from './predictions-agent-runner';
+import { gradeTestOutcomes } from './swe-bench-grading';
 import { ResultStore } from './result-store';
 import { packTar } from './tar-pack';
 import { WorkspaceSandbox } from './workspace-sandbox';
@@ -58,6 +63,11 @@ export interface IssueResolutionDriverOptions {
   agentRunners?: readonly AgentRunner[];
   /** Base of relative `suite` and `resultsDir` paths. @default process.cwd() */
   cwd?: string;
+  /**
+   * Builds task environments (`environment:` of a task) on the Docker engine of this process's
+   * host. @default one on the local engine, made on first use
+   */
+  environments?: EnvironmentBuilder;
 }
 
 /** What an attempt's run produced (what `grade` reads). */
@@ -143,6 +153,7 @@ export function createIssueResolutionDriver(
   for (const r of [
     createGoldAgentRunner(),
     createNoneAgentRunner(),
+    createPredictionsAgentRunner(),
     ...(options.agentRunners ?? []),
   ]) {
     runners.set(r.kind, r);
@@ -174,6 +185,40 @@ export function createIssueResolutionDriver(
     await sandbox(ctx, resourceId).ask('destroy', {}, { timeoutMs: 30_000, signal });
   };
 
+  // Made on first use, once: concurrent tasks must share the builder (and so its builds).
+  let environments: Promise<EnvironmentBuilder> | undefined = options.environments
+    ? Promise.resolve(options.environments)
+    : undefined;
+  /** The image of a task: its environment's (built on first use, then cached) or `image`. */
+  const imageOf = async (ctx: TaskContext, task: IssueTaskFile): Promise<string> => {
+    if (task.environment === undefined) return `troupe-${task.image}:latest`;
+    environments ??= import('dockerode').then(({ default: Docker }) => {
+      const docker = new Docker();
+      return new EnvironmentBuilder({
+        docker,
+        images: new ImageManager({ docker, logger: ctx.log }),
+        logger: ctx.log,
+      });
+    });
+    const built = await (
+      await environments
+    ).ensure(task.environment, task.workdir, {
+      signal: ctx.signal,
+      field: 'environment',
+    });
+    if (built.built) {
+      ctx.progress({ message: `${ctx.taskId}: environment ${built.ref} built in ${built.ms} ms` });
+    }
+    return built.ref;
+  };
+
+  const suiteOf = (ref: IssueSuiteRef) =>
+    loadIssueSuite(ref.suite, 'spec.tasks', {
+      cwd: cwd(),
+      ...(ref.include ? { include: ref.include } : {}),
+      ...(ref.predictions ? { predictions: ref.predictions } : {}),
+    });
+
   const configOf = (spec: JobSpec): IssueResolutionConfig =>
     parseWith(IssueResolutionConfigSchema, spec.config, { prefix: 'spec.config' });
 
@@ -190,19 +235,15 @@ export function createIssueResolutionDriver(
       }
       runner.validate?.(spec.agent);
       const ref = parseWith(IssueSuiteRefSchema, spec.tasks, { prefix: 'spec.tasks' });
-      loadIssueSuite(ref.suite, 'spec.tasks', {
-        cwd: cwd(),
-        ...(ref.include ? { include: ref.include } : {}),
-      });
+      if (config.agent.kind === AgentKind.PREDICTIONS && ref.predictions === undefined) {
+        throw invalidArgument('spec.tasks.predictions', 'is required for the predictions agent');
+      }
+      suiteOf(ref);
     },
 
     plan(spec, pctx) {
       const config = configOf(spec);
-      const ref = parseWith(IssueSuiteRefSchema, spec.tasks, { prefix: 'spec.tasks' });
-      const suite = loadIssueSuite(ref.suite, 'spec.tasks', {
-        cwd: cwd(),
-        ...(ref.include ? { include: ref.include } : {}),
-      });
+      const suite = suiteOf(parseWith(IssueSuiteRefSchema, spec.tasks, { prefix: 'spec.tasks' }));
       const planned = [
         ...suite.tasks.map((loaded) => ({
           id: loaded.task.id,
@@ -265,11 +306,13 @@ export function createIssueResolutionDriver(
       const sb = sandbox(ctx, ctx.resourceId);
       const { task } = loaded;
       const createStarted = Date.now();
+      const image = await imageOf(ctx, task);
       await sb.ask(
         'create',
         {
           spec: {
-            image: `troupe-${task.image}:latest`,
+            image,
+            workdir: task.workdir,
             memoryMb: task.limits.memoryMb,
             cpus: task.limits.cpus,
             network: 'none',
@@ -301,6 +344,9 @@ export function createIssueResolutionDriver(
           task,
           ...(loaded.solutionPatch !== undefined && config.agent.kind === AgentKind.GOLD
             ? { solutionPatch: loaded.solutionPatch }
+            : {}),
+          ...(loaded.prediction && config.agent.kind === AgentKind.PREDICTIONS
+            ? { predictionPatch: loaded.prediction.patch }
             : {}),
           sandbox: new WorkspaceSandbox(sb, task.workdir),
           sandboxId: issueSandboxId(ctx.resourceId),
@@ -390,7 +436,9 @@ export function createIssueResolutionDriver(
         ),
         { contentType: 'application/x-tar', signal: ctx.signal },
       );
+      const image = await imageOf(ctx, task);
       const replies: GradeReply[] = [];
+      let testTable: ReturnType<typeof gradeTestOutcomes> | undefined;
       for (let n = 0; n < config.repeat; n++) {
         const reply = GradeReplySchema.parse(
           await ctx.refs
@@ -402,7 +450,8 @@ export function createIssueResolutionDriver(
                 gradeId: `${ctx.resourceId}-g${n}`,
                 workspaceArtifact,
                 graderArtifact,
-                image: `troupe-${task.image}:latest`,
+                image,
+                workdir: task.workdir,
                 timeoutMs: task.timeouts.gradeMs,
                 env: { ...PINNED_GRADER_ENV, GRADER_SEED: String(config.seed) },
                 jobId: ctx.jobId,
@@ -418,6 +467,15 @@ export function createIssueResolutionDriver(
             `grader error on ${ctx.taskId}: ${reply.error ?? `exit ${reply.exitCode}`}`,
             { retryable: true, details: { grade: 'error', logs: reply.logArtifacts } },
           );
+        }
+        if (loaded.tests && reply.status !== 'timeout') {
+          // SWE-bench grading: the verdict is the per-test table, not the grader's exit status.
+          const verdict = gradeTestOutcomes(
+            loaded.tests,
+            await readLog(ctx, reply.logArtifacts.stdout),
+          );
+          reply.status = verdict.resolved ? 'passed' : 'failed';
+          testTable ??= verdict;
         }
         replies.push(reply);
       }
@@ -437,6 +495,15 @@ export function createIssueResolutionDriver(
         stdoutTail: tail(first.stdoutTail),
         stderrTail: tail(first.stderrTail),
         ...(first.report ? { report: first.report } : {}),
+        ...(testTable
+          ? {
+              resolved: testTable.resolved,
+              failToPass: testTable.failToPass,
+              passToPass: testTable.passToPass,
+              tests: testTable.rows,
+            }
+          : {}),
+        ...(loaded.prediction?.model ? { predictionModel: loaded.prediction.model } : {}),
         graderDigest: first.graderDigest,
         workspaceDigest: first.workspaceDigest,
         taskDigest: loaded.digest,
@@ -500,10 +567,7 @@ export function createIssueResolutionDriver(
       let invalidTasks: unknown[] = [];
       try {
         const ref = parseWith(IssueSuiteRefSchema, spec.tasks, { prefix: 'spec.tasks' });
-        invalidTasks = loadIssueSuite(ref.suite, 'spec.tasks', {
-          cwd: cwd(),
-          ...(ref.include ? { include: ref.include } : {}),
-        }).invalid;
+        invalidTasks = suiteOf(ref).invalid;
       } catch {
         // The suite moved since the job started: nothing to list.
       }
@@ -517,6 +581,19 @@ export function createIssueResolutionDriver(
       };
     },
   };
+
+  async function readLog(ctx: TaskContext, name: string): Promise<string> {
+    if (!ctx.nats) {
+      throw new TroupeError('UNAVAILABLE', 'reading the test log needs the cluster connection', {
+        retryable: true,
+      });
+    }
+    const store = await ArtifactStore.open(ctx.nats.connection, {
+      cluster: ctx.nats.cluster,
+      ...(ctx.nats.replicas !== undefined ? { replicas: ctx.nats.replicas } : {}),
+    });
+    return Buffer.from(await store.get(name, { signal: ctx.signal })).toString('utf8');
+  }
 
   async function exportWorkspace(
     ctx: TaskContext,

@@ -8,6 +8,7 @@ import {
   IssueTaskFileSchema,
   type LoadedIssueTask,
 } from './issue-task-spec';
+import { loadSweBenchSuite, readPredictions, SWE_BENCH_INSTANCES } from './swe-bench-suite';
 import { parsePatch } from './unified-patch';
 
 /** Largest task (repo, grader and patch) a job may ship to its task actors. */
@@ -28,7 +29,7 @@ export interface IssueSuite {
 type FileMap = LoadedIssueTask['repo'];
 
 /** Reads every file under `dir` (skipping caches and dot files) as `{base64, mode}`. */
-function readTree(dir: string, budget: { bytes: number }): FileMap {
+export function readTree(dir: string, budget: { bytes: number }): FileMap {
   const out: FileMap = {};
   const walk = (rel: string): void => {
     const abs = path.join(dir, rel);
@@ -141,11 +142,28 @@ export function loadIssueTask(taskDir: string): LoadedIssueTask | InvalidIssueTa
 export function loadIssueSuite(
   suite: string,
   field: string,
-  options: { include?: readonly string[]; cwd?: string } = {},
+  options: { include?: readonly string[]; cwd?: string; predictions?: string } = {},
 ): IssueSuite {
   const suiteDir = path.resolve(options.cwd ?? process.cwd(), suite);
   if (!existsSync(suiteDir) || !statSync(suiteDir).isDirectory()) {
     throw invalidArgument(`${field}.suite`, `must be a suite folder (no ${suiteDir})`, suite);
+  }
+  if (existsSync(path.join(suiteDir, SWE_BENCH_INSTANCES))) {
+    const predictions =
+      options.predictions === undefined
+        ? undefined
+        : readPredictions(
+            path.resolve(options.cwd ?? process.cwd(), options.predictions),
+            `${field}.predictions`,
+          );
+    return {
+      suiteDir,
+      ...loadSweBenchSuite(suiteDir, field, {
+        readTree,
+        ...(options.include ? { include: options.include } : {}),
+        ...(predictions ? { predictions } : {}),
+      }),
+    };
   }
   const folders = readdirSync(suiteDir, { withFileTypes: true })
     .filter((e) => e.isDirectory() && existsSync(path.join(suiteDir, e.name, 'task.yaml')))

@@ -1,5 +1,6 @@
 import { TASK_ID_PATTERN, TASK_ID_RULE } from '@troupe/coordinator';
 import { z } from 'zod';
+import { TaskEnvironmentSchema, WorkdirSchema } from './task-environment';
 
 /**
  * Images a task may name (built offline by `deploy/images/build.sh`). Not busybox: graders run
@@ -64,10 +65,13 @@ export const IssueTaskFileSchema = z
       .max(65_536, { error: 'must be at most 65536 characters' }),
     /** Image of the sandbox and of the grader, a name of `deploy/images`. */
     image: z.enum(ISSUE_TASK_IMAGES, { error: IMAGE_RULE }),
-    /** Where `repo/` is put in the sandbox. Only `/workspace` (the sandbox workspace) for now. */
-    workdir: z
-      .literal('/workspace', { error: 'must be /workspace (the sandbox workspace)' })
-      .default('/workspace'),
+    /** Where `repo/` is put in the sandbox and the grader (e.g. `/testbed`). @default /workspace */
+    workdir: WorkdirSchema.default('/workspace'),
+    /**
+     * The task's environment: base image and set-up steps, built once into a cached image that
+     * the sandbox and the grader both run (`image` is then unused). @default none (`image` as is)
+     */
+    environment: TaskEnvironmentSchema.optional(),
     /** Time limits. @default agentMs 600000, gradeMs 120000 */
     timeouts: IssueTaskTimeoutsSchema.default(() => IssueTaskTimeoutsSchema.parse({})),
     /** Limits. @default maxSteps 50, memoryMb 512, cpus 1 */
@@ -85,6 +89,8 @@ export const AgentKind = {
   NONE: 'none',
   /** A model-driven agent (`spec.agent` names the model); a seam until it is wired. */
   MODEL: 'model',
+  /** Applies each instance's `model_patch` from `tasks.predictions` (grading without an agent). */
+  PREDICTIONS: 'predictions',
 } as const;
 /** One of {@link AgentKind}. */
 export type AgentKind = (typeof AgentKind)[keyof typeof AgentKind];
@@ -146,6 +152,14 @@ export const IssueSuiteRefSchema = z
       )
       .min(1, { error: 'must name at least one task' })
       .optional(),
+    /**
+     * A predictions file (JSONL of `instance_id`, `model_patch`, `model_name_or_path`), graded
+     * with `config.agent.kind: predictions`. Relative to the coordinator's working directory.
+     */
+    predictions: z
+      .string({ error: 'must be a string (a JSONL file)' })
+      .min(1, { error: 'must not be empty' })
+      .optional(),
   })
   .strict();
 /** Validated `spec.tasks` of an `issue-resolution` job. */
@@ -174,6 +188,19 @@ export const LoadedIssueTaskSchema = z.object({
   grader: z.record(z.string(), z.object({ base64: z.string(), mode: z.number().int() })),
   /** `solution.patch`, when the task has one (only the gold agent reads it). */
   solutionPatch: z.string().optional(),
+  /**
+   * SWE-bench grading: the log parser of the test run and the tests that must go from failing to
+   * passing and stay passing. Without it, the grader's exit status is the verdict.
+   */
+  tests: z
+    .object({
+      logParser: z.string(),
+      failToPass: z.array(z.string()),
+      passToPass: z.array(z.string()),
+    })
+    .optional(),
+  /** A prediction's patch (`model_patch` of a predictions file), applied by the `predictions` agent. */
+  prediction: z.object({ patch: z.string(), model: z.string().optional() }).optional(),
   /** sha256 over task.yaml, repo, grader and patch: a stored result is valid for this digest. */
   digest: z.string(),
 });

@@ -13,7 +13,7 @@ import {
   parsePatch,
   PINNED_GRADER_ENV,
 } from '../../src/issue-resolution';
-import { startTestCluster, type TestCluster } from './test-cluster';
+import { TestCluster } from '@troupe/test-cluster';
 
 // Every shipped bugfix-mini task, graded by its hidden grader in real Docker evaluator containers
 // (the library Evaluator the evaluator actor runs): the repository as shipped must fail, the
@@ -31,7 +31,7 @@ const images = new Map<string, string>();
 
 beforeAll(async () => {
   // Only the Docker engine: the library Evaluator, no NATS.
-  tc = await startTestCluster({ nats: false });
+  tc = await TestCluster.start({ nats: false, docker: true });
   const { docker, cluster } = tc;
   backend = new DockerSandboxBackend({ docker });
   evaluator = new Evaluator({

@@ -11,7 +11,7 @@ import { registerBuiltinDrivers } from '@troupe/benchmarks';
 import { type Coordinator, DriverRegistry, type JobEventRecord } from '@troupe/coordinator';
 import { waitFor } from '@troupe/testkit';
 import { evolveJournalTaskId } from '../../src/evolve';
-import { followContainerEvents, startTestCluster, type TestCluster } from './test-cluster';
+import { followContainerEvents, TestCluster } from '@troupe/test-cluster';
 
 // The evolve driver under the job runtime keeps its search journal in JetStream (the host's
 // connection, no journal configured): kill -9 of the coordinator process running the search in
@@ -71,7 +71,7 @@ async function countEvaluatorExecs(
   async () => {
     // No coordinator yet: the killed host (a process) runs the job; one starts in this process
     // after the kill.
-    const tc = await startTestCluster({
+    const tc = await TestCluster.start({
       coordinator: false,
       nodeAgent: { shutdownGraceMs: 1_000 },
     });
@@ -174,7 +174,7 @@ async function countEvaluatorExecs(
   'kill -9 of a host running island steps: the step fails at islandStepTimeoutMs, its slots are retried with new tries on a live host, nothing is evaluated twice',
   async () => {
     // The task's host: a coordinator in this process (it hosts island actors too).
-    const tc = await startTestCluster({
+    const tc = await TestCluster.start({
       coordinator: { drivers: builtinDrivers },
       nodeAgent: { shutdownGraceMs: 1_000 },
     });

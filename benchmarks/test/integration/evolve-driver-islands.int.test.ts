@@ -9,7 +9,7 @@ import { DriverRegistry, type JobEventRecord } from '@troupe/coordinator';
 import { waitFor } from '@troupe/testkit';
 import { registerBuiltinDrivers } from '../../src';
 import { evolveJournalTaskId } from '../../src/evolve';
-import { followContainerEvents, startTestCluster, type TestCluster } from './test-cluster';
+import { followContainerEvents, TestCluster } from '@troupe/test-cluster';
 
 // The evolve driver's islands are actors: two coordinators (both host the job, task and
 // `evolve-island` kinds, the islands contributed by the driver) and a node agent; the task's
@@ -25,7 +25,7 @@ const SUITE = path.resolve(__dirname, 'evolve-fixtures/quick-suite');
 let tc: TestCluster;
 
 beforeAll(async () => {
-  tc = await startTestCluster({
+  tc = await TestCluster.start({
     coordinator: {
       ids: ['coord-a', 'coord-b'],
       drivers: () => registerBuiltinDrivers(new DriverRegistry()),

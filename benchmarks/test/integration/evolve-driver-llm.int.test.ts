@@ -3,7 +3,7 @@ import { JetStreamJournalStore, LlmClient, ModelRegistry, type NodeRecord } from
 import { BudgetLedger, type JobEventRecord } from '@troupe/coordinator';
 import { FakeOpenAI } from '@troupe/testkit';
 import { createEvolveDriver, evolveJournalTaskId, searchBudgetScope } from '../../src/evolve';
-import { startTestCluster, type TestCluster } from './test-cluster';
+import { TestCluster } from '@troupe/test-cluster';
 
 // LLM operators selected by the job spec's model (`agent.model`), through the agents' LlmClient
 // and model registry, against FakeOpenAI (the only fake: a scripted model that answers with code
@@ -44,7 +44,7 @@ beforeAll(async () => {
     },
   });
   const client = new LlmClient({ registry: models, retry: { maxAttempts: 1 } });
-  tc = await startTestCluster({
+  tc = await TestCluster.start({
     coordinator: { drivers: [createEvolveDriver({ llm: { client, models } })] },
     nodeAgent: {},
   });

@@ -3,7 +3,7 @@ import { JetStreamJournalStore } from '@troupe/agents';
 import { type JobEventRecord } from '@troupe/coordinator';
 import { waitFor } from '@troupe/testkit';
 import { createEvolveDriver, evolveJournalTaskId } from '../../src/evolve';
-import { startTestCluster, type TestCluster } from './test-cluster';
+import { TestCluster } from '@troupe/test-cluster';
 
 // The evolve driver end to end: a real nats-server, coordinator (job runtime, task actors) and
 // node agent (Docker sandboxes, image troupe-python-slim), a tiny search of binpacking-or3 with a
@@ -17,7 +17,7 @@ let tc: TestCluster;
 let journal: JetStreamJournalStore;
 
 beforeAll(async () => {
-  tc = await startTestCluster({
+  tc = await TestCluster.start({
     coordinator: {
       drivers: ({ nc, cluster }) => {
         journal = new JetStreamJournalStore({ connection: nc, cluster });

@@ -8,7 +8,7 @@ import {
   SandboxEvaluatorPool,
   serveEvaluatorLeases,
 } from '../../src/evolve';
-import { startTestCluster, type TestCluster } from './test-cluster';
+import { TestCluster } from '@troupe/test-cluster';
 
 // The evaluator contract in the driver's real path: candidates run by the suite's trusted
 // evaluator inside the node agent's Docker sandboxes (no network, hard kill at the deadline).
@@ -26,7 +26,7 @@ let connections = 0;
 let gateway = '172.17.0.1';
 
 beforeAll(async () => {
-  tc = await startTestCluster({ nodeAgent: { shutdownGraceMs: 1_000 } });
+  tc = await TestCluster.start({ nodeAgent: { shutdownGraceMs: 1_000 } });
   const bridge = (await tc.docker.getNetwork('bridge').inspect()) as {
     IPAM?: { Config?: { Gateway?: string }[] };
   };

@@ -10,7 +10,7 @@ import {
   createIssueResolutionDriver,
   MODEL_AGENT_UNAVAILABLE,
 } from '../../src/issue-resolution';
-import { startTestCluster, type TestCluster } from './test-cluster';
+import { TestCluster } from '@troupe/test-cluster';
 
 // The issue-resolution driver end to end: a real nats-server, a coordinator (job and task
 // actors, this driver) and a node agent (Docker sandboxes and evaluators) in this process, the
@@ -77,7 +77,7 @@ function readPatch(taskId: string): string {
 
 beforeAll(async () => {
   work = mkdtempSync(path.join(tmpdir(), 'issue-resolution-'));
-  tc = await startTestCluster({
+  tc = await TestCluster.start({
     coordinator: {
       drivers: [createIssueResolutionDriver({ agentRunners: [probeRunner, slowRunner] })],
     },

@@ -9,7 +9,7 @@ import {
   createModelAgentRunner,
   issueSessionId,
 } from '../../src/issue-resolution';
-import { startTestCluster, type TestCluster } from './test-cluster';
+import { TestCluster } from '@troupe/test-cluster';
 
 // Cancelling an issue-resolution job whose model agent is working stops the agent's session: the
 // job is cancelled through the job API (the coordinator's JobManager, what CancelJob calls), and
@@ -41,7 +41,7 @@ beforeAll(async () => {
       },
     },
   });
-  tc = await startTestCluster({
+  tc = await TestCluster.start({
     coordinator: {
       drivers: [
         createIssueResolutionDriver({

@@ -2,7 +2,7 @@ import path from 'node:path';
 import { type JobEventRecord } from '@troupe/coordinator';
 import { waitFor } from '@troupe/testkit';
 import { createIssueResolutionDriver } from '../../src/issue-resolution';
-import { exited, startTestCluster, type TestCluster } from './test-cluster';
+import { TestCluster } from '@troupe/test-cluster';
 
 // A node agent dies mid-job: two `troupe-node-agent` processes host the sandboxes and evaluators
 // of a gold bugfix-mini job; once one of them holds a task's sandbox it is killed with SIGKILL.
@@ -18,7 +18,10 @@ const spawnAgent = (hostId: string) =>
   tc.spawnNodeAgent(hostId, { TROUPE_SLOTS: 'sandbox=2,evaluator=2' });
 
 beforeAll(async () => {
-  tc = await startTestCluster({ coordinator: { drivers: [createIssueResolutionDriver()] } });
+  tc = await TestCluster.start({
+    coordinator: { drivers: [createIssueResolutionDriver()] },
+    docker: true,
+  });
 });
 
 afterAll(async () => {
@@ -58,8 +61,7 @@ test('a node agent killed mid-job: its tasks are retried elsewhere, the job comp
     intervalMs: 100,
     message: 'a sandbox on the doomed host',
   });
-  doomed.kill('SIGKILL');
-  await exited(doomed);
+  await doomed.kill('SIGKILL');
 
   await watching;
   expect(events[events.length - 1]?.type).toBe('JOB_FINISHED');

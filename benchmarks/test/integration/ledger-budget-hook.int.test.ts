@@ -3,7 +3,7 @@ import { LlmClient, ModelRegistry } from '@troupe/agents';
 import { BudgetLedger, createBudgetLedgerActor, LedgerBudgetHook } from '@troupe/coordinator';
 import { type TroupeError } from '@troupe/proto';
 import { FakeOpenAI } from '@troupe/testkit';
-import { startTestCluster, type TestCluster } from './test-cluster';
+import { TestCluster } from '@troupe/test-cluster';
 
 // The LLM client charging the coordinator's ledger through LedgerBudgetHook: concurrent model calls
 // against a job scope never send more than the limit allows, and the scope ends with the settled
@@ -17,7 +17,7 @@ let system: ActorSystem;
 
 beforeAll(async () => {
   // Only nats-server: the ledger is hosted (and placed locally) by this test's actor system.
-  tc = await startTestCluster({ coordinator: false, docker: false });
+  tc = await TestCluster.start({ coordinator: false, docker: false });
   fake = await FakeOpenAI.start();
   system = await ActorSystem.start({
     cluster: tc.cluster,

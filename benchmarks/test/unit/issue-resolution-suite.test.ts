@@ -172,7 +172,7 @@ describe('issue-resolution job specs', () => {
 
   test('bad fields are named', () => {
     expect(() => registry.validate(spec({ config: { agent: { kind: 'robot' } } }))).toThrow(
-      /spec\.config\.agent\.kind`: must be one of gold, none, model/,
+      /spec\.config\.agent\.kind`: must be one of gold, none, predictions, model/,
     );
     expect(() =>
       registry.validate(spec({ config: { agent: { kind: 'gold' }, repeat: 0 } })),

@@ -6,7 +6,8 @@ import { PassThrough } from 'node:stream';
 import { type CliIo } from '../../src/cli/cli-io';
 import { runCli } from '../../src/cli/run-cli';
 import { type NatsServerHandle } from '@troupe/testkit';
-import { startServer, startTestCluster, type TestCluster } from './test-cluster';
+import { type TestCluster } from '@troupe/test-cluster';
+import { startJobApiCluster } from './job-api-cluster';
 
 // The troupe CLI: commands run in-process (runCli) against a real cluster, and `troupe run` as
 // the built binary (child processes use dist/).
@@ -16,8 +17,8 @@ let tc: TestCluster;
 let dir: string;
 
 beforeAll(async () => {
-  server = await startServer();
-  tc = await startTestCluster(server);
+  tc = await startJobApiCluster();
+  server = tc.server;
   dir = mkdtempSync(path.join(tmpdir(), 'troupe-cli-'));
   writeFileSync(
     path.join(dir, 'job.yaml'),
@@ -114,7 +115,7 @@ test('submit --watch, jobs, results (table, json, html), artifact and nodes', as
 
   // Slots in use come from the last heartbeat, so the finished job's sandboxes may still count.
   const nodes = await cli(['nodes']);
-  expect(nodes.stdout).toMatch(new RegExp(`${tc.agent.hostId}\\s+READY\\s+sandbox \\d+/\\d+`));
+  expect(nodes.stdout).toMatch(new RegExp(`${tc.nodeAgent.hostId}\\s+READY\\s+sandbox \\d+/\\d+`));
 
   const events = await cli(['watch', jobId, '--json']);
   const lines = events.stdout

@@ -3,10 +3,10 @@ import { existsSync } from 'node:fs';
 import { createServer, type Server, type Socket, connect } from 'node:net';
 import * as path from 'node:path';
 import { TroupeClient } from '@troupe/client';
-import { NodeAgent } from '@troupe/node-agent';
 import { type JobEvent__Output } from '@troupe/proto';
 import { ensureDocker, type NatsServerHandle, randomClusterName, waitFor } from '@troupe/testkit';
-import { startServer, startTestCluster, type TestCluster } from './test-cluster';
+import { TestCluster } from '@troupe/test-cluster';
+import { startJobApiCluster } from './job-api-cluster';
 
 // Watch reconnection, cancellation and coordinator restarts, against a real coordinator and node
 // agent.
@@ -15,8 +15,8 @@ let server: NatsServerHandle;
 let tc: TestCluster;
 
 beforeAll(async () => {
-  server = await startServer();
-  tc = await startTestCluster(server);
+  tc = await startJobApiCluster();
+  server = tc.server;
 });
 afterAll(async () => {
   await tc?.stop();
@@ -101,7 +101,7 @@ test('cancel stops running tasks, destroys their sandboxes, and ends the job CAN
     tasks: { count: 4, command: 'sleep 300' },
   });
   // Two sandboxes run the job's first two tasks.
-  await waitFor(async () => (await tc.jobContainers(job.jobId)).length === 2, {
+  await waitFor(async () => (await tc.containers([`troupe.job=${job.jobId}`])).length === 2, {
     timeoutMs: 30_000,
     message: 'two running sandboxes',
   });
@@ -112,7 +112,7 @@ test('cancel stops running tasks, destroys their sandboxes, and ends the job CAN
   const events = await drain(client.watch(job.jobId, { signal: AbortSignal.timeout(60_000) }));
   expect(events.some((e) => e.type === 'JOB_CANCEL_REQUESTED')).toBe(true);
   expect(JSON.parse(events.at(-1)!.payloadJson)).toMatchObject({ state: 'CANCELLED' });
-  await waitFor(async () => (await tc.jobContainers(job.jobId)).length === 0, {
+  await waitFor(async () => (await tc.containers([`troupe.job=${job.jobId}`])).length === 0, {
     timeoutMs: 20_000,
     message: 'the job sandboxes destroyed',
   });
@@ -170,7 +170,7 @@ test('a coordinator restarted mid-job resumes it; completed tasks are not run ag
   }
   // Every task was graded exactly once overall.
   expect(events.filter((e) => e.type === 'TASK_GRADED')).toHaveLength(8);
-  await waitFor(async () => (await tc.jobContainers(job.jobId)).length === 0, {
+  await waitFor(async () => (await tc.containers([`troupe.job=${job.jobId}`])).length === 0, {
     timeoutMs: 30_000,
   });
 });
@@ -207,11 +207,11 @@ async function coordinatorProcess(
     const cluster = randomClusterName();
     const token = 'kill-test-token-0123456789';
     let first = await coordinatorProcess(server.url, cluster, token);
-    const agent = await NodeAgent.start({
+    const nodes = await TestCluster.start({
+      nats: server,
       cluster,
-      hostId: 'kill-agent',
-      nats: { servers: server.url },
-      shutdownGraceMs: 1_000,
+      coordinator: false,
+      nodeAgent: { hostId: 'kill-agent', shutdownGraceMs: 1_000 },
     });
     const clients: TroupeClient[] = [];
     const client = (port: number) => {
@@ -258,7 +258,7 @@ async function coordinatorProcess(
     } finally {
       for (const c of clients) c.close();
       first.child.kill('SIGKILL');
-      await agent.stop();
+      await nodes.stop();
     }
   },
 );

@@ -2,10 +2,10 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { Coordinator, DriverRegistry } from '@troupe/coordinator';
 import { type JobEvent__Output } from '@troupe/proto';
 import { type NatsServerHandle, waitFor } from '@troupe/testkit';
-import { startServer, startTestCluster, type TestCluster } from './test-cluster';
+import { type TestCluster } from '@troupe/test-cluster';
+import { startJobApiCluster } from './job-api-cluster';
 
 // The job API end to end: the SDK over gRPC against a real coordinator (job and task actors,
 // shell-tasks driver) and a real node agent running Docker sandboxes.
@@ -14,8 +14,8 @@ let server: NatsServerHandle;
 let tc: TestCluster;
 
 beforeAll(async () => {
-  server = await startServer();
-  tc = await startTestCluster(server);
+  tc = await startJobApiCluster();
+  server = tc.server;
 });
 afterAll(async () => {
   await tc?.stop();
@@ -82,11 +82,11 @@ test('submit, watch and read results of a shell-tasks job through the SDK', asyn
   const got = await client.getJob(job.jobId);
   expect(got.progress).toMatchObject({ total: 4, done: 4, passed: 3, failed: 1 });
   // Every sandbox of the job is gone.
-  await waitFor(async () => (await tc.jobContainers(job.jobId)).length === 0, {
+  await waitFor(async () => (await tc.containers([`troupe.job=${job.jobId}`])).length === 0, {
     timeoutMs: 20_000,
   });
   const nodes = await client.listNodes();
-  expect(nodes.map((n) => n.hostId)).toContain(tc.agent.hostId);
+  expect(nodes.map((n) => n.hostId)).toContain(tc.nodeAgent.hostId);
 });
 
 test('unauthenticated and wrongly authenticated calls are refused; the right token works', async () => {
@@ -213,16 +213,11 @@ test('TLS: a coordinator serving the API over TLS answers a client that trusts i
   const tokenFile = path.join(dir, 'token');
   writeFileSync(tokenFile, `${tc.token}\n`);
   // A second (standby) coordinator of the same cluster, serving the API over TLS.
-  const standby = await Coordinator.start(
-    {
-      cluster: tc.cluster,
-      nats: { servers: server.url },
-      metrics: { port: null },
-      shutdownGraceMs: 0,
+  const standby = await tc.startCoordinator({
+    config: {
       grpc: { host: '127.0.0.1', port: 0, tokenFile, tls: { certFile: cert, keyFile: key } },
     },
-    { drivers: new DriverRegistry() },
-  );
+  });
   try {
     const address = `127.0.0.1:${standby.grpcPort}`;
     const secure = tc.client({ address, tls: { ca: readFileSync(cert) } });
@@ -232,6 +227,6 @@ test('TLS: a coordinator serving the API over TLS answers a client that trusts i
     const plaintext = tc.client({ address, retry: { maxAttempts: 1 }, timeoutMs: 3_000 });
     await expect(plaintext.listJobs()).rejects.toMatchObject({ code: 'UNAVAILABLE' });
   } finally {
-    await standby.stop();
+    await tc.stopCoordinator(standby);
   }
 });

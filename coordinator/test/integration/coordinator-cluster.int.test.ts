@@ -1,13 +1,8 @@
 import { ActorSystem, defineActor } from '@troupe/actors';
 import { z } from 'zod';
-import {
-  randomClusterName,
-  startNatsServer,
-  waitFor,
-  type NatsServerHandle,
-} from '@troupe/testkit';
-import { Coordinator } from '../../src/coordinator';
-import { type Child, startHost } from './helpers';
+import { startNatsServer, waitFor, type NatsServerHandle } from '@troupe/testkit';
+import { TestCluster, type TestProcess } from '@troupe/test-cluster';
+import { startHost } from './helpers';
 
 let server: NatsServerHandle;
 beforeAll(async () => {
@@ -16,13 +11,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await server.stop();
 });
-
-const FAST = {
-  heartbeatMs: 200,
-  missedHeartbeats: 3,
-  sweepIntervalMs: 500,
-  metrics: { port: null },
-};
 
 const Echo = defineActor({
   kind: 'echo',
@@ -43,9 +31,9 @@ async function stateOf(system: ActorSystem, id: string): Promise<WorkerState | u
 }
 
 test('kill -9 of a host with active actors: they are re-activated elsewhere and no post is lost', async () => {
-  const cluster = randomClusterName();
-  const coordinator = await Coordinator.start({ cluster, nats: { servers: server.url }, ...FAST });
-  const hosts: Child[] = [];
+  const tc = await TestCluster.start({ nats: server });
+  const { cluster, coordinator } = tc;
+  const hosts: TestProcess[] = [];
   const client = await ActorSystem.start({ cluster, servers: server.url });
   try {
     for (const id of ['h1', 'h2', 'h3']) hosts.push(await startHost(server.url, cluster, id));
@@ -84,15 +72,15 @@ test('kill -9 of a host with active actors: they are re-activated elsewhere and 
   } finally {
     await client.shutdown();
     for (const h of hosts) await h.kill('SIGKILL');
-    await coordinator.stop();
+    await tc.stop();
   }
 });
 
 test('an ask that finds a sleeping actor is handed to the host the coordinator starts it on, and runs once', async () => {
-  const cluster = randomClusterName();
-  const coordinator = await Coordinator.start({ cluster, nats: { servers: server.url }, ...FAST });
+  const tc = await TestCluster.start({ nats: server });
+  const { cluster, coordinator } = tc;
   const client = await ActorSystem.start({ cluster, servers: server.url });
-  let host: Child | undefined;
+  let host: TestProcess | undefined;
   try {
     host = await startHost(server.url, cluster, 'h1');
     await waitFor(
@@ -120,16 +108,16 @@ test('an ask that finds a sleeping actor is handed to the host the coordinator s
   } finally {
     await client.shutdown();
     await host?.kill('SIGKILL');
-    await coordinator.stop();
+    await tc.stop();
   }
 });
 
 test('a partitioned host cannot commit after it was declared dead; it is fenced when it comes back', async () => {
-  const cluster = randomClusterName();
-  const coordinator = await Coordinator.start({ cluster, nats: { servers: server.url }, ...FAST });
+  const tc = await TestCluster.start({ nats: server });
+  const { cluster, coordinator } = tc;
   const client = await ActorSystem.start({ cluster, servers: server.url });
-  let old: Child | undefined;
-  let other: Child | undefined;
+  let old: TestProcess | undefined;
+  let other: TestProcess | undefined;
   try {
     old = await startHost(server.url, cluster, 'old');
     await waitFor(() => coordinator.registry?.isAlive('old'), { timeoutMs: 10_000 });
@@ -165,13 +153,17 @@ test('a partitioned host cannot commit after it was declared dead; it is fenced 
     await client.shutdown();
     await old?.kill('SIGKILL');
     await other?.kill('SIGKILL');
-    await coordinator.stop();
+    await tc.stop();
   }
 });
 
 test('a stall of the process hosting the coordinator and a host is not held against the host', async () => {
-  const cluster = randomClusterName();
-  const coordinator = await Coordinator.start({ cluster, nats: { servers: server.url }, ...FAST });
+  // A 600 ms death window (heartbeats every 200 ms, three missed), which the stall below exceeds.
+  const tc = await TestCluster.start({
+    nats: server,
+    coordinator: { config: { heartbeatMs: 200, missedHeartbeats: 3 } },
+  });
+  const { cluster, coordinator } = tc;
   const client = await ActorSystem.start({ cluster, servers: server.url });
   // The host shares this process (as in `troupe dev`): its heartbeat timer stalls with the
   // coordinator's sweep, and both are overdue when the process runs again.
@@ -213,6 +205,6 @@ test('a stall of the process hosting the coordinator and a host is not held agai
   } finally {
     await host.shutdown();
     await client.shutdown();
-    await coordinator.stop();
+    await tc.stop();
   }
 });

@@ -1,17 +1,9 @@
-import { rmSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { Kvm } from '@nats-io/kv';
-import { ActorSystem } from '@troupe/actors';
 import { kvBucketName } from '@troupe/proto';
-import {
-  randomClusterName,
-  startNatsServer,
-  waitFor,
-  type NatsServerHandle,
-} from '@troupe/testkit';
+import { startNatsServer, waitFor, type NatsServerHandle } from '@troupe/testkit';
 import { remindAt } from '../../src/reminders';
-import { type Child, spawnNode, startHost } from './helpers';
+import { TestCluster, type TestProcess } from '@troupe/test-cluster';
+import { startHost } from './helpers';
 
 let server: NatsServerHandle;
 beforeAll(async () => {
@@ -21,40 +13,21 @@ afterAll(async () => {
   await server.stop();
 });
 
-const MAIN = path.join(__dirname, '../../dist/main.js');
-
-let configFile: string;
-beforeAll(() => {
-  // Fast failure detection for the test: lease 1 s, heartbeats every 200 ms.
-  configFile = path.join(os.tmpdir(), `troupe-coord-${process.pid}.yaml`);
-  writeFileSync(
-    configFile,
-    'leaseMs: 1000\nrenewMs: 200\nheartbeatMs: 200\nsweepIntervalMs: 500\n',
-  );
-});
-afterAll(() => rmSync(configFile, { force: true }));
-
-function startCoordinator(cluster: string, id: string): Child {
-  return spawnNode(MAIN, ['--config', configFile], {
-    TROUPE_CLUSTER: cluster,
-    TROUPE_NATS_URL: server.url,
-    TROUPE_COORDINATOR_ID: id,
-    TROUPE_METRICS_PORT: 'off',
-    TROUPE_LOG_LEVEL: 'info',
-  });
-}
+// Fast failure detection for the test: a 1 s leader lease renewed every 200 ms.
+const startCoordinator = (tc: TestCluster, id: string): TestProcess =>
+  tc.spawnCoordinator({ id, config: { leaseMs: 1_000, renewMs: 200 } });
 
 test('leader killed: the standby leads, and pending wakes and reminders fire', async () => {
-  const cluster = randomClusterName();
-  const client = await ActorSystem.start({ cluster, servers: server.url });
+  const tc = await TestCluster.start({ nats: server, coordinator: false, actors: true });
+  const { cluster, actors: client } = tc;
   const kv = await new Kvm(client.nc).create(kvBucketName(cluster, 'leases'), { history: 1 });
   const leaderOf = async () => (await kv.get('coordinator'))?.json<{ holder: string }>().holder;
-  const a = startCoordinator(cluster, 'coord-a');
-  let b: Child | undefined;
-  let host: Child | undefined;
+  const a = startCoordinator(tc, 'coord-a');
+  let b: TestProcess | undefined;
+  let host: TestProcess | undefined;
   try {
     await waitFor(async () => (await leaderOf()) === 'coord-a', { timeoutMs: 15_000 });
-    b = startCoordinator(cluster, 'coord-b');
+    b = startCoordinator(tc, 'coord-b');
     await b.waitForLine((l) => l.includes('coordinator started'));
     host = await startHost(server.url, cluster, 'h1');
     const ref = client.refOf({ kind: 'worker', id: 'r1' });
@@ -84,9 +57,9 @@ test('leader killed: the standby leads, and pending wakes and reminders fire', a
     });
     expect(await read('r1')).toEqual(['reminded']);
   } finally {
-    await client.shutdown();
     await host?.kill('SIGKILL');
     await a.kill('SIGKILL');
     await b?.kill('SIGKILL');
+    await tc.stop();
   }
 });

@@ -10,7 +10,8 @@ import {
   waitFor,
 } from '@troupe/testkit';
 import { Coordinator } from '../../src/coordinator';
-import { type Child, startHost, Tally } from './helpers';
+import { type TestProcess } from '@troupe/test-cluster';
+import { startHost, Tally } from './helpers';
 
 // Recovery of posted messages that no mail hint and no wake-on-post will ever announce again:
 // the hint went to a host that was away, and the watcher had already seen the post.
@@ -111,7 +112,7 @@ test('an actor with a pending post whose only host was declared dead is re-place
     metrics: { port: null },
   });
   const client = await ActorSystem.start({ cluster, servers: server.url });
-  let only: Child | undefined;
+  let only: TestProcess | undefined;
   try {
     only = await startHost(server.url, cluster, 'only');
     await waitFor(() => coordinator.registry?.isAlive('only'), { timeoutMs: 10_000 });

@@ -1,13 +1,8 @@
 import { ActorSystem, defineActor } from '@troupe/actors';
 import { type TroupeError } from '@troupe/proto';
-import {
-  randomClusterName,
-  startNatsServer,
-  waitFor,
-  type NatsServerHandle,
-} from '@troupe/testkit';
+import { TestCluster } from '@troupe/test-cluster';
+import { startNatsServer, waitFor, type NatsServerHandle } from '@troupe/testkit';
 import { z } from 'zod';
-import { Coordinator } from '../../src/coordinator';
 import { remindAt } from '../../src/reminders';
 
 let server: NatsServerHandle;
@@ -18,12 +13,6 @@ afterAll(async () => {
   await server.stop();
 });
 
-const FAST = {
-  heartbeatMs: 200,
-  missedHeartbeats: 3,
-  sweepIntervalMs: 500,
-  metrics: { port: null },
-};
 const admitted: string[] = [];
 let release: (() => void) | undefined;
 
@@ -50,12 +39,12 @@ const Task = defineActor({
 });
 
 test('two jobs weighted 1:3 competing for 4 slots get their share within ±10 %', async () => {
-  const cluster = randomClusterName();
   const weights: Record<string, number> = { 'job-a': 1, 'job-b': 3 };
-  const coordinator = await Coordinator.start(
-    { cluster, nats: { servers: server.url }, ...FAST },
-    { jobPolicy: (jobId) => ({ weight: weights[jobId] ?? 1, priority: 0 }) },
-  );
+  const tc = await TestCluster.start({
+    nats: server,
+    coordinator: { deps: { jobPolicy: (jobId) => ({ weight: weights[jobId] ?? 1, priority: 0 }) } },
+  });
+  const { cluster, coordinator } = tc;
   const host = await ActorSystem.start({
     cluster,
     servers: server.url,
@@ -87,13 +76,13 @@ test('two jobs weighted 1:3 competing for 4 slots get their share within ±10 %'
   } finally {
     await client.shutdown();
     await host.shutdown({ graceMs: 500 });
-    await coordinator.stop();
+    await tc.stop();
   }
 });
 
 test('a directed invocation of a RUNNING instance is refused with BUSY', async () => {
-  const cluster = randomClusterName();
-  const coordinator = await Coordinator.start({ cluster, nats: { servers: server.url }, ...FAST });
+  const tc = await TestCluster.start({ nats: server });
+  const { cluster, coordinator } = tc;
   const host = await ActorSystem.start({
     cluster,
     servers: server.url,
@@ -119,19 +108,17 @@ test('a directed invocation of a RUNNING instance is refused with BUSY', async (
   } finally {
     await client.shutdown();
     await host.shutdown({ graceMs: 500 });
-    await coordinator.stop();
+    await tc.stop();
   }
 });
 
 test('reminders survive a coordinator restart and wake a sleeping actor', async () => {
-  const cluster = randomClusterName();
-  let coordinator = await Coordinator.start({
-    cluster,
-    nats: { servers: server.url },
-    ...FAST,
-    leaseMs: 1_000,
-    renewMs: 200,
+  const tc = await TestCluster.start({
+    nats: server,
+    coordinator: { config: { leaseMs: 1_000, renewMs: 200 } },
   });
+  const { cluster } = tc;
+  let coordinator = tc.coordinator;
   const host = await ActorSystem.start({
     cluster,
     servers: server.url,
@@ -142,14 +129,7 @@ test('reminders survive a coordinator restart and wake a sleeping actor', async 
   try {
     await waitFor(() => coordinator.isLeader, { timeoutMs: 10_000 });
     await remindAt(host.nc, cluster, { kind: 'task', id: 'rem-1' }, Date.now() + 1_500, 'run', {});
-    await coordinator.stop();
-    coordinator = await Coordinator.start({
-      cluster,
-      nats: { servers: server.url },
-      ...FAST,
-      leaseMs: 1_000,
-      renewMs: 200,
-    });
+    coordinator = await tc.restartCoordinator(coordinator);
     const addr = { kind: 'task', id: 'rem-1' };
     await waitFor(
       async () =>
@@ -161,6 +141,6 @@ test('reminders survive a coordinator restart and wake a sleeping actor', async 
     );
   } finally {
     await host.shutdown({ graceMs: 500 });
-    await coordinator.stop();
+    await tc.stop();
   }
 });

@@ -1,52 +1,7 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { defineActor } from '@troupe/actors';
-import { waitFor } from '@troupe/testkit';
+import { spawnNodeProcess, type TestProcess } from '@troupe/test-cluster';
 import { z } from 'zod';
-
-/** A child process whose stdout lines are collected. */
-export interface Child {
-  child: ChildProcess;
-  lines: string[];
-  waitForLine(pred: (line: string) => boolean, timeoutMs?: number): Promise<string>;
-  kill(signal?: NodeJS.Signals): Promise<void>;
-}
-
-/** Spawns `node <script> ...args`, collecting stdout lines (stderr lines prefixed `ERR`). */
-export function spawnNode(script: string, args: string[], env: NodeJS.ProcessEnv = {}): Child {
-  const child = spawn(process.execPath, [script, ...args], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, ...env },
-  });
-  const lines: string[] = [];
-  const collect = (prefix: string) => {
-    let buf = '';
-    return (d: Buffer) => {
-      buf += d.toString();
-      const parts = buf.split('\n');
-      buf = parts.pop()!;
-      lines.push(...parts.map((p) => prefix + p));
-    };
-  };
-  child.stdout.on('data', collect(''));
-  child.stderr.on('data', collect('ERR '));
-  return {
-    child,
-    lines,
-    async waitForLine(pred, timeoutMs = 15_000) {
-      return waitFor(() => lines.find(pred), {
-        timeoutMs,
-        message: `no matching line from ${path.basename(script)}; output:\n${lines.join('\n')}`,
-      });
-    },
-    async kill(signal = 'SIGKILL') {
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      const exited = new Promise((r) => child.once('exit', r));
-      child.kill(signal);
-      await exited;
-    },
-  };
-}
 
 /** Starts a cluster-mode host process hosting the 'worker' kind. */
 export async function startHost(
@@ -54,14 +9,14 @@ export async function startHost(
   cluster: string,
   hostId: string,
   slots = 100,
-): Promise<Child> {
-  const host = spawnNode(path.join(__dirname, '../fixtures/cluster-host.js'), [
+): Promise<TestProcess> {
+  const host = spawnNodeProcess(path.join(__dirname, '../fixtures/cluster-host.js'), [
     server,
     cluster,
     hostId,
     String(slots),
   ]);
-  await host.waitForLine((l) => l === 'READY');
+  await host.waitForLine((l) => l === 'READY', 15_000);
   return host;
 }
 

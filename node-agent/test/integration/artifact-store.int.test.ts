@@ -3,7 +3,7 @@ import { Readable } from 'node:stream';
 import { ArtifactStore } from '@troupe/node-agent';
 import { randomClusterName, startNatsServer, type NatsServerHandle } from '@troupe/testkit';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
-import { rejection, sha256 } from './agent-cluster';
+import { rejection, sha256 } from './helpers';
 
 let server: NatsServerHandle;
 let nc: NatsConnection;

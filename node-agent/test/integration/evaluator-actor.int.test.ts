@@ -1,7 +1,7 @@
 import { ArtifactStore, evaluatorRef, type NodeAgent, sandboxRef } from '@troupe/node-agent';
 import { startNatsServer, waitFor, type NatsServerHandle } from '@troupe/testkit';
-import { type AgentCluster, rejection, sha256, startAgentCluster, tarOf } from './agent-cluster';
-import { leftovers } from './helpers';
+import { TestCluster } from '@troupe/test-cluster';
+import { dockerFixture, type DockerFixture, leftovers, rejection, sha256, tarOf } from './helpers';
 
 /** The hidden grader: solution.sh must print 42; writes a score report. */
 const GRADER = [
@@ -15,14 +15,16 @@ const GRADER = [
 ].join('\n');
 
 let server: NatsServerHandle;
-let c: AgentCluster;
+let c: TestCluster;
+let fx: DockerFixture;
 let agent: NodeAgent;
 let artifacts: ArtifactStore;
 beforeAll(async () => {
   server = await startNatsServer();
-  c = await startAgentCluster(server);
-  agent = await c.startAgent({ hostId: 'grader-host', slots: { sandbox: 2, evaluator: 2 } });
-  artifacts = await ArtifactStore.open(c.client.nc, { cluster: c.cluster });
+  fx = await dockerFixture();
+  c = await TestCluster.start({ nats: server, cluster: fx.cluster, docker: true, actors: true });
+  agent = await c.startNodeAgent({ hostId: 'grader-host', slots: { sandbox: 2, evaluator: 2 } });
+  artifacts = await ArtifactStore.open(c.actors.nc, { cluster: c.cluster });
   await artifacts.put('suites/s1/grader.tar', await tarOf({ 'run-tests.sh': GRADER }));
 });
 afterAll(async () => {
@@ -32,8 +34,8 @@ afterAll(async () => {
 
 /** Writes solution.sh in a sandbox and exports the workspace, as an agent's task would. */
 async function exportWorkspace(taskId: string, solution: string): Promise<string> {
-  const sb = sandboxRef(c.client, `ws-${taskId}`);
-  await sb.ask('create', { spec: { image: c.fx.busybox }, jobId: 'job-e' }, { timeoutMs: 60_000 });
+  const sb = sandboxRef(c.actors, `ws-${taskId}`);
+  await sb.ask('create', { spec: { image: fx.busybox }, jobId: 'job-e' }, { timeoutMs: 60_000 });
   await sb.ask('putFiles', { destDir: '/workspace', files: { 'solution.sh': solution } });
   const artifact = `jobs/job-e/tasks/${taskId}/workspace.tar`;
   await sb.ask('exportFiles', { srcPath: '/workspace/.', artifact });
@@ -44,10 +46,10 @@ async function exportWorkspace(taskId: string, solution: string): Promise<string
 test('grades an exported workspace in a fresh container: pass, replay, fail; logs are artifacts', async () => {
   const good = await exportWorkspace('t1', 'echo 42\n');
   const bad = await exportWorkspace('t2', 'echo 41\n');
-  const ev = evaluatorRef(c.client, 'eval-1');
+  const ev = evaluatorRef(c.actors, 'eval-1');
   const request = {
     graderArtifact: 'suites/s1/grader.tar',
-    image: c.fx.busybox,
+    image: fx.busybox,
     command: ['sh', '/grader/run-tests.sh'],
     jobId: 'job-e',
   };
@@ -108,7 +110,7 @@ test('grades an exported workspace in a fresh container: pass, replay, fail; log
   expect(missing.message).toMatch(/^grade\.workspaceArtifact: /);
 
   // Grading sandboxes are gone, and evaluators hold no slot between grades.
-  expect(await leftovers(c.fx.docker, c.cluster)).toEqual({ containers: [], volumes: [] });
+  expect(await leftovers(fx.docker, c.cluster)).toEqual({ containers: [], volumes: [] });
   await waitFor(() => agent.system.activationCount === 0, {
     timeoutMs: 10_000,
     message: 'evaluator passivated after grading',

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import os from 'node:os';
 import type Docker from 'dockerode';
 import { ensureDocker, randomClusterName } from '@troupe/testkit';
@@ -7,6 +8,8 @@ import {
   managedLabelFilters,
   type SandboxSpecOptions,
 } from '@troupe/node-agent';
+import { type TroupeError } from '@troupe/proto';
+import tar from 'tar-stream';
 
 /** The host label every integration test uses (clusters isolate tests from each other). */
 export const HOST = 'test-host';
@@ -92,5 +95,30 @@ export async function dockerBridgeGateway(docker: Docker): Promise<string> {
   if (base?.length !== 4) throw new Error('cannot tell the address of the docker bridge');
   return [...base.slice(0, 3), String(Number(base[3]) + 1)].join('.');
 }
+
+/** The rejection of `p` (fails the test if it resolves). */
+export async function rejection(p: Promise<unknown>): Promise<TroupeError> {
+  try {
+    await p;
+  } catch (err) {
+    return err as TroupeError;
+  }
+  throw new Error('expected a rejection');
+}
+
+/** A tar of text files. */
+export async function tarOf(files: Record<string, string>): Promise<Buffer> {
+  const pack = tar.pack();
+  for (const [name, content] of Object.entries(files)) {
+    pack.entry({ name, mode: 0o755 }, Buffer.from(content));
+  }
+  pack.finalize();
+  const chunks: Buffer[] = [];
+  for await (const c of pack as unknown as AsyncIterable<Buffer>) chunks.push(c);
+  return Buffer.concat(chunks);
+}
+
+/** sha256 hex. */
+export const sha256 = (b: Uint8Array): string => createHash('sha256').update(b).digest('hex');
 
 export { randomClusterName };

@@ -1,13 +1,15 @@
 import { sandboxRef } from '@troupe/node-agent';
 import { startNatsServer, waitFor, type NatsServerHandle } from '@troupe/testkit';
-import { type AgentCluster, rejection, startAgentCluster } from './agent-cluster';
-import { leftovers } from './helpers';
+import { TestCluster } from '@troupe/test-cluster';
+import { dockerFixture, type DockerFixture, leftovers, rejection } from './helpers';
 
 let server: NatsServerHandle;
-let c: AgentCluster;
+let c: TestCluster;
+let fx: DockerFixture;
 beforeAll(async () => {
   server = await startNatsServer();
-  c = await startAgentCluster(server);
+  fx = await dockerFixture();
+  c = await TestCluster.start({ nats: server, cluster: fx.cluster, docker: true, actors: true });
 });
 afterAll(async () => {
   await c.stop();
@@ -15,9 +17,9 @@ afterAll(async () => {
 });
 
 test('with 2 sandbox slots a third sandbox waits for a slot, fails at its deadline, and gets one after a destroy', async () => {
-  const agent = await c.startAgent({ hostId: 'small', slots: { sandbox: 2, evaluator: 1 } });
-  const spec = { image: c.fx.busybox };
-  const [a, b, third] = ['cap-a', 'cap-b', 'cap-c'].map((id) => sandboxRef(c.client, id));
+  const agent = await c.startNodeAgent({ hostId: 'small', slots: { sandbox: 2, evaluator: 1 } });
+  const spec = { image: fx.busybox };
+  const [a, b, third] = ['cap-a', 'cap-b', 'cap-c'].map((id) => sandboxRef(c.actors, id));
   await a!.ask('create', { spec }, { timeoutMs: 60_000 });
   await b!.ask('create', { spec }, { timeoutMs: 60_000 });
 
@@ -35,14 +37,14 @@ test('with 2 sandbox slots a third sandbox waits for a slot, fails at its deadli
     timeoutMs: 10_000,
     message: 'the third activation queued',
   });
-  expect((await leftovers(c.fx.docker, c.cluster)).containers).toHaveLength(2);
+  expect((await leftovers(fx.docker, c.cluster)).containers).toHaveLength(2);
   await a!.ask('destroy', {});
   const created = await pending;
   expect(created.status).toBe('ready');
-  expect((await leftovers(c.fx.docker, c.cluster)).containers).toHaveLength(2);
+  expect((await leftovers(fx.docker, c.cluster)).containers).toHaveLength(2);
   expect(agent.system.activationCount).toBe(2);
 
   await b!.ask('destroy', {});
   await third!.ask('destroy', {});
-  expect(await leftovers(c.fx.docker, c.cluster)).toEqual({ containers: [], volumes: [] });
+  expect(await leftovers(fx.docker, c.cluster)).toEqual({ containers: [], volumes: [] });
 });

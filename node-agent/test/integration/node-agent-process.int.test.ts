@@ -2,13 +2,16 @@ import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { isSandboxLost, sandboxRef } from '@troupe/node-agent';
 import { makeTempDir, startNatsServer, type NatsServerHandle } from '@troupe/testkit';
-import { type AgentCluster, rejection, startAgentCluster } from './agent-cluster';
-import { type AgentProcess, assertFreshBuild, spawnAgent } from './agent-process';
-import { leftovers } from './helpers';
+import {
+  NODE_AGENT_MAIN,
+  spawnNodeProcess,
+  TestCluster,
+  type TestProcess,
+} from '@troupe/test-cluster';
+import { dockerFixture, type DockerFixture, leftovers, rejection } from './helpers';
 
 let server: NatsServerHandle;
 beforeAll(async () => {
-  assertFreshBuild();
   server = await startNatsServer();
 });
 afterAll(async () => {
@@ -16,10 +19,12 @@ afterAll(async () => {
 });
 
 describe('troupe-node-agent process', () => {
-  let c: AgentCluster;
-  let proc: AgentProcess | undefined;
+  let c: TestCluster;
+  let fx: DockerFixture;
+  let proc: TestProcess | undefined;
   beforeEach(async () => {
-    c = await startAgentCluster(server);
+    fx = await dockerFixture();
+    c = await TestCluster.start({ nats: server, cluster: fx.cluster, docker: true, actors: true });
   });
   afterEach(async () => {
     await proc?.kill('SIGKILL');
@@ -27,31 +32,25 @@ describe('troupe-node-agent process', () => {
     await c.stop();
   });
 
-  const start = (hostId: string): AgentProcess =>
-    spawnAgent({
-      TROUPE_CLUSTER: c.cluster,
-      TROUPE_NATS_URL: server.url,
-      TROUPE_HOST_ID: hostId,
-      TROUPE_SLOTS: 'sandbox=2,evaluator=1',
-      TROUPE_LOG_LEVEL: 'warn',
-    });
+  const start = (hostId: string): TestProcess =>
+    c.spawnNodeAgent(hostId, { TROUPE_SLOTS: 'sandbox=2,evaluator=1', TROUPE_LOG_LEVEL: 'warn' });
 
   test('kill -9 with a live sandbox: the next agent with the host id reaps it, the sandbox is lost', async () => {
     proc = start('crash-host');
-    await c.waitRegistered('crash-host');
-    const sb = sandboxRef(c.client, 'sb-doomed');
-    await sb.ask('create', { spec: { image: c.fx.busybox } }, { timeoutMs: 60_000 });
+    await c.waitForHost('crash-host');
+    const sb = sandboxRef(c.actors, 'sb-doomed');
+    await sb.ask('create', { spec: { image: fx.busybox } }, { timeoutMs: 60_000 });
     await sb.ask('startBackground', { cmd: ['sleep', '1000'] });
     expect((await sb.ask('exec', { cmd: ['echo', 'alive'] })).stdout).toBe('alive\n');
 
     expect(await proc.kill('SIGKILL')).toBe('SIGKILL');
-    const orphaned = await leftovers(c.fx.docker, c.cluster);
+    const orphaned = await leftovers(fx.docker, c.cluster);
     expect(orphaned.containers).toHaveLength(1);
     expect(orphaned.volumes).toHaveLength(1);
 
     // A new node agent with the same host id: its start-up sweep removes everything.
-    await c.startAgent({ hostId: 'crash-host' });
-    expect(await leftovers(c.fx.docker, c.cluster)).toEqual({ containers: [], volumes: [] });
+    await c.startNodeAgent({ hostId: 'crash-host' });
+    expect(await leftovers(fx.docker, c.cluster)).toEqual({ containers: [], volumes: [] });
 
     const lost = await rejection(sb.ask('exec', { cmd: ['true'] }, { timeoutMs: 20_000 }));
     expect(lost.code).toBe('UNAVAILABLE');
@@ -66,21 +65,21 @@ describe('troupe-node-agent process', () => {
     expect(await sb.ask('destroy', {})).toEqual({});
 
     // The job layer's retry: a new sandbox on the new agent.
-    const fresh = sandboxRef(c.client, 'sb-retry');
-    await fresh.ask('create', { spec: { image: c.fx.busybox } }, { timeoutMs: 60_000 });
+    const fresh = sandboxRef(c.actors, 'sb-retry');
+    await fresh.ask('create', { spec: { image: fx.busybox } }, { timeoutMs: 60_000 });
     expect((await fresh.ask('exec', { cmd: ['echo', 'ok'] })).stdout).toBe('ok\n');
     await fresh.ask('destroy', {});
   });
 
   test('SIGTERM drains: sandboxes destroyed, host deregistered, exit 0', async () => {
     proc = start('term-host');
-    await c.waitRegistered('term-host');
-    const sb = sandboxRef(c.client, 'sb-term');
-    await sb.ask('create', { spec: { image: c.fx.busybox } }, { timeoutMs: 60_000 });
-    expect((await leftovers(c.fx.docker, c.cluster)).containers).toHaveLength(1);
+    await c.waitForHost('term-host');
+    const sb = sandboxRef(c.actors, 'sb-term');
+    await sb.ask('create', { spec: { image: fx.busybox } }, { timeoutMs: 60_000 });
+    expect((await leftovers(fx.docker, c.cluster)).containers).toHaveLength(1);
 
     expect(await proc.kill('SIGTERM')).toBe(0);
-    expect(await leftovers(c.fx.docker, c.cluster)).toEqual({ containers: [], volumes: [] });
+    expect(await leftovers(fx.docker, c.cluster)).toEqual({ containers: [], volumes: [] });
     expect(c.coordinator.registry!.get('term-host')).toBeUndefined();
     expect(proc.output()).not.toMatch(/"level":50/); // no errors logged
   });
@@ -91,15 +90,14 @@ test('a bad config prints every issue and exits 2 before connecting', async () =
   try {
     const file = path.join(dir.path, 'node-agent.yaml');
     await writeFile(file, 'slots:\n  sandbox: -1\nsurprise: true\nbackend: process\n');
-    const proc = spawnAgent(
-      {
+    const proc = spawnNodeProcess(NODE_AGENT_MAIN, ['--config', file], {
+      env: {
         TROUPE_CLUSTER: 'Bad_Name',
         TROUPE_NODE_LABELS: 'oops',
         // Nothing listens here: a process that got as far as connecting would fail differently.
         TROUPE_NATS_URL: 'nats://127.0.0.1:1',
       },
-      ['--config', file],
-    );
+    });
     expect(await proc.exited).toBe(2);
     const out = proc.output();
     expect(out).toContain(

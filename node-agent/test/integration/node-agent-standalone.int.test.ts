@@ -1,13 +1,7 @@
-import { ActorSystem } from '@troupe/actors';
-import { evaluatorRef, NodeAgent, readTar, sandboxRef } from '@troupe/node-agent';
-import {
-  makeTempDir,
-  randomClusterName,
-  startNatsServer,
-  type NatsServerHandle,
-  type TempDir,
-} from '@troupe/testkit';
-import { tarOf } from './agent-cluster';
+import { evaluatorRef, readTar, sandboxRef } from '@troupe/node-agent';
+import { TestCluster } from '@troupe/test-cluster';
+import { makeTempDir, startNatsServer, type NatsServerHandle, type TempDir } from '@troupe/testkit';
+import { tarOf } from './helpers';
 
 let server: NatsServerHandle;
 let dir: TempDir;
@@ -21,18 +15,22 @@ afterAll(async () => {
 });
 
 test('standalone with the process backend: places its own activations, no Docker needed', async () => {
-  const cluster = randomClusterName();
-  const agent = await NodeAgent.start({
-    cluster,
-    hostId: 'laptop',
-    nats: { servers: server.url },
-    backend: 'process',
-    allowProcessBackend: true,
-    processBackend: { rootDir: dir.path },
-    standalone: true,
-    shutdownGraceMs: 1_000,
+  const c = await TestCluster.start({
+    nats: server,
+    coordinator: false,
+    nodeAgent: {
+      hostId: 'laptop',
+      backend: 'process',
+      allowProcessBackend: true,
+      processBackend: { rootDir: dir.path },
+      standalone: true,
+      shutdownGraceMs: 1_000,
+    },
+    docker: false,
+    actors: true,
   });
-  const client = await ActorSystem.start({ cluster, servers: server.url });
+  const agent = c.nodeAgent;
+  const client = c.actors;
   try {
     expect(agent.backend.kind).toBe('process');
     expect(agent.backends).toContain('process');
@@ -63,7 +61,6 @@ test('standalone with the process backend: places its own activations, no Docker
     expect(grade).toMatchObject({ status: 'passed', exitCode: 0, stdoutTail: 'ok\n' });
     await sb.ask('destroy', {});
   } finally {
-    await client.shutdown();
-    await agent.stop();
+    await c.stop();
   }
 });

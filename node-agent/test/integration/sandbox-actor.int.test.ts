@@ -8,8 +8,8 @@ import {
   TroupeLabel,
 } from '@troupe/node-agent';
 import { startNatsServer, waitFor, type NatsServerHandle } from '@troupe/testkit';
-import { type AgentCluster, rejection, sha256, startAgentCluster, tarOf } from './agent-cluster';
-import { leftovers } from './helpers';
+import { TestCluster } from '@troupe/test-cluster';
+import { dockerFixture, type DockerFixture, leftovers, rejection, sha256, tarOf } from './helpers';
 
 let server: NatsServerHandle;
 beforeAll(async () => {
@@ -20,18 +20,20 @@ afterAll(async () => {
 });
 
 describe('sandbox actor on a node agent', () => {
-  let c: AgentCluster;
+  let c: TestCluster;
+  let fx: DockerFixture;
   let agent: NodeAgent;
   let artifacts: ArtifactStore;
 
   beforeAll(async () => {
-    c = await startAgentCluster(server);
-    agent = await c.startAgent({
+    fx = await dockerFixture();
+    c = await TestCluster.start({ nats: server, cluster: fx.cluster, docker: true, actors: true });
+    agent = await c.startNodeAgent({
       hostId: 'agent-1',
       slots: { sandbox: 4, evaluator: 2 },
       labels: { zone: 'z1' },
     });
-    artifacts = await ArtifactStore.open(c.client.nc, { cluster: c.cluster });
+    artifacts = await ArtifactStore.open(c.actors.nc, { cluster: c.cluster });
   });
   afterAll(async () => {
     await c.stop();
@@ -47,10 +49,10 @@ describe('sandbox actor on a node agent', () => {
   });
 
   test('create, exec, files in and out, export to the object store, destroy', async () => {
-    const sb = sandboxRef(c.client, 'sb-main');
+    const sb = sandboxRef(c.actors, 'sb-main');
     const script = Buffer.from('#!/bin/sh\necho "args: $*"\n');
     const spec = {
-      image: c.fx.busybox,
+      image: fx.busybox,
       files: {
         'hello.txt': 'hi there',
         'bin/run.sh': { base64: script.toString('base64'), mode: 0o755 },
@@ -66,7 +68,7 @@ describe('sandbox actor on a node agent', () => {
       job: 'job-1',
     });
     const containerId = created.metadata.containerId!;
-    const info = await c.fx.docker.getContainer(containerId).inspect();
+    const info = await fx.docker.getContainer(containerId).inspect();
     expect(info.Config.Labels[TroupeLabel.ACTOR]).toBe('sandbox/sb-main');
     expect(info.Config.Labels[TroupeLabel.JOB]).toBe('job-1');
     expect(info.HostConfig.NetworkMode).toBe('none');
@@ -174,11 +176,11 @@ describe('sandbox actor on a node agent', () => {
     });
 
     await sb.ask('destroy', {});
-    expect(await leftovers(c.fx.docker, c.cluster)).toEqual({ containers: [], volumes: [] });
+    expect(await leftovers(fx.docker, c.cluster)).toEqual({ containers: [], volumes: [] });
     // Without a container the activation gives its slot back at once.
     await waitFor(
       async () =>
-        (await c.client.directory.get({ kind: 'sandbox', id: 'sb-main' })).entry.state ===
+        (await c.actors.directory.get({ kind: 'sandbox', id: 'sb-main' })).entry.state ===
         'SLEEPING',
       { timeoutMs: 10_000, message: 'sb-main passivated after destroy' },
     );
@@ -191,8 +193,8 @@ describe('sandbox actor on a node agent', () => {
   });
 
   test('background tasks: start, poll, wait (returns the running status), kill', async () => {
-    const sb = sandboxRef(c.client, 'sb-bg');
-    await sb.ask('create', { spec: { image: c.fx.busybox } }, { timeoutMs: 60_000 });
+    const sb = sandboxRef(c.actors, 'sb-bg');
+    await sb.ask('create', { spec: { image: fx.busybox } }, { timeoutMs: 60_000 });
     const { taskId } = await sb.ask('startBackground', {
       cmd: 'echo started; exec sleep 60',
     });
@@ -210,12 +212,12 @@ describe('sandbox actor on a node agent', () => {
   });
 
   test('a sandbox that was never created answers NOT_FOUND; a bad spec names the field', async () => {
-    const sb = sandboxRef(c.client, 'sb-none');
+    const sb = sandboxRef(c.actors, 'sb-none');
     const err = await rejection(sb.ask('exec', { cmd: ['true'] }));
     expect(err.code).toBe('NOT_FOUND');
     expect(err.message).toMatch(/has not been created/);
     const badSpec = await rejection(
-      sb.ask('create', { spec: { image: c.fx.busybox, env: { OPENAI_API_KEY: 'x' } } }),
+      sb.ask('create', { spec: { image: fx.busybox, env: { OPENAI_API_KEY: 'x' } } }),
     );
     expect(badSpec.code).toBe('INVALID_ARGUMENT');
     expect(badSpec.message).toMatch(/spec\.env\.OPENAI_API_KEY: looks like a secret/);
