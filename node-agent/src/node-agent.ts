@@ -5,6 +5,7 @@ import {
   ErrorCode,
   hostSubject,
   type Logger,
+  natsConnectionOptions,
   noopLogger,
   parseAddress,
   parseWith,
@@ -387,11 +388,9 @@ function maxReplyBytes(nc: NatsConnection): number {
 
 async function connectNats(config: NodeAgentConfig): Promise<NatsConnection> {
   const opts: ConnectionOptions = {
-    servers: config.nats.servers,
+    ...natsConnectionOptions(config.nats),
     name: `troupe-node-agent-${config.hostId}`,
     maxReconnectAttempts: -1,
-    ...(config.nats.token ? { token: config.nats.token } : {}),
-    ...(config.nats.user ? { user: config.nats.user, pass: config.nats.pass } : {}),
   };
   try {
     return await connect(opts);

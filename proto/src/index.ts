@@ -39,6 +39,14 @@ export {
   type ZodErrorOptions,
 } from './errors';
 export { Header } from './headers';
+export {
+  checkNatsAuth,
+  ClusterNameSchema,
+  DEFAULT_NATS_SERVER,
+  type NatsConnectionConfig,
+  natsConnectionOptions,
+  NatsConnectionSchema,
+} from './nats-config';
 export { type Logger, noopLogger } from './logger';
 export { COMMON_ENVIRONMENT_VARIABLES, EnvironmentOverrides } from './environment-overrides';
 export {
@@ -86,6 +94,10 @@ export {
   inboxStreamName,
   inboxSubject,
   inboxSubjectFilter,
+  LEASE_SUBJECT_PATTERN,
+  LEASE_SUBJECT_RULE,
+  leaseSubject,
+  NATS_INBOX_PREFIX,
   KvBucket,
   kvBucketName,
   NamePattern,

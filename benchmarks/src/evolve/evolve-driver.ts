@@ -19,7 +19,12 @@ import {
   SearchRunner,
 } from '@troupe/agents';
 import { type JobDriver, type JobSpec, type TaskContext } from '@troupe/coordinator';
-import { invalidArgument, parseWith, TroupeError } from '@troupe/proto';
+import {
+  invalidArgument,
+  leaseSubject as leaseSubjectFor,
+  parseWith,
+  TroupeError,
+} from '@troupe/proto';
 import { createEvolveIslandActor, type EvolveBudgetContext } from './evolve-island-actor';
 import {
   DEFAULT_EVALUATOR_SLOTS,
@@ -379,7 +384,7 @@ export function createEvolveDriver(
           "the evolve driver needs the task host's NATS connection to lease evaluators",
         );
       }
-      const leaseSubject = `_INBOX.${randomBytes(12).toString('hex')}`;
+      const leaseSubject = leaseSubjectFor(randomBytes(12).toString('hex'));
       const leases = serveEvaluatorLeases(ctx.nats.connection, leaseSubject, pool, ctx.log);
       const runner = new SearchRunner(
         { taskId: searchId, options: searchConfig, seeds: input.seeds },
