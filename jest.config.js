@@ -1,6 +1,11 @@
 // Two projects: unit tests run in parallel; integration tests start real services and run in band
 // (scripts/test runs them with --runInBand). Tests import workspace packages from source.
-const moduleNameMapper = { '^@troupe/([a-z-]+)$': '<rootDir>/$1/src/index.ts' };
+// Packages sit in top-level folders, and the agents' sibling packages in agents/<name>/.
+const moduleNameMapper = {
+  '^@troupe/(llm|evolve)$': '<rootDir>/agents/$1/src/index.ts',
+  '^@troupe/([a-z-]+)$': '<rootDir>/$1/src/index.ts',
+};
+const packages = '<rootDir>/{*,agents/*}';
 const transform = {
   '^.+\\.ts$': [
     '@swc/jest',
@@ -19,11 +24,11 @@ const common = {
 /** @type {import('jest').Config} */
 module.exports = {
   projects: [
-    { ...common, displayName: 'unit', testMatch: ['<rootDir>/*/test/unit/**/*.test.ts'] },
+    { ...common, displayName: 'unit', testMatch: [`${packages}/test/unit/**/*.test.ts`] },
     {
       ...common,
       displayName: 'integration',
-      testMatch: ['<rootDir>/*/test/integration/**/*.int.test.ts'],
+      testMatch: [`${packages}/test/integration/**/*.int.test.ts`],
       setupFilesAfterEnv: ['<rootDir>/jest.integration-setup.js'],
       // Integration tests spawn dist/main.js: rebuild (incrementally) when dist/ is stale.
       globalSetup: '<rootDir>/test-cluster/src/jest-global-setup.ts',

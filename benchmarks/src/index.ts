@@ -25,7 +25,7 @@ export {
 } from './evolve/evolve-driver';
 export { type EvolveBudgetContext } from './evolve/evolve-island-actor';
 export {
-  AgentKind,
+  TaskAgentKind,
   applyFilePatch,
   cancelsAgentSession,
   createGoldAgentRunner,
@@ -58,11 +58,11 @@ export {
   StoredTaskResultSchema,
   WorkspaceSandbox,
   type AgentConfig,
-  type AgentRunContext,
-  type AgentRunner,
-  type AgentRunResult,
-  type AgentStopReason,
-  type AgentUsage,
+  type TaskAgentRunContext,
+  type TaskAgentRunner,
+  type TaskAgentRunResult,
+  type TaskAgentStopReason,
+  type TaskAgentUsage,
   type FilePatch,
   type InvalidIssueTask,
   type IssueResolutionConfig,

@@ -25,14 +25,12 @@ import { connect } from '@nats-io/transport-node';
 import { ActorSystem } from '@troupe/actors';
 import {
   createAgentActor,
-  type ChatMessage,
-  LlmClient,
-  ModelRegistry,
   runAgentSession,
   toolDefinition,
   TrajectoryStore,
   type TrajectoryEvent,
 } from '@troupe/agents';
+import { type ChatMessage, LlmClient, ModelRegistry } from '@troupe/llm';
 import { readFileSync } from 'node:fs';
 import { FakeOpenAI, randomClusterName, startNatsServer } from '@troupe/testkit';
 import { median, nowUs, printResult, printTable, quantile, round } from '../lib/report';

@@ -33,7 +33,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import { connect } from '@nats-io/transport-node';
-import { JetStreamJournalStore, type JournalRecord } from '@troupe/agents';
+import { JetStreamJournalStore, type JournalRecord } from '@troupe/evolve';
 import { createEvolveDriver, evolveJournalTaskId } from '@troupe/benchmarks';
 import { Coordinator, DriverRegistry } from '@troupe/coordinator';
 import { ImageManager, NodeAgent } from '@troupe/node-agent';

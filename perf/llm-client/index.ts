@@ -12,7 +12,7 @@ import {
   LlmClient,
   type ChatMessage,
   ModelRegistry,
-} from '@troupe/agents';
+} from '@troupe/llm';
 import { FakeOpenAI } from '@troupe/testkit';
 import OpenAI from 'openai';
 import { median, nowUs, printResult, printTable, quantile } from '../lib/report';

@@ -1,7 +1,6 @@
 import { type ActorContext, defineActor, type Logger, noopLogger } from '@troupe/actors';
 import { ErrorCode, ErrorReason, hasReason, invalidArgument, toTroupeError } from '@troupe/proto';
-import type { BudgetHook } from '../llm/budget-hook';
-import type { LlmClient } from '../llm/llm-client';
+import type { BudgetHook, LlmClient } from '@troupe/llm';
 import { ActorSandboxPort } from './actor-sandbox-port';
 import { AGENT_KIND, AgentMessages, type RunMessage } from './agent-messages';
 import {

@@ -1,6 +1,6 @@
 import { parseWith } from '@troupe/proto';
 import { z } from 'zod';
-import { MODEL_NAME } from '../llm/model-registry';
+import { MODEL_NAME } from '@troupe/llm';
 import { AGENT_TOOL_NAMES, AgentToolName } from './agent-tool-name';
 
 /** A subagent or template name: `[a-z][a-z0-9_-]{0,31}`. */

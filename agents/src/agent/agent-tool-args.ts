@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { ToolDefinition } from '../llm/chat-message';
+import type { ToolDefinition } from '@troupe/llm';
 import { type AgentTemplate, holdsTool } from './agent-template';
 import { AGENT_TOOL_NAMES, type AgentToolName } from './agent-tool-name';
 import { AGENT_TOOLS } from './tools/agent-tools';

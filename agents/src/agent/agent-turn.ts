@@ -7,8 +7,7 @@ import {
   toTroupeError,
 } from '@troupe/proto';
 import { type z } from 'zod';
-import type { BudgetHook } from '../llm/budget-hook';
-import type { LlmClient } from '../llm/llm-client';
+import type { BudgetHook, LlmClient } from '@troupe/llm';
 import {
   type AgentRunResult,
   type CancelMessageSchema,

@@ -1,4 +1,4 @@
-import type { ChatMessage } from '../llm/chat-message';
+import type { ChatMessage } from '@troupe/llm';
 import type { StoredMessage } from './agent-state';
 
 /** Characters of a conversation, as compaction counts them (content and tool-call arguments). */

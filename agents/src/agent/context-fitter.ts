@@ -1,6 +1,5 @@
 import type { Logger } from '@troupe/actors';
-import type { BudgetHook } from '../llm/budget-hook';
-import type { LlmClient } from '../llm/llm-client';
+import type { BudgetHook, LlmClient } from '@troupe/llm';
 import type { AgentSessionState, RunningSession } from './agent-state';
 import type { Checkpointer } from './checkpointer';
 import {

@@ -1,6 +1,4 @@
-import type { BudgetHook } from '../llm/budget-hook';
-import type { ChatMessage } from '../llm/chat-message';
-import type { LlmClient } from '../llm/llm-client';
+import type { BudgetHook, ChatMessage, LlmClient } from '@troupe/llm';
 import type { AgentSessionState, RunningSession, StoredMessage } from './agent-state';
 import { heldToolDefinitions } from './agent-tool-args';
 import type { Checkpointer } from './checkpointer';

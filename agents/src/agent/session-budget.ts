@@ -5,7 +5,7 @@ import type {
   BudgetHook,
   BudgetReservation,
   BudgetReserveContext,
-} from '../llm/budget-hook';
+} from '@troupe/llm';
 
 // Float sums of prices drift by ~1e-17; a call that fits the cap exactly must not be refused.
 const USD_EPSILON = 1e-9;

@@ -1,6 +1,6 @@
 import type { RefFactory } from '@troupe/actors';
 import { ErrorCode, TroupeError } from '@troupe/proto';
-import type { ToolCall } from '../llm/chat-message';
+import type { ToolCall } from '@troupe/llm';
 import type { AgentSessionState, RunningSession, StoredMessage } from './agent-state';
 import type { AgentStopReason } from './agent-stop-reason';
 import type { Checkpointer } from './checkpointer';

@@ -16,8 +16,7 @@ import { runAgentSession } from '../../src/agent/agent-session';
 import { type AgentTemplate } from '../../src/agent/agent-template';
 import { ELIDED_PREFIX } from '../../src/agent/elide-older-messages';
 import { TrajectoryStore } from '../../src/agent/trajectory-store';
-import { LlmClient } from '../../src/llm/llm-client';
-import { ModelRegistry } from '../../src/llm/model-registry';
+import { LlmClient, ModelRegistry } from '@troupe/llm';
 
 // A long session whose context would outgrow one KV value: a nats-server with a 64 KiB
 // max_payload, 30 steps of ~3 KB model replies (~90 KB in all), agents with maxStateBytes 24 KiB.

@@ -1,6 +1,5 @@
 import { errorCode } from '@troupe/proto';
-import { LlmClient } from '../../src/llm/llm-client';
-import { ModelRegistry } from '../../src/llm/model-registry';
+import { LlmClient, ModelRegistry } from '@troupe/llm';
 import { createAgentActor } from '../../src/agent/agent-actor';
 import type { StoredMessage } from '../../src/agent/agent-state';
 import { parseAgentTemplate } from '../../src/agent/agent-template';

@@ -1,4 +1,4 @@
-import { type BudgetHook } from '@troupe/agents';
+import type { BudgetHook } from '@troupe/llm';
 
 /**
  * One budget hook made of several: a call reserves its worst case in each, in order (a refusal

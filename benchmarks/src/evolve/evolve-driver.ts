@@ -1,6 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
 import {
-  type BudgetHook,
   type ChatFunction,
   EVOLVE_ISLAND_KIND,
   type EvolveConfig,
@@ -13,11 +12,10 @@ import {
   JetStreamJournalStore,
   type JournalRecord,
   type JournalStore,
-  type LlmClient,
-  type ModelRegistry,
   parseEvolveConfig,
   SearchRunner,
-} from '@troupe/agents';
+} from '@troupe/evolve';
+import type { BudgetHook, LlmClient, ModelRegistry } from '@troupe/llm';
 import { type JobDriver, type JobSpec, type TaskContext } from '@troupe/coordinator';
 import {
   invalidArgument,

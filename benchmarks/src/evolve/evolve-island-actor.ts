@@ -1,6 +1,5 @@
 import { type RefFactory } from '@troupe/actors';
 import {
-  type BudgetHook,
   type ChatFunction,
   createOperators,
   defineIslandActor,
@@ -8,10 +7,10 @@ import {
   type IslandStepReply,
   type JournalStore,
   JetStreamJournalStore,
-  type LlmClient,
   llmChatFunction,
   SearchTaskSpecSchema,
-} from '@troupe/agents';
+} from '@troupe/evolve';
+import type { BudgetHook, LlmClient } from '@troupe/llm';
 import { BudgetLedger, type DriverActorRuntime, LedgerBudgetHook } from '@troupe/coordinator';
 import { SANDBOX_KIND } from '@troupe/node-agent';
 import { randomBytes } from 'node:crypto';

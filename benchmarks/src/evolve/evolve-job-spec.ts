@@ -3,7 +3,7 @@ import {
   EvolveOptionsSchema,
   ProgramSchema,
   SearchTaskSpecSchema,
-} from '@troupe/agents';
+} from '@troupe/evolve';
 import { TASK_ID_PATTERN, TASK_ID_RULE } from '@troupe/coordinator';
 import { z } from 'zod';
 

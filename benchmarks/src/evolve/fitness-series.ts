@@ -5,7 +5,7 @@ import {
   type JournalRecord,
   scoreOf,
   type SearchState,
-} from '@troupe/agents';
+} from '@troupe/evolve';
 
 /** The islands' scores after one generation closed. */
 export interface GenerationPoint {

@@ -1,9 +1,4 @@
-import {
-  type AppendReceipt,
-  type JournalRead,
-  type JournalRecord,
-  type JournalStore,
-} from '@troupe/agents';
+import type { AppendReceipt, JournalRead, JournalRecord, JournalStore } from '@troupe/evolve';
 
 /** What {@link ProgressJournal} reports when a generation closes. */
 export interface GenerationProgress {

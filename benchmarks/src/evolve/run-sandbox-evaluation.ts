@@ -5,7 +5,7 @@ import {
   parseEvaluatorOutput,
   renderEvaluatorCommand,
   type SearchTaskSpec,
-} from '@troupe/agents';
+} from '@troupe/evolve';
 import { type ExecReply, ExecReplySchema, isSandboxLost } from '@troupe/node-agent';
 import { errorCode, TroupeError } from '@troupe/proto';
 import { phaseFiles } from './suite-bundle';

@@ -1,11 +1,11 @@
 import { type Logger, type RefFactory, type UntypedActorRef } from '@troupe/actors';
-import {
-  type Evaluate,
-  type EvaluateOptions,
-  type EvaluationRequest,
-  type EvaluatorResult,
-  type SearchTaskSpec,
-} from '@troupe/agents';
+import type {
+  Evaluate,
+  EvaluateOptions,
+  EvaluationRequest,
+  EvaluatorResult,
+  SearchTaskSpec,
+} from '@troupe/evolve';
 import { SANDBOX_KIND } from '@troupe/node-agent';
 import { type ErrorCode, TroupeError } from '@troupe/proto';
 import {

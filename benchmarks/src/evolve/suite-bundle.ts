@@ -1,6 +1,6 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
-import { parseSearchTaskSpec, type Program, type SearchTaskSpec } from '@troupe/agents';
+import { parseSearchTaskSpec, type Program, type SearchTaskSpec } from '@troupe/evolve';
 import { errorCode, invalidArgument } from '@troupe/proto';
 
 /** Largest suite (all files of both phases) a job may ship to its tasks. */

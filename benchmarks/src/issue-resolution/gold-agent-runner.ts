@@ -1,5 +1,5 @@
 import { invalidArgument, TroupeError } from '@troupe/proto';
-import { type AgentRunContext, type AgentRunner, type AgentRunResult } from './agent-runner';
+import { type TaskAgentRunContext, type TaskAgentRunner, type TaskAgentRunResult } from './task-agent-runner';
 import { applyFilePatch, parsePatch } from './unified-patch';
 
 /**
@@ -8,7 +8,7 @@ import { applyFilePatch, parsePatch } from './unified-patch';
  * to validate tasks and harness as SWE-bench does with gold predictions. A task without a patch,
  * or a patch that does not apply, fails the attempt with `INVALID_ARGUMENT` (not retried).
  */
-export function createGoldAgentRunner(): AgentRunner {
+export function createGoldAgentRunner(): TaskAgentRunner {
   return {
     kind: 'gold',
     validate(agent) {
@@ -34,10 +34,10 @@ export function createGoldAgentRunner(): AgentRunner {
  * apply fails with `INVALID_ARGUMENT` naming `field`.
  */
 export async function applyPatchAgent(
-  ctx: AgentRunContext,
+  ctx: TaskAgentRunContext,
   patchText: string,
   field: string,
-): Promise<AgentRunResult> {
+): Promise<TaskAgentRunResult> {
   const started = Date.now();
   const files = patchText.trim() === '' ? [] : parsePatch(patchText);
   const trajectory: Record<string, unknown>[] = [];

@@ -1,11 +1,11 @@
 /** @packageDocumentation The `issue-resolution` job driver: fix-this-issue tasks graded by hidden tests. */
 export {
-  type AgentRunContext,
-  type AgentRunner,
-  type AgentRunResult,
-  type AgentStopReason,
-  type AgentUsage,
-} from './agent-runner';
+  type TaskAgentRunContext,
+  type TaskAgentRunner,
+  type TaskAgentRunResult,
+  type TaskAgentStopReason,
+  type TaskAgentUsage,
+} from './task-agent-runner';
 export { type AgentConfig } from './agent-config';
 export { createGoldAgentRunner } from './gold-agent-runner';
 export {
@@ -33,7 +33,7 @@ export {
   type IssueSuite,
 } from './issue-suite';
 export {
-  AgentKind,
+  TaskAgentKind,
   InvalidIssueTaskSchema,
   ISSUE_TASK_IMAGES,
   IssueResolutionConfigSchema,

@@ -12,12 +12,12 @@ import {
   TroupeError,
 } from '@troupe/proto';
 import { z } from 'zod';
-import { type AgentRunner, type AgentRunResult } from './agent-runner';
+import { type TaskAgentRunner, type TaskAgentRunResult } from './task-agent-runner';
 import { EnvironmentBuilder } from './environment-builder';
 import { createGoldAgentRunner } from './gold-agent-runner';
 import { loadIssueSuite } from './issue-suite';
 import {
-  AgentKind,
+  TaskAgentKind,
   type IssueResolutionConfig,
   type IssueSuiteRef,
   type IssueTaskFile,
@@ -60,7 +60,7 @@ export interface IssueResolutionDriverOptions {
    * register a runner of kind `model` and `config.agent.kind: model` jobs are accepted.
    * @default none
    */
-  agentRunners?: readonly AgentRunner[];
+  agentRunners?: readonly TaskAgentRunner[];
   /** Base of relative `suite` and `resultsDir` paths. @default process.cwd() */
   cwd?: string;
   /**
@@ -74,7 +74,7 @@ export interface IssueResolutionDriverOptions {
 export interface IssueRun {
   /** Set when a stored result was reused instead of running. */
   resumedFrom?: string;
-  stopReason: AgentRunResult['stopReason'];
+  stopReason: TaskAgentRunResult['stopReason'];
   finalText: string;
   steps: number;
   promptTokens: number;
@@ -149,7 +149,7 @@ function agentKeyOf(spec: JobSpec, config: IssueResolutionConfig): string {
 export function createIssueResolutionDriver(
   options: IssueResolutionDriverOptions = {},
 ): JobDriver<IssueTaskInput, IssueRun> {
-  const runners = new Map<string, AgentRunner>();
+  const runners = new Map<string, TaskAgentRunner>();
   for (const r of [
     createGoldAgentRunner(),
     createNoneAgentRunner(),
@@ -160,15 +160,15 @@ export function createIssueResolutionDriver(
   }
   const cwd = (): string => options.cwd ?? process.cwd();
 
-  const runnerOf = (kind: string): AgentRunner => {
+  const runnerOf = (kind: string): TaskAgentRunner => {
     const runner = runners.get(kind);
     if (runner) return runner;
-    if (kind === AgentKind.MODEL) {
+    if (kind === TaskAgentKind.MODEL) {
       throw invalidArgument('spec.config.agent.kind', MODEL_AGENT_UNAVAILABLE, kind);
     }
     throw invalidArgument(
       'spec.config.agent.kind',
-      `must be one of ${[...runners.keys(), AgentKind.MODEL].filter((k, i, all) => all.indexOf(k) === i).join(', ')}`,
+      `must be one of ${[...runners.keys(), TaskAgentKind.MODEL].filter((k, i, all) => all.indexOf(k) === i).join(', ')}`,
       kind,
     );
   };
@@ -230,12 +230,12 @@ export function createIssueResolutionDriver(
     validate(spec) {
       const config = configOf(spec);
       const runner = runnerOf(config.agent.kind);
-      if (config.agent.kind === AgentKind.MODEL && spec.agent === undefined) {
+      if (config.agent.kind === TaskAgentKind.MODEL && spec.agent === undefined) {
         throw invalidArgument('spec.agent', 'is required for model agents (model, limits)');
       }
       runner.validate?.(spec.agent);
       const ref = parseWith(IssueSuiteRefSchema, spec.tasks, { prefix: 'spec.tasks' });
-      if (config.agent.kind === AgentKind.PREDICTIONS && ref.predictions === undefined) {
+      if (config.agent.kind === TaskAgentKind.PREDICTIONS && ref.predictions === undefined) {
         throw invalidArgument('spec.tasks.predictions', 'is required for the predictions agent');
       }
       suiteOf(ref);
@@ -335,17 +335,17 @@ export function createIssueResolutionDriver(
       );
       const signal = AbortSignal.any([ctx.signal, agentTimer.signal]);
       const started = Date.now();
-      let result: AgentRunResult;
+      let result: TaskAgentRunResult;
       let agentError: string | undefined;
       try {
         result = await runner.run({
           jobId: ctx.jobId,
           taskId: ctx.taskId,
           task,
-          ...(loaded.solutionPatch !== undefined && config.agent.kind === AgentKind.GOLD
+          ...(loaded.solutionPatch !== undefined && config.agent.kind === TaskAgentKind.GOLD
             ? { solutionPatch: loaded.solutionPatch }
             : {}),
-          ...(loaded.prediction && config.agent.kind === AgentKind.PREDICTIONS
+          ...(loaded.prediction && config.agent.kind === TaskAgentKind.PREDICTIONS
             ? { predictionPatch: loaded.prediction.patch }
             : {}),
           sandbox: new WorkspaceSandbox(sb, task.workdir),

@@ -82,7 +82,7 @@ export const IssueTaskFileSchema = z
 export type IssueTaskFile = z.output<typeof IssueTaskFileSchema>;
 
 /** Agent kinds the `issue-resolution` driver knows. */
-export const AgentKind = {
+export const TaskAgentKind = {
   /** Applies the task's reference `solution.patch` (validates tasks and harness). */
   GOLD: 'gold',
   /** Changes nothing (every task must fail). */
@@ -92,8 +92,8 @@ export const AgentKind = {
   /** Applies each instance's `model_patch` from `tasks.predictions` (grading without an agent). */
   PREDICTIONS: 'predictions',
 } as const;
-/** One of {@link AgentKind}. */
-export type AgentKind = (typeof AgentKind)[keyof typeof AgentKind];
+/** One of {@link TaskAgentKind}. */
+export type TaskAgentKind = (typeof TaskAgentKind)[keyof typeof TaskAgentKind];
 
 /** `spec.config` of an `issue-resolution` job. */
 export const IssueResolutionConfigSchema = z

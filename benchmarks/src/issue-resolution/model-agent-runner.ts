@@ -3,18 +3,18 @@ import {
   AgentStopReason,
   AgentToolName,
   type AgentTemplateInput,
-  type ModelRegistry,
   startAgentSession,
   TrajectoryStore,
   trajectoryToRecord,
 } from '@troupe/agents';
+import type { ModelRegistry } from '@troupe/llm';
 import { CancelReason, ErrorCode, hasErrorCode, invalidArgument, TroupeError } from '@troupe/proto';
 import {
-  type AgentRunContext,
-  type AgentRunResult,
-  type AgentRunner,
-  type AgentStopReason as RunnerStopReason,
-} from './agent-runner';
+  type TaskAgentRunContext,
+  type TaskAgentRunResult,
+  type TaskAgentRunner,
+  type TaskAgentStopReason,
+} from './task-agent-runner';
 import { type AgentConfig } from './agent-config';
 
 /** Options of {@link createModelAgentRunner}. */
@@ -31,7 +31,7 @@ export const ISSUE_SOLVER_INSTRUCTION = [
   'tests. When the issue is fixed, call finish_task with a short summary of the change.',
 ].join(' ');
 
-const STOP_REASONS: Record<AgentStopReason, RunnerStopReason> = {
+const STOP_REASONS: Record<AgentStopReason, TaskAgentStopReason> = {
   [AgentStopReason.FINISHED]: 'finished',
   [AgentStopReason.NO_TOOL_CALLS]: 'idle',
   [AgentStopReason.MAX_STEPS]: 'max_steps',
@@ -71,7 +71,7 @@ export function issueSessionId(jobId: string, taskId: string, attempt: number): 
  * agent's time is up, the session's run is cancelled too ({@link cancelsAgentSession}): it stops
  * at its next safe point (an in-flight model call is aborted) instead of spending until a limit.
  */
-export function createModelAgentRunner(options: ModelAgentRunnerOptions): AgentRunner {
+export function createModelAgentRunner(options: ModelAgentRunnerOptions): TaskAgentRunner {
   return {
     kind: 'model',
     validate(agent: AgentConfig | undefined) {
@@ -85,7 +85,7 @@ export function createModelAgentRunner(options: ModelAgentRunnerOptions): AgentR
         );
       }
     },
-    async run(ctx: AgentRunContext): Promise<AgentRunResult> {
+    async run(ctx: TaskAgentRunContext): Promise<TaskAgentRunResult> {
       const agent = ctx.agent;
       if (!agent) throw invalidArgument('spec.agent', 'is required for model agents');
       if (!ctx.nats) {

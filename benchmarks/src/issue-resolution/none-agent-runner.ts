@@ -1,8 +1,8 @@
 import { invalidArgument } from '@troupe/proto';
-import { type AgentRunner } from './agent-runner';
+import { type TaskAgentRunner } from './task-agent-runner';
 
 /** The `none` agent: changes nothing (a baseline: every task of a sound suite must fail). */
-export function createNoneAgentRunner(): AgentRunner {
+export function createNoneAgentRunner(): TaskAgentRunner {
   return {
     kind: 'none',
     validate(agent) {

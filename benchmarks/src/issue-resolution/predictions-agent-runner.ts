@@ -1,5 +1,5 @@
 import { invalidArgument } from '@troupe/proto';
-import { type AgentRunner } from './agent-runner';
+import { type TaskAgentRunner } from './task-agent-runner';
 import { applyPatchAgent } from './gold-agent-runner';
 
 /**
@@ -8,7 +8,7 @@ import { applyPatchAgent } from './gold-agent-runner';
  * SWE-bench harness grades them. An instance without a prediction (or with an empty patch) is
  * graded unchanged; a patch that does not apply fails the task with `INVALID_ARGUMENT`.
  */
-export function createPredictionsAgentRunner(): AgentRunner {
+export function createPredictionsAgentRunner(): TaskAgentRunner {
   return {
     kind: 'predictions',
     validate(agent) {

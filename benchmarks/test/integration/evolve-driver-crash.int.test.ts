@@ -6,7 +6,7 @@ import {
   islandActorId,
   JetStreamJournalStore,
   type JournalRecord,
-} from '@troupe/agents';
+} from '@troupe/evolve';
 import { registerBuiltinDrivers } from '@troupe/benchmarks';
 import { type Coordinator, DriverRegistry, type JobEventRecord } from '@troupe/coordinator';
 import { waitFor } from '@troupe/testkit';

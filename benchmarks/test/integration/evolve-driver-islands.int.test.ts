@@ -4,7 +4,7 @@ import {
   islandActorId,
   JetStreamJournalStore,
   type NodeRecord,
-} from '@troupe/agents';
+} from '@troupe/evolve';
 import { DriverRegistry, type JobEventRecord } from '@troupe/coordinator';
 import { waitFor } from '@troupe/testkit';
 import { registerBuiltinDrivers } from '../../src';

@@ -1,5 +1,6 @@
 import path from 'node:path';
-import { JetStreamJournalStore, LlmClient, ModelRegistry, type NodeRecord } from '@troupe/agents';
+import { JetStreamJournalStore, type NodeRecord } from '@troupe/evolve';
+import { LlmClient, ModelRegistry } from '@troupe/llm';
 import { BudgetLedger, type JobEventRecord } from '@troupe/coordinator';
 import { FakeOpenAI } from '@troupe/testkit';
 import { createEvolveDriver, evolveJournalTaskId, searchBudgetScope } from '../../src/evolve';

@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { JetStreamJournalStore } from '@troupe/agents';
+import { JetStreamJournalStore } from '@troupe/evolve';
 import { type JobEventRecord } from '@troupe/coordinator';
 import { waitFor } from '@troupe/testkit';
 import { createEvolveDriver, evolveJournalTaskId } from '../../src/evolve';

@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:net';
 import path from 'node:path';
 import { ActorSystem } from '@troupe/actors';
-import { type EvaluatorResult } from '@troupe/agents';
+import type { EvaluatorResult } from '@troupe/evolve';
 import {
   EvaluatorGrantSchema,
   loadSuiteBundle,

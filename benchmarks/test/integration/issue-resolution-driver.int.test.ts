@@ -4,8 +4,8 @@ import path from 'node:path';
 import { type Coordinator, type JobEventRecord } from '@troupe/coordinator';
 import { waitFor } from '@troupe/testkit';
 import {
-  type AgentRunContext,
-  type AgentRunner,
+  type TaskAgentRunContext,
+  type TaskAgentRunner,
   createGoldAgentRunner,
   createIssueResolutionDriver,
   MODEL_AGENT_UNAVAILABLE,
@@ -29,9 +29,9 @@ let work: string;
 /** What the probe agent saw, by task id. */
 const probes = new Map<string, { cmd: string; exitCode: number; stdout: string }[]>();
 
-const probeRunner: AgentRunner = {
+const probeRunner: TaskAgentRunner = {
   kind: 'probe',
-  async run(ctx: AgentRunContext) {
+  async run(ctx: TaskAgentRunContext) {
     const seen: { cmd: string; exitCode: number; stdout: string }[] = [];
     for (const cmd of [
       'cat /grader/run-tests.sh',
@@ -56,9 +56,9 @@ const probeRunner: AgentRunner = {
 };
 
 /** Fixes py-lru-cache (gold patch) and nothing else, then keeps working until stopped. */
-const slowRunner: AgentRunner = {
+const slowRunner: TaskAgentRunner = {
   kind: 'slow',
-  async run(ctx: AgentRunContext) {
+  async run(ctx: TaskAgentRunContext) {
     if (ctx.taskId === 'py-lru-cache') {
       await createGoldAgentRunner().run({ ...ctx, solutionPatch: readPatch('py-lru-cache') });
     }

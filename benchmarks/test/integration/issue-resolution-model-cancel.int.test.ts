@@ -1,7 +1,8 @@
 import path from 'node:path';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { ActorSystem } from '@troupe/actors';
-import { createAgentActor, LlmClient, ModelRegistry, TrajectoryStore } from '@troupe/agents';
+import { createAgentActor, TrajectoryStore } from '@troupe/agents';
+import { LlmClient, ModelRegistry } from '@troupe/llm';
 import { type JobEventRecord } from '@troupe/coordinator';
 import { FakeOpenAI, waitFor } from '@troupe/testkit';
 import {

@@ -1,5 +1,5 @@
 import { ActorSystem } from '@troupe/actors';
-import { LlmClient, ModelRegistry } from '@troupe/agents';
+import { LlmClient, ModelRegistry } from '@troupe/llm';
 import { BudgetLedger, createBudgetLedgerActor, LedgerBudgetHook } from '@troupe/coordinator';
 import { type TroupeError } from '@troupe/proto';
 import { FakeOpenAI } from '@troupe/testkit';

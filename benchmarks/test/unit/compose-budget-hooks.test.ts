@@ -1,4 +1,4 @@
-import { type BudgetHook } from '@troupe/agents';
+import type { BudgetHook } from '@troupe/llm';
 import { TroupeError } from '@troupe/proto';
 import { composeBudgetHooks } from '../../src/evolve';
 

@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { LlmClient, ModelRegistry } from '@troupe/agents';
+import { LlmClient, ModelRegistry } from '@troupe/llm';
 import { parseJobSpec } from '@troupe/coordinator';
 import { errorCode } from '@troupe/proto';
 import {

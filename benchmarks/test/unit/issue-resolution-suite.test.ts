@@ -10,7 +10,7 @@ import {
   MODEL_AGENT_UNAVAILABLE,
   packTar,
   parsePatch,
-  type AgentRunner,
+  type TaskAgentRunner,
   type LoadedIssueTask,
 } from '../../src/issue-resolution';
 
@@ -155,7 +155,7 @@ describe('issue-resolution job specs', () => {
     } catch (err) {
       expect((err as { code?: string }).code).toBe('INVALID_ARGUMENT');
     }
-    const model: AgentRunner = {
+    const model: TaskAgentRunner = {
       kind: 'model',
       run: () => Promise.reject(new Error('not in this test')),
     };

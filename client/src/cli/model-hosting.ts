@@ -1,13 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { ActorSystem, type Logger } from '@troupe/actors';
-import {
-  createAgentActor,
-  LlmClient,
-  ModelRegistry,
-  TrajectoryStore,
-  type BudgetHook,
-} from '@troupe/agents';
+import { createAgentActor, TrajectoryStore } from '@troupe/agents';
+import { LlmClient, ModelRegistry, type BudgetHook } from '@troupe/llm';
 import {
   type BuiltinDriverOptions,
   createModelAgentRunner,

@@ -37,7 +37,7 @@ export interface LedgerReserveContext {
  * The coordinator's {@link BudgetLedger} as the LLM client's budget hook: every model-call
  * attempt reserves its worst case in `scope` before it is sent (a `BUDGET_EXHAUSTED` refusal means
  * nothing is sent), then settles with the provider's usage or releases. The hook is structurally
- * the `BudgetHook` of `@troupe/agents` (this package does not depend on that one). Reserves are
+ * the `BudgetHook` of `@troupe/llm` (this package does not depend on that one). Reserves are
  * idempotent per attempt (`<requestId>:<attempt>`), so a reserve retried after a lost reply never
  * holds the amount twice.
  */

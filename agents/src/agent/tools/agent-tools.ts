@@ -1,6 +1,6 @@
 import { toTroupeError } from '@troupe/proto';
 import type { z } from 'zod';
-import type { ToolCall } from '../../llm/chat-message';
+import type { ToolCall } from '@troupe/llm';
 import { type AgentTemplate, holdsTool } from '../agent-template';
 import {
   AGENT_TOOL_NAMES,

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { MODEL_NAME } from '../../llm/model-registry';
+import { MODEL_NAME } from '@troupe/llm';
 import { AgentNameSchema, holdsTool } from '../agent-template';
 import {
   AGENT_TOOL_NAMES,

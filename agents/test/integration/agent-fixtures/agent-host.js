@@ -5,7 +5,8 @@
 // scope (as `troupe run --models` does); calls without one are not charged anywhere.
 const { connect } = require('@nats-io/transport-node');
 const { ActorSystem } = require('@troupe/actors');
-const { LlmClient, ModelRegistry, TrajectoryStore, createAgentActor } = require('@troupe/agents');
+const { LlmClient, ModelRegistry } = require('@troupe/llm');
+const { TrajectoryStore, createAgentActor } = require('@troupe/agents');
 const { BudgetLedger, LedgerBudgetHook } = require('@troupe/coordinator');
 
 const [servers, cluster, hostId, registryJson] = process.argv.slice(2);
