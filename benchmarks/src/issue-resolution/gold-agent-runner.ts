@@ -1,5 +1,9 @@
 import { invalidArgument, TroupeError } from '@troupe/proto';
-import { type TaskAgentRunContext, type TaskAgentRunner, type TaskAgentRunResult } from './task-agent-runner';
+import {
+  type TaskAgentRunContext,
+  type TaskAgentRunner,
+  type TaskAgentRunResult,
+} from './task-agent-runner';
 import { applyFilePatch, parsePatch } from './unified-patch';
 
 /**
