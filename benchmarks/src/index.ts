@@ -78,3 +78,26 @@ export {
   type TarFileEntry,
   type WorkspaceExecResult,
 } from './issue-resolution';
+export {
+  createDesktopTasksDriver,
+  desktopEnvironmentId,
+  type DesktopRun,
+  type DesktopTasksDriverOptions,
+} from './desktop-tasks/desktop-tasks-driver';
+export {
+  goldAgent,
+  modelAgent,
+  noneAgent,
+  type DesktopAgent,
+  type DesktopAgentContext,
+  type DesktopAgentResult,
+  type LoggedStep,
+  type ModelEndpoint,
+} from './desktop-tasks/desktop-agents';
+export {
+  DesktopTaskSchema,
+  DesktopTasksConfigSchema,
+  loadDesktopSuite,
+  type DesktopTask,
+  type DesktopTasksConfig,
+} from './desktop-tasks/desktop-task-spec';

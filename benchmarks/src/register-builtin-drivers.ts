@@ -1,4 +1,8 @@
 import { type DriverRegistry } from '@troupe/coordinator';
+import {
+  createDesktopTasksDriver,
+  type DesktopTasksDriverOptions,
+} from './desktop-tasks/desktop-tasks-driver';
 import { createEvolveDriver, type EvolveDriverOptions } from './evolve/evolve-driver';
 import {
   createIssueResolutionDriver,
@@ -24,11 +28,13 @@ export interface BuiltinDriverOptions {
    * registered.
    */
   issueResolution?: IssueResolutionDriverOptions;
+  /** Options of the `desktop-tasks` driver (`modelEndpoint` enables its model agent). */
+  desktopTasks?: DesktopTasksDriverOptions;
 }
 
 /**
  * Registers the drivers shipped with `@troupe/benchmarks` (`shell-tasks`, `evolve`,
- * `issue-resolution`) with a coordinator's registry; returns the registry.
+ * `issue-resolution`, `desktop-tasks`) with a coordinator's registry; returns the registry.
  */
 export function registerBuiltinDrivers(
   registry: DriverRegistry,
@@ -36,5 +42,6 @@ export function registerBuiltinDrivers(
 ): DriverRegistry {
   registry.register(createShellTasksDriver(options.shellTasks));
   registry.register(createIssueResolutionDriver(options.issueResolution));
+  registry.register(createDesktopTasksDriver(options.desktopTasks));
   return registry.register(createEvolveDriver(options.evolve));
 }

@@ -77,12 +77,14 @@ export const ConfigSchema = z
       .default({}),
     /**
      * Concurrent activations per kind.
-     * @default sandbox: 2 × cores (at most one per 512 MiB), evaluator: cores (one per GiB)
+     * @default sandbox: 2 × cores (at most one per 512 MiB), evaluator: cores (one per GiB),
+     *   environment: cores (at most one per 2 GiB; 0 without Docker)
      */
     slots: z
       .object({
         sandbox: z.int().min(0).max(10_000).optional(),
         evaluator: z.int().min(0).max(10_000).optional(),
+        environment: z.int().min(0).max(10_000).optional(),
       })
       .strict()
       .prefault({}),
@@ -121,6 +123,16 @@ export const ConfigSchema = z
         defaultExecTimeoutMs: z.int().min(1).default(60_000),
         /** Output kept per stream when a call gives no `maxOutputBytes`. @default 1048576 */
         maxOutputBytes: z.int().min(0).default(MiB),
+      })
+      .strict()
+      .prefault({}),
+    /** Environment actors (desktops for computer-use agents; Docker only). */
+    environment: z
+      .object({
+        /** Destroy an environment after this long without a message. @default 1800000 */
+        idleTimeoutMs: z.int().min(1_000).default(1_800_000),
+        /** Deadline for a new desktop's display and window manager. @default 60000 */
+        readyTimeoutMs: z.int().min(1_000).default(60_000),
       })
       .strict()
       .prefault({}),

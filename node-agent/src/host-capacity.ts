@@ -4,7 +4,7 @@ import type Docker from 'dockerode';
 import { within } from './internal/abort';
 
 /** A sandbox backend a host can offer (advertised in its registration). */
-export type HostBackend = 'docker' | 'process' | 'kvm';
+export type HostBackend = 'docker' | 'process' | 'kvm' | 'desktop';
 
 /** Cores and memory of a host. */
 export interface HostResources {
@@ -20,6 +20,8 @@ export interface KindSlots {
   sandbox: number;
   /** Evaluators (each grades in one fresh container). */
   evaluator: number;
+  /** Desktop environments (each holds one container with an X server and applications). */
+  environment: number;
 }
 
 /** This machine's cores and memory. */
@@ -30,12 +32,14 @@ export function machineResources(): HostResources {
 /**
  * Default slots from the host's size: sandboxes `2 × cores` (agents mostly wait on models, so a
  * core serves two) but at most one per 512 MiB; evaluators `cores` (graders run flat out) but at
- * most one per GiB. Never below 1.
+ * most one per GiB; desktop environments `cores` but at most one per 2 GiB (an idle desktop is
+ * ~150 MiB, a spreadsheet open ~300 MiB; the limit is 1 GiB). Never below 1.
  */
 export function defaultSlots(resources: HostResources): KindSlots {
   return {
     sandbox: Math.max(1, Math.min(2 * resources.cpu, Math.floor(resources.memMb / 512))),
     evaluator: Math.max(1, Math.min(resources.cpu, Math.floor(resources.memMb / 1024))),
+    environment: Math.max(1, Math.min(resources.cpu, Math.floor(resources.memMb / 2048))),
   };
 }
 
@@ -52,14 +56,15 @@ export interface DetectBackendsOptions {
 }
 
 /**
- * The backends this host can offer: `docker` when the engine answers a ping, `process` when
- * allowed, `kvm` when the KVM device is accessible (advertised for VM actors; nothing here uses
+ * The backends this host can offer: `docker` when the engine answers a ping, `desktop` with it
+ * (desktop environments), `process` when allowed, `kvm` when the KVM device is accessible (advertised for VM actors; nothing here uses
  * it yet).
  */
 export async function detectBackends(options: DetectBackendsOptions): Promise<HostBackend[]> {
   const out: HostBackend[] = [];
   if (options.docker && (await dockerAnswers(options.docker, options.pingTimeoutMs ?? 3_000))) {
-    out.push('docker');
+    // Desktop environments are containers too (their image is built on first use).
+    out.push('docker', 'desktop');
   }
   if (options.allowProcessBackend === true) out.push('process');
   const kvm = await access(options.kvmDevice ?? '/dev/kvm').then(

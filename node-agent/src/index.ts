@@ -177,3 +177,56 @@ export {
   type WarmPoolConfig,
   type WarmPoolOptions,
 } from './warm-pool';
+export {
+  DesktopEnvironmentBackend,
+  DesktopEnvironmentBackendConfigSchema,
+  type DesktopEnvironmentBackendConfig,
+  type DesktopEnvironmentBackendOptions,
+} from './desktop-environment-backend';
+export {
+  GOLDEN_SNAPSHOT,
+  type ActionResult,
+  type CommandResult,
+  type CreateEnvironmentOptions,
+  type Environment,
+  type EnvironmentBackend,
+  type EnvironmentKind,
+  type EnvironmentSnapshotInfo,
+  type EnvironmentSpec,
+  type LaunchOptions,
+  type RunCommandOptions,
+  type Screenshot,
+  type WindowInfo,
+  type WindowListing,
+} from './environment';
+export {
+  ActionSchema,
+  ActionType,
+  agentActionOf,
+  isTerminalAction,
+  keysymOf,
+  parseAction,
+  type Action,
+  type ParsedAction,
+  type ScreenSize,
+} from './environment-actions';
+export {
+  createEnvironmentActor,
+  environmentRef,
+  type EnvironmentActorDefinition,
+  type EnvironmentActorOptions,
+} from './environment-actor';
+export {
+  ENVIRONMENT_KIND,
+  EnvironmentActorStateSchema,
+  EnvironmentMessages,
+  EnvironmentSpecInputSchema,
+  type ActReply,
+  type EnvironmentActorState,
+  type EnvironmentSpecInput,
+  type EnvironmentStatusReply,
+  type GetFileReply,
+  type LaunchReply,
+  type ScreenshotReply,
+  type WindowsReply,
+} from './environment-actor-messages';

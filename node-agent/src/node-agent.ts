@@ -16,7 +16,11 @@ import Docker from 'dockerode';
 import { z } from 'zod';
 import { ArtifactStore } from './artifact-store';
 import { ConfigSchema, type NodeAgentConfig, type NodeAgentOptions } from './config';
+import { DesktopEnvironmentBackend } from './desktop-environment-backend';
 import { DockerSandboxBackend } from './docker-sandbox-backend';
+import type { EnvironmentBackend } from './environment';
+import { createEnvironmentActor } from './environment-actor';
+import { ENVIRONMENT_KIND } from './environment-actor-messages';
 import { EVALUATOR_KIND } from './evaluator-actor-messages';
 import { createEvaluatorActor } from './evaluator-actor';
 import {
@@ -73,6 +77,8 @@ export class NodeAgent {
     readonly slots: KindSlots,
     /** Warm pools. */
     readonly pools: readonly WarmPool[],
+    /** Backends the environment actors use (none without Docker). */
+    readonly environmentBackends: readonly EnvironmentBackend[],
     private readonly reaper: Reaper | undefined,
     private readonly docker: Docker | undefined,
     private readonly nc: NatsConnection,
@@ -154,6 +160,16 @@ export class NodeAgent {
     const nc = deps.connection ?? (await connectNats(config));
     let system: ActorSystem | undefined;
     const pools: WarmPool[] = [];
+    // The table of environment backends: one per environment kind this host can run.
+    const environmentBackends: EnvironmentBackend[] = dockerClient
+      ? [
+          new DesktopEnvironmentBackend({
+            docker: dockerClient,
+            readyTimeoutMs: config.environment.readyTimeoutMs,
+            logger: log,
+          }),
+        ]
+      : [];
     try {
       const artifacts = await ArtifactStore.open(nc, {
         cluster,
@@ -226,19 +242,34 @@ export class NodeAgent {
         logger: log,
         ...(images ? { images } : {}),
       });
+      const environmentDef = createEnvironmentActor({
+        backends: environmentBackends,
+        cluster,
+        hostId,
+        passivate,
+        idleTimeoutMs: config.environment.idleTimeoutMs,
+        logger: log,
+        ...(images ? { images } : {}),
+      });
       const resources = machineResources();
       const defaults = defaultSlots(resources);
       const slots: KindSlots = {
         sandbox: config.slots.sandbox ?? defaults.sandbox,
         evaluator: config.slots.evaluator ?? defaults.evaluator,
+        environment:
+          environmentBackends.length === 0 ? 0 : (config.slots.environment ?? defaults.environment),
       };
       system = await ActorSystem.start({
         cluster,
         connection: nc,
         hostId,
         logger: deps.logger ?? noopLogger,
-        hosting: [sandboxDef, evaluatorDef],
-        slots: { [SANDBOX_KIND]: slots.sandbox, [EVALUATOR_KIND]: slots.evaluator },
+        hosting: [sandboxDef, evaluatorDef, ...(slots.environment > 0 ? [environmentDef] : [])],
+        slots: {
+          [SANDBOX_KIND]: slots.sandbox,
+          [EVALUATOR_KIND]: slots.evaluator,
+          ...(slots.environment > 0 ? { [ENVIRONMENT_KIND]: slots.environment } : {}),
+        },
         placement: config.standalone ? 'local' : 'none',
         register: !config.standalone,
         hostInfo: { ...resources, backends, labels: config.labels },
@@ -255,7 +286,7 @@ export class NodeAgent {
             host: hostId,
             intervalMs: config.reaper.intervalMs,
             minAgeMs: config.reaper.minAgeMs,
-            isOwned: ownership(system, nc, [SANDBOX_KIND, EVALUATOR_KIND]),
+            isOwned: ownership(system, nc, [SANDBOX_KIND, EVALUATOR_KIND, ENVIRONMENT_KIND]),
             livePoolIds: () => pools.map((p) => p.id),
             logger: log,
           })
@@ -274,6 +305,7 @@ export class NodeAgent {
         backends,
         slots,
         pools,
+        environmentBackends,
         reaper,
         dockerClient,
         nc,
@@ -285,6 +317,7 @@ export class NodeAgent {
       lifetime.abort(cancelledError('shutdown'));
       await system?.shutdown({ graceMs: 0 }).catch(() => undefined);
       await Promise.allSettled(pools.map((p) => p.close()));
+      await Promise.allSettled(environmentBackends.map((b) => b.close()));
       await backend.close().catch(() => undefined);
       if (!deps.connection) await nc.close().catch(() => undefined);
       throw err;
@@ -306,6 +339,7 @@ export class NodeAgent {
     await this.reaper?.stop();
     await this.system.shutdown({ graceMs });
     await Promise.allSettled(this.pools.map((p) => p.close()));
+    await Promise.allSettled(this.environmentBackends.map((b) => b.close()));
     await this.backend.close().catch((err: unknown) => {
       this.log.warn({ err }, 'some sandboxes could not be destroyed');
     });

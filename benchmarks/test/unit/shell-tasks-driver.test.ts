@@ -36,8 +36,9 @@ describe('shell-tasks driver', () => {
     expect(() => driver.validate(spec)).toThrow(expected);
   });
 
-  it('is registered by registerBuiltinDrivers, with evolve and issue-resolution', () => {
+  it('is registered by registerBuiltinDrivers, with evolve, issue-resolution and desktop-tasks', () => {
     expect(registerBuiltinDrivers(new DriverRegistry()).names()).toEqual([
+      'desktop-tasks',
       'evolve',
       'issue-resolution',
       'shell-tasks',

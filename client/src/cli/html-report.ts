@@ -106,6 +106,10 @@ function linksCell(t: TaskResult__Output, options: HtmlReportOptions): string {
   return taskArtifactLinks(t)
     .map(({ name, path }) => {
       const href = options.artifactHref?.(path);
+      if (href && path.endsWith('.png')) {
+        // Screenshots (desktop tasks) show as thumbnails linking to the full image.
+        return `<a href="${esc(href)}" title="${esc(name)}"><img src="${esc(href)}" alt="${esc(name)}" width="96" loading="lazy"></a>`;
+      }
       return href
         ? `<a href="${esc(href)}">${esc(name)}</a>`
         : `<span title="${esc(path)}">${esc(name)}</span>`;

@@ -21,6 +21,11 @@ function markedPids(marker: string): number[] {
   return out;
 }
 
+// The kill-tree script scans every /proc entry with a fork or two per process, so on a busy host
+// (many processes, a loaded CPU) one run takes seconds: longer than jest's 5 s default, and longer
+// than the tests' own deadlines, which are the real bounds here.
+jest.setTimeout(60_000);
+
 describe('KILL_TREE_SCRIPT', () => {
   test('kills a tree that ignores SIGTERM, including children that left the process group', async () => {
     const id = `task-${randomBytes(6).toString('hex')}`;

@@ -106,9 +106,21 @@ describe('applyEnvironment', () => {
 });
 
 describe('defaultSlots', () => {
-  test('2 × cores sandboxes and cores evaluators, bounded by memory, never 0', () => {
-    expect(defaultSlots({ cpu: 8, memMb: 65_536 })).toEqual({ sandbox: 16, evaluator: 8 });
-    expect(defaultSlots({ cpu: 8, memMb: 4_096 })).toEqual({ sandbox: 8, evaluator: 4 });
-    expect(defaultSlots({ cpu: 1, memMb: 256 })).toEqual({ sandbox: 1, evaluator: 1 });
+  test('2 × cores sandboxes, cores evaluators and environments, bounded by memory, never 0', () => {
+    expect(defaultSlots({ cpu: 8, memMb: 65_536 })).toEqual({
+      sandbox: 16,
+      evaluator: 8,
+      environment: 8,
+    });
+    expect(defaultSlots({ cpu: 8, memMb: 4_096 })).toEqual({
+      sandbox: 8,
+      evaluator: 4,
+      environment: 2,
+    });
+    expect(defaultSlots({ cpu: 1, memMb: 256 })).toEqual({
+      sandbox: 1,
+      evaluator: 1,
+      environment: 1,
+    });
   });
 });

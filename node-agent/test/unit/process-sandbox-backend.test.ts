@@ -17,6 +17,11 @@ function recordingLogger(): Logger & { warnings: string[] } {
   return logger;
 }
 
+// The kill-tree script scans every /proc entry with a fork or two per process, so on a busy host
+// (many processes, a loaded CPU) one run takes seconds: longer than jest's 5 s default, and longer
+// than the tests' own deadlines, which are the real bounds here.
+jest.setTimeout(60_000);
+
 describe('ProcessSandboxBackend', () => {
   let root: TempDir;
   let backend: ProcessSandboxBackend;

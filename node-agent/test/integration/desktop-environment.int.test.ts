@@ -1,0 +1,150 @@
+import { errorCode } from '@troupe/proto';
+import { ensureDocker, randomClusterName, waitFor } from '@troupe/testkit';
+import type Docker from 'dockerode';
+import {
+  DesktopEnvironmentBackend,
+  type Environment,
+  GOLDEN_SNAPSHOT,
+  ImageManager,
+} from '@troupe/node-agent';
+import { HOST, leftovers, removeLeftovers } from './helpers';
+
+// Building the desktop image the first time takes minutes (apt); later runs find it cached.
+jest.setTimeout(900_000);
+
+const MOUSEPAD_SETTINGS = '.config/glib-2.0/settings/keyfile';
+
+describe('desktop environment (Docker, real Xvfb)', () => {
+  let docker: Docker;
+  let cluster: string;
+  let backend: DesktopEnvironmentBackend;
+  let env: Environment;
+  let image: string;
+
+  beforeAll(async () => {
+    docker = await ensureDocker();
+    image = (await new ImageManager({ docker }).ensure('desktop')).ref;
+    cluster = randomClusterName();
+    backend = new DesktopEnvironmentBackend({ docker, readyTimeoutMs: 120_000 });
+    env = await backend.create({
+      image,
+      width: 1024,
+      height: 768,
+      memoryMb: 1024,
+      cpus: 1,
+      pidsLimit: 512,
+      labels: { cluster, host: HOST, actor: 'environment/test', job: '' },
+    });
+  });
+
+  afterAll(async () => {
+    await backend?.close();
+    if (docker && cluster) await removeLeftovers(docker, cluster);
+  });
+
+  test('the container runs under the sandbox policy, labelled for the reaper', async () => {
+    const info = await docker.getContainer(env.backendId).inspect();
+    const hc = info.HostConfig;
+    expect(hc.NetworkMode).toBe('none');
+    expect(hc.ReadonlyRootfs).toBe(true);
+    expect(hc.CapDrop).toEqual(['ALL']);
+    expect(hc.Memory).toBe(1024 * 1024 * 1024);
+    expect(info.Config.User).toBe('1000:1000');
+    expect(info.Config.Labels).toMatchObject({
+      'troupe.managed': 'true',
+      'troupe.cluster': cluster,
+      'troupe.host': HOST,
+      'troupe.actor': 'environment/test',
+      'troupe.role': 'environment',
+    });
+    const id = await env.runCommand('id -u; ls /sys/class/net');
+    expect(id.stdout.trim().split('\n')).toEqual(['1000', 'lo']);
+    expect(await env.listSnapshots()).toContain(GOLDEN_SNAPSHOT);
+  });
+
+  test('a screenshot is a PNG of the screen size', async () => {
+    const shot = await env.screenshot();
+    expect(Buffer.from(shot.png.subarray(1, 4)).toString('latin1')).toBe('PNG');
+    // IHDR width and height, big-endian, at bytes 16..24.
+    const png = Buffer.from(shot.png);
+    expect([png.readUInt32BE(16), png.readUInt32BE(20)]).toEqual([1024, 768]);
+  });
+
+  test('boot → act → snapshot → change a file and an app setting → restore → state is back', async () => {
+    const win = await env.launch(['mousepad', 'notes.txt'], {
+      waitTitle: 'notes',
+      timeoutMs: 60_000,
+    });
+    expect(win?.app).toBe('Mousepad');
+    const listing = await env.windows();
+    expect(listing.focused).toMatch(/notes\.txt/);
+    // Type into the editor through the X server and save with ctrl+s.
+    await env.act({ action_type: 'CLICK', x: win!.x + 100, y: win!.y + 120 });
+    await env.act({ action_type: 'TYPING', text: 'first line' });
+    await env.act({ action_type: 'HOTKEY', keys: ['ctrl', 's'] });
+    await waitFor(
+      async () => /^first line\n?$/.test((await env.runCommand('cat notes.txt 2>&1')).stdout),
+      { timeoutMs: 30_000, message: 'notes.txt saved by mousepad' },
+    );
+    // Quit the editor (it rewrites its settings file on exit), then set an app setting.
+    await env.act({ action_type: 'HOTKEY', keys: ['ctrl', 'q'] });
+    await waitFor(async () => (await env.windows()).windows.length === 0, {
+      timeoutMs: 30_000,
+      message: 'mousepad closed',
+    });
+    await env.putFile(
+      MOUSEPAD_SETTINGS,
+      '[org/xfce/mousepad/preferences/view]\nshow-line-numbers=false\n',
+    );
+    await env.snapshot('step-1');
+
+    await env.putFile('notes.txt', 'changed\n');
+    await env.putFile(
+      MOUSEPAD_SETTINGS,
+      '[org/xfce/mousepad/preferences/view]\nshow-line-numbers=true\n',
+    );
+    await env.runCommand('mkdir -p Documents && echo x > Documents/new.txt');
+
+    await env.restore('step-1');
+    expect(Buffer.from(await env.getFile('notes.txt')).toString()).toMatch(/^first line\n?$/);
+    expect(Buffer.from(await env.getFile(MOUSEPAD_SETTINGS)).toString()).toContain(
+      'show-line-numbers=false',
+    );
+    expect((await env.runCommand('test -e Documents/new.txt')).exitCode).not.toBe(0);
+    // Applications started since the session are ended: no editor could save old state back.
+    expect((await env.windows()).windows).toEqual([]);
+
+    await env.reset();
+    expect((await env.runCommand('test -e notes.txt')).exitCode).not.toBe(0);
+  });
+
+  test('bad actions are refused with INVALID_ARGUMENT naming the field', async () => {
+    const bad = async (action: unknown): Promise<unknown> =>
+      env.act(action as never).then(
+        () => undefined,
+        (err: unknown) => err,
+      );
+    const outside = await bad({ action_type: 'CLICK', x: 1024, y: 10 });
+    expect(errorCode(outside)).toBe('INVALID_ARGUMENT');
+    expect(String(outside)).toContain('action.x');
+    expect(String(outside)).toContain('screen width 1024');
+    const key = await bad({ action_type: 'HOTKEY', keys: ['ctrl', 'hyperdrive'] });
+    expect(errorCode(key)).toBe('INVALID_ARGUMENT');
+    expect(String(key)).toContain('action.keys[1]');
+    expect(String(key)).toContain('unknown key name "hyperdrive"');
+    const type = await bad({ action_type: 'TELEPORT' });
+    expect(errorCode(type)).toBe('INVALID_ARGUMENT');
+    expect(String(type)).toContain('action.action_type');
+    // The environment keeps working.
+    await expect(env.act({ action_type: 'MOVE_TO', x: 5, y: 6 })).resolves.toMatchObject({
+      pointer: { x: 5, y: 6 },
+      terminal: false,
+    });
+  });
+
+  test('destroy removes the container and its volumes', async () => {
+    await env.destroy();
+    const left = await leftovers(docker, cluster);
+    expect(left).toEqual({ containers: [], volumes: [] });
+  });
+});
