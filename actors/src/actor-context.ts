@@ -1,5 +1,4 @@
-import { type ActorAddress } from '@troupe/proto';
-import { type Logger } from './logger';
+import { type ActorAddress, type Logger } from '@troupe/proto';
 import { type RefFactory } from './ref-factory';
 
 /** How a message reached the actor. */

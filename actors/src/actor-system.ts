@@ -2,6 +2,8 @@ import { randomBytes } from 'node:crypto';
 import {
   type ActorAddress,
   formatAddress,
+  type Logger,
+  noopLogger,
   TroupeError,
   validateAddress,
   validateClusterName,
@@ -14,7 +16,6 @@ import { type AnyActorDefinition } from './actor-definition';
 import { Directory } from './directory';
 import { ensureInfrastructure } from './infrastructure';
 import { LocalPlacer } from './placement-service';
-import { type Logger, noopLogger } from './logger';
 import { type RefFactory } from './ref-factory';
 import { StateStore } from './state-store';
 import { type HostInfo } from './host-protocol';

@@ -1,5 +1,5 @@
 import { type NatsConnection, type Status } from '@nats-io/transport-node';
-import { type Logger } from './logger';
+import { type Logger } from '@troupe/proto';
 
 /**
  * Calls `onStatus` with each status event of `nc` (disconnect, reconnect, ...) until the returned

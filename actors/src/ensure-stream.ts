@@ -5,8 +5,7 @@ import {
   type StreamConfig,
   type StreamInfo,
 } from '@nats-io/jetstream';
-import { TroupeError } from '@troupe/proto';
-import { type Logger, noopLogger } from './logger';
+import { type Logger, noopLogger, TroupeError } from '@troupe/proto';
 
 /** The stream {@link ensureStream} makes sure of. */
 export interface StreamSpec {

@@ -43,8 +43,6 @@ export {
 } from './directory';
 export {
   FencedError,
-  isFenced,
-  isStoreUnavailable,
   StoreUnavailableError,
   StateRecordSchema,
   StateStore,
@@ -70,7 +68,7 @@ export {
   type ActorInfrastructure,
   type InfrastructureOptions,
 } from './infrastructure';
-export { type Logger, noopLogger } from './logger';
+export { type Logger, noopLogger } from '@troupe/proto';
 export {
   DeregisterSchema,
   HeartbeatReplySchema,

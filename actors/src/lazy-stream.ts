@@ -1,7 +1,7 @@
 import { jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
 import { type NatsConnection } from '@nats-io/transport-node';
 import { ensureStream, type StreamSpec } from './ensure-stream';
-import { type Logger } from './logger';
+import { type Logger } from '@troupe/proto';
 
 /** Options of {@link LazyStream}. */
 export interface LazyStreamOptions {

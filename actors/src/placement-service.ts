@@ -2,6 +2,8 @@ import {
   type ActorAddress,
   actorSubject,
   coordSubject,
+  decodeErrorHeaders,
+  delay,
   encodeErrorHeaders,
   formatAddress,
   Header,
@@ -9,12 +11,12 @@ import {
   inboxStreamName,
   inboxSubject,
   inboxSubjectFilter,
+  type Logger,
+  parseActorKey,
   parseInboxSubject,
   parseWith,
   toTroupeError,
   TroupeError,
-  decodeErrorHeaders,
-  parseActorKey,
   validateAddress,
 } from '@troupe/proto';
 import { type NatsConnection, type Subscription } from '@nats-io/transport-node';
@@ -27,7 +29,6 @@ import {
   type JsMsg,
 } from '@nats-io/jetstream';
 import { type Directory, type DirectoryEntry, isLiveState, type VersionedEntry } from './directory';
-import { type Logger } from './logger';
 import { type StateStore } from './state-store';
 import { decodeJson, encodeJson } from './internal/json-codec';
 import { isNoResponders } from './internal/nats-errors';
@@ -276,7 +277,7 @@ export class PlacementService {
         if (alive && !stuck) {
           if (entry.state !== 'ACTIVATING') return { hostId: entry.hostId, epoch: entry.epoch };
           // Someone else is activating it (two-step form): wait for that to finish.
-          await delay(waitMs);
+          await delay(waitMs, undefined, { unref: true });
           waitMs = Math.min(200, waitMs * 2);
           continue;
         }
@@ -346,7 +347,9 @@ export class PlacementService {
         }
         if (stop) throw error;
         if (refused && refusals > MAX_REFUSALS) throw error;
-        await delay(refused ? 20 * refusals : 100 * 4 ** (failures - 1));
+        await delay(refused ? 20 * refusals : 100 * 4 ** (failures - 1), undefined, {
+          unref: true,
+        });
       }
     }
     throw new TroupeError('TIMEOUT', `activation of ${key} did not complete`);
@@ -582,10 +585,6 @@ type PlacedReply = ActivateReply & {
   /** Reply subject of the ask handed to the host, which answers it. */
   answeredBy?: string;
 };
-
-function delay(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms).unref());
-}
 
 /** Options of {@link LocalPlacer}: a placement service whose only host is this process's. */
 export type LocalPlacerOptions = Omit<PlacementServiceOptions, 'selectHost'> & {

@@ -1,4 +1,4 @@
-import { type ActorAddress, stateKey, TroupeError } from '@troupe/proto';
+import { type ActorAddress, ErrorReason, stateKey, TroupeError } from '@troupe/proto';
 import { type KV } from '@nats-io/kv';
 import { z } from 'zod';
 import { isWrongLastSequence } from './internal/kv-errors';
@@ -34,44 +34,34 @@ export interface StoredState {
   revision: number;
 }
 
-/** Thrown (code UNAVAILABLE, not retryable) when a newer activation owns the actor's state. */
+/**
+ * Thrown (code UNAVAILABLE, reason `FENCED`, not retryable) when a newer activation owns the actor's
+ * state. Test for it with `hasReason(err, ErrorReason.FENCED)`.
+ */
 export class FencedError extends TroupeError {
   constructor(addr: ActorAddress, detail: string) {
     super('UNAVAILABLE', `activation of ${addr.kind}/${addr.id} was fenced: ${detail}`, {
       retryable: false,
-      details: { fenced: true },
+      reason: ErrorReason.FENCED,
     });
   }
 }
 
 /**
- * Thrown (code UNAVAILABLE, retryable) when a store an actor depends on — its state, or one of the
+ * Thrown (code UNAVAILABLE, reason `STORE_UNAVAILABLE`, retryable) when a store an actor depends on — its state, or one of the
  * actor's own (an agent's trajectory) — cannot be reached: NATS down, or a JetStream stream
  * electing a new leader after a server loss. Infrastructure trouble, never the fault of the
  * message being handled: the runtime retries the message without counting an attempt towards its
- * dead letter, also when a handler throws it (or an error caused by it).
+ * dead letter, also when a handler throws it (or an error caused by it): test for it with
+ * `hasReason(err, ErrorReason.STORE_UNAVAILABLE)`.
  */
 export class StoreUnavailableError extends TroupeError {
   constructor(cause: unknown, store = 'actor state store') {
     super('UNAVAILABLE', `${store} unavailable`, {
       cause,
-      details: { storeUnavailable: true },
+      reason: ErrorReason.STORE_UNAVAILABLE,
     });
   }
-}
-
-/** True when `err`, or an error in its cause chain, is a {@link StoreUnavailableError}. */
-export function isStoreUnavailable(err: unknown): boolean {
-  for (let e: unknown = err, depth = 0; e instanceof Error && depth < 16; depth++) {
-    if (e instanceof TroupeError && e.details?.['storeUnavailable'] === true) return true;
-    e = e.cause;
-  }
-  return false;
-}
-
-/** True for the error raised when an activation has lost ownership of its actor. */
-export function isFenced(err: unknown): boolean {
-  return err instanceof TroupeError && err.details?.['fenced'] === true;
 }
 
 /**

@@ -13,25 +13,26 @@ import {
   type CancelJobRequest,
   type CancelJobResponse__Output,
   cancelledError,
+  delay,
   type DrainNodeRequest,
   type DrainNodeResponse__Output,
+  fromAbortSignal,
   type GetJobRequest,
   type GetResultsRequest,
-  type ListJobsRequest,
-  type ListNodesRequest,
-  type ListNodesResponse__Output,
-  type SubmitJobRequest,
-  type SubmitJobResponse__Output,
-  fromAbortSignal,
   type Job__Output,
   type JobEvent__Output,
   type JobResults__Output,
   type JobServiceClient,
   type JobState,
+  type ListJobsRequest,
   type ListJobsResponse__Output,
+  type ListNodesRequest,
+  type ListNodesResponse__Output,
   loadJobApi,
   type Node__Output,
   type NodeServiceClient,
+  type SubmitJobRequest,
+  type SubmitJobResponse__Output,
   TroupeError,
 } from '@troupe/proto';
 import { toClientError } from './client-error';
@@ -465,14 +466,7 @@ async function* abortable(
   }
 }
 
+/** Waits `ms` for a retry; an abort ends the wait early (the caller then sees the aborted signal). */
 async function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  await new Promise<void>((resolve) => {
-    const t = setTimeout(done, ms);
-    function done() {
-      clearTimeout(t);
-      signal?.removeEventListener('abort', done);
-      resolve();
-    }
-    signal?.addEventListener('abort', done, { once: true });
-  });
+  await delay(ms, signal).catch(() => undefined);
 }

@@ -1,24 +1,20 @@
-import { COMMON_ENVIRONMENT_VARIABLES, EnvironmentOverrides } from '@troupe/proto';
+import {
+  checkNatsAuth,
+  ClusterNameSchema,
+  COMMON_ENVIRONMENT_VARIABLES,
+  EnvironmentOverrides,
+  NatsConnectionSchema,
+} from '@troupe/proto';
 import { z } from 'zod';
 import { GrpcConfigSchema } from './jobs/grpc-config';
 
 /** Coordinator configuration: parsed once in `main.ts`; every field has a default. */
 export const ConfigSchema = z
   .object({
-    /** Cluster name, `[a-z0-9-]+`. */
-    cluster: z
-      .string()
-      .regex(/^[a-z0-9-]{1,32}$/, 'must match [a-z0-9-]{1,32}')
-      .default('default'),
-    nats: z
-      .object({
-        servers: z.union([z.string(), z.array(z.string()).min(1)]).default('nats://127.0.0.1:4222'),
-        user: z.string().optional(),
-        pass: z.string().optional(),
-        token: z.string().optional(),
-      })
-      .strict()
-      .default({ servers: 'nats://127.0.0.1:4222' }),
+    /** Cluster name, `[a-z0-9-]{1,32}`. */
+    cluster: ClusterNameSchema,
+    /** NATS connection. @default { servers: 'nats://127.0.0.1:4222' } */
+    nats: NatsConnectionSchema,
     /** This coordinator's id (lease holder and host id). @default coord-<random> */
     coordinatorId: z
       .string()
@@ -56,20 +52,7 @@ export const ConfigSchema = z
   })
   .strict()
   .superRefine((c, ctx) => {
-    if (c.nats.token && (c.nats.user || c.nats.pass)) {
-      ctx.addIssue({
-        code: 'custom',
-        path: ['nats', 'token'],
-        message: 'give either token or user/pass, not both',
-      });
-    }
-    if (Boolean(c.nats.user) !== Boolean(c.nats.pass)) {
-      ctx.addIssue({
-        code: 'custom',
-        path: ['nats', 'user'],
-        message: 'user and pass go together',
-      });
-    }
+    checkNatsAuth(c.nats, ctx);
     if (c.renewMs * 2 > c.leaseMs) {
       ctx.addIssue({
         code: 'custom',

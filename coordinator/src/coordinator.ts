@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { fromZodError, kvBucketName, TroupeError } from '@troupe/proto';
+import { fromZodError, kvBucketName, natsConnectionOptions, TroupeError } from '@troupe/proto';
 import {
   type AnyActorDefinition,
   ActorSystem,
@@ -95,12 +95,10 @@ export class Coordinator {
     const nc =
       deps.connection ??
       (await connect({
-        servers: config.nats.servers,
+        ...natsConnectionOptions(config.nats),
         name: `troupe-coordinator-${id}`,
         maxReconnectAttempts: -1,
         noAsyncTraces: true, // see ActorSystem: saves two Error allocations per request
-        ...(config.nats.token ? { token: config.nats.token } : {}),
-        ...(config.nats.user ? { user: config.nats.user, pass: config.nats.pass } : {}),
       }));
     const jobs =
       deps.drivers || config.grpc

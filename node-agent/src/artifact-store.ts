@@ -4,13 +4,14 @@ import {
   fromAbortSignal,
   invalidArgument,
   isTroupeError,
+  type Logger,
+  noopLogger,
   objectStoreName,
   TroupeError,
 } from '@troupe/proto';
 import { Objm, type ObjectInfo, type ObjectStore } from '@nats-io/obj';
 import { type NatsConnection } from '@nats-io/transport-node';
 import { z } from 'zod';
-import { noopLogger, type Logger } from './logger';
 
 const NAME_RULE =
   'must be 1 to 512 characters of [A-Za-z0-9._-] in "/"-separated segments (relative, no empty, "." or ".." segment)';

@@ -1,5 +1,12 @@
 import os from 'node:os';
-import { COMMON_ENVIRONMENT_VARIABLES, EnvironmentOverrides, NamePattern } from '@troupe/proto';
+import {
+  checkNatsAuth,
+  ClusterNameSchema,
+  COMMON_ENVIRONMENT_VARIABLES,
+  EnvironmentOverrides,
+  NamePattern,
+  NatsConnectionSchema,
+} from '@troupe/proto';
 import { z } from 'zod';
 import { SandboxSpecSchema } from './sandbox-spec';
 
@@ -44,7 +51,7 @@ const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'
 export const ConfigSchema = z
   .object({
     /** Cluster name. @default 'default' */
-    cluster: z.string().regex(NamePattern.CLUSTER, 'must match [a-z0-9-]{1,32}').default('default'),
+    cluster: ClusterNameSchema,
     /**
      * This host's id; keep it stable across restarts (the reaper of the next process with this
      * id removes what a crashed one left) and unique in the cluster.
@@ -55,17 +62,7 @@ export const ConfigSchema = z
       .regex(NamePattern.HOST_ID, 'must match [A-Za-z0-9_-]{1,64}')
       .default(defaultHostId),
     /** NATS connection. @default { servers: 'nats://127.0.0.1:4222' } */
-    nats: z
-      .object({
-        servers: z
-          .union([z.string().min(1), z.array(z.string().min(1)).min(1)])
-          .default('nats://127.0.0.1:4222'),
-        user: z.string().min(1).optional(),
-        pass: z.string().min(1).optional(),
-        token: z.string().min(1).optional(),
-      })
-      .strict()
-      .prefault({}),
+    nats: NatsConnectionSchema,
     /** Labels advertised to the coordinator (placement `labels` hints match them). @default {} */
     labels: z
       .record(
@@ -205,20 +202,7 @@ export const ConfigSchema = z
           "must be true when backend is 'process': the process backend isolates nothing (development only)",
       });
     }
-    if (c.nats.token && (c.nats.user || c.nats.pass)) {
-      ctx.addIssue({
-        code: 'custom',
-        path: ['nats', 'token'],
-        message: 'give either token or user/pass, not both',
-      });
-    }
-    if (Boolean(c.nats.user) !== Boolean(c.nats.pass)) {
-      ctx.addIssue({
-        code: 'custom',
-        path: ['nats', 'user'],
-        message: 'user and pass go together',
-      });
-    }
+    checkNatsAuth(c.nats, ctx);
     if (c.backend === 'process' && c.warmPools.length > 0) {
       ctx.addIssue({
         code: 'custom',

@@ -1,4 +1,12 @@
-import { ErrorCode, parseWith, TroupeError } from '@troupe/proto';
+import {
+  delay,
+  ErrorCode,
+  type Logger,
+  noopLogger,
+  parseWith,
+  throwIfAborted,
+  TroupeError,
+} from '@troupe/proto';
 import type Docker from 'dockerode';
 import { z } from 'zod';
 import {
@@ -8,13 +16,11 @@ import {
   type EnvironmentSpec,
   GOLDEN_SNAPSHOT,
 } from './environment';
-import { delay, throwIfAborted } from './internal/abort';
 import { AgentChannel } from './internal/agent-channel';
 import { AgentEnvironment } from './internal/agent-environment';
 import { dockerError, dockerStatus, ignoreNotFound } from './internal/docker-errors';
 import { randomId } from './internal/ids';
 import { TroupeLabel } from './labels';
-import { noopLogger, type Logger } from './logger';
 
 const MiB = 1024 * 1024;
 const USER = '1000:1000';

@@ -1,12 +1,17 @@
-import { ErrorCode, parseWith, TroupeError } from '@troupe/proto';
+import {
+  ErrorCode,
+  type Logger,
+  noopLogger,
+  parseWith,
+  throwIfAborted,
+  TroupeError,
+} from '@troupe/proto';
 import type Docker from 'dockerode';
 import { z } from 'zod';
-import { throwIfAborted } from './internal/abort';
 import { dockerError, dockerStatus, ignoreNotFound } from './internal/docker-errors';
 import { BOOT_SCRIPT, DockerSandbox } from './internal/docker-sandbox';
 import { randomId } from './internal/ids';
 import { TroupeLabel } from './labels';
-import { noopLogger, type Logger } from './logger';
 import type { Sandbox, SandboxSnapshot } from './sandbox';
 import type { CreateSandboxOptions, ForkSandboxOptions, SandboxBackend } from './sandbox-backend';
 import { parseSandboxSpec, type SandboxSpec, type SandboxSpecOptions } from './sandbox-spec';

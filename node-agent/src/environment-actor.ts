@@ -5,7 +5,14 @@ import {
   type HandlerResult,
   type RefFactory,
 } from '@troupe/actors';
-import { ErrorCode, formatAddress, invalidArgument, TroupeError } from '@troupe/proto';
+import {
+  ErrorCode,
+  formatAddress,
+  invalidArgument,
+  type Logger,
+  noopLogger,
+  TroupeError,
+} from '@troupe/proto';
 import { type z } from 'zod';
 import type { Environment, EnvironmentBackend, EnvironmentKind } from './environment';
 import {
@@ -32,7 +39,6 @@ import { passivateAfterTurn, type PassivateFn } from './internal/actor-support';
 import { digestOf } from './internal/canonical-json';
 import { parseAction } from './environment-actions';
 import { decodeFiles } from './internal/wire-files';
-import { noopLogger, type Logger } from './logger';
 import type { CommandResult, EnvironmentSnapshotInfo } from './environment';
 
 /** What a caller passes to {@link createEnvironmentActor}. */

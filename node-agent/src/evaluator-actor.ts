@@ -6,7 +6,7 @@ import {
   type HandlerResult,
   type RefFactory,
 } from '@troupe/actors';
-import { ErrorCode, formatAddress, TroupeError } from '@troupe/proto';
+import { ErrorCode, formatAddress, type Logger, noopLogger, TroupeError } from '@troupe/proto';
 import { type z } from 'zod';
 import { type ArtifactStore } from './artifact-store';
 import { Evaluator, type EvaluatorOptions } from './evaluator';
@@ -21,7 +21,6 @@ import {
 import { type ImagePreparer } from './image-resolver';
 import { notFoundAt, passivateAfterTurn, type PassivateFn } from './internal/actor-support';
 import { digestOf } from './internal/canonical-json';
-import { noopLogger, type Logger } from './logger';
 import type { SandboxBackend } from './sandbox-backend';
 
 /** What a caller passes to {@link createEvaluatorActor}. */

@@ -1,10 +1,8 @@
 import { stat } from 'node:fs/promises';
 import { Readable } from 'node:stream';
-import { invalidArgument, parseWith } from '@troupe/proto';
+import { invalidArgument, type Logger, noopLogger, parseWith, throwIfAborted } from '@troupe/proto';
 import { z } from 'zod';
-import { throwIfAborted } from './internal/abort';
 import { collect, packDirectory, sha256Hex } from './internal/tar';
-import { noopLogger, type Logger } from './logger';
 import type { Sandbox } from './sandbox';
 import type { SandboxBackend } from './sandbox-backend';
 import { SandboxLabelsSchema } from './sandbox-spec';

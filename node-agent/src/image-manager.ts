@@ -1,11 +1,18 @@
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { ErrorCode, fromAbortSignal, invalidArgument, TroupeError } from '@troupe/proto';
+import {
+  ErrorCode,
+  fromAbortSignal,
+  invalidArgument,
+  type Logger,
+  noopLogger,
+  raceSignal,
+  throwIfAborted,
+  TroupeError,
+} from '@troupe/proto';
 import type Docker from 'dockerode';
-import { raceSignal, throwIfAborted } from './internal/abort';
 import { dockerError, dockerStatus } from './internal/docker-errors';
-import { noopLogger, type Logger } from './logger';
 
 /** Where the image recipes live in a source checkout (`deploy/images/build.sh`). */
 export const DEFAULT_BUILD_SCRIPT = path.resolve(

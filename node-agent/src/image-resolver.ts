@@ -1,9 +1,14 @@
-import { ErrorCode, errorCode, TroupeError } from '@troupe/proto';
+import {
+  ErrorCode,
+  errorCode,
+  type Logger,
+  noopLogger,
+  raceSignal,
+  TroupeError,
+} from '@troupe/proto';
 import type Docker from 'dockerode';
-import { raceSignal } from './internal/abort';
 import { dockerError, dockerStatus } from './internal/docker-errors';
 import { type ImageManager } from './image-manager';
-import { noopLogger, type Logger } from './logger';
 
 /** What the sandbox and evaluator actors need before creating from an image. */
 export interface ImagePreparer {

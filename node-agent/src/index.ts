@@ -128,7 +128,7 @@ export {
   type ImageManagerOptions,
 } from './image-manager';
 export { managedLabelFilters, TroupeLabel, type SandboxLabels } from './labels';
-export { noopLogger, type Logger } from './logger';
+export { noopLogger, type Logger } from '@troupe/proto';
 export {
   ProcessSandboxBackend,
   ProcessSandboxBackendConfigSchema,

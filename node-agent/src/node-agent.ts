@@ -4,6 +4,9 @@ import {
   cancelledError,
   ErrorCode,
   hostSubject,
+  type Logger,
+  natsConnectionOptions,
+  noopLogger,
   parseAddress,
   parseWith,
   TroupeError,
@@ -29,7 +32,6 @@ import {
 } from './host-capacity';
 import { ImageManager } from './image-manager';
 import { type ImagePreparer, ImageResolver } from './image-resolver';
-import { noopLogger, type Logger } from './logger';
 import { ProcessSandboxBackend } from './process-sandbox-backend';
 import { type ReapResult, Reaper } from './reaper';
 import { SANDBOX_KIND } from './sandbox-actor-messages';
@@ -420,11 +422,9 @@ function maxReplyBytes(nc: NatsConnection): number {
 
 async function connectNats(config: NodeAgentConfig): Promise<NatsConnection> {
   const opts: ConnectionOptions = {
-    servers: config.nats.servers,
+    ...natsConnectionOptions(config.nats),
     name: `troupe-node-agent-${config.hostId}`,
     maxReconnectAttempts: -1,
-    ...(config.nats.token ? { token: config.nats.token } : {}),
-    ...(config.nats.user ? { user: config.nats.user, pass: config.nats.pass } : {}),
   };
   try {
     return await connect(opts);

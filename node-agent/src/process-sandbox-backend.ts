@@ -1,12 +1,17 @@
 import { mkdir, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { ErrorCode, parseWith, TroupeError } from '@troupe/proto';
+import {
+  ErrorCode,
+  type Logger,
+  noopLogger,
+  parseWith,
+  throwIfAborted,
+  TroupeError,
+} from '@troupe/proto';
 import { z } from 'zod';
-import { throwIfAborted } from './internal/abort';
 import { randomId } from './internal/ids';
 import { ProcessSandbox } from './internal/process-sandbox';
-import { noopLogger, type Logger } from './logger';
 import type { Sandbox, SandboxSnapshot } from './sandbox';
 import type { CreateSandboxOptions, ForkSandboxOptions, SandboxBackend } from './sandbox-backend';
 import { parseSandboxSpec, type SandboxSpec, type SandboxSpecOptions } from './sandbox-spec';

@@ -1,10 +1,8 @@
-import { parseWith } from '@troupe/proto';
+import { type Logger, noopLogger, parseWith, raceSignal } from '@troupe/proto';
 import type Docker from 'dockerode';
 import { z } from 'zod';
-import { raceSignal } from './internal/abort';
 import { dockerError, dockerStatus } from './internal/docker-errors';
 import { managedLabelFilters, TroupeLabel } from './labels';
-import { noopLogger, type Logger } from './logger';
 import { SandboxLabelsSchema } from './sandbox-spec';
 
 /** Validated settings of a {@link Reaper}. */

@@ -7,7 +7,15 @@ import {
   type HandlerResult,
   type RefFactory,
 } from '@troupe/actors';
-import { ErrorCode, errorCode, formatAddress, invalidArgument, TroupeError } from '@troupe/proto';
+import {
+  ErrorCode,
+  errorCode,
+  formatAddress,
+  invalidArgument,
+  type Logger,
+  noopLogger,
+  TroupeError,
+} from '@troupe/proto';
 import { type z } from 'zod';
 import { type ArtifactStore } from './artifact-store';
 import { type ImagePreparer } from './image-resolver';
@@ -15,7 +23,6 @@ import { notFoundAt, passivateAfterTurn, type PassivateFn } from './internal/act
 import { digestOf } from './internal/canonical-json';
 import { fitOutput } from './internal/fit-reply';
 import { decodeFiles } from './internal/wire-files';
-import { noopLogger, type Logger } from './logger';
 import type { Sandbox, SandboxSnapshot } from './sandbox';
 import type { SandboxBackend } from './sandbox-backend';
 import {

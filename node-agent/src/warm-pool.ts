@@ -1,8 +1,16 @@
-import { cancelledError, ErrorCode, fromAbortSignal, parseWith, TroupeError } from '@troupe/proto';
+import {
+  cancelledError,
+  delay,
+  ErrorCode,
+  fromAbortSignal,
+  type Logger,
+  noopLogger,
+  parseWith,
+  throwIfAborted,
+  TroupeError,
+} from '@troupe/proto';
 import { z } from 'zod';
-import { delay, throwIfAborted } from './internal/abort';
 import { randomId } from './internal/ids';
-import { noopLogger, type Logger } from './logger';
 import type { Sandbox } from './sandbox';
 import type { SandboxBackend } from './sandbox-backend';
 import { parseSandboxSpec, type SandboxSpec, type SandboxSpecOptions } from './sandbox-spec';

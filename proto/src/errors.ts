@@ -43,6 +43,31 @@ const RETRYABLE_BY_DEFAULT: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
   ErrorCode.BUSY,
 ]);
 
+/**
+ * Why an error happened, when the code alone does not say enough for a caller to act on it: a
+ * closed set carried next to the code on the wire (NATS headers, gRPC trailers). Test it with
+ * {@link hasReason}, which walks the cause chain.
+ */
+export const ErrorReason = {
+  /** A newer activation owns the actor: this one lost its claim and must stop writing. */
+  FENCED: 'FENCED',
+  /**
+   * A store an actor depends on (its state, an agent's trajectory) is not reachable now:
+   * infrastructure trouble the runtime waits out, never the fault of the message being handled.
+   */
+  STORE_UNAVAILABLE: 'STORE_UNAVAILABLE',
+} as const;
+
+/** One of the {@link ErrorReason} values. */
+export type ErrorReason = (typeof ErrorReason)[keyof typeof ErrorReason];
+
+const ERROR_REASONS: ReadonlySet<string> = new Set(Object.values(ErrorReason));
+
+/** Whether `value` is one of the {@link ErrorReason} strings. */
+export function isErrorReason(value: unknown): value is ErrorReason {
+  return typeof value === 'string' && ERROR_REASONS.has(value);
+}
+
 /** Whether `value` is one of the {@link ErrorCode} strings. */
 export function isErrorCode(value: unknown): value is ErrorCode {
   return typeof value === 'string' && ERROR_CODES.has(value);
@@ -59,6 +84,8 @@ export interface TroupeErrorOptions {
   cause?: unknown;
   /** Structured, JSON-serialisable facts about the failure; sent over the wire. */
   details?: Record<string, unknown>;
+  /** Why it happened, from the closed {@link ErrorReason} set; sent over the wire. */
+  reason?: ErrorReason;
 }
 
 /** The wire shape of a {@link TroupeError}: what `toJSON()` returns. */
@@ -71,6 +98,8 @@ export interface TroupeErrorJson {
   retryable: boolean;
   /** Structured details, when there are any. */
   details?: Record<string, unknown>;
+  /** The {@link ErrorReason}, when there is one. */
+  reason?: ErrorReason;
 }
 
 /**
@@ -86,6 +115,8 @@ export class TroupeError extends Error {
   /** Structured, JSON-serialisable facts about the failure. */
   // `declare`: no class field is emitted, so the property exists only when details were given.
   declare readonly details?: Record<string, unknown>;
+  /** Why it happened (see {@link hasReason}); present only when given. */
+  declare readonly reason?: ErrorReason;
 
   /**
    * @param code - the error code; anything outside {@link ErrorCode} becomes `INTERNAL`
@@ -97,9 +128,13 @@ export class TroupeError extends Error {
     this.code = isErrorCode(code) ? code : ErrorCode.INTERNAL;
     this.retryable = options.retryable ?? RETRYABLE_BY_DEFAULT.has(this.code);
     if (options.details !== undefined) this.details = options.details;
+    if (isErrorReason(options.reason)) this.reason = options.reason;
   }
 
-  /** The wire shape `{code, message, retryable, details}`; the cause is left out on purpose. */
+  /**
+   * The wire shape `{code, message, retryable, details, reason}`; the cause is left out on
+   * purpose.
+   */
   toJSON(): TroupeErrorJson {
     const json: TroupeErrorJson = {
       code: this.code,
@@ -107,6 +142,7 @@ export class TroupeError extends Error {
       retryable: this.retryable,
     };
     if (this.details !== undefined) json.details = this.details;
+    if (this.reason !== undefined) json.reason = this.reason;
     return json;
   }
 }
@@ -125,10 +161,24 @@ interface Identified {
   code: ErrorCode;
   retryable: boolean;
   details: Record<string, unknown> | undefined;
+  reason: ErrorReason | undefined;
   message: string | undefined;
   /** An `AbortError` only says "aborted": a more specific reason further down the chain wins. */
   weak: boolean;
 }
+
+/**
+ * The reason an error of an older Troupe version marked with a `details` flag (`{fenced: true}`,
+ * `{storeUnavailable: true}`), so errors from a peer not yet upgraded — or rebuilt from JSON written
+ * by one — are still recognised.
+ */
+function legacyReason(details: Record<string, unknown> | undefined): ErrorReason | undefined {
+  if (details?.['fenced'] === true) return ErrorReason.FENCED;
+  if (details?.['storeUnavailable'] === true) return ErrorReason.STORE_UNAVAILABLE;
+  return undefined;
+}
+
+const UNDETAILED = { details: undefined, reason: undefined } as const;
 
 function identify(link: unknown): Identified | undefined {
   if (typeof link !== 'object' || link === null) return undefined;
@@ -140,20 +190,23 @@ function identify(link: unknown): Identified | undefined {
     if (!isErrorCode(code)) return undefined;
     const retryable = readProperty(link, 'retryable');
     const details = readProperty(link, 'details');
+    const reason = readProperty(link, 'reason');
+    const record = isPlainRecord(details) ? details : undefined;
     return {
       code,
       retryable: typeof retryable === 'boolean' ? retryable : RETRYABLE_BY_DEFAULT.has(code),
-      details: isPlainRecord(details) ? details : undefined,
+      details: record,
+      reason: isErrorReason(reason) ? reason : legacyReason(record),
       message: text,
       weak: false,
     };
   }
   // DOMExceptions from AbortSignal.timeout()/abort(), and any library error using the same names.
   if (name === 'TimeoutError') {
-    return { code: 'TIMEOUT', retryable: true, details: undefined, message: text, weak: false };
+    return { ...UNDETAILED, code: 'TIMEOUT', retryable: true, message: text, weak: false };
   }
   if (name === 'AbortError') {
-    return { code: 'CANCELLED', retryable: false, details: undefined, message: text, weak: true };
+    return { ...UNDETAILED, code: 'CANCELLED', retryable: false, message: text, weak: true };
   }
   return undefined;
 }
@@ -213,6 +266,23 @@ export function hasErrorCode(err: unknown, code: ErrorCode): boolean {
  */
 export function isRetryable(err: unknown): boolean {
   return resolve(err)?.retryable ?? false;
+}
+
+/**
+ * Whether any Troupe error in `err`'s cause chain carries `reason` — also one decoded from the wire
+ * or made by another copy of this package: `hasReason(err, 'FENCED')`.
+ */
+export function hasReason(err: unknown, reason: ErrorReason): boolean {
+  return identifyChain(err).some((i) => i.reason === reason);
+}
+
+/**
+ * Whether any link of `err`'s cause chain (`err`, `err.cause`, …; cycle-safe and depth-capped)
+ * satisfies `test`: for recognising third-party errors (a NATS client error by its name) that
+ * carry no Troupe code.
+ */
+export function someCause(err: unknown, test: (link: unknown) => boolean): boolean {
+  return causeChain(err).some(test);
 }
 
 /** Whether the cause chain holds a `TIMEOUT` (or a `TimeoutError`). */
@@ -282,6 +352,7 @@ export function toTroupeError(err: unknown): TroupeError {
       : messageOf(err);
   const options: TroupeErrorOptions = { retryable: found.retryable, cause: err };
   if (found.details !== undefined) options.details = found.details;
+  if (found.reason !== undefined) options.reason = found.reason;
   return new TroupeError(found.code, message, options);
 }
 

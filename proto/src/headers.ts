@@ -11,6 +11,8 @@ export const Header = {
   ERROR_RETRYABLE: 'Troupe-Error-Retryable',
   /** Details of an error reply, an ASCII-only JSON object. */
   ERROR_DETAILS: 'Troupe-Error-Details',
+  /** `ErrorReason` of an error reply, when it has one (peers that predate it send none). */
+  ERROR_REASON: 'Troupe-Error-Reason',
   /** Name of the message type in an actor's protocol (the handler key, e.g. `add`). */
   MSG_TYPE: 'Troupe-Msg-Type',
   /** Address (`kind/id`) or host id of the sender, for replies and tracing. */

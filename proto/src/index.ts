@@ -5,20 +5,24 @@
  * (`troupe/v1/jobs.proto`) with its generated types.
  */
 
+export { delay, type DelayOptions, raceSignal, throwIfAborted } from './abort';
 export {
   cancelledError,
   CancelReason,
   ErrorCode,
   errorCode,
+  ErrorReason,
   type FieldIssue,
   fromAbortSignal,
   fromZodError,
   hasErrorCode,
+  hasReason,
   invalidArgument,
   isBudgetExhausted,
   isBusy,
   isCancelled,
   isErrorCode,
+  isErrorReason,
   isInvalidArgument,
   isNotFound,
   isRetryable,
@@ -26,6 +30,7 @@ export {
   isTroupeError,
   isUnavailable,
   parseWith,
+  someCause,
   timeoutError,
   toTroupeError,
   TroupeError,
@@ -34,6 +39,15 @@ export {
   type ZodErrorOptions,
 } from './errors';
 export { Header } from './headers';
+export {
+  checkNatsAuth,
+  ClusterNameSchema,
+  DEFAULT_NATS_SERVER,
+  type NatsConnectionConfig,
+  natsConnectionOptions,
+  NatsConnectionSchema,
+} from './nats-config';
+export { type Logger, noopLogger } from './logger';
 export { COMMON_ENVIRONMENT_VARIABLES, EnvironmentOverrides } from './environment-overrides';
 export {
   type ApplyEnvironment,
@@ -80,6 +94,10 @@ export {
   inboxStreamName,
   inboxSubject,
   inboxSubjectFilter,
+  LEASE_SUBJECT_PATTERN,
+  LEASE_SUBJECT_RULE,
+  leaseSubject,
+  NATS_INBOX_PREFIX,
   KvBucket,
   kvBucketName,
   NamePattern,

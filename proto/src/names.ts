@@ -367,3 +367,28 @@ export function trajectorySubjectFilter(cluster: string): string {
 export function trajectoryStreamName(cluster: string): string {
   return streamName(cluster, 'TRAJECTORY');
 }
+
+/** First token of the core NATS request-reply inbox subjects (nats.js' default `inboxPrefix`). */
+export const NATS_INBOX_PREFIX = '_INBOX';
+
+/**
+ * A lease subject: `_INBOX.<token>`, `<token>` 1 to 64 letters, digits, `_` or `-`. A search's
+ * owner serves its evaluator leases there (core NATS, not on a stream); being an inbox subject, it
+ * needs no permission beyond request-reply.
+ */
+export const LEASE_SUBJECT_PATTERN = /^_INBOX\.[A-Za-z0-9_-]{1,64}$/;
+
+/** The rule {@link LEASE_SUBJECT_PATTERN} states, for validation messages. */
+export const LEASE_SUBJECT_RULE = 'must be _INBOX.<token>';
+
+/**
+ * `_INBOX.<token>`: the lease subject named by `token` (make it unguessable, e.g. 12 random bytes
+ * in hex). Throws `INVALID_ARGUMENT` when `token` is not 1 to 64 of `[A-Za-z0-9_-]`.
+ */
+export function leaseSubject(token: string): string {
+  const subject = `${NATS_INBOX_PREFIX}.${token}`;
+  if (!LEASE_SUBJECT_PATTERN.test(subject)) {
+    throw invalidArgument('token', 'must match [A-Za-z0-9_-]{1,64}', token);
+  }
+  return subject;
+}

@@ -1,11 +1,9 @@
 import { type z } from 'zod';
 import { loadServerConfig, type LoadServerConfigOptions } from './server-config';
+import { type Logger } from './logger';
 
 /** The part of a pino-compatible logger {@link runServer} and its callers use. */
-export interface ServerLogger {
-  info(fields: object, message: string): void;
-  error(fields: object, message: string): void;
-}
+export type ServerLogger = Pick<Logger, 'info' | 'error'>;
 
 /** A started server, as {@link runServer} stops it. */
 export interface RunningServer {

@@ -3,6 +3,7 @@ import { headers, type MsgHdrs } from '@nats-io/transport-node';
 import {
   ErrorCode,
   isErrorCode,
+  isErrorReason,
   toTroupeError,
   TroupeError,
   type TroupeErrorOptions,
@@ -21,7 +22,7 @@ import {
 } from './internal/wire-text';
 
 // The one place where errors are converted to and from the wire (STYLE.md "Errors"). Only code,
-// message, retryable and details travel; the cause and the stack stay in the sending process.
+// message, retryable, details and reason travel; the cause and the stack stay in the sending process.
 // Messages and details are capped (on NATS an 8 KiB message and 16 KiB of details; in a gRPC
 // trailer 2 KiB and 4 KiB, under C-core clients' 8 KiB metadata limit) so an error can never make
 // a reply or a trailer too large to deliver.
@@ -34,6 +35,8 @@ export const GrpcErrorMetadataKey = {
   RETRYABLE: 'troupe-error-retryable',
   /** Details as an ASCII-only JSON object. */
   DETAILS: 'troupe-error-details',
+  /** The `ErrorReason` string, when the error has one. */
+  REASON: 'troupe-error-reason',
 } as const;
 
 /** One of the {@link GrpcErrorMetadataKey} values. */
@@ -133,24 +136,29 @@ function parseRetryable(value: string | undefined): boolean | undefined {
   return undefined;
 }
 
-function decodedOptions(
-  retryable: string | undefined,
-  details: string | undefined,
-  cause: unknown,
-): TroupeErrorOptions {
+/** The error-carrying fields as received, before parsing. */
+interface WireFields {
+  retryable: string | undefined;
+  details: string | undefined;
+  reason: string | undefined;
+}
+
+function decodedOptions(fields: WireFields, cause: unknown): TroupeErrorOptions {
   const options: TroupeErrorOptions = { cause };
-  const flag = parseRetryable(retryable);
+  const flag = parseRetryable(fields.retryable);
   if (flag !== undefined) options.retryable = flag;
-  const parsed = parseDetails(details);
+  const parsed = parseDetails(fields.details);
   if (parsed !== undefined) options.details = parsed;
+  // An unknown reason (from a newer peer) is dropped: callers only ever test for known ones.
+  if (isErrorReason(fields.reason)) options.reason = fields.reason;
   return options;
 }
 
 /**
  * Writes `err` (any thrown value, converted with `toTroupeError`) into NATS headers: `Troupe-Error-
  * Code`, `Troupe-Error-Message` (an ASCII JSON string literal, so newlines and Unicode survive a
- * single-line header exactly), `Troupe-Error-Retryable` and, when there are details,
- * `Troupe-Error-Details`. Sets into `into` when given (replacing earlier error headers).
+ * single-line header exactly), `Troupe-Error-Retryable` and, when present, `Troupe-Error-Details`
+ * and `Troupe-Error-Reason`. Sets into `into` when given (replacing earlier error headers).
  */
 export function encodeErrorHeaders(err: unknown, into?: MsgHdrs): MsgHdrs {
   const e = toTroupeError(err);
@@ -163,6 +171,8 @@ export function encodeErrorHeaders(err: unknown, into?: MsgHdrs): MsgHdrs {
   const details = wireDetails(e.details, MAX_WIRE_DETAILS_CHARS);
   if (details === undefined) h.delete(Header.ERROR_DETAILS);
   else h.set(Header.ERROR_DETAILS, details);
+  if (e.reason === undefined) h.delete(Header.ERROR_REASON);
+  else h.set(Header.ERROR_REASON, e.reason);
   return h;
 }
 
@@ -197,8 +207,11 @@ export function decodeErrorHeaders(h: MsgHdrs | undefined): TroupeError | undefi
   const message =
     decodeHeaderString(headerValue(h, Header.ERROR_MESSAGE)) ?? `remote error ${wireCode}`;
   const options = decodedOptions(
-    headerValue(h, Header.ERROR_RETRYABLE),
-    headerValue(h, Header.ERROR_DETAILS),
+    {
+      retryable: headerValue(h, Header.ERROR_RETRYABLE),
+      details: headerValue(h, Header.ERROR_DETAILS),
+      reason: headerValue(h, Header.ERROR_REASON),
+    },
     undefined,
   );
   if (code !== wireCode) options.details = { ...options.details, wireCode };
@@ -222,7 +235,8 @@ export type GrpcServiceError = ServerErrorResponse & {
  * Converts any thrown value (via `toTroupeError`) into a gRPC status for a server handler: pass it
  * to a unary `callback(err)`, or to `call.destroy(err)` / `call.emit('error', err)` in a streaming
  * handler. The status code follows {@link grpcStatusFor}; trailing metadata carries
- * `troupe-error-code`, `troupe-error-retryable` and `troupe-error-details` (JSON). Entries are added
+ * `troupe-error-code`, `troupe-error-retryable`, `troupe-error-details` (JSON) and
+ * `troupe-error-reason` (when the error has one). Entries are added
  * to `into` when given. The cause is attached locally (for server logs) but grpc-js never sends it.
  */
 export function toGrpcServiceError(err: unknown, into?: Metadata): GrpcServiceError {
@@ -236,6 +250,8 @@ export function toGrpcServiceError(err: unknown, into?: Metadata): GrpcServiceEr
   const json = wireDetails(e.details, MAX_GRPC_DETAILS_CHARS);
   if (json === undefined) metadata.remove(GrpcErrorMetadataKey.DETAILS);
   else metadata.set(GrpcErrorMetadataKey.DETAILS, json);
+  if (e.reason === undefined) metadata.remove(GrpcErrorMetadataKey.REASON);
+  else metadata.set(GrpcErrorMetadataKey.REASON, e.reason);
   const grpcError = new Error(details, { cause: e }) as GrpcServiceError;
   grpcError.name = 'GrpcServiceError';
   grpcError.code = grpcStatusFor(e.code);
@@ -284,8 +300,11 @@ export function fromGrpcError(err: unknown): TroupeError {
   if (wireCode !== undefined && wireCode !== '') {
     const code = isErrorCode(wireCode) ? wireCode : ErrorCode.INTERNAL;
     const options = decodedOptions(
-      firstString(metadata, GrpcErrorMetadataKey.RETRYABLE),
-      firstString(metadata, GrpcErrorMetadataKey.DETAILS),
+      {
+        retryable: firstString(metadata, GrpcErrorMetadataKey.RETRYABLE),
+        details: firstString(metadata, GrpcErrorMetadataKey.DETAILS),
+        reason: firstString(metadata, GrpcErrorMetadataKey.REASON),
+      },
       err,
     );
     if (code !== wireCode) options.details = { ...options.details, wireCode };

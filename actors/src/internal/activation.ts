@@ -1,9 +1,13 @@
 import {
   type ActorAddress,
   actorSubject,
+  delay,
+  ErrorReason,
   formatAddress,
+  hasReason,
   inboxStreamName,
   inboxSubject,
+  type Logger,
   TroupeError,
 } from '@troupe/proto';
 import { type Msg, type Subscription } from '@nats-io/transport-node';
@@ -16,9 +20,8 @@ import {
 } from '../actor-definition';
 import { type ActorContext, type InboxMessage, type MessageInfo } from '../actor-context';
 import { type Directory } from '../directory';
-import { type Logger } from '../logger';
 import { type RefFactory } from '../ref-factory';
-import { isFenced, isStoreUnavailable, type StateStore, type StoredState } from '../state-store';
+import { type StateStore, type StoredState } from '../state-store';
 import { ActivationEntry } from './activation-entry';
 import { handleCoreBatch, MAX_CORE_BATCH } from './core-batch';
 import {
@@ -231,7 +234,8 @@ export class Activation implements TurnRunner {
     try {
       await this.entry.mark(undefined, 'SLEEPING', reason);
     } catch (err) {
-      if (!isFenced(err)) this.log.warn({ err }, 'could not release directory entry');
+      if (!hasReason(err, ErrorReason.FENCED))
+        this.log.warn({ err }, 'could not release directory entry');
     }
     this.end(reason);
     if (reason === 'idle' || reason === 'deactivated') await this.rewakeIfPending();
@@ -379,7 +383,7 @@ export class Activation implements TurnRunner {
         await handleCoreBatch(this, this.queue.splice(0, MAX_CORE_BATCH));
       }
     } catch (err) {
-      if (isFenced(err)) {
+      if (hasReason(err, ErrorReason.FENCED)) {
         this.log.warn({ err }, 'fenced by a newer activation');
         this.fence();
         return;
@@ -390,7 +394,7 @@ export class Activation implements TurnRunner {
       const pauseMs = Math.min(PUMP_RETRY_MAX_MS, 250 * 2 ** Math.min(this.pumpFailures - 1, 5));
       this.log.error({ err, failures: this.pumpFailures, pauseMs }, 'mailbox pump failed');
       this.inbox.retry();
-      await new Promise((r) => setTimeout(r, pauseMs).unref());
+      await delay(pauseMs, undefined, { unref: true });
     }
   }
 
@@ -427,7 +431,8 @@ export class Activation implements TurnRunner {
       const result = await onInvalid(this.contextFor(turn), invalid, this.cell.state);
       return result?.state !== undefined ? this.cell.validated(result.state) : this.cell.state;
     } catch (err) {
-      if (isFenced(err) || isStoreUnavailable(err)) throw err;
+      if (hasReason(err, ErrorReason.FENCED) || hasReason(err, ErrorReason.STORE_UNAVAILABLE))
+        throw err;
       this.log.warn({ err, type: invalid.type }, 'onInvalid failed');
       return this.cell.state;
     } finally {

@@ -1,8 +1,11 @@
 import {
   type ActorAddress,
   encodeErrorHeaders,
+  ErrorReason,
   formatAddress,
+  hasReason,
   hostSubject,
+  type Logger,
   parseWith,
   toTroupeError,
   TroupeError,
@@ -15,9 +18,8 @@ import { type AnyActorDefinition } from '../actor-definition';
 import { watchConnectionStatus } from '../connection-status';
 import { type Directory } from '../directory';
 import { type HostInfo } from '../host-protocol';
-import { type Logger } from '../logger';
 import { type RefFactory } from '../ref-factory';
-import { isFenced, type StateStore } from '../state-store';
+import { type StateStore } from '../state-store';
 import { Activation, type ActivationHost } from './activation';
 import { type RegistrarHost } from './host-registrar';
 import { encodeJson } from './json-codec';
@@ -252,7 +254,7 @@ export class ActorHost implements ActivationHost, RegistrarHost {
       } catch (err) {
         activation.fence();
         if (this.live.get(key) === activation) this.live.delete(key);
-        if (isFenced(err)) throw err;
+        if (hasReason(err, ErrorReason.FENCED)) throw err;
         throw toTroupeError(err);
       } finally {
         this.starting.delete(key);

@@ -1,6 +1,12 @@
-import { type ActorAddress, parseAddress, toTroupeError, TroupeError } from '@troupe/proto';
+import {
+  type ActorAddress,
+  ErrorReason,
+  hasReason,
+  parseAddress,
+  toTroupeError,
+  TroupeError,
+} from '@troupe/proto';
 import { type MessageInfo } from '../actor-context';
-import { isFenced } from '../state-store';
 import { type CoreItem, replyAllMoved, type Respondable, replyError } from './core-item';
 import { encodeJson } from './json-codec';
 import { Turn, type TurnRunner } from './turn';
@@ -51,7 +57,7 @@ export async function handleCoreBatch(runner: TurnRunner, items: CoreItem[]): Pr
       }
       if (item.via === 'ask') replies.push({ msg: item.msg, ok: encodeJson(result?.reply) });
     } catch (err) {
-      if (isFenced(err)) {
+      if (hasReason(err, ErrorReason.FENCED)) {
         replyAllMoved(items, runner.key, log);
         throw err;
       }
@@ -75,7 +81,7 @@ export async function handleCoreBatch(runner: TurnRunner, items: CoreItem[]): Pr
     try {
       await cell.commit(checked, cell.cursor);
     } catch (err) {
-      if (isFenced(err)) {
+      if (hasReason(err, ErrorReason.FENCED)) {
         replyAllMoved(items, runner.key, log);
         throw err;
       }

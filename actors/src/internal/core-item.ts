@@ -1,11 +1,10 @@
-import { encodeErrorHeaders, TroupeError } from '@troupe/proto';
+import { encodeErrorHeaders, type Logger, TroupeError } from '@troupe/proto';
 import {
   headers as natsHeaders,
   type Msg,
   type MsgHdrs,
   type NatsConnection,
 } from '@nats-io/transport-node';
-import { type Logger } from '../logger';
 import { decodeJson } from './json-codec';
 import { ANSWER_HEADER, type CoreEnvelope, type ForwardedAsk, parseCoreEnvelope } from './protocol';
 

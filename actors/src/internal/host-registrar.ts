@@ -1,6 +1,5 @@
-import { coordSubject, decodeErrorHeaders } from '@troupe/proto';
+import { coordSubject, decodeErrorHeaders, type Logger } from '@troupe/proto';
 import { type NatsConnection } from '@nats-io/transport-node';
-import { type Logger } from '../logger';
 import { type HostInfo, HeartbeatReplySchema, RegisterReplySchema } from '../host-protocol';
 import { decodeJson, encodeJson } from './json-codec';
 

@@ -1,4 +1,4 @@
-import { Header, parseAddress } from '@troupe/proto';
+import { delay, Header, parseAddress } from '@troupe/proto';
 import { type StoredMsg } from '@nats-io/jetstream';
 import { type MessageInfo } from '../actor-context';
 
@@ -120,7 +120,7 @@ export class InboxReader {
     // A hint that arrived while we looked (or since the prefetch) means: look again.
     if (this.generation !== seen) return null;
     if (this.hintedSeq > this.applied.cursor && this.laggingReads < MAX_LAGGING_READS) {
-      await new Promise((r) => setTimeout(r, 10 * 2 ** this.laggingReads++).unref());
+      await delay(10 * 2 ** this.laggingReads++, undefined, { unref: true });
       return null;
     }
     this.laggingReads = 0;

@@ -1,13 +1,17 @@
+import { someCause } from '@troupe/proto';
+
 /** Walks an error's cause chain looking for a NATS error by name. */
 function hasName(err: unknown, names: readonly string[]): boolean {
-  for (let e: unknown = err, depth = 0; e instanceof Error && depth < 8; e = e.cause, depth++) {
+  return someCause(err, (e) => {
+    if (!(e instanceof Error)) return false;
     if (names.includes(e.name)) return true;
     const probe = e as unknown as { isNoResponders?: () => boolean };
-    if (names.includes('NoResponders') && typeof probe.isNoResponders === 'function') {
-      if (probe.isNoResponders()) return true;
-    }
-  }
-  return false;
+    return (
+      names.includes('NoResponders') &&
+      typeof probe.isNoResponders === 'function' &&
+      probe.isNoResponders()
+    );
+  });
 }
 
 /** True when a NATS request found no subscriber on the subject. */
@@ -39,9 +43,11 @@ const TRANSIENT_NAMES = [
  */
 export function isTransientNatsError(err: unknown): boolean {
   if (hasName(err, TRANSIENT_NAMES)) return true;
-  for (let e: unknown = err, depth = 0; e instanceof Error && depth < 8; e = e.cause, depth++) {
-    const status = (e as { status?: unknown }).status;
-    if (e.name === 'JetStreamApiError' && status === 503) return true;
-  }
-  return false;
+  return someCause(
+    err,
+    (e) =>
+      e instanceof Error &&
+      e.name === 'JetStreamApiError' &&
+      (e as { status?: unknown }).status === 503,
+  );
 }

@@ -1,7 +1,6 @@
-import { toTroupeError, type TroupeError } from '@troupe/proto';
+import { delay, ErrorReason, hasReason, toTroupeError, type TroupeError } from '@troupe/proto';
 import { type JetStreamClient, type StoredMsg } from '@nats-io/jetstream';
 import { type InboxMessage } from '../actor-context';
-import { isFenced, isStoreUnavailable } from '../state-store';
 import { deadLetter } from './dead-letter';
 import { inboxInfo, type InboxReader } from './inbox-reader';
 import { decodeJson } from './json-codec';
@@ -54,7 +53,8 @@ export class PostedMessages {
       // The runtime's own store (the commit, or a checkpoint inside the turn) was unreachable:
       // infrastructure trouble, not the message's fault. The pump retries the message after a
       // pause without counting an attempt, so a JetStream leader election dead-letters nothing.
-      if (isFenced(err) || isStoreUnavailable(err)) throw err;
+      if (hasReason(err, ErrorReason.FENCED) || hasReason(err, ErrorReason.STORE_UNAVAILABLE))
+        throw err;
       const attempts = (this.failures?.get(stored.seq) ?? 0) + 1;
       (this.failures ??= new Map()).set(stored.seq, attempts);
       const error = toTroupeError(err);
@@ -68,7 +68,7 @@ export class PostedMessages {
         await cell.commit(cell.state, stored.seq);
       } else {
         // Back off before the retry; the message stays first in line (turn order is kept).
-        await new Promise((r) => setTimeout(r, Math.min(2_000, 50 * 4 ** (attempts - 1))).unref());
+        await delay(Math.min(2_000, 50 * 4 ** (attempts - 1)), undefined, { unref: true });
       }
     }
   }

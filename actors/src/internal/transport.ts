@@ -3,12 +3,12 @@ import {
   coordSubject,
   decodeErrorHeaders,
   Header,
-  TroupeError,
+  type Logger,
   timeoutError,
+  TroupeError,
 } from '@troupe/proto';
 import { headers as natsHeaders, type Msg, type NatsConnection } from '@nats-io/transport-node';
 import { type JetStreamClient } from '@nats-io/jetstream';
-import { type Logger } from '../logger';
 import { decodeJson, encodeJson } from './json-codec';
 import { isNatsTimeout } from './nats-errors';
 import { NO_RESPONDERS, Requester } from './requester';

@@ -1,6 +1,5 @@
-import { type ActorAddress, TroupeError } from '@troupe/proto';
+import { type ActorAddress, type Logger, TroupeError } from '@troupe/proto';
 import { type ActorContext, type InboxMessage, type MessageInfo } from '../actor-context';
-import { type Logger } from '../logger';
 import { type RefFactory } from '../ref-factory';
 import { type HandlerResult, type InvalidMessage } from '../actor-definition';
 import { type StateCell } from './state-cell';

@@ -3,7 +3,7 @@ import { jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
 import { startNatsServer, type NatsServerHandle, waitFor } from '@troupe/testkit';
 import { ensureStream } from '../../src/ensure-stream';
 import { LazyStream } from '../../src/lazy-stream';
-import { type Logger } from '../../src/logger';
+import { type Logger } from '@troupe/actors';
 
 let server: NatsServerHandle;
 let nc: NatsConnection;

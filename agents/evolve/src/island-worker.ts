@@ -1,4 +1,4 @@
-import { errorCode, isTroupeError } from '@troupe/proto';
+import { errorCode, isTroupeError, LEASE_SUBJECT_PATTERN, LEASE_SUBJECT_RULE } from '@troupe/proto';
 import { z } from 'zod';
 import { nextDebugStep } from './debug-chain';
 import { type Evaluate } from './evaluation-request';
@@ -70,7 +70,7 @@ export const IslandStepSchema = z
      */
     lease: z
       .object({
-        subject: z.string().regex(/^_INBOX\.[A-Za-z0-9_-]{1,64}$/, 'must be _INBOX.<token>'),
+        subject: z.string().regex(LEASE_SUBJECT_PATTERN, LEASE_SUBJECT_RULE),
         stepId: z.string().regex(/^[A-Za-z0-9_-]{1,128}$/, 'must be [A-Za-z0-9_-]{1,128}'),
       })
       .strict()

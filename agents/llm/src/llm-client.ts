@@ -2,14 +2,13 @@ import { randomUUID } from 'node:crypto';
 import OpenAI from 'openai';
 import type { ChatCompletionCreateParamsNonStreaming } from 'openai/resources/chat/completions';
 import { type Logger, noopLogger } from '@troupe/actors';
-import { ErrorCode, fromAbortSignal, toTroupeError, TroupeError } from '@troupe/proto';
+import { delay, ErrorCode, fromAbortSignal, toTroupeError, TroupeError } from '@troupe/proto';
 import type { BudgetAmount, BudgetHook, BudgetReservation } from './budget-hook';
 import type { CallRecorder, LlmCallRecord } from './call-recorder';
 import type { ChatDelta, ChatOptions } from './chat-options';
 import type { ChatResult, LlmUsage } from './chat-result';
 import { computeCostUsd } from './compute-cost-usd';
 import { estimatePromptTokens, estimateTextTokens, type TokenEstimator } from './estimate-tokens';
-import { abortableSleep } from './internal/abortable-sleep';
 import { callDeadline, type CallDeadline } from './internal/call-deadline';
 import { type AttemptFailure, classifyFailure } from './internal/classify-failure';
 import type { ParsedCompletion } from './internal/parse-completion';
@@ -297,7 +296,7 @@ export class LlmClient {
         },
         'llm attempt failed, retrying',
       );
-      await abortableSleep(delayMs, deadline.signal);
+      await delay(delayMs, deadline.signal);
     }
   }
 
@@ -483,7 +482,7 @@ export class LlmClient {
         );
       }
       state.log.debug({ waitMs }, 'llm rate limited, waiting');
-      await abortableSleep(waitMs, signal);
+      await delay(waitMs, signal);
     }
   }
 

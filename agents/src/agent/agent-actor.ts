@@ -1,12 +1,5 @@
-import {
-  type ActorContext,
-  defineActor,
-  isFenced,
-  isStoreUnavailable,
-  type Logger,
-  noopLogger,
-} from '@troupe/actors';
-import { ErrorCode, invalidArgument, toTroupeError } from '@troupe/proto';
+import { type ActorContext, defineActor, type Logger, noopLogger } from '@troupe/actors';
+import { ErrorCode, ErrorReason, hasReason, invalidArgument, toTroupeError } from '@troupe/proto';
 import type { BudgetHook, LlmClient } from '@troupe/llm';
 import { ActorSandboxPort } from './actor-sandbox-port';
 import { AGENT_KIND, AgentMessages, type RunMessage } from './agent-messages';
@@ -110,7 +103,12 @@ export function createAgentActor(options: AgentActorOptions) {
     } catch (err) {
       // A store out of reach (its state, its trajectory) is infrastructure trouble: the runtime
       // retries the turn without counting an attempt, and so does this count.
-      if (ctx.signal.aborted || isFenced(err) || isStoreUnavailable(err)) throw err;
+      if (
+        ctx.signal.aborted ||
+        hasReason(err, ErrorReason.FENCED) ||
+        hasReason(err, ErrorReason.STORE_UNAVAILABLE)
+      )
+        throw err;
       const e = toTroupeError(err);
       const attempts = (failures.get(key) ?? 0) + 1;
       failures.delete(key);
@@ -130,7 +128,8 @@ export function createAgentActor(options: AgentActorOptions) {
           if (!(await ending.endAfterFailure(why, runMsg))) throw err;
           return { state: ending.s };
         } catch (endErr) {
-          if (ctx.signal.aborted || isFenced(endErr) || endErr === err) throw endErr;
+          if (ctx.signal.aborted || hasReason(endErr, ErrorReason.FENCED) || endErr === err)
+            throw endErr;
           deps.log.warn({ err: endErr, session: ctx.self.id }, 'could not record the run end');
         }
       }

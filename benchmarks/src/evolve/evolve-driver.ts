@@ -17,7 +17,12 @@ import {
 } from '@troupe/evolve';
 import type { BudgetHook, LlmClient, ModelRegistry } from '@troupe/llm';
 import { type JobDriver, type JobSpec, type TaskContext } from '@troupe/coordinator';
-import { invalidArgument, parseWith, TroupeError } from '@troupe/proto';
+import {
+  invalidArgument,
+  leaseSubject as leaseSubjectFor,
+  parseWith,
+  TroupeError,
+} from '@troupe/proto';
 import { createEvolveIslandActor, type EvolveBudgetContext } from './evolve-island-actor';
 import {
   DEFAULT_EVALUATOR_SLOTS,
@@ -377,7 +382,7 @@ export function createEvolveDriver(
           "the evolve driver needs the task host's NATS connection to lease evaluators",
         );
       }
-      const leaseSubject = `_INBOX.${randomBytes(12).toString('hex')}`;
+      const leaseSubject = leaseSubjectFor(randomBytes(12).toString('hex'));
       const leases = serveEvaluatorLeases(ctx.nats.connection, leaseSubject, pool, ctx.log);
       const runner = new SearchRunner(
         { taskId: searchId, options: searchConfig, seeds: input.seeds },

@@ -1,7 +1,6 @@
 import { createHash } from 'node:crypto';
 import { type Directory, type Logger, type RefFactory } from '@troupe/actors';
-import { type ActorAddress } from '@troupe/proto';
-import { parseWith, TroupeError } from '@troupe/proto';
+import { type ActorAddress, parseWith, TroupeError } from '@troupe/proto';
 import { type NatsConnection } from '@nats-io/transport-node';
 import { type DriverRegistry } from './driver-registry';
 import { type PlannedTask } from './job-driver';

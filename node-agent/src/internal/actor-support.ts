@@ -3,9 +3,9 @@ import {
   ErrorCode,
   formatAddress,
   isTroupeError,
+  type Logger,
   TroupeError,
 } from '@troupe/proto';
-import { type Logger } from '../logger';
 
 /** Passivates one activation of `addr` if it still runs at `epoch`. */
 export type PassivateFn = (addr: ActorAddress, epoch: number) => Promise<void>;

@@ -1,6 +1,6 @@
 import type { Duplex } from 'node:stream';
 import type Docker from 'dockerode';
-import { delay } from './abort';
+import { delay } from '@troupe/proto';
 import { dockerError } from './docker-errors';
 import { OutputCapture } from './output-capture';
 

@@ -5,12 +5,14 @@ import {
   fromAbortSignal,
   invalidArgument,
   parseWith,
+  raceSignal,
+  throwIfAborted,
   timeoutError,
   TroupeError,
 } from '@troupe/proto';
 import type Docker from 'dockerode';
 import { TroupeLabel } from '../labels';
-import type { Logger } from '../logger';
+import type { Logger } from '@troupe/proto';
 import type {
   BackgroundExecOptions,
   BackgroundTaskStatus,
@@ -26,7 +28,7 @@ import type {
   WaitOptions,
 } from '../sandbox';
 import { userIds, type SandboxSpec } from '../sandbox-spec';
-import { raceSignal, throwIfAborted, within } from './abort';
+import { within } from './abort';
 import { dockerError, dockerStatus, ignoreNotFound } from './docker-errors';
 import { startExec } from './docker-exec';
 import { BackgroundExecOptionsSchema, ExecOptionsSchema, envEntries } from './exec-options';

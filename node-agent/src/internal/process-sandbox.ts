@@ -3,8 +3,16 @@ import { cp, mkdir, readFile, rm, stat } from 'node:fs/promises';
 import { constants as osConstants } from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
-import { ErrorCode, fromAbortSignal, invalidArgument, parseWith, TroupeError } from '@troupe/proto';
-import type { Logger } from '../logger';
+import {
+  ErrorCode,
+  fromAbortSignal,
+  invalidArgument,
+  parseWith,
+  raceSignal,
+  throwIfAborted,
+  TroupeError,
+} from '@troupe/proto';
+import type { Logger } from '@troupe/proto';
 import type {
   BackgroundExecOptions,
   BackgroundTaskStatus,
@@ -20,7 +28,7 @@ import type {
   WaitOptions,
 } from '../sandbox';
 import type { SandboxSpec } from '../sandbox-spec';
-import { raceSignal, throwIfAborted, within } from './abort';
+import { within } from './abort';
 import { BackgroundExecOptionsSchema, ExecOptionsSchema, envEntries } from './exec-options';
 import { randomId } from './ids';
 import { KILL_TREE_SCRIPT, TASK_ENV_KEY } from './kill-tree-script';

@@ -1,6 +1,6 @@
-import { ErrorCode, timeoutError, TroupeError } from '@troupe/proto';
+import { ErrorCode, raceSignal, timeoutError, TroupeError } from '@troupe/proto';
 import type { BackgroundTaskState, BackgroundTaskStatus, WaitOptions } from '../sandbox';
-import { anySignal, raceSignal } from './abort';
+import { anySignal } from './abort';
 import type { OutputCapture } from './output-capture';
 
 /** A started process (docker exec or child process) as the task table sees it. */

@@ -6,6 +6,7 @@ import {
   fromAbortSignal,
   fromZodError,
   hasErrorCode,
+  hasReason,
   invalidArgument,
   isBudgetExhausted,
   isBusy,
@@ -18,6 +19,7 @@ import {
   isTroupeError,
   isUnavailable,
   parseWith,
+  someCause,
   timeoutError,
   toTroupeError,
   TroupeError,
@@ -220,6 +222,50 @@ describe('identification by code along the cause chain', () => {
     expect(isBusy(new TroupeError('BUSY', 'x'))).toBe(true);
     expect(isCancelled(cancelledError('user'))).toBe(true);
     expect(isNotFound(new TroupeError('ALREADY_EXISTS', 'x'))).toBe(false);
+  });
+});
+
+describe('reasons along the cause chain', () => {
+  it('finds a reason on the error or any cause, and keeps it in toJSON', () => {
+    const fenced = new TroupeError('UNAVAILABLE', 'x', { reason: 'FENCED', retryable: false });
+    expect(fenced.reason).toBe('FENCED');
+    expect(fenced.toJSON()).toEqual({
+      code: 'UNAVAILABLE',
+      message: 'x',
+      retryable: false,
+      reason: 'FENCED',
+    });
+    const wrapped = new Error('outer', {
+      cause: new TroupeError('INTERNAL', 'mid', { cause: fenced }),
+    });
+    expect(hasReason(wrapped, 'FENCED')).toBe(true);
+    expect(hasReason(wrapped, 'STORE_UNAVAILABLE')).toBe(false);
+    expect(toTroupeError(new Error('plain', { cause: fenced })).reason).toBe('FENCED');
+    expect(hasReason(new TroupeError('UNAVAILABLE', 'x'), 'FENCED')).toBe(false);
+    expect(hasReason(undefined, 'FENCED')).toBe(false);
+  });
+
+  it('ignores an unknown reason and reads the details flags of older versions', () => {
+    const unknown = new TroupeError('UNAVAILABLE', 'x', { reason: 'NEW' as never });
+    expect('reason' in unknown).toBe(false);
+    const old = {
+      name: 'TroupeError',
+      code: 'UNAVAILABLE',
+      message: 'x',
+      details: { fenced: true },
+    };
+    expect(hasReason(old, 'FENCED')).toBe(true);
+    const store = new TroupeError('UNAVAILABLE', 'x', { details: { storeUnavailable: true } });
+    expect(hasReason(new Error('w', { cause: store }), 'STORE_UNAVAILABLE')).toBe(true);
+  });
+
+  it('someCause tests every link, stopping at cycles', () => {
+    const a = new Error('a');
+    const b = Object.assign(new Error('b'), { name: 'NoResponders' });
+    a.cause = b;
+    b.cause = a;
+    expect(someCause(a, (e) => e instanceof Error && e.name === 'NoResponders')).toBe(true);
+    expect(someCause(a, (e) => e instanceof Error && e.name === 'Other')).toBe(false);
   });
 });
 

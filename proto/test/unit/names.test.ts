@@ -39,6 +39,8 @@ import {
   validateClusterName,
   validateHostId,
   validateJobId,
+  LEASE_SUBJECT_PATTERN,
+  leaseSubject,
 } from '@troupe/proto';
 
 const addr: ActorAddress = { kind: 'counter', id: 'c1' };
@@ -316,5 +318,15 @@ describe('parsing subjects', () => {
     expect(parseEventsSubject('dev', 'troupe.dev.events.job.1')).toBeUndefined();
     expect(parseEventsSubject('dev', 'troupe.dev.events.')).toBeUndefined();
     expect(parseEventsSubject('prod', eventsSubject('dev', 'job-1'))).toBeUndefined();
+  });
+});
+
+describe('lease subjects', () => {
+  it('builds _INBOX.<token> and refuses a bad token naming the field', () => {
+    expect(leaseSubject('a1b2')).toBe('_INBOX.a1b2');
+    expect(LEASE_SUBJECT_PATTERN.test(leaseSubject('x'.repeat(64)))).toBe(true);
+    expect(() => leaseSubject('')).toThrow(/`token`: must match/);
+    expect(() => leaseSubject('a.b')).toThrow(/`token`: must match/);
+    expect(() => leaseSubject('x'.repeat(65))).toThrow(/`token`/);
   });
 });

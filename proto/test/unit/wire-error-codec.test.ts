@@ -4,7 +4,9 @@ import {
   decodeErrorHeaders,
   encodeErrorHeaders,
   ErrorCode,
+  ErrorReason,
   fromGrpcError,
+  hasReason,
   GrpcErrorMetadataKey,
   grpcStatusFor,
   Header,
@@ -29,6 +31,7 @@ describe('Header', () => {
     expect(Header.ERROR_MESSAGE).toBe('Troupe-Error-Message');
     expect(Header.ERROR_RETRYABLE).toBe('Troupe-Error-Retryable');
     expect(Header.ERROR_DETAILS).toBe('Troupe-Error-Details');
+    expect(Header.ERROR_REASON).toBe('Troupe-Error-Reason');
     expect(Header.MSG_TYPE).toBe('Troupe-Msg-Type');
     expect(Header.SENDER).toBe('Troupe-Sender');
     expect(Header.DEADLINE).toBe('Troupe-Deadline');
@@ -103,6 +106,38 @@ describe('NATS headers', () => {
       expect(got.retryable).toBe(false);
       expect(got.message).toBe(message);
     }
+  });
+
+  it.each(Object.values(ErrorReason))('carries the %s reason in its header', (reason) => {
+    const sent = new TroupeError('UNAVAILABLE', 'x', { reason, cause: new Error('inner') });
+    const h = encodeErrorHeaders(new Error('outer', { cause: sent }));
+    expect(h.get(Header.ERROR_REASON)).toBe(reason);
+    const got = decodeErrorHeaders(overTheWire(h))!;
+    expect(got.reason).toBe(reason);
+    expect(hasReason(got, reason)).toBe(true);
+  });
+
+  it('sends no reason header for an error without one, and replaces an earlier one', () => {
+    const h = encodeErrorHeaders(new TroupeError('UNAVAILABLE', 'x', { reason: 'FENCED' }));
+    encodeErrorHeaders(new TroupeError('UNAVAILABLE', 'y'), h);
+    expect(h.has(Header.ERROR_REASON)).toBe(false);
+    expect(decodeErrorHeaders(overTheWire(h))!.reason).toBeUndefined();
+  });
+
+  it('decodes headers of a peer that predates reasons, and drops an unknown reason', () => {
+    const old = headers();
+    old.set(Header.ERROR_CODE, 'UNAVAILABLE');
+    old.set(Header.ERROR_DETAILS, '{"fenced":true}');
+    const got = decodeErrorHeaders(old)!;
+    expect(got.code).toBe('UNAVAILABLE');
+    expect(got.reason).toBeUndefined();
+    expect(hasReason(got, 'FENCED')).toBe(true);
+    const newer = headers();
+    newer.set(Header.ERROR_CODE, 'UNAVAILABLE');
+    newer.set(Header.ERROR_REASON, 'SOMETHING_NEW');
+    const unknown = decodeErrorHeaders(newer)!;
+    expect(unknown.reason).toBeUndefined();
+    expect(unknown.code).toBe('UNAVAILABLE');
   });
 
   it('maps abort and timeout reasons', () => {
@@ -249,6 +284,7 @@ describe('gRPC status', () => {
     const e = toGrpcServiceError(
       new TroupeError('INTERNAL', TRICKY_MESSAGE, {
         details: { m: TRICKY_MESSAGE },
+        reason: 'FENCED',
         cause: new Error('password=hunter2'),
       }),
     );
@@ -310,6 +346,15 @@ describe('gRPC status', () => {
     expect(noMetadata.code).toBe('TIMEOUT');
     expect(noMetadata.retryable).toBe(true);
     expect(noMetadata.message).toBe('gRPC status DEADLINE_EXCEEDED');
+  });
+
+  it.each(Object.values(ErrorReason))('carries the %s reason in trailing metadata', (reason) => {
+    const e = toGrpcServiceError(new TroupeError('UNAVAILABLE', 'x', { reason }));
+    expect(e.metadata.get(GrpcErrorMetadataKey.REASON)).toEqual([reason]);
+    expect(fromGrpcError(asClientError(e)).reason).toBe(reason);
+    const none = toGrpcServiceError(new TroupeError('UNAVAILABLE', 'x'));
+    expect(none.metadata.get(GrpcErrorMetadataKey.REASON)).toEqual([]);
+    expect(fromGrpcError(asClientError(none)).reason).toBeUndefined();
   });
 
   it('tolerates an unknown code and bad details in the metadata', () => {

@@ -1,6 +1,7 @@
 /**
  * The logging contract every Troupe library accepts: a subset of pino's API, so an app passes
  * `pino()` (or a child of it) and tests pass nothing. Libraries never import pino or use console.
+ * Declared once here; `@troupe/actors` and `@troupe/node-agent` re-export it.
  */
 export interface Logger {
   debug(obj: object, msg?: string): void;
