@@ -1,6 +1,6 @@
 import { type UntypedActorRef } from '@troupe/actors';
 import { type JobDriver, type JobSpec, type TaskContext } from '@troupe/coordinator';
-import { errorCode, invalidArgument, parseWith, TroupeError } from '@troupe/proto';
+import { delay, errorCode, invalidArgument, parseWith, TroupeError } from '@troupe/proto';
 import {
   type DesktopAgent,
   type DesktopAgentResult,
@@ -237,7 +237,7 @@ export function createDesktopTasksDriver(
       let value = await readState(env, getter, signal);
       let s = score(metric, value, lastAction);
       while (s < 1 && Date.now() < until && metric.type !== 'infeasible') {
-        await new Promise((r) => setTimeout(r, 250));
+        await delay(250, signal);
         value = await readState(env, getter, signal);
         s = score(metric, value, lastAction);
       }
