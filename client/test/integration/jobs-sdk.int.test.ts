@@ -111,7 +111,7 @@ const MALFORMED: [string, string, 'yaml' | 'json'][] = [
   ['tasks: []', 'spec.kind: is required', 'yaml'],
   [
     'kind: nope\ntasks: []',
-    '`spec.kind`: unknown job kind (known: evolve, issue-resolution, shell-tasks)',
+    '`spec.kind`: unknown job kind (known: desktop-tasks, evolve, issue-resolution, shell-tasks)',
     'yaml',
   ],
   ['kind: shell-tasks', 'spec.tasks: is required', 'yaml'],

@@ -30,7 +30,7 @@ describe('sandbox actor on a node agent', () => {
     c = await TestCluster.start({ nats: server, cluster: fx.cluster, docker: true, actors: true });
     agent = await c.startNodeAgent({
       hostId: 'agent-1',
-      slots: { sandbox: 4, evaluator: 2 },
+      slots: { sandbox: 4, evaluator: 2, environment: 1 },
       labels: { zone: 'z1' },
     });
     artifacts = await ArtifactStore.open(c.actors.nc, { cluster: c.cluster });
@@ -42,8 +42,8 @@ describe('sandbox actor on a node agent', () => {
   test('registers its kinds, slots, backends and labels with the coordinator', () => {
     const host = c.coordinator.registry!.get('agent-1')!;
     expect(host.state).toBe('ALIVE');
-    expect(host.info.kinds.sort()).toEqual(['evaluator', 'sandbox']);
-    expect(host.info.slots).toEqual({ sandbox: 4, evaluator: 2 });
+    expect(host.info.kinds.sort()).toEqual(['environment', 'evaluator', 'sandbox']);
+    expect(host.info.slots).toEqual({ sandbox: 4, evaluator: 2, environment: 1 });
     expect(host.info.backends).toContain('docker');
     expect(host.info.labels).toEqual({ zone: 'z1' });
   });
