@@ -52,7 +52,6 @@ class Desktop:
         self.width = self.d.screen().width_in_pixels
         self.height = self.d.screen().height_in_pixels
         self.atoms = {}
-        self.protected = self._protected_pids()
 
     def atom(self, name):
         if name not in self.atoms:
@@ -60,7 +59,10 @@ class Desktop:
         return self.atoms[name]
 
     def _protected_pids(self):
-        """The session (Xvfb, window manager, init, this agent and its parents) survives restore."""
+        """The session (Xvfb, window manager, init, this agent and its parents) survives restore.
+        Looked up at every restore, not once at start: the agent may start before session.sh has
+        started the window manager, and a window manager killed by a restore leaves every later
+        window unmanaged (unlisted, so a task's `waitTitle` never matches)."""
         keep = {os.getpid(), 1}
         pid = os.getppid()
         while pid > 1:
@@ -258,7 +260,8 @@ class Desktop:
     # --- snapshots ---------------------------------------------------------------------------
     def kill_apps(self):
         """Ends every process outside the session, so no app writes its old state back."""
-        victims = [p for p in _pids() if p not in self.protected and _uid(p) == os.getuid()]
+        protected = self._protected_pids()
+        victims = [p for p in _pids() if p not in protected and _uid(p) == os.getuid()]
         for sig in (signal.SIGTERM, signal.SIGKILL):
             for p in victims:
                 try:

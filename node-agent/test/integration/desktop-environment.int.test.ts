@@ -118,6 +118,31 @@ describe('desktop environment (Docker, real Xvfb)', () => {
     expect((await env.runCommand('test -e notes.txt')).exitCode).not.toBe(0);
   });
 
+  test('a window manager started after the agent survives reset; later windows are listed', async () => {
+    // The agent can start before session.sh has started openbox; a restore that spared only
+    // the processes alive at the agent's start killed that window manager, and every later
+    // window went unlisted. Restarting openbox gives the session a window manager newer than
+    // the agent, as that race did.
+    await env.runCommand('pkill -x openbox');
+    await waitFor(async () => (await env.runCommand('pgrep -x openbox')).exitCode === 1, {
+      timeoutMs: 30_000,
+      message: 'openbox ended',
+    });
+    await env.runCommand('setsid openbox >/dev/null 2>&1 < /dev/null &');
+    await waitFor(async () => (await env.runCommand('pgrep -x openbox')).exitCode === 0, {
+      timeoutMs: 30_000,
+      message: 'openbox restarted',
+    });
+    await env.reset();
+    expect((await env.runCommand('pgrep -x openbox')).exitCode).toBe(0);
+    const win = await env.launch(['xterm', '-T', 'Terminal'], {
+      waitTitle: 'Terminal|troupe@',
+      timeoutMs: 60_000,
+    });
+    expect(win?.app).toBe('XTerm');
+    await env.reset();
+  });
+
   test('bad actions are refused with INVALID_ARGUMENT naming the field', async () => {
     const bad = async (action: unknown): Promise<unknown> =>
       env.act(action as never).then(
