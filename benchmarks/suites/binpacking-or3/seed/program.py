@@ -8,7 +8,8 @@ Tunable parameters (troupe:param markers: the built-in operators rewrite these v
 weights are in units of the bin capacity):
     LEFTOVER_POWER   exponent of the leftover term; alone it changes nothing (monotone)
     GAP_LIMIT        leftovers in (0, GAP_LIMIT) are hard to use later ...
-    GAP_PENALTY      ... and cost this much priority
+    GAP_PENALTY      ... and cost this much priority (0 by default: GAP_LIMIT starts inside its
+                     range so that a change of GAP_PENALTY alone already moves the priority)
     EXACT_BONUS      bonus for a perfect fit (leftover 0)
     FILL_WEIGHT      penalty on (room before) * (leftover after), favouring fuller bins
     NEW_BIN_PENALTY  priority removed from opening a new bin (negative: a bonus)
@@ -20,7 +21,7 @@ number of open bins opens a new one), "end" ends the instance, end of input ends
 import sys
 
 LEFTOVER_POWER = 1.0  # troupe:param float[0.5,2]
-GAP_LIMIT = 0.0  # troupe:param float[0,0.4]
+GAP_LIMIT = 0.2  # troupe:param float[0,0.4]
 GAP_PENALTY = 0.0  # troupe:param float[0,1]
 EXACT_BONUS = 0.0  # troupe:param float[0,1]
 FILL_WEIGHT = 0.0  # troupe:param float[0,2]
