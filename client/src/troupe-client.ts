@@ -308,8 +308,9 @@ export class TroupeClient {
     const maxReconnects = options.maxReconnects ?? 10;
     for (;;) {
       if (options.signal?.aborted) return;
+      const streamDeadline = Date.now() + this.watchStreamMs;
       const stream = this.jobs.WatchJob({ jobId, fromSequence: next }, this.metadata(), {
-        deadline: Date.now() + this.watchStreamMs,
+        deadline: streamDeadline,
       });
       try {
         for await (const e of abortable(stream, options.signal)) {
@@ -329,6 +330,10 @@ export class TroupeClient {
       } catch (err) {
         if (options.signal?.aborted) return;
         const e = err instanceof TroupeError ? err : toClientError(err, this.address);
+        // The stream's own deadline (watchStreamMs) only bounds how long one stream lives: a
+        // long job outlives it by design, so it is reopened at once, not reported as a failure.
+        if (e.code === 'TIMEOUT' && Date.now() >= streamDeadline && (options.reconnect ?? true))
+          continue;
         const resumable =
           (options.reconnect ?? true) && RESUMABLE.has(e.code) && failures < maxReconnects;
         if (!resumable) throw e;

@@ -89,6 +89,31 @@ test('submit, watch and read results of a shell-tasks job through the SDK', asyn
   expect(nodes.map((n) => n.hostId)).toContain(tc.nodeAgent.hostId);
 });
 
+test('a watch outliving its stream deadline reopens quietly, without gaps or duplicates', async () => {
+  // Each stream lives 300 ms; the job takes seconds, so the watch reopens several times. A
+  // stream's own deadline is not a failure: nothing is reported and no backoff is taken.
+  const client = tc.client({ watchStreamMs: 300 });
+  const job = await client.submitJob(`
+name: long-watch
+kind: shell-tasks
+concurrency: 1
+tasks:
+  - {id: a, command: 'sleep 1; echo a'}
+  - {id: b, command: 'sleep 1; echo b'}
+`);
+  const reconnects: string[] = [];
+  const events = await drain(
+    client.watch(job.jobId, {
+      signal: AbortSignal.timeout(90_000),
+      onReconnect: ({ error }) => reconnects.push(error.message),
+    }),
+  );
+  expect(reconnects).toEqual([]);
+  expect(events.map((e) => e.sequence)).toEqual(events.map((_, i) => i + 1));
+  expect(events.at(-1)?.type).toBe('JOB_FINISHED');
+  expect(events.filter((e) => e.type === 'TASK_STARTED')).toHaveLength(2);
+});
+
 test('unauthenticated and wrongly authenticated calls are refused; the right token works', async () => {
   const anonymous = tc.client({ token: '' });
   await expect(anonymous.listJobs()).rejects.toMatchObject({ code: 'UNAUTHENTICATED' });
