@@ -33,6 +33,8 @@ export interface ImageResolverOptions {
   signal?: AbortSignal;
   /** Logger. @default a logger that drops everything */
   logger?: Logger;
+  /** Receives the progress lines of image builds (`[images] <name>: ...`). */
+  onBuildProgress?: (line: string) => void;
 }
 
 /** `troupe-<name>` or `troupe-<name>:latest`: an image built from `deploy/images/<name>`. */
@@ -66,6 +68,7 @@ export class ImageResolver implements ImagePreparer {
     this.log.info({ image, recipe: name }, 'image missing: ensuring it from deploy/images');
     const ensured = this.options.images.ensure(name, {
       ...(this.options.signal ? { signal: this.options.signal } : {}),
+      ...(this.options.onBuildProgress ? { onProgress: this.options.onBuildProgress } : {}),
     });
     try {
       await raceSignal(ensured, options.signal);

@@ -47,6 +47,11 @@ export interface NodeAgentDeps {
   connection?: NatsConnection;
   /** Use this Docker client instead of one on `config.docker.socketPath`. */
   docker?: Docker;
+  /**
+   * Receives the progress lines (`[images] <name>: ...`) of the images this node agent builds on
+   * first use, which can take minutes on a fresh machine (the embedded cluster shows them).
+   */
+  onImageBuildProgress?: (line: string) => void;
 }
 
 const PingReplySchema = z.object({ incarnation: z.string() });
@@ -189,6 +194,7 @@ export class NodeAgent {
             }),
             signal: lifetime.signal,
             logger: log,
+            ...(deps.onImageBuildProgress ? { onBuildProgress: deps.onImageBuildProgress } : {}),
           })
         : undefined;
       for (const entry of config.warmPools) {

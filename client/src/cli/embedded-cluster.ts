@@ -33,6 +33,8 @@ export interface EmbeddedClusterOptions {
   advertise?: boolean;
   /** Log level of the cluster's log file (`<dataDir>/troupe.log`). @default 'info' */
   logLevel?: string;
+  /** Receives the node agent's image-build progress lines (`[images] <name>: ...`). */
+  onImageBuildProgress?: (line: string) => void;
   /**
    * A models file (the model registry, YAML or JSON): with it the cluster hosts agent sessions
    * and the drivers can use those models (LLM operators, model agents). @default no models
@@ -136,7 +138,12 @@ export class EmbeddedCluster {
           ...(options.sandboxSlots ? { slots: { sandbox: options.sandboxSlots } } : {}),
           ...(options.processBackend ? { backend: 'process', allowProcessBackend: true } : {}),
         },
-        { logger: log.child({ component: 'node-agent' }) },
+        {
+          logger: log.child({ component: 'node-agent' }),
+          ...(options.onImageBuildProgress
+            ? { onImageBuildProgress: options.onImageBuildProgress }
+            : {}),
+        },
       );
       const address = `${options.grpcHost ?? '127.0.0.1'}:${coordinator.grpcPort}`;
       const c = new EmbeddedCluster(

@@ -1,6 +1,6 @@
 import { copyFile, mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { DEFAULT_BUILD_SCRIPT, ImageManager } from '@troupe/node-agent';
+import { DEFAULT_BUILD_SCRIPT, ImageManager, ImageResolver } from '@troupe/node-agent';
 import { ensureDocker, makeTempDir, randomClusterName, type TempDir } from '@troupe/testkit';
 import type Docker from 'dockerode';
 
@@ -39,7 +39,8 @@ describe('ImageManager (Docker)', () => {
   });
 
   afterAll(async () => {
-    for (const img of await docker.listImages({ filters: { reference: [`troupe-${name}`] } })) {
+    const reference = [`troupe-${name}`, `troupe-${name}-r`];
+    for (const img of await docker.listImages({ filters: { reference } })) {
       await docker
         .getImage(img.Id)
         .remove({ force: true })
@@ -83,6 +84,23 @@ describe('ImageManager (Docker)', () => {
     await writeFile(path.join(temp.path, name, 'import.changes'), 'USER 1000:1000\n');
     const changed = await refusing.ensure(name).catch((err: { message: string }) => err.message);
     expect(changed).toContain('is not built');
+  });
+
+  test("the resolver builds a missing image on first use and reports the build's progress", async () => {
+    const other = `${name}-r`;
+    const script = await tinyRecipe(temp.path, other);
+    const progress: string[] = [];
+    const resolver = new ImageResolver({
+      docker,
+      images: new ImageManager({ docker, buildScript: script }),
+      onBuildProgress: (line) => progress.push(line),
+    });
+    await resolver.prepare(`troupe-${other}:latest`);
+    expect(progress.some((l) => l.startsWith(`[images] ${other}: populating`))).toBe(true);
+    expect(progress.some((l) => l.startsWith(`[images] ${other}: built troupe-${other}:`))).toBe(
+      true,
+    );
+    await expect(docker.getImage(`troupe-${other}:latest`).inspect()).resolves.toBeDefined();
   });
 
   test('refuses bad and unknown names', async () => {

@@ -2,6 +2,7 @@ import { println } from '../cli-io';
 import { type CommandContext } from '../command-context';
 import { dataDirOf, readDevState } from '../dev-state';
 import { EmbeddedCluster } from '../embedded-cluster';
+import { imageBuildProgressLine } from '../image-build-progress';
 import { CliError, ExitCode } from '../exit-codes';
 import { intOption } from './int-option';
 import { modelsOption } from './models-option';
@@ -46,6 +47,10 @@ export async function devCommand(ctx: CommandContext, opts: DevCommandOptions): 
     ...(opts.processBackend ? { processBackend: true } : {}),
     ...modelsOption(ctx, opts.models),
     ...(opts.logLevel ? { logLevel: opts.logLevel } : {}),
+    onImageBuildProgress: (line) => {
+      const shown = imageBuildProgressLine(line);
+      if (shown !== undefined) println(ctx.io.stderr, shown);
+    },
   });
   println(
     ctx.io.stdout,

@@ -5,6 +5,7 @@ import { println } from '../cli-io';
 import { type CommandContext } from '../command-context';
 import { dataDirOf } from '../dev-state';
 import { EmbeddedCluster } from '../embedded-cluster';
+import { imageBuildProgressLine } from '../image-build-progress';
 import { CliError, ExitCode } from '../exit-codes';
 import { renderHtmlReport } from '../html-report';
 import { downloadReportArtifacts } from '../report-artifacts';
@@ -54,6 +55,11 @@ export async function runCommand(
     ...(opts.processBackend ? { processBackend: true } : {}),
     ...modelsOption(ctx, opts.models),
     ...(opts.logLevel ? { logLevel: opts.logLevel } : {}),
+    // A fresh machine builds the job's images on first use, for minutes: say so.
+    onImageBuildProgress: (line) => {
+      const shown = imageBuildProgressLine(line);
+      if (shown !== undefined) println(ctx.io.stderr, shown);
+    },
   });
   const client = new TroupeClient({ address: cluster.address, token: cluster.token });
   try {
