@@ -6,14 +6,14 @@ import { createIssueResolutionDriver } from '../../src/issue-resolution';
 import { TestCluster } from '@troupe/test-cluster';
 
 // SWE-bench grading end to end (real nats-server, coordinator, node agent and Docker): instances
-// of the shipped npm-fixes suite in their task environment, a predictions file graded without an
+// of the shipped lib-fixes suite in their task environment, a predictions file graded without an
 // agent. One prediction resolves its instance; one fixes the FAIL_TO_PASS tests but regresses a
 // PASS_TO_PASS test (not resolved); one is empty (FAIL_TO_PASS still failing, PASS_TO_PASS
 // already passing: not resolved). Malformed instances are reported naming the field.
 
 jest.setTimeout(1_200_000);
 
-const SUITE = path.resolve(__dirname, '../../suites/npm-fixes');
+const SUITE = path.resolve(__dirname, '../../suites/lib-fixes');
 const RESOLVED = 'visionmedia__bytes.js-3.1.2';
 const REGRESSED = 'jshttp__range-parser-1.1.0';
 const EMPTY = 'jshttp__fresh-0.5.2';
