@@ -43,7 +43,9 @@ beforeAll(async () => {
   work = mkdtempSync(path.join(tmpdir(), 'swe-bench-'));
   const suite = path.join(work, 'suite');
   cpSync(SUITE, suite, { recursive: true });
-  const keep = instances().filter((i) => [RESOLVED, REGRESSED, EMPTY, PYTHON].includes(i.instance_id));
+  const keep = instances().filter((i) =>
+    [RESOLVED, REGRESSED, EMPTY, PYTHON].includes(i.instance_id),
+  );
   const missingTestPatch: Record<string, unknown> = {
     ...keep[0]!,
     instance_id: 'bad-no-test-patch',
