@@ -60,3 +60,15 @@ export { ensureStaged, readPayloadText, stageIssueTask } from './task-payload';
 export { packTree, scanTree, TreeEntryError, type TreeEntry, type TreeScan } from './task-tree';
 export { applyFilePatch, parsePatch, type FilePatch, type PatchHunk } from './unified-patch';
 export { WorkspaceSandbox, type WorkspaceExecResult } from './workspace-sandbox';
+export {
+  pruneSweBenchCache,
+  SWE_BENCH_CACHE_DIR,
+  SWE_BENCH_CACHE_MAX_AGE_MS,
+} from './swe-bench-cache';
+export {
+  initWorkspaceRepo,
+  takeWorkspacePatch,
+  WORKSPACE_BASE_MARKER,
+  WorkspaceRepoState,
+  type WorkspacePatch,
+} from './workspace-repo';

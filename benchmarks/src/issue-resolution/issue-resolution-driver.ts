@@ -41,6 +41,7 @@ import { ResultStore } from './result-store';
 import { ensureStaged, readPayloadText, stageIssueTask } from './task-payload';
 import { TreeEntryError } from './task-tree';
 import { WorkspaceSandbox } from './workspace-sandbox';
+import { initWorkspaceRepo, takeWorkspacePatch, type WorkspaceRepoState } from './workspace-repo';
 
 /** The message a `model` job gets until a model agent runner is registered. */
 export const MODEL_AGENT_UNAVAILABLE =
@@ -96,6 +97,8 @@ export interface IssueRun {
   sandboxMs: number;
   /** The artifact of the trajectory, when the agent produced one. */
   trajectoryArtifact?: string;
+  /** Whether the workspace was made a git repository at the base for the agent. */
+  workspaceRepo?: WorkspaceRepoState;
   /** Why the agent run failed, when it did (its partial work is still graded). */
   agentError?: string;
 }
@@ -384,6 +387,22 @@ export function createIssueResolutionDriver(
           { retryable: true },
         );
       }
+      const workspace = new WorkspaceSandbox(sb, task.workdir);
+      // The agent works in a git repository at the base, as in SWE-bench's testbeds: `git diff`
+      // shows its change, and the export takes that diff as the task's agent.patch.
+      let workspaceRepo: WorkspaceRepoState;
+      try {
+        workspaceRepo = await initWorkspaceRepo(workspace, {
+          timeoutMs: config.createTimeoutMs,
+          signal: ctx.signal,
+        });
+      } catch (err) {
+        if (ctx.signal.aborted) throw err;
+        throw new TroupeError('UNAVAILABLE', `task ${ctx.taskId}: ${(err as Error).message}`, {
+          retryable: true,
+          cause: err,
+        });
+      }
       const solutionPatch =
         payload.solutionPatch !== undefined && config.agent.kind === TaskAgentKind.GOLD
           ? await readPayloadText(payloads, payload.solutionPatch, ctx.signal)
@@ -409,7 +428,7 @@ export function createIssueResolutionDriver(
           task,
           ...(solutionPatch !== undefined ? { solutionPatch } : {}),
           ...(predictionPatch !== undefined ? { predictionPatch } : {}),
-          sandbox: new WorkspaceSandbox(sb, task.workdir),
+          sandbox: workspace,
           sandboxId: issueSandboxId(ctx.resourceId),
           refs: ctx.refs,
           ...(ctx.nats ? { nats: ctx.nats } : {}),
@@ -446,6 +465,7 @@ export function createIssueResolutionDriver(
         ...(result.model ? { model: result.model } : {}),
         agentMs,
         sandboxMs,
+        workspaceRepo,
         ...(agentError ? { agentError } : {}),
       };
       if (result.trajectory && result.trajectory.length > 0) {
@@ -479,6 +499,22 @@ export function createIssueResolutionDriver(
       const gradeStarted = Date.now();
       const { task, payload } = staged;
       const sb = sandbox(ctx, ctx.resourceId);
+      // The agent's change as a patch (SWE-bench's model_patch); the driver's .git goes with it,
+      // so the exported workspace holds the task's files only.
+      const taken = await takeWorkspacePatch(new WorkspaceSandbox(sb, task.workdir), {
+        timeoutMs: 120_000,
+        signal: ctx.signal,
+      });
+      const agentPatchArtifact =
+        taken.state === 'patch'
+          ? await ctx.artifacts.put('agent.patch', taken.patch, {
+              contentType: 'text/x-diff',
+              signal: ctx.signal,
+            })
+          : undefined;
+      if (taken.state === 'error') {
+        ctx.log.warn({ taskId: ctx.taskId, error: taken.error }, 'agent patch not taken');
+      }
       // The workspace as the agent left it (partial work too, after a timeout).
       const workspaceArtifact = await exportWorkspace(ctx, sb, task.workdir);
       // The grader is kept with the task's artifacts (the staged copy goes with the job).
@@ -565,6 +601,11 @@ export function createIssueResolutionDriver(
           : {}),
         steps: run?.steps ?? 0,
         finalText: run?.finalText ?? '',
+        ...(run?.workspaceRepo ? { workspaceRepo: run.workspaceRepo } : {}),
+        agentPatch:
+          taken.state === 'patch'
+            ? { state: taken.state, bytes: Buffer.byteLength(taken.patch) }
+            : taken,
         ...(run?.agentError ? { agentError: run.agentError } : {}),
         durationsMs: {
           sandbox: run?.sandboxMs ?? 0,
@@ -575,6 +616,7 @@ export function createIssueResolutionDriver(
         links: {
           workspace: workspaceArtifact,
           ...(run?.trajectoryArtifact ? { trajectory: run.trajectoryArtifact } : {}),
+          ...(agentPatchArtifact ? { agentPatch: agentPatchArtifact } : {}),
           graderStdout: first.logArtifacts.stdout,
           graderStderr: first.logArtifacts.stderr,
         },

@@ -1,16 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import {
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readFileSync,
-  renameSync,
-  rmSync,
-  statSync,
-  writeFileSync,
-} from 'node:fs';
-import os from 'node:os';
+import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { TASK_ID_PATTERN, TASK_ID_RULE } from '@troupe/coordinator';
 import { invalidArgument } from '@troupe/proto';
@@ -26,18 +16,12 @@ import { LOG_PARSER_NAMES } from './log-parsers';
 import { TaskEnvironmentSchema, WorkdirSchema } from './task-environment';
 import { scanTaskTrees } from './task-payload';
 import { parsePatch } from './unified-patch';
+import { cachedFolder, pruneSweBenchCache, SWE_BENCH_CACHE_DIR } from './swe-bench-cache';
 
 /** The instances file of a SWE-bench suite folder. */
 export const SWE_BENCH_INSTANCES = 'instances.jsonl';
 /** The settings file of a SWE-bench suite folder. */
 export const SWE_BENCH_SUITE_FILE = 'suite.yaml';
-
-/**
- * Where instances are materialised (checkouts at `base_commit`, generated graders): folders named
- * by the digest of what they hold, so a load, a later load and a resumed job's re-staging reuse
- * them, and they are never written twice.
- */
-export const SWE_BENCH_CACHE_DIR = path.join(os.tmpdir(), 'troupe-swe-bench');
 
 const logParser = z.enum(LOG_PARSER_NAMES as [string, ...string[]], {
   error: `must be one of ${LOG_PARSER_NAMES.join(', ')}`,
@@ -142,30 +126,10 @@ function digestOf(parts: readonly unknown[]): string {
   return createHash('sha256').update(JSON.stringify(parts)).digest('hex');
 }
 
-/**
- * The cache folder `<kind>-<key>`, made by `fill` (into a temporary folder, renamed into place,
- * so a folder that exists is complete) unless it exists.
- */
-function cachedFolder(kind: string, key: string, fill: (dir: string) => void): string {
-  const dir = path.join(SWE_BENCH_CACHE_DIR, `${kind}-${key}`);
-  if (existsSync(dir)) return dir;
-  mkdirSync(SWE_BENCH_CACHE_DIR, { recursive: true });
-  const tmp = mkdtempSync(path.join(SWE_BENCH_CACHE_DIR, `.${kind}-`));
-  try {
-    fill(tmp);
-    renameSync(tmp, dir);
-  } catch (err) {
-    rmSync(tmp, { recursive: true, force: true });
-    // Another load made the same folder first.
-    if (!existsSync(dir)) throw err;
-  }
-  return dir;
-}
-
 /** The generated grader of an instance, as a folder: run-tests.sh, test.patch, test-cmd.sh. */
-function graderFolder(testPatch: string, testCmd: string): string {
+function graderFolder(cacheDir: string, testPatch: string, testCmd: string): string {
   const script = sweBenchGraderScript();
-  return cachedFolder('grader', digestOf([script, testPatch, testCmd]), (dir) => {
+  return cachedFolder(cacheDir, 'grader', digestOf([script, testPatch, testCmd]), (dir) => {
     writeFileSync(path.join(dir, 'run-tests.sh'), script, { mode: 0o755 });
     writeFileSync(path.join(dir, 'test.patch'), testPatch, { mode: 0o644 });
     writeFileSync(path.join(dir, 'test-cmd.sh'), `${testCmd}\n`, { mode: 0o644 });
@@ -241,7 +205,7 @@ export function readPredictions(
  * folder as it is, or a checkout of the `<owner>__<name>` git repository (`git archive`, so
  * symlinks and modes are kept), cached.
  */
-function repoFolder(mirror: string, instance: SweBenchInstance): string {
+function repoFolder(cacheDir: string, mirror: string, instance: SweBenchInstance): string {
   const plain = path.join(mirror, instance.instance_id);
   if (existsSync(plain) && statSync(plain).isDirectory()) return plain;
   const gitDir = path.join(mirror, instance.repo.replace('/', '__'));
@@ -263,7 +227,7 @@ function repoFolder(mirror: string, instance: SweBenchInstance): string {
       `cannot check out ${instance.base_commit} of ${gitDir}: ${stderr || (err as Error).message}`,
     );
   }
-  return cachedFolder('repo', digestOf([path.resolve(gitDir), commit]), (dir) => {
+  return cachedFolder(cacheDir, 'repo', digestOf([path.resolve(gitDir), commit]), (dir) => {
     // Streamed from git to tar: a repository of any size checks out in bounded memory.
     execFileSync(
       'bash',
@@ -297,9 +261,17 @@ export function loadSweBenchSuite(
     predictions?: Map<string, { patch: string; model?: string }>;
     /** An instance whose files hold more is invalid, naming `config.maxTaskMb`. @default 256 */
     maxTaskMb?: number;
+    /** Where checkouts and graders are cached. @default SWE_BENCH_CACHE_DIR */
+    cacheDir?: string;
+    /**
+     * Cached folders unused for longer are removed when the suite loads.
+     * @default SWE_BENCH_CACHE_MAX_AGE_MS (7 days)
+     */
+    cacheMaxAgeMs?: number;
   } = {},
 ): { tasks: LoadedIssueTask[]; invalid: InvalidIssueTask[] } {
   const settings = readSuiteFile(suiteDir, field);
+  const cacheDir = options.cacheDir ?? SWE_BENCH_CACHE_DIR;
   const mirror = path.resolve(suiteDir, settings.mirror);
   const lines = readFileSync(path.join(suiteDir, SWE_BENCH_INSTANCES), 'utf8').split('\n');
   const tasks: LoadedIssueTask[] = [];
@@ -356,13 +328,13 @@ export function loadSweBenchSuite(
     }
     let repoDir: string;
     try {
-      repoDir = repoFolder(mirror, inst);
+      repoDir = repoFolder(cacheDir, mirror, inst);
     } catch (err) {
       return bad('repo', (err as Error).message);
     }
     const prediction = options.predictions?.get(inst.instance_id);
     const trees = scanTaskTrees(
-      { repo: repoDir, grader: graderFolder(inst.test_patch, testCmd) },
+      { repo: repoDir, grader: graderFolder(cacheDir, inst.test_patch, testCmd) },
       Buffer.byteLength(inst.patch) + Buffer.byteLength(prediction?.patch ?? ''),
       options.maxTaskMb,
     );
@@ -389,6 +361,10 @@ export function loadSweBenchSuite(
       tests,
       ...(prediction ? { prediction } : {}),
     });
+  });
+  // After the instances marked their folders used: what no load used for a week goes.
+  pruneSweBenchCache(cacheDir, {
+    ...(options.cacheMaxAgeMs !== undefined ? { maxAgeMs: options.cacheMaxAgeMs } : {}),
   });
   if (include) {
     for (const id of include) {

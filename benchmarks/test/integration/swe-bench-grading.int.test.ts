@@ -6,17 +6,21 @@ import { createIssueResolutionDriver } from '../../src/issue-resolution';
 import { TestCluster } from '@troupe/test-cluster';
 
 // SWE-bench grading end to end (real nats-server, coordinator, node agent and Docker): instances
-// of the shipped npm-fixes suite in their task environment, a predictions file graded without an
+// of the shipped lib-fixes suite in their task environment, a predictions file graded without an
 // agent. One prediction resolves its instance; one fixes the FAIL_TO_PASS tests but regresses a
 // PASS_TO_PASS test (not resolved); one is empty (FAIL_TO_PASS still failing, PASS_TO_PASS
-// already passing: not resolved). Malformed instances are reported naming the field.
+// already passing: not resolved); a Python instance (pytest, Debian's python3-pytest) resolves.
+// The sandbox's workspace is a git repository at the base: the agent's change comes back as its
+// `git diff` (agent.patch), and the exported workspace holds no .git. Malformed instances are
+// reported naming the field.
 
 jest.setTimeout(1_200_000);
 
-const SUITE = path.resolve(__dirname, '../../suites/npm-fixes');
+const SUITE = path.resolve(__dirname, '../../suites/lib-fixes');
 const RESOLVED = 'visionmedia__bytes.js-3.1.2';
 const REGRESSED = 'jshttp__range-parser-1.1.0';
 const EMPTY = 'jshttp__fresh-0.5.2';
+const PYTHON = 'more-itertools__more-itertools-9.1.0';
 
 let tc: TestCluster;
 let coordinator: Coordinator;
@@ -39,7 +43,9 @@ beforeAll(async () => {
   work = mkdtempSync(path.join(tmpdir(), 'swe-bench-'));
   const suite = path.join(work, 'suite');
   cpSync(SUITE, suite, { recursive: true });
-  const keep = instances().filter((i) => [RESOLVED, REGRESSED, EMPTY].includes(i.instance_id));
+  const keep = instances().filter((i) =>
+    [RESOLVED, REGRESSED, EMPTY, PYTHON].includes(i.instance_id),
+  );
   const missingTestPatch: Record<string, unknown> = {
     ...keep[0]!,
     instance_id: 'bad-no-test-patch',
@@ -62,6 +68,7 @@ beforeAll(async () => {
       { instance_id: RESOLVED, model_patch: gold.get(RESOLVED), model_name_or_path: 'oracle' },
       { instance_id: REGRESSED, model_patch: regressing, model_name_or_path: 'oracle' },
       { instance_id: EMPTY, model_patch: '', model_name_or_path: 'oracle' },
+      { instance_id: PYTHON, model_patch: gold.get(PYTHON), model_name_or_path: 'oracle' },
     ]
       .map((p) => JSON.stringify(p))
       .join('\n') + '\n',
@@ -72,6 +79,13 @@ beforeAll(async () => {
   });
   coordinator = tc.coordinator;
 });
+
+async function readArtifact(jobId: string, artifactPath: string): Promise<Buffer> {
+  const reader = await coordinator.jobs!.artifact(jobId, artifactPath);
+  const chunks: Uint8Array[] = [];
+  for await (const c of reader.chunks) chunks.push(c);
+  return Buffer.concat(chunks);
+}
 
 afterAll(async () => {
   await tc?.stop();
@@ -138,6 +152,31 @@ test('a predictions file is graded without an agent, from FAIL_TO_PASS and PASS_
     'fresh(reqHeaders, resHeaders) > when requested with If-None-Match > should be fresh when ETags match':
       'PASS_TO_PASS PASSED',
   });
+
+  expect(byId.get(PYTHON)?.status).toBe('TASK_PASSED');
+  expect(details(PYTHON)).toMatchObject({
+    resolved: true,
+    failToPass: { passed: 1, total: 1 },
+    passToPass: { passed: 3, total: 3 },
+  });
+  expect(table(PYTHON)).toMatchObject({
+    'tests/test_split_after.py::test_split_after_maxsplit_separator_last': 'FAIL_TO_PASS PASSED',
+  });
+
+  // The workspace was a git repository at the base: the agent's change is its git diff, the
+  // unchanged workspace an empty one; the exported workspace has no .git.
+  for (const id of [RESOLVED, REGRESSED, EMPTY, PYTHON]) {
+    expect([id, details(id)['workspaceRepo']]).toEqual([id, 'created']);
+  }
+  const links = (id: string) => details(id)['links'] as Record<string, string>;
+  const pyPatch = (await readArtifact(record.jobId, links(PYTHON)['agentPatch']!)).toString();
+  expect(pyPatch).toContain('diff --git a/more_itertools/more.py b/more_itertools/more.py');
+  expect(pyPatch).toContain('+                if buf:');
+  expect(details(EMPTY)['agentPatch']).toEqual({ state: 'patch', bytes: 0 });
+  const workspaceTar = await readArtifact(record.jobId, links(PYTHON)['workspace']!);
+  expect(workspaceTar.includes('more_itertools/more.py')).toBe(true);
+  expect(workspaceTar.includes('.git/')).toBe(false);
+  expect(workspaceTar.includes('troupe-base')).toBe(false);
 
   // Malformed instances: reported naming the field, never run; the rest ran.
   expect(byId.get('bad-no-test-patch')?.status).toBe('TASK_ERRORED');

@@ -5,7 +5,7 @@ import { execFileSync } from 'node:child_process';
 import { loadIssueSuite } from '../../src/issue-resolution';
 import { gradeTestOutcomes } from '../../src/issue-resolution/swe-bench-grading';
 
-const NPM_FIXES = path.resolve(__dirname, '../../suites/npm-fixes');
+const LIB_FIXES = path.resolve(__dirname, '../../suites/lib-fixes');
 
 let dir: string;
 beforeEach(() => {
@@ -37,21 +37,37 @@ const base = {
   PASS_TO_PASS: [],
 };
 
-test('the shipped npm-fixes suite loads six valid instances with their tests', () => {
-  const suite = loadIssueSuite(NPM_FIXES, 'spec.tasks');
+test('the shipped lib-fixes suite loads ten valid instances, JavaScript and Python', () => {
+  const suite = loadIssueSuite(LIB_FIXES, 'spec.tasks');
   expect(suite.invalid).toEqual([]);
-  expect(suite.tasks).toHaveLength(6);
+  expect(suite.tasks).toHaveLength(10);
+  const js = suite.tasks.filter((t) => t.tests?.logParser === 'mocha');
+  const py = suite.tasks.filter((t) => t.tests?.logParser === 'pytest');
+  expect(js).toHaveLength(6);
+  expect(py).toHaveLength(4);
   for (const t of suite.tasks) {
     expect(t.task.workdir).toBe('/testbed');
-    expect(t.task.environment).toMatchObject({ base: 'node', npm: ['mocha@10.7.3'] });
-    expect(t.tests?.logParser).toBe('mocha');
     expect(t.tests?.failToPass.length).toBeGreaterThan(0);
-    expect(t.repo.entries.map((e) => e.rel)).toContain('LICENSE');
     expect(t.grader.entries.map((e) => [e.rel, e.mode])).toEqual([
       ['run-tests.sh', 0o755],
       ['test-cmd.sh', 0o644],
       ['test.patch', 0o644],
     ]);
+  }
+  for (const t of js) {
+    expect(t.task.environment).toMatchObject({ base: 'node', npm: ['mocha@10.7.3'] });
+    expect(t.repo.entries.map((e) => e.rel)).toContain('LICENSE');
+  }
+  for (const t of py) {
+    // Pure Python from Debian bookworm, tested by Debian's pytest: no npm, no pip.
+    expect(t.task.environment).toMatchObject({ base: 'python-slim', python: ['pytest'], npm: [] });
+    const files = t.repo.entries.map((e) => e.rel);
+    expect(files).toContain('copyright');
+    expect(files.some((f) => f.endsWith('.py'))).toBe(true);
+    expect(files.some((f) => f.includes('__pycache__') || f.endsWith('.pyc'))).toBe(false);
+    for (const name of [...t.tests!.failToPass, ...t.tests!.passToPass]) {
+      expect(name).toMatch(/^tests\/test_\w+\.py::test_\w+$/);
+    }
   }
 });
 
@@ -151,13 +167,13 @@ test('a predictions file is attached to its instances; a bad line names the line
       model_name_or_path: 'm',
     }) + '\n',
   );
-  const suite = loadIssueSuite(NPM_FIXES, 'spec.tasks', { predictions: preds });
+  const suite = loadIssueSuite(LIB_FIXES, 'spec.tasks', { predictions: preds });
   const withPrediction = suite.tasks.filter((t) => t.prediction !== undefined);
   expect(withPrediction.map((t) => [t.task.id, t.prediction])).toEqual([
     ['visionmedia__bytes.js-3.1.2', { patch: 'x', model: 'm' }],
   ]);
   writeFileSync(preds, JSON.stringify({ instance_id: 'a', model_patch: 3 }) + '\n');
-  expect(() => loadIssueSuite(NPM_FIXES, 'spec.tasks', { predictions: preds })).toThrow(
+  expect(() => loadIssueSuite(LIB_FIXES, 'spec.tasks', { predictions: preds })).toThrow(
     /spec\.tasks\.predictions line 1 model_patch/,
   );
 });

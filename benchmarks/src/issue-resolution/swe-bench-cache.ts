@@ -1,0 +1,102 @@
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  renameSync,
+  rmSync,
+  statSync,
+  utimesSync,
+} from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+
+/**
+ * Where SWE-bench instances are materialised (checkouts at `base_commit`, generated graders):
+ * folders named by the digest of what they hold, so a load, a later load and a resumed job's
+ * re-staging reuse them, and they are never written twice.
+ */
+export const SWE_BENCH_CACHE_DIR = path.join(os.tmpdir(), 'troupe-swe-bench');
+
+/**
+ * A cache folder not used for this long is removed by the next load of any SWE-bench suite
+ * (every use refreshes its time), so the cache holds what recent jobs used. @default 7 days
+ */
+export const SWE_BENCH_CACHE_MAX_AGE_MS = 7 * 24 * 60 * 60 * 1000;
+
+/** A half-written folder (a load that crashed while filling it) older than this is removed. */
+const UNFINISHED_MAX_AGE_MS = 60 * 60 * 1000;
+
+const ENTRY = /^(repo|grader)-[0-9a-f]{64}$/;
+const UNFINISHED = /^\.(repo|grader)-/;
+
+/**
+ * The cache folder `<kind>-<key>` of `cacheDir`, made by `fill` (into a temporary folder, renamed
+ * into place, so a folder that exists is complete) unless it exists; a folder found is marked
+ * used now, so pruning keeps it.
+ */
+export function cachedFolder(
+  cacheDir: string,
+  kind: 'repo' | 'grader',
+  key: string,
+  fill: (dir: string) => void,
+): string {
+  const dir = path.join(cacheDir, `${kind}-${key}`);
+  if (existsSync(dir)) {
+    try {
+      const now = new Date();
+      utimesSync(dir, now, now);
+      return dir;
+    } catch {
+      // Pruned by another process between the two calls: made again below.
+    }
+  }
+  mkdirSync(cacheDir, { recursive: true });
+  const tmp = mkdtempSync(path.join(cacheDir, `.${kind}-`));
+  try {
+    fill(tmp);
+    renameSync(tmp, dir);
+  } catch (err) {
+    rmSync(tmp, { recursive: true, force: true });
+    // Another load made the same folder first.
+    if (!existsSync(dir)) throw err;
+  }
+  return dir;
+}
+
+/**
+ * Removes the cache folders of `cacheDir` last used more than `maxAgeMs` ago, and half-written
+ * ones older than an hour. Only the loader's own folders (`repo-<sha256>`, `grader-<sha256>`,
+ * `.repo-*`, `.grader-*`) are ever removed. Returns the names removed.
+ */
+export function pruneSweBenchCache(
+  cacheDir: string,
+  options: { maxAgeMs?: number; nowMs?: number } = {},
+): string[] {
+  const maxAgeMs = options.maxAgeMs ?? SWE_BENCH_CACHE_MAX_AGE_MS;
+  const nowMs = options.nowMs ?? Date.now();
+  let names: string[];
+  try {
+    names = readdirSync(cacheDir);
+  } catch {
+    return [];
+  }
+  const removed: string[] = [];
+  for (const name of names) {
+    const limit = ENTRY.test(name)
+      ? maxAgeMs
+      : UNFINISHED.test(name)
+        ? Math.max(maxAgeMs, UNFINISHED_MAX_AGE_MS)
+        : undefined;
+    if (limit === undefined) continue;
+    const full = path.join(cacheDir, name);
+    try {
+      if (nowMs - statSync(full).mtimeMs <= limit) continue;
+      rmSync(full, { recursive: true, force: true });
+      removed.push(name);
+    } catch {
+      // Removed meanwhile by another load: nothing to do.
+    }
+  }
+  return removed;
+}
