@@ -16,12 +16,33 @@ export interface SystemMessage {
   content: string;
 }
 
+/** Text in a multi-part user turn. */
+export interface TextPart {
+  /** Discriminant. */
+  type: 'text';
+  /** The text. */
+  text: string;
+}
+
+/** An image in a multi-part user turn (a screenshot), for models that take images. */
+export interface ImagePart {
+  /** Discriminant. */
+  type: 'image';
+  /** `data:image/png;base64,…` (or an `https:` URL the provider can fetch). */
+  url: string;
+  /** Resolution the provider should use. @default provider default */
+  detail?: 'low' | 'high' | 'auto';
+}
+
+/** One part of a multi-part user turn. */
+export type UserContentPart = TextPart | ImagePart;
+
 /** A user (or environment) turn. */
 export interface UserMessage {
   /** Discriminant. */
   role: 'user';
-  /** The text. */
-  content: string;
+  /** The text, or text and images in order. */
+  content: string | readonly UserContentPart[];
 }
 
 /** A model turn: text, tool calls, or both. */

@@ -19,6 +19,10 @@ export function estimateTextTokens(text: string): number {
 const PER_MESSAGE_TOKENS = 4;
 const PER_TOOL_CALL_TOKENS = 3;
 const REPLY_PRIMING_TOKENS = 3;
+// An image's tokens depend on its size and the provider; OpenAI charges 85 + 170 per 512-pixel
+// tile at high detail, 765 for a 1024×1024 image. A screen-sized image is counted as that: the
+// estimate reserves budget, and the provider's reported usage settles it.
+const IMAGE_TOKENS = 765;
 
 /**
  * Estimated prompt tokens of a request: the text of every message and tool call, per-message
@@ -32,7 +36,12 @@ export function estimatePromptTokens(
   let total = REPLY_PRIMING_TOKENS;
   for (const message of messages) {
     total += PER_MESSAGE_TOKENS;
-    if (message.content !== null) total += estimate(message.content);
+    if (typeof message.content === 'string') total += estimate(message.content);
+    else if (message.content !== null) {
+      for (const part of message.content) {
+        total += part.type === 'text' ? estimate(part.text) : IMAGE_TOKENS;
+      }
+    }
     if (message.role === 'assistant' && message.toolCalls !== undefined) {
       for (const call of message.toolCalls) {
         total += PER_TOOL_CALL_TOKENS + estimate(call.name) + estimate(call.argumentsText);

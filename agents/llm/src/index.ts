@@ -10,7 +10,14 @@ export type {
   BudgetReservation,
   BudgetReserveContext,
 } from './budget-hook';
-export type { ChatMessage, ToolCall, ToolDefinition } from './chat-message';
+export type {
+  ChatMessage,
+  ImagePart,
+  TextPart,
+  ToolCall,
+  ToolDefinition,
+  UserContentPart,
+} from './chat-message';
 export { InMemoryCallRecorder } from './in-memory-call-recorder';
 export { LlmClient } from './llm-client';
 export { MODEL_NAME, ModelRegistry } from './model-registry';

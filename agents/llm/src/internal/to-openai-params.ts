@@ -21,7 +21,20 @@ function toMessage(message: ChatMessage): ChatCompletionMessageParam {
     case 'system':
       return { role: 'system', content: message.content };
     case 'user':
-      return { role: 'user', content: message.content };
+      return {
+        role: 'user',
+        content:
+          typeof message.content === 'string'
+            ? message.content
+            : message.content.map((part) =>
+                part.type === 'text'
+                  ? { type: 'text' as const, text: part.text }
+                  : {
+                      type: 'image_url' as const,
+                      image_url: { url: part.url, ...(part.detail ? { detail: part.detail } : {}) },
+                    },
+              ),
+      };
     case 'tool':
       return { role: 'tool', tool_call_id: message.toolCallId, content: message.content };
     case 'assistant': {

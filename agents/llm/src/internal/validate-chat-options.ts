@@ -30,6 +30,29 @@ export function validateChatOptions(options: ChatOptions, model: ModelConfig): v
         role,
       );
     }
+    const content = (message as { content?: unknown }).content;
+    if (role === 'user' && Array.isArray(content)) {
+      content.forEach((part: unknown, j) => {
+        const p = part as { type?: unknown; url?: unknown; text?: unknown } | null;
+        const field = `messages[${index}].content[${j}]`;
+        if (p?.type === 'text') {
+          if (typeof p.text !== 'string')
+            throw invalidArgument(`${field}.text`, 'must be a string');
+        } else if (p?.type === 'image') {
+          if (
+            typeof p.url !== 'string' ||
+            !/^(data:image\/[a-z0-9.+-]+;base64,|https:\/\/)/i.test(p.url)
+          ) {
+            throw invalidArgument(
+              `${field}.url`,
+              'must be a data:image/…;base64, URL or an https: URL',
+            );
+          }
+        } else {
+          throw invalidArgument(`${field}.type`, 'must be text or image', p?.type);
+        }
+      });
+    }
   });
   if (options.maxTokens !== undefined) {
     if (!isPositiveInt(options.maxTokens)) {

@@ -167,6 +167,50 @@ describe('LlmClient against FakeOpenAI', () => {
     });
   });
 
+  it('sends text and image parts of a user turn in the OpenAI chat format', async () => {
+    const png = 'data:image/png;base64,iVBORw0KGgo=';
+    fake.enqueue({
+      content: 'I see a desktop.',
+      usage: { prompt_tokens: 800, completion_tokens: 5 },
+    });
+    const result = await client().chat(
+      ask({
+        messages: [
+          {
+            role: 'user',
+            content: [
+              { type: 'text', text: 'What is on the screen?' },
+              { type: 'image', url: png, detail: 'low' },
+            ],
+          },
+        ],
+      }),
+    );
+    expect(result.message.content).toBe('I see a desktop.');
+    expect(fake.chatRequests[0]!.body.messages).toEqual([
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'What is on the screen?' },
+          { type: 'image_url', image_url: { url: png, detail: 'low' } },
+        ],
+      },
+    ]);
+  });
+
+  it('refuses an image part whose url is neither data: nor https:, naming the field', async () => {
+    const err = await failure(
+      client().chat(
+        ask({
+          messages: [{ role: 'user', content: [{ type: 'image', url: 'file:///etc/passwd' }] }],
+        }),
+      ),
+    );
+    expect(err.code).toBe('INVALID_ARGUMENT');
+    expect(err.message).toContain('messages[0].content[0].url');
+    expect(fake.requests).toHaveLength(0);
+  });
+
   it('returns tool calls with raw arguments, malformed JSON passed through untouched', async () => {
     const malformed = '{"path": "b.txt", "content": ';
     fake.enqueue({

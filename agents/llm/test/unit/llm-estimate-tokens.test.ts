@@ -31,6 +31,24 @@ describe('token estimates', () => {
     );
   });
 
+  it('counts the text parts of a multi-part turn and a fixed amount per image', () => {
+    const text = estimatePromptTokens([{ role: 'user', content: 'abcd' }], undefined);
+    const parts = estimatePromptTokens(
+      [
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: 'abcd' },
+            { type: 'image', url: 'data:image/png;base64,AAAA' },
+            { type: 'image', url: 'data:image/png;base64,BBBB' },
+          ],
+        },
+      ],
+      undefined,
+    );
+    expect(parts).toBe(text + 2 * 765);
+  });
+
   it('prices tokens per million', () => {
     expect(computeCostUsd({ inputUsdPer1M: 3, outputUsdPer1M: 15 }, 1_000_000, 2_000)).toBeCloseTo(
       3.03,
