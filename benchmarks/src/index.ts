@@ -100,7 +100,8 @@ export {
   type DesktopAgentContext,
   type DesktopAgentResult,
   type LoggedStep,
-  type ModelEndpoint,
+  type DesktopBudgetContext,
+  type DesktopModelAccess,
 } from './desktop-tasks/desktop-agents';
 export {
   DesktopTaskSchema,

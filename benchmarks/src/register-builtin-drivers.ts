@@ -28,7 +28,7 @@ export interface BuiltinDriverOptions {
    * registered.
    */
   issueResolution?: IssueResolutionDriverOptions;
-  /** Options of the `desktop-tasks` driver (`modelEndpoint` enables its model agent). */
+  /** Options of the `desktop-tasks` driver (`models` enables its model agent). */
   desktopTasks?: DesktopTasksDriverOptions;
 }
 

@@ -4,9 +4,9 @@ import { delay, errorCode, invalidArgument, parseWith, TroupeError } from '@trou
 import {
   type DesktopAgent,
   type DesktopAgentResult,
+  type DesktopModelAccess,
   goldAgent,
   type LoggedStep,
-  type ModelEndpoint,
   modelAgent,
   noneAgent,
 } from './desktop-agents';
@@ -27,10 +27,17 @@ const ENVIRONMENT_KIND = 'environment';
 export interface DesktopTasksDriverOptions {
   /** Base of a relative `tasks.suite`. @default process.cwd() */
   baseDir?: string;
-  /** Where `model` agents' chat completions go. @default none: model agents are refused */
-  modelEndpoint?: ModelEndpoint;
+  /** The cluster's models, for `model` agents. @default none: model agents are refused */
+  models?: DesktopModelAccess;
   /** Deadline of creating an environment (building a missing image included). @default 900000 */
   createTimeoutMs?: number;
+}
+
+function noModels(): TroupeError {
+  return invalidArgument(
+    'spec.config.agent.kind',
+    'model agents need models on this cluster (start it with --models <file>)',
+  );
 }
 
 /** What a desktop task's run produced: the evaluator's verdict and the agent's account. */
@@ -43,6 +50,7 @@ export interface DesktopRun {
   invalidActions: number;
   promptTokens: number;
   completionTokens: number;
+  costUsd: number;
   links: Record<string, string>;
 }
 
@@ -73,20 +81,26 @@ export function createDesktopTasksDriver(
     ctx.refs
       .refOf({ kind: ENVIRONMENT_KIND, id: desktopEnvironmentId(resourceId) })
       .withHints({ jobId: ctx.jobId });
-  const agentOf = (input: DesktopTaskInput): DesktopAgent => {
+  const agentOf = (input: DesktopTaskInput, ctx: TaskContext): DesktopAgent => {
     switch (input.config.agent.kind) {
       case 'gold':
         return goldAgent;
       case 'none':
         return noneAgent;
-      case 'model':
-        if (!options.modelEndpoint) {
-          throw invalidArgument(
-            'spec.config.agent.kind',
-            'model agents need a model endpoint on this cluster',
-          );
-        }
-        return modelAgent(options.modelEndpoint);
+      case 'model': {
+        const access = options.models;
+        if (!access) throw noModels();
+        const budget = access.budgetFor?.({
+          jobId: ctx.jobId,
+          taskId: ctx.taskId,
+          refs: ctx.refs,
+          ...(ctx.budgetScope ? { budgetScope: ctx.budgetScope } : {}),
+        });
+        return modelAgent(access, {
+          ...(budget ? { budget } : {}),
+          metadata: { job: ctx.jobId, task: ctx.taskId },
+        });
+      }
     }
   };
 
@@ -96,11 +110,15 @@ export function createDesktopTasksDriver(
 
     validate(spec) {
       const config = parseWith(DesktopTasksConfigSchema, spec.config, { prefix: 'spec.config' });
-      if (config.agent.kind === 'model' && !options.modelEndpoint) {
-        throw invalidArgument(
-          'spec.config.agent.kind',
-          'model agents need a model endpoint on this cluster',
-        );
+      if (config.agent.kind === 'model') {
+        if (!options.models) throw noModels();
+        if (!options.models.models.has(config.agent.model)) {
+          throw invalidArgument(
+            'spec.config.agent.model',
+            `must be one of the cluster's models (${options.models.models.names().join(', ')})`,
+            config.agent.model,
+          );
+        }
       }
       tasksOf(spec);
     },
@@ -221,7 +239,7 @@ export function createDesktopTasksDriver(
         return outcome;
       };
       const first = await shoot(0);
-      const result = await agentOf(input).run({
+      const result = await agentOf(input, ctx).run({
         task,
         config,
         env,
@@ -262,6 +280,7 @@ export function createDesktopTasksDriver(
         invalidActions: invalid,
         promptTokens: result.promptTokens,
         completionTokens: result.completionTokens,
+        costUsd: result.costUsd ?? 0,
         links,
       };
     },
@@ -274,6 +293,7 @@ export function createDesktopTasksDriver(
         stopReason: run.stopReason,
         promptTokens: run.promptTokens,
         completionTokens: run.completionTokens,
+        costUsd: run.costUsd,
         details: {
           value: run.value,
           steps: run.steps,

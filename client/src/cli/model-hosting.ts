@@ -135,21 +135,28 @@ export class ModelHosting {
    * Options for `registerBuiltinDrivers`: the `evolve` driver's LLM operators and the
    * `issue-resolution` driver's model agents use these models, charged to the job's budget scope.
    */
-  driverOptions(): Pick<BuiltinDriverOptions, 'evolve' | 'issueResolution'> {
+  driverOptions(): Pick<BuiltinDriverOptions, 'evolve' | 'issueResolution' | 'desktopTasks'> {
+    const ledgerHook = (
+      ctx: { jobId: string; taskId: string; budgetScope?: string } & Pick<
+        EvolveBudgetContext,
+        'refs'
+      >,
+    ): BudgetHook | undefined =>
+      ctx.budgetScope
+        ? new LedgerBudgetHook({
+            ledger: new BudgetLedger(ctx.refs),
+            scope: ctx.budgetScope,
+            holder: `job-task/${ctx.jobId}-${ctx.taskId}`,
+          })
+        : undefined;
     return {
       issueResolution: { agentRunners: [createModelAgentRunner({ models: this.registry })] },
+      desktopTasks: { models: { client: this.llm, models: this.registry, budgetFor: ledgerHook } },
       evolve: {
         llm: {
           client: this.llm,
           models: this.registry,
-          budgetFor: (ctx: EvolveBudgetContext): BudgetHook | undefined =>
-            ctx.budgetScope
-              ? new LedgerBudgetHook({
-                  ledger: new BudgetLedger(ctx.refs),
-                  scope: ctx.budgetScope,
-                  holder: `job-task/${ctx.jobId}-${ctx.taskId}`,
-                })
-              : undefined,
+          budgetFor: ledgerHook,
         },
       },
     };
