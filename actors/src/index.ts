@@ -50,6 +50,7 @@ export {
   type StateRecord,
 } from './state-store';
 export { isTransientNatsError } from './internal/nats-errors';
+export { isWrongLastSequence } from './internal/kv-errors';
 export { watchConnectionStatus } from './connection-status';
 export {
   LocalPlacer,

@@ -130,11 +130,16 @@ export {
 } from './jobs/job-driver';
 export {
   AgentConfigSchema,
+  checkSpecSize,
+  DEFAULT_MAX_SPEC_BYTES,
   JOB_NAME_PATTERN,
   JobBudgetSchema,
   jobDisplayName,
   JobSpecSchema,
   MAX_JOB_CONCURRENCY,
+  MAX_SPEC_ALIASES,
+  MAX_SPEC_DEPTH,
+  maxSpecBytesFor,
   parseJobSpec,
   parseSpecText,
   RetryPolicySchema,

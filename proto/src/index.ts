@@ -40,6 +40,11 @@ export {
 } from './errors';
 export { Header } from './headers';
 export {
+  parseUntrustedText,
+  type ParseUntrustedTextOptions,
+  UntrustedTextLimits,
+} from './untrusted-text';
+export {
   checkNatsAuth,
   ClusterNameSchema,
   DEFAULT_NATS_SERVER,

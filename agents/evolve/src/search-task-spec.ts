@@ -1,7 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { invalidArgument, parseWith } from '@troupe/proto';
-import { parse as parseYaml } from 'yaml';
+import { parseUntrustedText, parseWith } from '@troupe/proto';
 import { z } from 'zod';
 import { Direction } from './direction';
 import { EvolveLimitsSchema, type EvolveOptions, EvolveOptionsSchema } from './evolve-config';
@@ -96,12 +95,7 @@ export type SearchTaskSpec = z.output<typeof SearchTaskSpecSchema>;
  * @throws TroupeError `INVALID_ARGUMENT` naming every broken field (`task.yaml.seeds[0]: …`)
  */
 export function parseSearchTaskSpec(yamlText: string): SearchTaskSpec {
-  let value: unknown;
-  try {
-    value = parseYaml(yamlText);
-  } catch (err) {
-    throw invalidArgument('task.yaml', `is not valid YAML: ${(err as Error).message}`);
-  }
+  const value = parseUntrustedText(yamlText, { field: 'task.yaml' });
   return parseWith(SearchTaskSpecSchema, value, { prefix: 'task.yaml' });
 }
 

@@ -1,7 +1,6 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { invalidArgument, parseWith } from '@troupe/proto';
-import { parse as parseYaml } from 'yaml';
+import { invalidArgument, parseUntrustedText, parseWith } from '@troupe/proto';
 import { z } from 'zod';
 
 /** One setup step, run before the agent starts (OSWorld's `config`). */
@@ -162,9 +161,13 @@ export function loadDesktopSuite(suite: string, baseDir: string, field: string):
       suite,
     );
   }
-  const tasks = parseWith(z.array(DesktopTaskSchema).min(1), parseYaml(text), {
-    prefix: `${field} (${file})`,
-  });
+  const tasks = parseWith(
+    z.array(DesktopTaskSchema).min(1),
+    parseUntrustedText(text, { field: `${field} (${file})` }),
+    {
+      prefix: `${field} (${file})`,
+    },
+  );
   const seen = new Set<string>();
   tasks.forEach((t, i) => {
     if (seen.has(t.id)) throw invalidArgument(`${field}[${i}].id`, 'must be unique', t.id);

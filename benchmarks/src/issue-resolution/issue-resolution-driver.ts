@@ -311,7 +311,8 @@ export function createIssueResolutionDriver(
       const seen = new Set<string>();
       return planned
         .map((p) => {
-          const id = seen.has(p.id) && 'invalid' in p.input ? `${p.id}-invalid` : p.id;
+          const id =
+            seen.has(p.id) && 'invalid' in p.input ? `${p.id.slice(0, 120)}-invalid` : p.id;
           seen.add(id);
           return { ...p, id };
         })

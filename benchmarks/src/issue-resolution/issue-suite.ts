@@ -1,7 +1,7 @@
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
-import { invalidArgument } from '@troupe/proto';
-import { parseDocument } from 'yaml';
+import { errorCode, invalidArgument, parseUntrustedText, TroupeError } from '@troupe/proto';
+import { TASK_ID_PATTERN } from '@troupe/coordinator';
 import {
   type InvalidIssueTask,
   IssueTaskFileSchema,
@@ -25,6 +25,19 @@ export interface IssueSuite {
   invalid: InvalidIssueTask[];
 }
 
+/** Largest task.yaml read (its instruction is at most 64 KiB). */
+export const MAX_TASK_FILE_BYTES = 1024 * 1024;
+
+/**
+ * A valid task id naming a task folder whose own name is not one (`my task` → `my-task`), so an
+ * invalid task can still be planned and reported.
+ */
+export function safeTaskId(folder: string): string {
+  if (TASK_ID_PATTERN.test(folder)) return folder;
+  const cleaned = folder.replace(/[^A-Za-z0-9._-]/g, '-').replace(/^[^A-Za-z0-9]+/, '');
+  return (cleaned === '' ? 'task' : cleaned).slice(0, 120);
+}
+
 /** Options of {@link loadIssueTask} and {@link loadIssueSuite}. */
 export interface LoadIssueTaskOptions {
   /** A task whose files hold more is invalid, naming `config.maxTaskMb`. @default 256 */
@@ -40,19 +53,26 @@ export function loadIssueTask(
   options: LoadIssueTaskOptions = {},
 ): LoadedIssueTask | InvalidIssueTask {
   const folder = path.basename(taskDir);
-  const bad = (field: string, rule: string): InvalidIssueTask => ({ taskId: folder, field, rule });
+  const bad = (field: string, rule: string): InvalidIssueTask => ({
+    taskId: safeTaskId(folder),
+    field,
+    rule,
+  });
   let text: string;
   try {
     text = readFileSync(path.join(taskDir, 'task.yaml'), 'utf8');
   } catch {
     return bad('task.yaml', 'must exist and be readable');
   }
-  const doc = parseDocument(text, { uniqueKeys: true });
-  const syntax = doc.errors[0];
-  if (syntax) {
-    return bad('task.yaml', `must be valid YAML: ${syntax.message.split('\n')[0] ?? ''}`);
+  let raw: unknown;
+  try {
+    raw = parseUntrustedText(text, { field: 'task.yaml', maxBytes: MAX_TASK_FILE_BYTES });
+  } catch (err) {
+    // Syntax, undefined or excessive aliases, size, depth: this task is invalid, the rest runs.
+    if (!(err instanceof TroupeError) || errorCode(err) !== 'INVALID_ARGUMENT') throw err;
+    const rule = typeof err.details?.['rule'] === 'string' ? err.details['rule'] : err.message;
+    return bad('task.yaml', rule);
   }
-  const raw: unknown = doc.toJS({ maxAliasCount: 100 });
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
     return bad('task.yaml', 'must be a mapping');
   }
@@ -60,9 +80,11 @@ export function loadIssueTask(
   if (!parsed.success) {
     const first = parsed.error.issues[0];
     const field = first && first.path.length > 0 ? first.path.map(String).join('.') : 'task.yaml';
+    // A task is reported under the id its task.yaml gives when that id is valid: an invalid one
+    // (the very error being reported) would fail the job's plan.
     const id = (raw as { id?: unknown }).id;
     return {
-      taskId: typeof id === 'string' && id !== '' ? id : folder,
+      taskId: typeof id === 'string' && TASK_ID_PATTERN.test(id) ? id : safeTaskId(folder),
       field,
       rule: first?.message ?? 'invalid',
     };

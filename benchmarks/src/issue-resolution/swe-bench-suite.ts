@@ -3,8 +3,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { TASK_ID_PATTERN, TASK_ID_RULE } from '@troupe/coordinator';
-import { invalidArgument } from '@troupe/proto';
-import { parseDocument } from 'yaml';
+import { invalidArgument, parseUntrustedText } from '@troupe/proto';
 import { z } from 'zod';
 import {
   type InvalidIssueTask,
@@ -154,14 +153,8 @@ function readSuiteFile(suiteDir: string, field: string): SweBenchSuiteFile {
       file,
     );
   }
-  const doc = parseDocument(readFileSync(file, 'utf8'), { uniqueKeys: true });
-  if (doc.errors[0]) {
-    throw invalidArgument(
-      `${SWE_BENCH_SUITE_FILE}`,
-      `must be valid YAML: ${doc.errors[0].message.split('\n')[0] ?? ''}`,
-    );
-  }
-  const parsed = SweBenchSuiteFileSchema.safeParse(doc.toJS());
+  const raw = parseUntrustedText(readFileSync(file, 'utf8'), { field: SWE_BENCH_SUITE_FILE });
+  const parsed = SweBenchSuiteFileSchema.safeParse(raw);
   if (!parsed.success) {
     const { field: f, rule } = firstIssue(parsed.error);
     throw invalidArgument(`${SWE_BENCH_SUITE_FILE} ${f}`, rule);

@@ -1,9 +1,13 @@
+import { existsSync, readdirSync } from 'node:fs';
+import path from 'node:path';
 import { type UntypedActorRef } from '@troupe/actors';
+import { DEFAULT_BUILD_SCRIPT, isSecretLikeEnvKey } from '@troupe/node-agent';
 import { type JobDriver, type JobSpec, type TaskContext } from '@troupe/coordinator';
 import { errorCode, invalidArgument, isCancelled, parseWith, TroupeError } from '@troupe/proto';
 import { z } from 'zod';
 import {
   type ShellTask,
+  type ShellTasksConfig,
   ShellTaskGeneratorSchema,
   type ShellTaskInput,
   ShellTaskInputSchema,
@@ -36,6 +40,67 @@ export interface ShellTasksDriverOptions {
   waitSliceMs?: number;
   /** Deadline of creating a sandbox (building a missing image included). @default 300000 */
   createTimeoutMs?: number;
+  /**
+   * Names of the image recipes (`deploy/images/<name>`): a `troupe-<name>` image must name one.
+   * Undefined skips the check (an installation without recipes uses prebuilt images).
+   * @default the folders of deploy/images in this checkout, when it has them
+   */
+  imageRecipes?: readonly string[];
+}
+
+/** `troupe-<name>` or `troupe-<name>:<tag>`: an image built from `deploy/images/<name>`. */
+const TROUPE_IMAGE = /^troupe-([a-z0-9][a-z0-9-]{0,62})(?::[A-Za-z0-9._-]+)?$/;
+
+/** The recipe folders next to the node agent's build script, or undefined without recipes. */
+function installedRecipes(): string[] | undefined {
+  const dir = path.dirname(DEFAULT_BUILD_SCRIPT);
+  if (!existsSync(dir)) return undefined;
+  return readdirSync(dir, { withFileTypes: true })
+    .filter((e) => e.isDirectory())
+    .map((e) => e.name)
+    .sort();
+}
+
+/**
+ * The sandbox-policy rules a spec can break, checked at submission so the error names the spec's
+ * field rather than failing the task at run time: secret-looking env keys not listed in
+ * `config.allowSecretEnvKeys`, the reserved `TROUPE_` prefix, and `troupe-<name>` images without
+ * a recipe.
+ */
+function checkPolicy(
+  config: ShellTasksConfig,
+  tasks: readonly ShellTask[],
+  recipes: readonly string[] | undefined,
+): void {
+  const allowed = new Set(config.allowSecretEnvKeys);
+  const checkEnv = (field: string, env: Record<string, string> | undefined): void => {
+    for (const key of Object.keys(env ?? {})) {
+      if (key.startsWith('TROUPE_')) {
+        throw invalidArgument(`${field}.${key}`, 'the TROUPE_ prefix is reserved');
+      }
+      if (isSecretLikeEnvKey(key) && !allowed.has(key)) {
+        throw invalidArgument(
+          `${field}.${key}`,
+          'looks like a secret: sandboxes get no secrets by default (list the key in spec.config.allowSecretEnvKeys to pass it, recorded as a policy exception)',
+        );
+      }
+    }
+  };
+  const checkImage = (field: string, image: string | undefined): void => {
+    const name = image === undefined ? undefined : TROUPE_IMAGE.exec(image)?.[1];
+    if (name === undefined || recipes === undefined || recipes.includes(name)) return;
+    throw invalidArgument(
+      field,
+      `names no image recipe of deploy/images (troupe-<name> with <name> one of ${recipes.join(', ')})`,
+      image,
+    );
+  };
+  checkEnv('spec.config.env', config.env);
+  checkImage('spec.config.image', config.image);
+  tasks.forEach((t, i) => {
+    checkEnv(`spec.tasks[${i}].env`, t.env);
+    checkImage(`spec.tasks[${i}].image`, t.image);
+  });
 }
 
 // The node agent's replies, read leniently (fields may be added).
@@ -119,6 +184,7 @@ export function createShellTasksDriver(
 ): JobDriver<ShellTaskInput, ShellRun> {
   const waitSliceMs = options.waitSliceMs ?? 1_000;
   const createTimeoutMs = options.createTimeoutMs ?? 300_000;
+  const recipes = 'imageRecipes' in options ? options.imageRecipes : installedRecipes();
 
   const sandbox = (ctx: TaskContext, resourceId: string): UntypedActorRef =>
     ctx.refs
@@ -134,11 +200,11 @@ export function createShellTasksDriver(
     description: 'runs a shell command per task in a sandbox; passes on the expected exit code',
 
     validate(spec) {
-      parseWith(ShellTasksConfigSchema, spec.config, { prefix: 'spec.config' });
+      const config = parseWith(ShellTasksConfigSchema, spec.config, { prefix: 'spec.config' });
       if (spec.agent !== undefined) {
         throw invalidArgument('spec.agent', 'shell-tasks runs no agent: remove it');
       }
-      tasksOf(spec);
+      checkPolicy(config, tasksOf(spec), recipes);
     },
 
     plan(spec) {
@@ -164,6 +230,7 @@ export function createShellTasksDriver(
             cpus: config.cpus,
             network: config.network ? 'bridge' : 'none',
             env: config.env,
+            allowSecretEnvKeys: config.allowSecretEnvKeys,
             files: task.files ?? {},
           },
           jobId: ctx.jobId,

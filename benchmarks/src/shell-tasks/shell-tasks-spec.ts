@@ -7,6 +7,9 @@ export const DEFAULT_SHELL_IMAGE = 'troupe-busybox:latest';
 const ENV_KEY = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
 const FILE_PATH = /^[A-Za-z0-9._-]+(\/[A-Za-z0-9._-]+)*$/;
 
+/** Docker image references the sandbox layer accepts (`name[:tag][@digest]` or an id). */
+const IMAGE_REF = /^[A-Za-z0-9][A-Za-z0-9._/:@-]*$/;
+
 const EnvSchema = z.record(
   z.string().regex(ENV_KEY, { error: 'env keys must match [A-Za-z_][A-Za-z0-9_]{0,127}' }),
   z.string({ error: 'env values must be strings' }),
@@ -29,7 +32,12 @@ export const ShellCommandSchema = z.union(
 export const ShellTasksConfigSchema = z
   .object({
     /** Image to run the commands in. @default troupe-busybox:latest */
-    image: z.string().min(1, { error: 'must not be empty' }).default(DEFAULT_SHELL_IMAGE),
+    image: z
+      .string()
+      .min(1, { error: 'must not be empty' })
+      .max(256, { error: 'must be at most 256 characters' })
+      .regex(IMAGE_REF, { error: 'must be a Docker image reference' })
+      .default(DEFAULT_SHELL_IMAGE),
     /** Memory limit of each sandbox. @default 256 */
     memoryMb: z
       .number({ error: 'must be a number' })
@@ -47,6 +55,14 @@ export const ShellTasksConfigSchema = z
     network: z.boolean({ error: 'must be a boolean' }).default(false),
     /** Environment of every command. @default {} */
     env: EnvSchema.default(() => ({})),
+    /**
+     * Secret-looking env keys (`*_TOKEN`, `*_API_KEY`, …) allowed anyway, in `env` or a task's
+     * `env`; each is a recorded policy exception of the sandbox. @default []
+     */
+    allowSecretEnvKeys: z
+      .array(z.string().regex(ENV_KEY, { error: 'must match [A-Za-z_][A-Za-z0-9_]{0,127}' }))
+      .max(64, { error: 'at most 64 keys' })
+      .default(() => []),
     /** Keep each task's output as an artifact (`output.log`). @default true */
     saveOutput: z.boolean({ error: 'must be a boolean' }).default(true),
   })
@@ -84,8 +100,11 @@ export const ShellTaskSchema = z
       .optional(),
     /** Extra environment of this task's command. */
     env: EnvSchema.optional(),
-    /** Working directory. @default the workspace */
-    cwd: z.string().min(1).optional(),
+    /** Working directory, absolute (inside the sandbox). @default the workspace */
+    cwd: z
+      .string()
+      .regex(/^\/[^\0]*$/, { error: 'must be an absolute path (e.g. /workspace/sub)' })
+      .optional(),
     /** Time limit of the command (capped by the job's `taskTimeoutMs`). */
     timeoutMs: z
       .number({ error: 'must be a number' })
@@ -93,7 +112,11 @@ export const ShellTaskSchema = z
       .min(100, { error: 'must be >= 100' })
       .optional(),
     /** Image of this task. @default config.image */
-    image: z.string().min(1).optional(),
+    image: z
+      .string()
+      .max(256, { error: 'must be at most 256 characters' })
+      .regex(IMAGE_REF, { error: 'must be a Docker image reference' })
+      .optional(),
   })
   .strict();
 /** One validated shell task. */

@@ -211,11 +211,31 @@ test('a malformed task is reported with its id, field and rule; the rest of the 
       .replace('id: py-lru-cache', 'id: broken')
       .replace('agentMs: 300000', 'agentMs: 5'),
   );
+  // An undefined YAML alias, and an id that is not a task id: each is that task's error only.
+  cpSync(path.join(SUITE, 'py-lru-cache'), path.join(suite, 'bad-alias'), { recursive: true });
+  writeFileSync(
+    path.join(suite, 'bad-alias', 'task.yaml'),
+    readFileSync(file, 'utf8').replace('id: broken', 'id: *nowhere'),
+  );
+  cpSync(path.join(SUITE, 'py-lru-cache'), path.join(suite, 'bad-id'), { recursive: true });
+  writeFileSync(
+    path.join(suite, 'bad-id', 'task.yaml'),
+    readFileSync(path.join(SUITE, 'py-lru-cache', 'task.yaml'), 'utf8').replace(
+      'id: py-lru-cache',
+      "id: 'not a valid id!'",
+    ),
+  );
   const { results, byId } = await runJob({
     concurrency: 3,
     config: { agent: { kind: 'gold' } },
     tasks: { suite },
   });
+  const alias = byId.get('bad-alias')!;
+  expect([alias.status, alias.attempts]).toEqual(['TASK_ERRORED', 1]);
+  expect(alias.error).toMatch(/INVALID_ARGUMENT.*task bad-alias: task\.yaml.*alias.*nowhere/);
+  const badId = byId.get('bad-id')!;
+  expect([badId.status, badId.attempts]).toEqual(['TASK_ERRORED', 1]);
+  expect(badId.error).toMatch(/task bad-id: task\.yaml id.*must match/);
   const broken = byId.get('broken')!;
   expect(broken.status).toBe('TASK_ERRORED');
   expect(broken.attempts).toBe(1); // bad input is not retried
@@ -224,6 +244,8 @@ test('a malformed task is reported with its id, field and rule; the rest of the 
   expect(byId.get('py-lru-cache')!.status).toBe('TASK_PASSED');
   expect(byId.get('js-paginate')!.status).toBe('TASK_PASSED');
   expect((results.aggregate.extra as Record<string, unknown>)['invalidTasks']).toEqual([
+    { taskId: 'bad-alias', field: 'task.yaml', rule: expect.stringMatching(/alias/) },
+    { taskId: 'bad-id', field: 'id', rule: expect.stringMatching(/must match/) },
     { taskId: 'broken', field: 'timeouts.agentMs', rule: 'must be >= 1000' },
   ]);
 });

@@ -118,6 +118,36 @@ describe('malformed tasks', () => {
     ]);
   });
 
+  test('YAML alias errors and invalid ids make that task invalid, under a valid id', () => {
+    rewrite((t) => t.replace('id: py-lru-cache', 'id: *nowhere'));
+    expect(loadIssueTask(path.join(dir, 'broken'))).toEqual({
+      taskId: 'broken',
+      field: 'task.yaml',
+      rule: expect.stringMatching(/is not valid YAML: .*alias.*nowhere/),
+    });
+    rewrite((t) => t.replace('id: *nowhere', 'a: &a [1, 1]\nb: [*a, *a]\nid: broken'));
+    const many = Array.from({ length: 200 }, () => '*a').join(', ');
+    rewrite((t) => t.replace('b: [*a, *a]', `b: [${many}]`));
+    expect(loadIssueTask(path.join(dir, 'broken'))).toMatchObject({
+      taskId: 'broken',
+      field: 'task.yaml',
+      rule: 'must expand at most 100 aliases',
+    });
+    rewrite((t) => t.replace(/a: &a.*\nb: .*\nid: broken/, "id: 'not a valid id!'"));
+    expect(loadIssueTask(path.join(dir, 'broken'))).toMatchObject({
+      taskId: 'broken',
+      field: 'id',
+      rule: expect.stringMatching(/must match/),
+    });
+    // The rest of the suite still loads.
+    expect(loadIssueSuite(dir, 'spec.tasks').tasks.map((t) => t.task.id)).toEqual(['py-lru-cache']);
+  });
+
+  test('a task folder whose name is not a task id is reported under a valid id', () => {
+    cpSync(path.join(dir, 'broken'), path.join(dir, 'my task'), { recursive: true });
+    expect(loadIssueTask(path.join(dir, 'my task'))).toMatchObject({ taskId: 'my-task' });
+  });
+
   test('unknown keys, unknown images, ids that are not the folder, missing graders', () => {
     rewrite((t) => t.replace('id: py-lru-cache', 'id: broken\ncolour: red'));
     expect(loadIssueTask(path.join(dir, 'broken'))).toMatchObject({ taskId: 'broken' });

@@ -11,6 +11,19 @@ const planCtx = {
 };
 
 describe('shell-tasks driver', () => {
+  it('accepts allowed secret-looking keys, absolute cwds and known images', () => {
+    const spec = parseJobSpec({
+      kind: 'shell-tasks',
+      config: { allowSecretEnvKeys: ['GH_TOKEN'], image: 'troupe-python:latest' },
+      tasks: [
+        { id: 'a', command: 'x', env: { GH_TOKEN: 't' }, cwd: '/workspace/sub' },
+        { id: 'b', command: 'x', image: 'troupe-busybox' },
+        { id: 'c', command: 'x', image: 'alpine:3.20' },
+      ],
+    });
+    expect(() => driver.validate(spec)).not.toThrow();
+  });
+
   it('expands a generator, numbering ids and commands', async () => {
     const spec = parseJobSpec({
       kind: 'shell-tasks',
@@ -36,6 +49,34 @@ describe('shell-tasks driver', () => {
     [{ tasks: [{ id: 'a', command: 'x', env: { 'BAD-KEY': 'x' } }] }, 'spec.tasks[0].env'],
     [{ tasks: [], config: { cpus: 0 } }, 'spec.config.cpus: must be >= 0.01'],
     [{ tasks: [], config: { network: 'yes' } }, 'spec.config.network: must be a boolean'],
+    [
+      { tasks: [{ id: 'a', command: 'x', env: { GH_TOKEN: 'x' } }] },
+      '`spec.tasks[0].env.GH_TOKEN`: looks like a secret',
+    ],
+    [
+      { tasks: [{ id: 'a', command: 'x' }], config: { env: { DB_PASSWORD: 'x' } } },
+      '`spec.config.env.DB_PASSWORD`: looks like a secret',
+    ],
+    [
+      { tasks: [{ id: 'a', command: 'x', env: { TROUPE_TASK: 'x' } }] },
+      '`spec.tasks[0].env.TROUPE_TASK`: the TROUPE_ prefix is reserved',
+    ],
+    [
+      { tasks: [{ id: 'a', command: 'x', cwd: 'sub' }] },
+      'spec.tasks[0].cwd: must be an absolute path',
+    ],
+    [
+      { tasks: [{ id: 'a', command: 'x', image: 'troupe-nosuch' }] },
+      '`spec.tasks[0].image`: names no image recipe of deploy/images',
+    ],
+    [
+      { tasks: [{ id: 'a', command: 'x' }], config: { image: 'troupe-nosuch:latest' } },
+      '`spec.config.image`: names no image recipe',
+    ],
+    [
+      { tasks: [{ id: 'a', command: 'x', image: 'no spaces' }] },
+      'spec.tasks[0].image: must be a Docker image reference',
+    ],
   ])('names the field: %j', (over, expected) => {
     const spec = parseJobSpec({ kind: 'shell-tasks', ...over });
     expect(() => driver.validate(spec)).toThrow(expected);

@@ -174,6 +174,42 @@ const MALFORMED: [string, string, 'yaml' | 'json'][] = [
     'spec.tasks.count: must be >= 1',
     'yaml',
   ],
+  ['kind: shell-tasks\ntasks: *nowhere', '`spec`: is not valid YAML', 'yaml'],
+  [
+    `kind: shell-tasks\na: &a [1]\ntasks: [${Array.from({ length: 101 }, () => '*a').join(',')}]`,
+    '`spec`: must expand at most 100 aliases',
+    'yaml',
+  ],
+  [
+    "kind: shell-tasks\ntasks: [{id: a, command: 'true', env: {GH_TOKEN: x}}]",
+    '`spec.tasks[0].env.GH_TOKEN`: looks like a secret',
+    'yaml',
+  ],
+  [
+    "kind: shell-tasks\nconfig: {env: {OPENAI_API_KEY: x}}\ntasks: [{id: a, command: 'true'}]",
+    '`spec.config.env.OPENAI_API_KEY`: looks like a secret',
+    'yaml',
+  ],
+  [
+    "kind: shell-tasks\ntasks: [{id: a, command: 'true', env: {TROUPE_TASK: x}}]",
+    '`spec.tasks[0].env.TROUPE_TASK`: the TROUPE_ prefix is reserved',
+    'yaml',
+  ],
+  [
+    "kind: shell-tasks\ntasks: [{id: a, command: 'true', cwd: sub/dir}]",
+    'spec.tasks[0].cwd: must be an absolute path',
+    'yaml',
+  ],
+  [
+    "kind: shell-tasks\ntasks: [{id: a, command: 'true', image: troupe-nosuchrecipe}]",
+    '`spec.tasks[0].image`: names no image recipe of deploy/images',
+    'yaml',
+  ],
+  [
+    "kind: shell-tasks\ntasks: [{id: a, command: 'true', image: 'not an image'}]",
+    'spec.tasks[0].image: must be a Docker image reference',
+    'yaml',
+  ],
   [
     'kind: shell-tasks\ntasks: []\nagent: {model: gpt}',
     '`spec.agent`: shell-tasks runs no agent',
@@ -198,6 +234,47 @@ test(`${MALFORMED.length} malformed specs are each refused naming the field; the
   const job = await client.submitJob("kind: shell-tasks\ntasks: [{id: ok, command: 'true'}]");
   const events = await drain(client.watch(job.jobId, { signal: AbortSignal.timeout(60_000) }));
   expect(JSON.parse(events.at(-1)!.payloadJson)).toMatchObject({ state: 'SUCCEEDED' });
+});
+
+test('a valid spec over the spec limit is refused naming the limit; one under it is stored', async () => {
+  const client = tc.client();
+  const specOf = (bytes: number) =>
+    JSON.stringify({
+      kind: 'shell-tasks',
+      tasks: [{ id: 'big', command: 'wc -c < big.txt', files: { 'big.txt': 'x'.repeat(bytes) } }],
+    });
+  // 1.2 MiB: once stored as "already exists" and then missing.
+  const err = await client.submitJob(specOf(1_200_000), { format: 'json' }).then(
+    () => undefined,
+    (e: unknown) => e as { code: string; message: string },
+  );
+  expect(err?.code).toBe('INVALID_ARGUMENT');
+  expect(err?.message).toMatch(/`spec`: must be at most 524288 bytes/);
+  const job = await client.submitJob(specOf(400_000), { format: 'json' });
+  expect((await client.getJob(job.jobId)).jobId).toBe(job.jobId);
+  const events = await drain(client.watch(job.jobId, { signal: AbortSignal.timeout(60_000) }));
+  expect(JSON.parse(events.at(-1)!.payloadJson)).toMatchObject({ state: 'SUCCEEDED' });
+});
+
+test('40 concurrent deeply nested specs are refused while other calls are answered', async () => {
+  const client = tc.client();
+  const hostile = (i: number) => {
+    const n = 200_000 + i; // 400 KB of brackets: seconds of yaml parsing each, before the limits
+    return `kind: shell-tasks\ntasks: ${'['.repeat(n)}${']'.repeat(n)}\n`;
+  };
+  const submits = Array.from({ length: 40 }, (_, i) =>
+    client.submitJob(hostile(i)).then(
+      () => undefined,
+      (e: unknown) => e as { code: string; message: string },
+    ),
+  );
+  // A valid call made meanwhile gets its answer within a short deadline.
+  const nodes = await client.listNodes({ timeoutMs: 3_000 });
+  expect(nodes.length).toBeGreaterThan(0);
+  for (const err of await Promise.all(submits)) {
+    expect(err?.code).toBe('INVALID_ARGUMENT');
+    expect(err?.message).toMatch(/`spec`: must nest mappings and lists at most 32 deep/);
+  }
 });
 
 test('a request larger than the limit is refused cleanly', async () => {

@@ -22,7 +22,13 @@ import {
 } from './job-record';
 import { JOB_ACTOR_KIND, type JobRuntime, JobRuntimeHolder, revive } from './job-runtime';
 import { type DriverActorRuntime } from './job-driver';
-import { jobDisplayName, parseSpecText, type SpecTextFormat } from './job-spec';
+import {
+  checkSpecSize,
+  jobDisplayName,
+  maxSpecBytesFor,
+  parseSpecText,
+  type SpecTextFormat,
+} from './job-spec';
 import { emptyJobState, JobStateSchema, type TaskPhase } from './job-state';
 import { jobArtifactPrefix, JobStore } from './job-store';
 import { createTaskActor, type TaskActorOptions } from './task-actor';
@@ -296,12 +302,16 @@ export class JobManager {
 
   /**
    * Validates and persists a spec and queues the job. `INVALID_ARGUMENT` naming the field and the
-   * rule when the spec is invalid (an unknown kind lists the known ones).
+   * rule when the spec is invalid (an unknown kind lists the known ones), or larger than half the
+   * NATS server's `max_payload` (it is stored whole in one message).
    */
   async submit(req: SubmitJobOptions): Promise<JobRecord> {
-    const { store, refs } = this.need();
-    const raw = typeof req.spec === 'string' ? parseSpecText(req.spec, req.format) : req.spec;
+    const { store, refs, nc } = this.need();
+    const maxSpecBytes = maxSpecBytesFor(nc.info?.max_payload);
+    const raw =
+      typeof req.spec === 'string' ? parseSpecText(req.spec, req.format, maxSpecBytes) : req.spec;
     const spec = this.drivers.validate(raw);
+    checkSpecSize(spec, maxSpecBytes);
     const key = req.idempotencyKey ?? '';
     if (key.length > 128) throw invalidArgument('idempotency_key', 'at most 128 characters');
     if (req.resumeJobId) {

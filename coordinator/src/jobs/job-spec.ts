@@ -1,5 +1,4 @@
-import { invalidArgument, parseWith } from '@troupe/proto';
-import { parseDocument } from 'yaml';
+import { invalidArgument, parseUntrustedText, parseWith } from '@troupe/proto';
 import { z } from 'zod';
 
 // The driver-agnostic part of a job spec. The driver named by `kind` validates `tasks` and
@@ -170,28 +169,58 @@ export const SpecTextFormat = { AUTO: 'auto', YAML: 'yaml', JSON: 'json' } as co
 /** One of {@link SpecTextFormat}. */
 export type SpecTextFormat = (typeof SpecTextFormat)[keyof typeof SpecTextFormat];
 
+/** Deepest nesting of mappings and lists a spec may have. */
+export const MAX_SPEC_DEPTH = 32;
+/** Most YAML alias expansions a spec may use. */
+export const MAX_SPEC_ALIASES = 100;
 /**
- * Parses a spec document (YAML — a superset of JSON — or strict JSON) into a plain value. Syntax
- * errors become `INVALID_ARGUMENT` on field `spec` with the line and column.
+ * Default largest spec, in bytes of its text and of its JSON form: half of NATS' default
+ * `max_payload` (1 MiB), because the spec is stored whole in one KV value (the job record) and in
+ * the job actor's state next to its task table. The job manager derives the limit from the
+ * server's actual `max_payload` ({@link maxSpecBytesFor}).
  */
-export function parseSpecText(text: string, format: SpecTextFormat = 'auto'): unknown {
+export const DEFAULT_MAX_SPEC_BYTES = 512 * 1024;
+
+/** The largest spec a NATS server with this `max_payload` can store: half of it. */
+export function maxSpecBytesFor(maxPayload: number | undefined): number {
+  return maxPayload === undefined ? DEFAULT_MAX_SPEC_BYTES : Math.floor(maxPayload / 2);
+}
+
+/**
+ * Parses a spec document (YAML — a superset of JSON — or strict JSON) into a plain value, with
+ * bounded cost: at most `maxBytes` bytes, {@link MAX_SPEC_DEPTH} levels of nesting and
+ * {@link MAX_SPEC_ALIASES} alias expansions, checked before the document is parsed. Syntax errors
+ * (with line and column), undefined aliases and broken limits become `INVALID_ARGUMENT` on field
+ * `spec` naming the rule.
+ */
+export function parseSpecText(
+  text: string,
+  format: SpecTextFormat = 'auto',
+  maxBytes: number = DEFAULT_MAX_SPEC_BYTES,
+): unknown {
   if (text.trim() === '')
     throw invalidArgument('spec', 'must be a non-empty YAML or JSON document');
-  if (format === 'json') {
-    try {
-      return JSON.parse(text) as unknown;
-    } catch (err) {
-      throw invalidArgument('spec', `is not valid JSON: ${(err as Error).message}`);
-    }
+  return parseUntrustedText(text, {
+    field: 'spec',
+    format: format === 'json' ? 'json' : 'yaml',
+    maxBytes,
+    maxDepth: MAX_SPEC_DEPTH,
+    maxAliases: MAX_SPEC_ALIASES,
+  });
+}
+
+/**
+ * Refuses a validated spec whose JSON form (what is stored) is larger than `maxBytes`, naming the
+ * limit.
+ */
+export function checkSpecSize(spec: JobSpec, maxBytes: number = DEFAULT_MAX_SPEC_BYTES): void {
+  const bytes = Buffer.byteLength(JSON.stringify(spec), 'utf8');
+  if (bytes > maxBytes) {
+    throw invalidArgument(
+      'spec',
+      `must be at most ${maxBytes} bytes as JSON (got ${bytes}): a spec is stored whole in one NATS message (half the server's max_payload); keep large task data in files the driver reads (a suite folder)`,
+    );
   }
-  const doc = parseDocument(text, { uniqueKeys: true });
-  const first = doc.errors[0];
-  if (first) {
-    // The first line of a yaml error names the problem and its line and column.
-    const line = (first.message.split('\n')[0] ?? first.message).replace(/:$/, '');
-    throw invalidArgument('spec', `is not valid YAML: ${line}`);
-  }
-  return doc.toJS({ maxAliasCount: 100 }) as unknown;
 }
 
 /**

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
-import { kvBucketName, objectStoreName, TroupeError } from '@troupe/proto';
+import { isWrongLastSequence } from '@troupe/actors';
+import { kvBucketName, objectStoreName, toTroupeError, TroupeError } from '@troupe/proto';
 import { type NatsConnection } from '@nats-io/transport-node';
 import { type KV, Kvm } from '@nats-io/kv';
 import { type ObjectInfo, type ObjectStore, Objm } from '@nats-io/obj';
@@ -71,12 +72,21 @@ export class JobStore {
     return new JobStore(kv, objects);
   }
 
-  /** Creates a job record; `ALREADY_EXISTS` when the id is taken. */
+  /**
+   * Creates a job record; `ALREADY_EXISTS` when the id is taken. Any other failure (a record over
+   * the server's `max_payload`, an unreachable server) is passed on as it is, never reported as a
+   * taken id.
+   */
   async createJob(record: JobRecord): Promise<void> {
     try {
       await this.kv.create(`job.${record.jobId}`, JSON.stringify(record));
     } catch (err) {
-      throw new TroupeError('ALREADY_EXISTS', `job ${record.jobId} already exists`, { cause: err });
+      if (isWrongLastSequence(err)) {
+        throw new TroupeError('ALREADY_EXISTS', `job ${record.jobId} already exists`, {
+          cause: err,
+        });
+      }
+      throw toTroupeError(err);
     }
   }
 

@@ -2,6 +2,8 @@ import {
   DriverRegistry,
   type JobDriver,
   type JobSpec,
+  checkSpecSize,
+  maxSpecBytesFor,
   parseJobSpec,
   parseSpecText,
 } from '@troupe/coordinator';
@@ -63,6 +65,38 @@ describe('job spec', () => {
     const err = errorOf(() => parseSpecText('kind: echo\ntasks: [1, 2\nconcurrency: 2\n'));
     expect(err.code).toBe('INVALID_ARGUMENT');
     expect(err.message).toMatch(/^`spec`: is not valid YAML: .* at line \d+, column \d+/);
+  });
+
+  it.each([
+    ['an undefined alias', 'kind: echo\ntasks: *nowhere\n', /`spec`: is not valid YAML: .*nowhere/],
+    [
+      'an alias bomb',
+      `kind: echo\na: &a [1]\ntasks: [${Array.from({ length: 101 }, () => '*a').join(',')}]\n`,
+      /`spec`: must expand at most 100 aliases/,
+    ],
+    [
+      'a deep nesting',
+      `kind: echo\ntasks: ${'['.repeat(40)}${']'.repeat(40)}`,
+      /`spec`: must nest mappings and lists at most 32 deep/,
+    ],
+    [
+      'a spec text over the limit',
+      `kind: echo\ntasks: [${'1,'.repeat(300_000)}]`,
+      /at most 524288/,
+    ],
+  ])('refuses %s with INVALID_ARGUMENT on spec', (_what, text, rule) => {
+    const err = errorOf(() => parseSpecText(text));
+    expect(err.code).toBe('INVALID_ARGUMENT');
+    expect(err.message).toMatch(rule);
+  });
+
+  it('refuses a spec larger than half the server max_payload, naming the limit', () => {
+    expect(maxSpecBytesFor(1024 * 1024)).toBe(512 * 1024);
+    const big = parseJobSpec({ kind: 'echo', tasks: ['x'.repeat(600 * 1024)] });
+    const err = errorOf(() => checkSpecSize(big, maxSpecBytesFor(1024 * 1024)));
+    expect(err.code).toBe('INVALID_ARGUMENT');
+    expect(err.message).toMatch(/^`spec`: must be at most 524288 bytes as JSON \(got \d+\)/);
+    expect(() => checkSpecSize(big, maxSpecBytesFor(8 * 1024 * 1024))).not.toThrow();
   });
 
   it('parses JSON with the JSON format, and refuses a scalar document', () => {

@@ -1,0 +1,204 @@
+import { parseDocument } from 'yaml';
+import { invalidArgument } from './errors';
+
+/** Default limits of {@link parseUntrustedText}. */
+export const UntrustedTextLimits = {
+  /** Largest document, in UTF-8 bytes. */
+  MAX_BYTES: 4 * 1024 * 1024,
+  /** Deepest nesting of mappings and sequences. */
+  MAX_DEPTH: 64,
+  /** Most alias expansions (`*name`) of a YAML document. */
+  MAX_ALIASES: 100,
+} as const;
+
+/** Options of {@link parseUntrustedText}. */
+export interface ParseUntrustedTextOptions {
+  /** The field errors name (`spec`, `task.yaml`, `spec.tasks (suite/tasks.yaml)`). */
+  field: string;
+  /** `yaml` (a superset of JSON) or strict `json`. @default 'yaml' */
+  format?: 'yaml' | 'json';
+  /** Largest document in UTF-8 bytes. @default 4194304 */
+  maxBytes?: number;
+  /** Deepest nesting of mappings and sequences. @default 64 */
+  maxDepth?: number;
+  /** Most alias expansions (YAML). @default 100 */
+  maxAliases?: number;
+}
+
+/**
+ * Parses a YAML or JSON document that came from a user (job specs, task files) with bounded cost:
+ * its size and nesting depth are checked by a linear scan before the parser sees it (a deeply
+ * nested document costs the YAML parser time quadratic in its depth, and overflows its stack), and
+ * again on the parsed value (aliases can nest what the text does not); alias expansions are
+ * capped. Every failure — syntax, limits, undefined or excessive aliases — is `INVALID_ARGUMENT`
+ * on `field` naming the rule.
+ */
+export function parseUntrustedText(text: string, options: ParseUntrustedTextOptions): unknown {
+  const { field } = options;
+  const format = options.format ?? 'yaml';
+  const maxBytes = options.maxBytes ?? UntrustedTextLimits.MAX_BYTES;
+  const maxDepth = options.maxDepth ?? UntrustedTextLimits.MAX_DEPTH;
+  const maxAliases = options.maxAliases ?? UntrustedTextLimits.MAX_ALIASES;
+  // Length in UTF-16 units is at most the UTF-8 length: only count bytes when it may matter.
+  if (text.length > maxBytes || Buffer.byteLength(text, 'utf8') > maxBytes) {
+    throw invalidArgument(
+      field,
+      `must be at most ${maxBytes} bytes (got ${Buffer.byteLength(text, 'utf8')})`,
+    );
+  }
+  const depthRule = `must nest mappings and lists at most ${maxDepth} deep`;
+  if (scanDepth(text, format, maxDepth) > maxDepth) throw invalidArgument(field, depthRule);
+  let value: unknown;
+  if (format === 'json') {
+    try {
+      value = JSON.parse(text) as unknown;
+    } catch (err) {
+      throw invalidArgument(field, `is not valid JSON: ${(err as Error).message}`);
+    }
+  } else {
+    const doc = parseDocument(text, { uniqueKeys: true });
+    const first = doc.errors[0];
+    if (first) {
+      // The first line of a yaml error names the problem and its line and column.
+      const line = (first.message.split('\n')[0] ?? first.message).replace(/:$/, '');
+      throw invalidArgument(field, `is not valid YAML: ${line}`);
+    }
+    try {
+      value = doc.toJS({ maxAliasCount: maxAliases }) as unknown;
+    } catch (err) {
+      // Undefined aliases and alias bombs are the document's fault, not ours.
+      const message = (err as Error).message;
+      const rule = message.includes('Excessive alias count')
+        ? `must expand at most ${maxAliases} aliases`
+        : `is not valid YAML: ${message.split('\n')[0] ?? message}`;
+      throw invalidArgument(field, rule);
+    }
+  }
+  if (valueDepth(value, maxDepth) > maxDepth) throw invalidArgument(field, depthRule);
+  return value;
+}
+
+/**
+ * An upper estimate of a document's nesting depth, in one pass without recursion: flow
+ * collections (`[`, `{` outside quotes and comments) plus, for YAML, the stack of distinct
+ * indentations and compact `- ` / `? ` entries of block collections. Stops counting once past
+ * `stopAbove`.
+ */
+function scanDepth(text: string, format: 'yaml' | 'json', stopAbove: number): number {
+  let flow = 0;
+  let max = 0;
+  const indents: number[] = [];
+  let quote: '"' | "'" | undefined;
+  /** Indentation of the line that opened a block scalar (`|`, `>`) whose lines are being skipped. */
+  let blockScalarOf: number | undefined;
+  let lineIndent = 0;
+  let lineStart = true;
+  let i = 0;
+  const n = text.length;
+  while (i < n) {
+    if (lineStart) {
+      lineStart = false;
+      if (format === 'yaml' && flow === 0 && quote === undefined) {
+        let col = 0;
+        while (i + col < n && text[i + col] === ' ') col++;
+        const c = text[i + col];
+        const blank = c === undefined || c === '\n' || c === '\r';
+        if (blockScalarOf !== undefined && (blank || col > blockScalarOf)) {
+          // A line of a block scalar is text: quotes, brackets and indentation mean nothing.
+          const eol = text.indexOf('\n', i);
+          i = eol < 0 ? n : eol + 1;
+          lineStart = true;
+          continue;
+        }
+        blockScalarOf = undefined;
+        lineIndent = col;
+        if (!blank && c !== '#') {
+          while (indents.length > 0 && indents[indents.length - 1]! >= col) indents.pop();
+          indents.push(col);
+          // Compact nested entries on one line (`- - - x`) are one level each.
+          let j = i + col;
+          let compact = 0;
+          while ((text[j] === '-' || text[j] === '?') && text[j + 1] === ' ') {
+            compact++;
+            j += 2;
+            while (text[j] === ' ') j++;
+          }
+          max = Math.max(max, indents.length + compact);
+          if (max > stopAbove) return max;
+        }
+      }
+    }
+    const c = text[i]!;
+    if (quote !== undefined) {
+      if (c === '\\' && quote === '"') i++;
+      else if (c === quote) {
+        if (quote === "'" && text[i + 1] === "'") i++;
+        else quote = undefined;
+      } else if (c === '\n') lineStart = true;
+      i++;
+      continue;
+    }
+    switch (c) {
+      case '"':
+      case "'":
+        // In YAML a quote only opens a string at the start of a scalar, not inside a word.
+        if (format === 'json' || i === 0 || /[\s[{,:-]/.test(text[i - 1]!)) quote = c;
+        break;
+      case '#':
+        if (format === 'yaml' && (i === 0 || /\s/.test(text[i - 1]!))) {
+          while (i < n && text[i] !== '\n') i++;
+          continue;
+        }
+        break;
+      case '|':
+      case '>':
+        if (
+          format === 'yaml' &&
+          flow === 0 &&
+          /^[|>][-+0-9]*[ \t]*(#.*)?\r?(\n|$)/.test(
+            text.slice(i, text.indexOf('\n', i) < 0 ? n : text.indexOf('\n', i) + 1),
+          )
+        ) {
+          blockScalarOf = lineIndent;
+        }
+        break;
+      case '[':
+      case '{':
+        flow++;
+        max = Math.max(max, indents.length + flow);
+        if (max > stopAbove) return max;
+        break;
+      case ']':
+      case '}':
+        if (flow > 0) flow--;
+        break;
+      case '\n':
+        lineStart = true;
+        break;
+    }
+    i++;
+  }
+  return max;
+}
+
+/** Nesting depth of a parsed value (iterative; stops counting once past `stopAbove`). */
+function valueDepth(value: unknown, stopAbove: number): number {
+  let max = 0;
+  const stack: { v: unknown; d: number }[] = [{ v: value, d: 0 }];
+  // Aliases share nodes: a node is walked again only when reached deeper than before, so an
+  // alias bomb costs at most `stopAbove` walks per node.
+  const deepest = new Map<object, number>();
+  while (stack.length > 0) {
+    const { v, d } = stack.pop()!;
+    if (typeof v !== 'object' || v === null) continue;
+    const depth = d + 1;
+    if (depth > max) max = depth;
+    if (max > stopAbove) return max;
+    if ((deepest.get(v) ?? 0) >= depth) continue;
+    deepest.set(v, depth);
+    for (const child of Array.isArray(v) ? v : Object.values(v)) {
+      if (typeof child === 'object' && child !== null) stack.push({ v: child, d: depth });
+    }
+  }
+  return max;
+}

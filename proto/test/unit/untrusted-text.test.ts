@@ -1,0 +1,85 @@
+import { parseUntrustedText, type TroupeError } from '@troupe/proto';
+
+function errorOf(fn: () => unknown): TroupeError {
+  try {
+    fn();
+  } catch (err) {
+    return err as TroupeError;
+  }
+  throw new Error('expected an error');
+}
+
+describe('parseUntrustedText', () => {
+  it('parses YAML and JSON within the limits', () => {
+    const text = [
+      'kind: shell-tasks',
+      'base: &base {image: troupe-busybox}',
+      'tasks:',
+      '  - id: a',
+      '    command: |',
+      "      echo 'it''s [ { unbalanced",
+      '            deeper and deeper',
+      '    config: *base',
+      '  - {id: b, command: "echo ]]]"}  # a comment [[[',
+    ].join('\n');
+    expect(parseUntrustedText(text, { field: 'spec', maxDepth: 4 })).toEqual({
+      kind: 'shell-tasks',
+      base: { image: 'troupe-busybox' },
+      tasks: [
+        {
+          id: 'a',
+          command: "echo 'it''s [ { unbalanced\n      deeper and deeper\n",
+          config: { image: 'troupe-busybox' },
+        },
+        { id: 'b', command: 'echo ]]]' },
+      ],
+    });
+    expect(parseUntrustedText('{"a":[[1]]}', { field: 'spec', format: 'json' })).toEqual({
+      a: [[1]],
+    });
+  });
+
+  it.each([
+    ['an undefined alias', 'a: *nowhere\n', /`spec`: is not valid YAML: .*alias.*nowhere/],
+    [
+      'too many aliases',
+      `a: &a [1]\nb: [${Array.from({ length: 101 }, () => '*a').join(', ')}]\n`,
+      /`spec`: must expand at most 100 aliases/,
+    ],
+    ['a deep flow nesting', `a: ${'['.repeat(65)}${']'.repeat(65)}`, /at most 64 deep/],
+    ['a deep flow nesting hidden by quotes', `a: ${"[ ']', ".repeat(70)}`, /at most 64 deep/],
+    [
+      'a deep block nesting',
+      Array.from({ length: 70 }, (_, i) => `${' '.repeat(i)}k:`).join('\n'),
+      /at most 64 deep/,
+    ],
+    ['compact nested lists', `a:\n  ${'- '.repeat(70)}x\n`, /at most 64 deep/],
+    ['a document too large', `a: ${'x'.repeat(5000)}`, /must be at most 4096 bytes/],
+    ['a syntax error', 'a: [1, 2\nb: 3\n', /is not valid YAML: .*line \d+, column \d+/],
+  ])('refuses %s with INVALID_ARGUMENT naming the field and the rule', (_what, text, rule) => {
+    const err = errorOf(() => parseUntrustedText(text, { field: 'spec', maxBytes: 4096 }));
+    expect(err.code).toBe('INVALID_ARGUMENT');
+    expect(err.message).toMatch(rule);
+  });
+
+  it('refuses deep JSON and aliases that nest deeper than the text', () => {
+    const json = `{"a":${'['.repeat(100)}${']'.repeat(100)}}`;
+    expect(errorOf(() => parseUntrustedText(json, { field: 'f', format: 'json' })).message).toMatch(
+      /at most 64 deep/,
+    );
+    const nested = ['a: &a [[[[1]]]]', 'b: &b [[[[*a]]]]', 'c: [[[[*b]]]]'].join('\n');
+    expect(errorOf(() => parseUntrustedText(nested, { field: 'f', maxDepth: 10 })).message).toMatch(
+      /at most 10 deep/,
+    );
+  });
+
+  it('refuses a 4 MiB hostile document quickly', () => {
+    const n = 2 * 1024 * 1024 - 10;
+    const text = `a: ${'['.repeat(n)}${']'.repeat(n)}`.slice(0, 4 * 1024 * 1024);
+    const started = performance.now();
+    const err = errorOf(() => parseUntrustedText(text, { field: 'spec' }));
+    expect(err.message).toMatch(/at most 64 deep/);
+    // The parser would take seconds; the scan stops at the 65th level.
+    expect(performance.now() - started).toBeLessThan(200);
+  });
+});
