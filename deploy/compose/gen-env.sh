@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Writes deploy/compose/.env (mode 0600) for compose.yaml: a password per NATS role, the job API
-# bearer token, and the group id of the Docker socket (given to node agents with group_add).
+# bearer token, the group id of the Docker socket (given to node agents with group_add) and, where
+# the host has /dev/kvm, its group id (compose.kvm.yaml).
 # Keeps an existing file unless --force (new secrets invalidate a running cluster's clients).
 #   deploy/compose/gen-env.sh [--force] [--output file] [--docker-socket /var/run/docker.sock]
 set -euo pipefail
@@ -33,4 +34,6 @@ TROUPE_NATS_CLIENT_PASSWORD=$(secret 24)
 TROUPE_GRPC_TOKEN=$(secret 24)
 TROUPE_DOCKER_GID=$(stat -c %g "$socket")
 ENV
+# compose.kvm.yaml gives node agents /dev/kvm and its group, where the host has it.
+if [ -c /dev/kvm ]; then echo "TROUPE_KVM_GID=$(stat -c %g /dev/kvm)" >>"$env_file"; fi
 echo "[gen-env] wrote $env_file"

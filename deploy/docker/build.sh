@@ -3,10 +3,11 @@
 #   troupe-nats         the build host's nats-server on BASE           (deploy/docker/nats.Dockerfile)
 #   troupe-coordinator  `troupe coordinator` (built-in drivers, job API) (deploy/docker/Dockerfile)
 #   troupe-node-agent   `troupe node-agent`                             (deploy/docker/Dockerfile)
+#   troupe-node-agent-vm   the node agent with QEMU, with --vm             (deploy/docker/Dockerfile)
 # plus the sandbox images the node agents start (default: busybox, for shell-tasks), which must
 # exist on the Docker engine the node agents use (deploy/images/build.sh).
 #
-#   deploy/docker/build.sh [--force] [--base IMAGE] [--sandbox-images "busybox python-slim"]
+#   deploy/docker/build.sh [--force] [--vm] [--base IMAGE] [--sandbox-images "busybox python-slim"]
 #   deploy/docker/build.sh --print-tags
 #
 # BASE defaults to troupe-base (built by deploy/images/build.sh base from debootstrap); with a
@@ -38,9 +39,11 @@ force=0
 print_tags=0
 base=""
 sandbox_images="busybox"
+vm=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --force) force=1 ;;
+    --vm) vm=1 ;;
     --print-tags) print_tags=1 ;;
     --base) base="${2:?--base needs an image}"; shift ;;
     --sandbox-images) sandbox_images="${2-}"; shift ;;
@@ -125,8 +128,12 @@ fi
 "$docker_bin" tag "troupe-nats:$nats_hash" troupe-nats:latest
 
 # --- troupe-coordinator, troupe-node-agent ---
-if exists "troupe-coordinator:$app_hash" && exists "troupe-node-agent:$app_hash"; then
-  say "app: troupe-coordinator and troupe-node-agent :$app_hash are up to date"
+targets=(coordinator node-agent)
+[ "$vm" = 1 ] && targets+=(node-agent-vm)
+missing=0
+for target in "${targets[@]}"; do exists "troupe-$target:$app_hash" || missing=1; done
+if [ "$missing" = 0 ]; then
+  say "app: ${targets[*]} :$app_hash are up to date"
 else
   t=$(date +%s)
   say "app: staging the workspaces and their production dependencies"
@@ -147,13 +154,17 @@ else
       (cd "$app" && npm ci "${npm_flags[@]}" --prefer-offline >/dev/null); }
   cp "$node_bin" "$stage/app/node/node"
   cp "$here/Dockerfile" "$stage/app/Dockerfile"
-  for target in coordinator node-agent; do
-    DOCKER_BUILDKIT=0 "$docker_bin" build -q --force-rm --build-arg "BASE=$base" \
+  for target in "${targets[@]}"; do
+    # node-agent-vm apt-get installs QEMU from the Debian mirror: host network for the build.
+    net=()
+    [ "$target" = node-agent-vm ] && net=(--network host)
+    DOCKER_BUILDKIT=0 "$docker_bin" build -q --force-rm "${net[@]}" --build-arg "BASE=$base" \
       --target "$target" --label "troupe.recipe-hash=$app_hash" \
       -t "troupe-$target:$app_hash" "$stage/app" >/dev/null
   done
-  say "app: built troupe-coordinator and troupe-node-agent :$app_hash in $(($(date +%s) - t)) s"
+  say "app: built ${targets[*]} :$app_hash in $(($(date +%s) - t)) s"
 fi
-"$docker_bin" tag "troupe-coordinator:$app_hash" troupe-coordinator:latest
-"$docker_bin" tag "troupe-node-agent:$app_hash" troupe-node-agent:latest
+for target in "${targets[@]}"; do
+  "$docker_bin" tag "troupe-$target:$app_hash" "troupe-$target:latest"
+done
 say "done in $(($(date +%s) - start_all)) s"

@@ -151,6 +151,19 @@ test('the strict check catches unknown fields, wrong types, bad enums and missin
   expect(check(noSelector).join()).toMatch(/selector/);
 });
 
+/** The files a folder's kustomization.yaml applies as patches (`patches: [{path}]`). */
+function patchFiles(dir: string): Set<string> {
+  let text: string;
+  try {
+    text = readFileSync(path.join(dir, 'kustomization.yaml'), 'utf8');
+  } catch {
+    return new Set();
+  }
+  const [k] = docs(text, 'kustomization.yaml');
+  const patches = (k?.['patches'] as Obj[] | undefined) ?? [];
+  return new Set(patches.flatMap((p) => (typeof p['path'] === 'string' ? [p['path']] : [])));
+}
+
 test('every manifest file in deploy/k8s matches the Kubernetes schemas, unknown fields included', () => {
   const problems: string[] = [];
   let checked = 0;
@@ -159,7 +172,8 @@ test('every manifest file in deploy/k8s matches the Kubernetes schemas, unknown 
       // Kustomizations and partial patches are not API objects.
       if (String(doc['apiVersion']).startsWith('kustomize.config.k8s.io')) continue;
       if (file.includes(`${path.sep}overlays${path.sep}`) && !doc['data'] && !doc['spec']) continue;
-      if (path.basename(file) === 'dind-sidecar.yaml') continue;
+      // Strategic-merge patches an overlay's kustomization names are partial objects.
+      if (patchFiles(path.dirname(file)).has(path.basename(file))) continue;
       checked++;
       problems.push(...check(doc).map((p) => `${path.relative(K8S, file)}: ${p}`));
     }
@@ -179,12 +193,18 @@ test('the NATS roles are the same in compose and Kubernetes', () => {
 
 const haveKubectl = kubectl();
 (haveKubectl ? test : test.skip)(
-  'kustomize builds of base, dev and dind validate and keep the security settings',
+  'kustomize builds of base, dev, dind, vm and kvm validate and keep the security settings',
   () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'troupe-k8s-'));
     cpSync(K8S, dir, { recursive: true });
     execFileSync('bash', [path.join(dir, 'gen-secrets.sh'), '--force'], { stdio: 'ignore' });
-    for (const overlay of ['base', 'overlays/dev', 'overlays/dind']) {
+    for (const overlay of [
+      'base',
+      'overlays/dev',
+      'overlays/dind',
+      'overlays/vm',
+      'overlays/kvm',
+    ]) {
       const built = build(path.join(dir, overlay));
       const problems = built.flatMap((d) => check(d).map((p) => `${overlay}: ${p}`));
       expect(problems).toEqual([]);
@@ -224,5 +244,29 @@ const haveKubectl = kubectl();
         }
       }
     }
+    // The vm overlays: node agents with QEMU, the node's guest images read-only, and (kvm)
+    // /dev/kvm from a device plugin on the nodes labelled for it.
+    const agentOf = (overlay: string): Obj => {
+      const ds = build(path.join(dir, overlay)).find((d) => d['kind'] === 'DaemonSet')!;
+      return ((ds['spec'] as Obj)['template'] as Obj)['spec'] as Obj;
+    };
+    for (const overlay of ['overlays/vm', 'overlays/kvm']) {
+      const pod = agentOf(overlay);
+      const c = (pod['containers'] as Obj[]).find((x) => x['name'] === 'node-agent')!;
+      expect(c['image']).toBe('troupe-node-agent-vm:latest');
+      expect(c['env']).toContainEqual({ name: 'TROUPE_VM', value: 'on' });
+      expect(c['volumeMounts']).toContainEqual({
+        name: 'vm-images',
+        mountPath: '/var/lib/troupe/vm-images',
+        readOnly: true,
+      });
+      // The socket mount of the base stays: desktops and sandboxes still run on Docker.
+      expect((c['volumeMounts'] as Obj[]).map((m) => m['name'])).toContain('docker-socket');
+    }
+    const kvm = agentOf('overlays/kvm');
+    expect(kvm['nodeSelector']).toEqual({ 'troupe.dev/kvm': 'true' });
+    const kvmAgent = (kvm['containers'] as Obj[]).find((x) => x['name'] === 'node-agent')!;
+    expect(((kvmAgent['resources'] as Obj)['limits'] as Obj)['devices.kubevirt.io/kvm']).toBe('1');
+    expect(agentOf('overlays/vm')['nodeSelector']).toBeUndefined();
   },
 );
