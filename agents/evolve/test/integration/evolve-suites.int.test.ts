@@ -15,9 +15,14 @@ import { rewriteTunableParams } from '../../src/tunable-params';
 
 const SUITES = path.resolve(__dirname, '../../../../benchmarks/suites');
 const signal = () => new AbortController().signal;
+// A fresh machine's environment: no PYTHONUNBUFFERED (set on some development hosts and in
+// Troupe's Python images), so a candidate's unflushed print stays in its buffer unless the
+// grader itself makes the candidate unbuffered.
+const { PYTHONUNBUFFERED: _unbuffered, ...FRESH_ENV } = process.env;
 
 function evaluatorFor(task: LoadedSearchTask): Evaluate {
   return createProcessEvaluate({
+    env: FRESH_ENV,
     command: (req, program) =>
       renderEvaluatorCommand(task.spec, {
         suite: task.suiteDir,

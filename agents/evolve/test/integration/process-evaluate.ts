@@ -19,6 +19,8 @@ export interface ProcessEvaluateOptions {
   workDir?: string;
   /** File name the program is written to. @default `program.py` for python, else `program.txt` */
   programFile?: (language: string) => string;
+  /** The evaluator's environment. @default this process's */
+  env?: NodeJS.ProcessEnv;
 }
 
 const MAX_STDOUT_BYTES = 1 << 20;
@@ -75,7 +77,13 @@ export function createProcessEvaluate(options: ProcessEvaluateOptions): Evaluate
       onStart?.();
       const programPath = path.join(dir, fileFor(request.program.language));
       await writeFile(programPath, request.program.source);
-      return await runEvaluator(options.command(request, programPath), dir, request, signal);
+      return await runEvaluator(
+        options.command(request, programPath),
+        dir,
+        request,
+        signal,
+        options.env,
+      );
     } finally {
       release();
       await rm(dir, { recursive: true, force: true });
@@ -88,12 +96,18 @@ async function runEvaluator(
   cwd: string,
   request: EvaluationRequest,
   signal: AbortSignal,
+  env: NodeJS.ProcessEnv | undefined,
 ): Promise<EvaluatorResult> {
   const [cmd, ...args] = argv;
   if (!cmd) throw new TroupeError('INVALID_ARGUMENT', 'evaluator command is empty');
   signal.throwIfAborted();
   const started = Date.now();
-  const child = spawn(cmd, args, { cwd, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(cmd, args, {
+    cwd,
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    ...(env ? { env } : {}),
+  });
   let stdout = '';
   let stderr = '';
   child.stdout.setEncoding('utf8').on('data', (d: string) => {

@@ -86,6 +86,10 @@ class Candidate:
             cwd=os.path.dirname(program),
             text=True,
             bufsize=1,
+            # Line by line both ways, wherever the grader runs: without this a candidate's
+            # unflushed print sits in its stdout buffer while both sides wait (a timeout on a
+            # host without PYTHONUNBUFFERED, an answer in Troupe's images, which set it).
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
         )
         self.timed_out = False
         self.stderr = []
