@@ -257,6 +257,8 @@ export const ExecReplySchema = z.looseObject({
   stderrDroppedBytes: z.number(),
   timedOut: z.boolean(),
   oomKilled: z.boolean().optional(),
+  /** Why the sandbox is unusable, when the command took its container down. */
+  sandboxFailure: z.string().optional(),
   durationMs: z.number(),
 }) satisfies z.ZodType<ExecReply>;
 /** Reply to `startBackground`. */

@@ -44,6 +44,12 @@ export interface ExecResult {
   timedOut: boolean;
   /** Whether the kernel's OOM killer fired in the sandbox while the command ran. */
   oomKilled?: boolean;
+  /**
+   * Set when the command's failure took the sandbox's container down (the OOM killer, with the
+   * memory still full, also killed its init): why. Every later call on the sandbox then fails
+   * with `UNAVAILABLE` (`details.sandboxLost`); destroy it and create a new one.
+   */
+  sandboxFailure?: string;
   /** Wall-clock time from start to exit. */
   durationMs: number;
 }

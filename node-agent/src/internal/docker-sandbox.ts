@@ -34,6 +34,7 @@ import { startExec } from './docker-exec';
 import { BackgroundExecOptionsSchema, ExecOptionsSchema, envEntries } from './exec-options';
 import { randomId } from './ids';
 import { KILL_TREE_SCRIPT, TASK_ENV_KEY } from './kill-tree-script';
+import { oomEventBetween } from './oom-record';
 import { tarStreamOf, type TarOwner } from './tar';
 import { TaskTable, type TaskRun } from './task-table';
 
@@ -65,6 +66,13 @@ export interface DockerSandboxParts {
 const READY_LINE = 'troupe-ready';
 const NOT_READY_LINE = 'troupe-not-ready';
 const KILL_HELPER_TIMEOUT_MS = 10_000;
+/**
+ * How long after a command died of a signal to wait for Docker's `oom` event: the engine
+ * usually has it before the exec's exit, but containerd reports the two on separate paths.
+ */
+const OOM_EVENT_GRACE_MS = 500;
+/** How long after an OOM kill to wait for the container to stop, in case it took init too. */
+const CONTAINER_STOP_GRACE_MS = 1_000;
 
 /**
  * PID 2 of every sandbox (under docker-init as PID 1, which reaps orphans): reports whether the
@@ -77,9 +85,12 @@ export const BOOT_SCRIPT = [
   'exec sleep 2147483647',
 ].join('\n');
 
-/** Reads the OOM-kill counter of the container's memory cgroup (v1 or v2); prints `oom_kill N`. */
-const OOM_COUNTER_SCRIPT =
-  'cat /sys/fs/cgroup/memory/memory.oom_control 2>/dev/null || cat /sys/fs/cgroup/memory.events 2>/dev/null; true';
+/** What a command's failed exit says about the sandbox. */
+interface FailureVerdict {
+  oomKilled: boolean;
+  /** Set when the container is no longer running: the sandbox is unusable. */
+  sandboxFailure?: string;
+}
 
 /** A sandbox in a Docker container; see {@link DockerSandboxBackend}. */
 export class DockerSandbox implements Sandbox {
@@ -90,14 +101,15 @@ export class DockerSandbox implements Sandbox {
   private readonly log: Logger;
   private readonly owner: TarOwner;
   private readonly tasks: TaskTable;
-  /** OOM-kill count when each running exec started. */
-  private readonly oomBaseline = new Map<string, number>();
+  /** Wall-clock start (ms since the epoch, Docker's clock) of each running background task. */
+  private readonly taskSinceMs = new Map<string, number>();
   private state: SandboxStatus = 'starting';
   private startedAt?: number;
   private readyAt?: number;
   private restarts = 0;
   private readyPromise: Promise<void> | undefined;
-  private oomKills = 0;
+  /** Why the sandbox became unusable after it was ready (its container exited). */
+  private failure: string | undefined;
   private resetting: Promise<void> | undefined;
   private destroying: Promise<void> | undefined;
 
@@ -110,10 +122,10 @@ export class DockerSandbox implements Sandbox {
     this.log = ctx.logger.child({ sandbox: parts.id, container: parts.containerId.slice(0, 12) });
     this.tasks = new TaskTable(parts.id, {
       killTree: (taskId, run, why) => this.killTree(taskId, [run], why),
-      oomKilled: (taskId) => {
-        const before = this.oomBaseline.get(taskId) ?? this.oomKills;
-        this.oomBaseline.delete(taskId);
-        return this.oomKilledSince(before);
+      oomKilled: async (taskId, exitCode) => {
+        const sinceMs = this.taskSinceMs.get(taskId) ?? this.parts.createdAt;
+        this.taskSinceMs.delete(taskId);
+        return (await this.judgeFailure(sinceMs, exitCode)).oomKilled;
       },
     });
   }
@@ -164,6 +176,7 @@ export class DockerSandbox implements Sandbox {
     }
     await raceSignal(this.readyPromise, options.signal);
     if (this.resetting) await raceSignal(this.resetting, options.signal);
+    if (this.failure !== undefined) throw this.failedError(this.failure);
   }
 
   private async becomeReady(): Promise<void> {
@@ -237,6 +250,15 @@ export class DockerSandbox implements Sandbox {
     return new TroupeError(ErrorCode.NOT_FOUND, `sandbox ${this.id} was destroyed`);
   }
 
+  private failedError(why: string): TroupeError {
+    return new TroupeError(
+      ErrorCode.UNAVAILABLE,
+      `sandbox ${this.id} is no longer usable: ${why}; destroy it and create a new sandbox`,
+      // Retrying this sandbox cannot help: the caller needs a new one.
+      { retryable: false, details: { sandboxLost: true, sandboxId: this.id } },
+    );
+  }
+
   private argv(cmd: Command): string[] {
     if (typeof cmd === 'string') {
       if (cmd.length === 0) throw invalidArgument('cmd', 'must not be empty');
@@ -256,7 +278,7 @@ export class DockerSandbox implements Sandbox {
     await this.ready({ signal });
     const timeoutMs = opts.timeoutMs ?? this.ctx.defaultExecTimeoutMs;
     const taskId = randomId('task');
-    const oomBefore = this.oomKills;
+    const sinceMs = Date.now();
     const run = await startExec(this.ctx.docker, this.parts.container, {
       cmd: argv,
       user: this.spec.user,
@@ -307,35 +329,83 @@ export class DockerSandbox implements Sandbox {
       timedOut,
       durationMs: Math.round(end.endedAt - run.startedAt),
     };
-    if (end.exitCode >= 128 && !timedOut && !signal?.aborted) {
-      result.oomKilled = await this.oomKilledSince(oomBefore);
-    } else {
-      result.oomKilled = false;
+    result.oomKilled = false;
+    if (end.exitCode !== 0 && !timedOut && !signal?.aborted) {
+      const verdict = await this.judgeFailure(sinceMs, end.exitCode);
+      result.oomKilled = verdict.oomKilled;
+      if (verdict.sandboxFailure !== undefined) result.sandboxFailure = verdict.sandboxFailure;
     }
     if (signal?.aborted && !timedOut) throw fromAbortSignal(signal);
     return result;
   }
 
-  /** Whether the cgroup's OOM-kill counter grew past `before` (also records the new count). */
-  private async oomKilledSince(before: number): Promise<boolean> {
-    if (this.state === 'destroyed') return false;
+  /**
+   * Whether the OOM killer fired while a command ran (from `sinceMs`, wall clock, until now), and
+   * whether its failure took the container down. Reads only Docker's own record (its `oom`
+   * events, the container's state): a command run in the container could itself be OOM-killed
+   * when the memory stays full, as it does when a tmpfs filled it.
+   */
+  private async judgeFailure(sinceMs: number, exitCode: number): Promise<FailureVerdict> {
+    if (this.isDestroyed()) return { oomKilled: false };
+    const { docker } = this.ctx;
+    const { containerId } = this.parts;
+    // An OOM kill shows as SIGKILL (137), or as no exit code when the container went with it.
+    const signalled = exitCode >= 128 || exitCode < 0;
+    let oomKilled = false;
     try {
-      const run = await startExec(this.ctx.docker, this.parts.container, {
-        cmd: ['/bin/sh', '-c', OOM_COUNTER_SCRIPT],
-        user: this.spec.user,
-        env: [],
-        maxOutputBytes: 4096,
+      oomKilled = await oomEventBetween(docker, containerId, {
+        sinceMs,
+        untilMs: Date.now(),
+        graceMs: signalled ? OOM_EVENT_GRACE_MS : 0,
       });
-      await run.done;
-      const match = /oom_kill (\d+)/.exec(run.stdout.text());
-      if (match?.[1] === undefined) return false;
-      const count = Number(match[1]);
-      this.oomKills = Math.max(this.oomKills, count);
-      return count > before;
     } catch (err) {
-      this.log.warn({ err }, 'could not read the OOM counter');
-      return false;
+      this.log.warn({ err }, 'could not read the oom events');
     }
+    // A hard reset stops the container on purpose; only an unplanned stop makes the sandbox fail.
+    if (!signalled || this.resetting || this.isDestroyed()) return { oomKilled };
+    if (oomKilled) {
+      // The OOM killer may be taking init down too: Docker records that stop a little after
+      // the exec's end, so give it a moment before asking whether the container still runs.
+      await this.parts.container
+        .wait({
+          condition: 'not-running',
+          abortSignal: AbortSignal.timeout(CONTAINER_STOP_GRACE_MS),
+        })
+        .catch(() => undefined);
+    }
+    let state: Docker.ContainerInspectInfo['State'];
+    try {
+      state = (await this.parts.container.inspect()).State;
+    } catch (err) {
+      if (dockerStatus(err) !== 404) {
+        this.log.warn({ err }, 'could not inspect the container after a failed command');
+        return { oomKilled };
+      }
+      return { oomKilled, sandboxFailure: this.markFailed('its container was removed') };
+    }
+    if (state.Running || this.resetting || this.isDestroyed()) return { oomKilled };
+    // Docker sets OOMKilled when the container itself ends in an OOM kill; it stays set until a
+    // restart, so it only counts for a container that stopped after this command started.
+    const finishedMs = Date.parse(state.FinishedAt);
+    const containerOom = state.OOMKilled && !(finishedMs < sinceMs);
+    oomKilled ||= containerOom;
+    const why =
+      `its container exited (code ${state.ExitCode}` +
+      (containerOom
+        ? ', killed for memory: /tmp and other tmpfs mounts count toward memoryMb'
+        : '') +
+      ')';
+    return { oomKilled, sandboxFailure: this.markFailed(why) };
+  }
+
+  /** Records that the sandbox is unusable; later calls fail with `why`. Returns `why`. */
+  private markFailed(why: string): string {
+    if (this.failure === undefined) {
+      this.failure = why;
+      this.state = 'failed';
+      this.log.warn({ why }, 'sandbox failed');
+    }
+    return this.failure;
   }
 
   /**
@@ -344,7 +414,9 @@ export class DockerSandbox implements Sandbox {
    * container is hard-reset: killing PID 1 makes the kernel kill the whole PID namespace.
    */
   private async killTree(taskId: string, runs: TaskRun[], why: string): Promise<void> {
-    if (this.state === 'destroyed') return;
+    // A failed sandbox's container is down, and its processes with it: nothing to kill, and a
+    // hard reset would bring back a container whose tmpfs may still fill its memory.
+    if (this.state === 'destroyed' || this.failure !== undefined) return;
     const started = performance.now();
     let helperOk = false;
     try {
@@ -391,7 +463,6 @@ export class DockerSandbox implements Sandbox {
         await c.wait({ condition: 'not-running' }).catch(() => undefined);
         await c.start();
         this.restarts += 1;
-        this.oomKills = 0;
         this.tasks.abandonAll(false);
         const probe = await startExec(this.ctx.docker, c, {
           cmd: ['/bin/sh', '-c', 'test -w "$1"', 'troupe-probe', this.spec.workdir],
@@ -419,7 +490,7 @@ export class DockerSandbox implements Sandbox {
     const opts = parseWith(BackgroundExecOptionsSchema, rest, { prefix: 'background options' });
     await this.ready({ signal });
     const taskId = randomId('task');
-    this.oomBaseline.set(taskId, this.oomKills);
+    this.taskSinceMs.set(taskId, Date.now());
     const run = await startExec(this.ctx.docker, this.parts.container, {
       cmd: argv,
       user: this.spec.user,

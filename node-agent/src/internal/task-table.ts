@@ -18,8 +18,8 @@ export interface TaskRun {
 export interface TaskHooks {
   /** Kills the task's whole process tree. */
   killTree(taskId: string, run: TaskRun, why: string): Promise<void>;
-  /** Whether an OOM kill happened since the task started (called for exit codes >= 128). */
-  oomKilled(taskId: string): Promise<boolean>;
+  /** Whether an OOM kill happened since the task started (called for non-zero exit codes). */
+  oomKilled(taskId: string, exitCode: number): Promise<boolean>;
 }
 
 interface Task {
@@ -60,8 +60,8 @@ export class TaskTable {
       if (task.timer) clearTimeout(task.timer);
       if (task.state === 'killed') return; // kill() finishes it
       const oom =
-        end.exitCode >= 128 && task.state === 'running'
-          ? await this.hooks.oomKilled(taskId)
+        end.exitCode !== 0 && task.state === 'running'
+          ? await this.hooks.oomKilled(taskId, end.exitCode)
           : false;
       this.finish(
         task,
