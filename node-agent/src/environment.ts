@@ -2,7 +2,7 @@ import type { Action } from './environment-actions';
 import type { SandboxLabels } from './labels';
 
 /** An environment kind: a backend that hosts desktops. */
-export type EnvironmentKind = 'desktop';
+export type EnvironmentKind = 'desktop' | 'vm';
 
 /** A window as the environment's window manager lists it. */
 export interface WindowInfo {
@@ -134,7 +134,7 @@ export interface Environment {
 
 /** What a backend needs to create an environment. */
 export interface EnvironmentSpec {
-  /** Image. @default 'troupe-desktop:latest' */
+  /** Image: a Docker image for `desktop`, a VM image (`vm-desktop`) for `vm`. @default 'troupe-desktop:latest' */
   image: string;
   /** Screen width. @default 1280 */
   width: number;
@@ -169,6 +169,11 @@ export interface EnvironmentBackend {
    * @throws TroupeError `NOT_FOUND` for a missing image, `UNAVAILABLE` when the engine fails
    */
   create(spec: EnvironmentSpec, options?: CreateEnvironmentOptions): Promise<Environment>;
+  /**
+   * Makes sure `image` can be used (VM images are files, not Docker images). Without it the
+   * node agent's Docker image manager prepares the image.
+   */
+  prepare?(image: string, options?: { signal?: AbortSignal }): Promise<void>;
   /** Destroys every environment this backend instance created and still tracks. */
   close(options?: { signal?: AbortSignal }): Promise<void>;
 }
