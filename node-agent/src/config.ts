@@ -258,6 +258,10 @@ export const ENVIRONMENT_VARIABLES = [
   'TROUPE_ALLOW_PROCESS_BACKEND',
   'TROUPE_DOCKER_SOCKET',
   'TROUPE_STANDALONE',
+  'TROUPE_VM',
+  'TROUPE_VM_STATE_DIR',
+  'TROUPE_VM_IMAGE_DIR',
+  'TROUPE_VM_WARM',
 ] as const;
 
 /**
@@ -276,6 +280,14 @@ export function applyEnvironment(
   o.set('TROUPE_HOST_ID', (v) => (o.config['hostId'] = v));
   o.set('TROUPE_BACKEND', (v) => (o.config['backend'] = v));
   o.set('TROUPE_DOCKER_SOCKET', (v) => (o.section('docker')['socketPath'] = v));
+  o.set('TROUPE_VM', (v) => (o.section('vm')['enabled'] = v));
+  o.set('TROUPE_VM_STATE_DIR', (v) => (o.section('vm')['stateDir'] = v));
+  o.set('TROUPE_VM_IMAGE_DIR', (v) => (o.section('vm')['imageDir'] = v));
+  o.set('TROUPE_VM_WARM', (v) => {
+    const n = Number(v);
+    if (v === '' || !Number.isInteger(n)) o.issues.push(`TROUPE_VM_WARM: ${v} is not an integer`);
+    else o.section('vm')['warm'] = n;
+  });
   o.set('TROUPE_NODE_LABELS', (v) => {
     o.config['labels'] = {
       ...(o.config['labels'] as object | undefined),

@@ -273,10 +273,7 @@ export class NodeAgent {
         sandbox: config.slots.sandbox ?? defaults.sandbox,
         evaluator: config.slots.evaluator ?? defaults.evaluator,
         environment:
-          environmentBackends.length === 0
-            ? 0
-            : (config.slots.environment ??
-              Math.max(defaults.environment, vm?.backend.config.maxLive ?? 0)),
+          environmentBackends.length === 0 ? 0 : (config.slots.environment ?? defaults.environment),
       };
       system = await ActorSystem.start({
         cluster,

@@ -89,6 +89,8 @@ export class VmMachine {
         resolve();
       });
     });
+    // QEMU's stderr is a socket pair: a killed QEMU can reset it, which only ends the tail.
+    child.stderr?.on('error', () => undefined);
     child.stderr?.on('data', (b: Buffer) => {
       this.stderrTail = (this.stderrTail + b.toString('utf8')).slice(-2_000);
     });
@@ -241,13 +243,15 @@ export class VmMachine {
     this.channel?.close();
     if (!this.exitInfo) {
       await this.qmp?.execute('quit', undefined, AbortSignal.timeout(2_000)).catch(() => undefined);
+      const wait = new AbortController();
       const quit = await Promise.race([
         this.exited.then(() => true),
-        delay(3_000, signal).then(
+        delay(3_000, signal ? AbortSignal.any([signal, wait.signal]) : wait.signal).then(
           () => false,
           () => false,
         ),
       ]);
+      wait.abort();
       if (!quit) {
         this.child.kill('SIGKILL');
         await this.exited;
