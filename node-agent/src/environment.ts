@@ -83,18 +83,18 @@ export interface EnvironmentSnapshotInfo {
 export const GOLDEN_SNAPSHOT = 'golden';
 
 /**
- * A live desktop environment. Every operation is served by one persistent agent inside the
- * environment, in order; none starts a process per action except `TYPING` (xdotool) and
+ * A live desktop environment (a container or a VM). Every operation is served by one persistent
+ * agent inside the environment, in order; none starts a process per action except `TYPING` (xdotool) and
  * `runCommand`/`launch`.
  */
 export interface Environment {
-  /** Environment id (`env-…`); shared by its container and volumes. */
+  /** Environment id (`env-…`); shared by its container and volumes, or its VM's directory. */
   readonly id: string;
   /** Backend kind. */
   readonly kind: EnvironmentKind;
   /** Screen size in pixels. */
   readonly screen: { width: number; height: number };
-  /** Container (or VM) id, for status and tests. */
+  /** Container id, or `qemu:<pid>` for a VM; for status and tests. */
   readonly backendId: string;
   /** The whole screen as a PNG. */
   screenshot(options?: { signal?: AbortSignal }): Promise<Screenshot>;
@@ -117,11 +117,15 @@ export interface Environment {
     content: string | Uint8Array,
     options?: { mode?: number; signal?: AbortSignal },
   ): Promise<void>;
-  /** Saves the home directory (files and application settings) under `name`. */
+  /**
+   * Saves the environment under `name`: the home directory (files and application settings) on
+   * `desktop`, the whole machine (disk, memory, devices; QEMU `savevm`) on `vm`.
+   */
   snapshot(name: string, options?: { signal?: AbortSignal }): Promise<EnvironmentSnapshotInfo>;
   /**
-   * Ends every application started since the session, and puts the home directory back as it
-   * was in snapshot `name`.
+   * Puts snapshot `name` back: on `desktop` ends every application started since the session and
+   * restores the home directory; on `vm` restores the whole machine (`loadvm`, no reboot), running
+   * applications included.
    */
   restore(name: string, options?: { signal?: AbortSignal }): Promise<void>;
   /** The snapshots' names. */

@@ -34,9 +34,10 @@ export class AgentChannel {
    */
   static over(requests: Writable, replies: Readable, destroy: () => void): AgentChannel {
     const channel = new AgentChannel(requests, destroy);
-    createInterface({ input: replies, crlfDelay: Infinity }).on('line', (line) =>
-      channel.onLine(line),
-    );
+    createInterface({ input: replies, crlfDelay: Infinity })
+      .on('line', (line) => channel.onLine(line))
+      // readline re-emits the stream's errors; the transport's owner reports its end.
+      .on('error', () => undefined);
     return channel;
   }
 

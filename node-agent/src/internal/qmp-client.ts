@@ -46,16 +46,19 @@ export class QmpClient {
     const client = new QmpClient(socket);
     let greeted: () => void = () => undefined;
     const greeting = new Promise<void>((resolve) => (greeted = resolve));
-    createInterface({ input: socket, crlfDelay: Infinity }).on('line', (line) => {
-      let msg: Record<string, unknown>;
-      try {
-        msg = JSON.parse(line) as Record<string, unknown>;
-      } catch {
-        return;
-      }
-      if ('QMP' in msg) greeted();
-      else client.onMessage(msg);
-    });
+    createInterface({ input: socket, crlfDelay: Infinity })
+      .on('line', (line) => {
+        let msg: Record<string, unknown>;
+        try {
+          msg = JSON.parse(line) as Record<string, unknown>;
+        } catch {
+          return;
+        }
+        if ('QMP' in msg) greeted();
+        else client.onMessage(msg);
+      })
+      // readline re-emits the socket's errors; 'close' ends the client.
+      .on('error', () => undefined);
     const onEnd = (): void =>
       client.close(new TroupeError(ErrorCode.UNAVAILABLE, 'QMP: the monitor connection closed'));
     socket.once('close', onEnd);
