@@ -165,4 +165,9 @@ JSON
 rm -rf "$dir"
 mv "$dir.part" "$dir"
 ln -sfn "$(basename "$dir")" "$out_root/vm-$name"
+# Older builds of this image go (~850 MiB each). A running VM keeps its base open, so removing
+# the file does not disturb it.
+for old in "$out_root/vm-$name"-*; do
+  [ -d "$old" ] && [ "$old" != "$dir" ] && rm -rf "$old"
+done
 say "vm-$name: built $dir in $(($(date +%s) - start)) s (disk $disk_mb MiB, qcow2 $qcow_mb MiB)"
