@@ -3,7 +3,7 @@ import { access } from 'node:fs/promises';
 import os from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import type { Logger } from '@troupe/proto';
+import { ErrorCode, type Logger, TroupeError } from '@troupe/proto';
 import type { NodeAgentConfig } from './config';
 import type { HostResources } from './host-capacity';
 import { type AccelDecision, probeAccel } from './vm-accel-probe';
@@ -59,7 +59,15 @@ export async function startVmHost(
   }
   if (missing.length > 0) {
     const msg = 'vm environments unavailable: missing ' + missing.join(', ');
-    if (config.enabled === 'on') throw new Error(`${msg} (build with deploy/images/build-vm.sh)`);
+    if (config.enabled === 'on') {
+      throw new TroupeError(
+        ErrorCode.UNAVAILABLE,
+        `${msg} (build with deploy/images/build-vm.sh)`,
+        {
+          details: { field: 'vm.enabled', missing },
+        },
+      );
+    }
     log.info({ missing }, 'vm environments not offered (QEMU or the VM image is missing)');
     return undefined;
   }

@@ -1,6 +1,5 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { connect, type Socket } from 'node:net';
-import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { delay, ErrorCode, fromAbortSignal, type Logger, TroupeError } from '@troupe/proto';
@@ -260,12 +259,5 @@ export class VmMachine {
     this.qmp?.close();
     await removeVmDir(this.dir);
     this.log.debug({ vm: this.id }, 'VM stopped');
-  }
-
-  /** Resident memory of the QEMU process in MiB (for capacity measurements). */
-  async rssMb(): Promise<number> {
-    const status = await readFile(`/proc/${this.pid}/status`, 'utf8').catch(() => '');
-    const m = /VmRSS:\s+(\d+) kB/.exec(status);
-    return m ? Math.round(Number(m[1]) / 1024) : 0;
   }
 }
