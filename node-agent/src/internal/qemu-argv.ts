@@ -72,6 +72,9 @@ export function qemuArgv(a: QemuMachineArgs): string[] {
     'none',
     '-serial',
     `file:${a.consoleLog}`,
+    // Entropy from the host's /dev/urandom, so the guest's CRNG need not wait for TCG jitter.
+    '-device',
+    'virtio-rng-pci',
     '-device',
     'virtio-serial-pci',
     '-chardev',

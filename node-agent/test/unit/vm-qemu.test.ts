@@ -36,6 +36,7 @@ describe('QEMU argv', () => {
       'socket,id=agent,path=/state/env-abc/agent.sock,server=on,wait=off',
     ]);
     expect(after(argv, '-device')).toEqual([
+      'virtio-rng-pci',
       'virtio-serial-pci',
       'virtserialport,chardev=agent,name=troupe.agent',
     ]);
