@@ -12,7 +12,7 @@ export const HostInfoSchema = z.object({
   slots: z.record(z.string(), z.number().int().nonnegative()),
   cpu: z.number().nonnegative(),
   memMb: z.number().nonnegative(),
-  backends: z.array(z.enum(['docker', 'process', 'kvm', 'desktop'])),
+  backends: z.array(z.enum(['docker', 'process', 'kvm', 'desktop', 'vm'])),
   labels: z.record(z.string(), z.string()),
 });
 /** A decoded host registration. */

@@ -136,6 +136,37 @@ export const ConfigSchema = z
       })
       .strict()
       .prefault({}),
+    /**
+     * The `vm` environment kind (QEMU guests). `auto` offers it when QEMU and the VM image
+     * (`deploy/images/build-vm.sh`) are present.
+     */
+    vm: z
+      .object({
+        /** @default 'auto' */
+        enabled: z.enum(['auto', 'on', 'off']).default('auto'),
+        /** @default '/var/lib/troupe/vm-images' */
+        imageDir: z.string().min(1).default('/var/lib/troupe/vm-images'),
+        /** Per-VM overlays, sockets and records. @default `<tmpdir>/troupe-vms` */
+        stateDir: z.string().min(1).optional(),
+        /** @default 'qemu-system-x86_64' */
+        qemuBinary: z.string().min(1).default('qemu-system-x86_64'),
+        /** @default 'qemu-img' */
+        qemuImgBinary: z.string().min(1).default('qemu-img'),
+        /** Accelerator: `auto` probes KVM with a tiny guest at start. @default 'auto' */
+        accel: z.enum(['auto', 'kvm', 'tcg']).default('auto'),
+        /** Deadline of the KVM probe guest. @default 15000 */
+        probeDeadlineMs: z.int().min(500).default(15_000),
+        /** Live VMs at most. @default memory-aware: (memory − 2 GiB) / (1 GiB + 160 MiB) */
+        maxLive: z.int().min(1).max(1_024).optional(),
+        /** VMs booting at once. @default cores under KVM, half the cores (at least 1) under TCG */
+        maxBoots: z.int().min(1).max(64).optional(),
+        /** Booted VMs kept ready (1280×800, 1 GiB). @default 0 */
+        warm: z.int().min(0).max(64).default(0),
+        /** Deadline for a booting guest to be ready. @default 240000 */
+        readyTimeoutMs: z.int().min(1_000).default(240_000),
+      })
+      .strict()
+      .prefault({}),
     /** Evaluator actors and their grading sandboxes. */
     evaluator: z
       .object({
@@ -227,6 +258,10 @@ export const ENVIRONMENT_VARIABLES = [
   'TROUPE_ALLOW_PROCESS_BACKEND',
   'TROUPE_DOCKER_SOCKET',
   'TROUPE_STANDALONE',
+  'TROUPE_VM',
+  'TROUPE_VM_STATE_DIR',
+  'TROUPE_VM_IMAGE_DIR',
+  'TROUPE_VM_WARM',
 ] as const;
 
 /**
@@ -245,6 +280,14 @@ export function applyEnvironment(
   o.set('TROUPE_HOST_ID', (v) => (o.config['hostId'] = v));
   o.set('TROUPE_BACKEND', (v) => (o.config['backend'] = v));
   o.set('TROUPE_DOCKER_SOCKET', (v) => (o.section('docker')['socketPath'] = v));
+  o.set('TROUPE_VM', (v) => (o.section('vm')['enabled'] = v));
+  o.set('TROUPE_VM_STATE_DIR', (v) => (o.section('vm')['stateDir'] = v));
+  o.set('TROUPE_VM_IMAGE_DIR', (v) => (o.section('vm')['imageDir'] = v));
+  o.set('TROUPE_VM_WARM', (v) => {
+    const n = Number(v);
+    if (v === '' || !Number.isInteger(n)) o.issues.push(`TROUPE_VM_WARM: ${v} is not an integer`);
+    else o.section('vm')['warm'] = n;
+  });
   o.set('TROUPE_NODE_LABELS', (v) => {
     o.config['labels'] = {
       ...(o.config['labels'] as object | undefined),

@@ -16,7 +16,8 @@ import {
   type EnvironmentSpec,
   GOLDEN_SNAPSHOT,
 } from './environment';
-import { AgentChannel } from './internal/agent-channel';
+import type { AgentChannel } from './internal/agent-channel';
+import { openDockerAgentChannel } from './internal/docker-agent-channel';
 import { AgentEnvironment } from './internal/agent-environment';
 import { dockerError, dockerStatus, ignoreNotFound } from './internal/docker-errors';
 import { randomId } from './internal/ids';
@@ -156,7 +157,7 @@ export class DesktopEnvironmentBackend implements EnvironmentBackend {
         abortSignal: signal,
       });
       await container.start({ abortSignal: signal });
-      channel = await AgentChannel.open(this.docker, container, AGENT_CMD, USER);
+      channel = await openDockerAgentChannel(this.docker, container, AGENT_CMD, USER);
       await this.waitReady(channel, spec, signal);
       const env = new AgentEnvironment({
         id,

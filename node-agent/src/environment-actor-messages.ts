@@ -17,8 +17,11 @@ const PathSchema = z
 export const EnvironmentSpecInputSchema = z
   .object({
     /** Environment kind (a backend the host offers). @default 'desktop' */
-    kind: z.enum(['desktop']).default('desktop'),
-    /** Image. @default 'troupe-desktop:latest' */
+    kind: z.enum(['desktop', 'vm']).default('desktop'),
+    /**
+     * Image: Docker image for `desktop`; for `vm` a VM image name (`vm-desktop`, which
+     * `troupe-desktop[:tag]` also names). @default 'troupe-desktop:latest'
+     */
     image: z.string().min(1).default('troupe-desktop:latest'),
     /** Screen width. @default 1280 */
     width: z.int().min(320).max(3840).default(1280),
@@ -105,7 +108,7 @@ export const EnvironmentActorStatus = {
 /** Persisted state of an environment actor. */
 export const EnvironmentActorStateSchema = z.object({
   status: z.enum(EnvironmentActorStatus),
-  kind: z.enum(['desktop']).optional(),
+  kind: z.enum(['desktop', 'vm']).optional(),
   /** Environment id (`env-…`, the `troupe.sandbox` label). */
   environmentId: z.string().optional(),
   /** Container id. */

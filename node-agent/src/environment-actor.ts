@@ -159,7 +159,8 @@ export function createEnvironmentActor(options: EnvironmentActorOptions) {
         kind,
       );
     }
-    await options.images?.prepare(spec.image, { signal: ctx.signal });
+    if (backend.prepare) await backend.prepare(spec.image, { signal: ctx.signal });
+    else await options.images?.prepare(spec.image, { signal: ctx.signal });
     const env = await backend.create(
       {
         ...spec,

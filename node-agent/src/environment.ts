@@ -2,7 +2,7 @@ import type { Action } from './environment-actions';
 import type { SandboxLabels } from './labels';
 
 /** An environment kind: a backend that hosts desktops. */
-export type EnvironmentKind = 'desktop';
+export type EnvironmentKind = 'desktop' | 'vm';
 
 /** A window as the environment's window manager lists it. */
 export interface WindowInfo {
@@ -83,18 +83,18 @@ export interface EnvironmentSnapshotInfo {
 export const GOLDEN_SNAPSHOT = 'golden';
 
 /**
- * A live desktop environment. Every operation is served by one persistent agent inside the
- * environment, in order; none starts a process per action except `TYPING` (xdotool) and
+ * A live desktop environment (a container or a VM). Every operation is served by one persistent
+ * agent inside the environment, in order; none starts a process per action except `TYPING` (xdotool) and
  * `runCommand`/`launch`.
  */
 export interface Environment {
-  /** Environment id (`env-…`); shared by its container and volumes. */
+  /** Environment id (`env-…`); shared by its container and volumes, or its VM's directory. */
   readonly id: string;
   /** Backend kind. */
   readonly kind: EnvironmentKind;
   /** Screen size in pixels. */
   readonly screen: { width: number; height: number };
-  /** Container (or VM) id, for status and tests. */
+  /** Container id, or `qemu:<pid>` for a VM; for status and tests. */
   readonly backendId: string;
   /** The whole screen as a PNG. */
   screenshot(options?: { signal?: AbortSignal }): Promise<Screenshot>;
@@ -117,11 +117,15 @@ export interface Environment {
     content: string | Uint8Array,
     options?: { mode?: number; signal?: AbortSignal },
   ): Promise<void>;
-  /** Saves the home directory (files and application settings) under `name`. */
+  /**
+   * Saves the environment under `name`: the home directory (files and application settings) on
+   * `desktop`, the whole machine (disk, memory, devices; QEMU `savevm`) on `vm`.
+   */
   snapshot(name: string, options?: { signal?: AbortSignal }): Promise<EnvironmentSnapshotInfo>;
   /**
-   * Ends every application started since the session, and puts the home directory back as it
-   * was in snapshot `name`.
+   * Puts snapshot `name` back: on `desktop` ends every application started since the session and
+   * restores the home directory; on `vm` restores the whole machine (`loadvm`, no reboot), running
+   * applications included.
    */
   restore(name: string, options?: { signal?: AbortSignal }): Promise<void>;
   /** The snapshots' names. */
@@ -134,7 +138,7 @@ export interface Environment {
 
 /** What a backend needs to create an environment. */
 export interface EnvironmentSpec {
-  /** Image. @default 'troupe-desktop:latest' */
+  /** Image: a Docker image for `desktop`, a VM image (`vm-desktop`) for `vm`. @default 'troupe-desktop:latest' */
   image: string;
   /** Screen width. @default 1280 */
   width: number;
@@ -169,6 +173,11 @@ export interface EnvironmentBackend {
    * @throws TroupeError `NOT_FOUND` for a missing image, `UNAVAILABLE` when the engine fails
    */
   create(spec: EnvironmentSpec, options?: CreateEnvironmentOptions): Promise<Environment>;
+  /**
+   * Makes sure `image` can be used (VM images are files, not Docker images). Without it the
+   * node agent's Docker image manager prepares the image.
+   */
+  prepare?(image: string, options?: { signal?: AbortSignal }): Promise<void>;
   /** Destroys every environment this backend instance created and still tracks. */
   close(options?: { signal?: AbortSignal }): Promise<void>;
 }

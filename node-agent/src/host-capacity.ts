@@ -4,7 +4,7 @@ import type Docker from 'dockerode';
 import { within } from './internal/abort';
 
 /** A sandbox backend a host can offer (advertised in its registration). */
-export type HostBackend = 'docker' | 'process' | 'kvm' | 'desktop';
+export type HostBackend = 'docker' | 'process' | 'kvm' | 'desktop' | 'vm';
 
 /** Cores and memory of a host. */
 export interface HostResources {

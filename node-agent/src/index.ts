@@ -184,6 +184,30 @@ export {
   type DesktopEnvironmentBackendOptions,
 } from './desktop-environment-backend';
 export {
+  vmCapacity,
+  VmEnvironmentBackend,
+  VmEnvironmentBackendConfigSchema,
+  type VmEnvironmentBackendConfig,
+  type VmEnvironmentBackendOptions,
+} from './vm-environment-backend';
+export type { VmAccel } from './vm-accel';
+export {
+  type AccelDecision,
+  bootProbe,
+  decideAccel,
+  type KvmProbeOutcome,
+  probeAccel,
+  type ProbeAccelOptions,
+} from './vm-accel-probe';
+export {
+  VmReaper,
+  VmReaperConfigSchema,
+  type VmReaperConfig,
+  type VmReaperOptions,
+  type VmReapResult,
+} from './vm-reaper';
+export { startVmHost, VM_ACCEL_LABEL, VM_LABEL, type VmHost } from './vm-host';
+export {
   GOLDEN_SNAPSHOT,
   type ActionResult,
   type CommandResult,

@@ -37,6 +37,7 @@ import { type ReapResult, Reaper } from './reaper';
 import { SANDBOX_KIND } from './sandbox-actor-messages';
 import { createSandboxActor } from './sandbox-actor';
 import type { SandboxBackend } from './sandbox-backend';
+import { startVmHost, type VmHost } from './vm-host';
 import { WarmPool } from './warm-pool';
 
 /** What {@link NodeAgent.start} takes besides the config. */
@@ -85,6 +86,8 @@ export class NodeAgent {
     /** Backends the environment actors use (none without Docker). */
     readonly environmentBackends: readonly EnvironmentBackend[],
     private readonly reaper: Reaper | undefined,
+    /** The `vm` kind's backend, reaper and accelerator, when this host offers it. */
+    readonly vm: VmHost | undefined,
     private readonly docker: Docker | undefined,
     private readonly nc: NatsConnection,
     private readonly ownsConnection: boolean,
@@ -175,7 +178,21 @@ export class NodeAgent {
           }),
         ]
       : [];
+    const resources = machineResources();
+    let vm: VmHost | undefined;
     try {
+      vm = await startVmHost(config.vm, {
+        cluster,
+        hostId,
+        resources,
+        reaper: config.reaper,
+        log,
+        signal: lifetime.signal,
+      });
+      if (vm) {
+        environmentBackends.push(vm.backend);
+        backends.push('vm');
+      }
       const artifacts = await ArtifactStore.open(nc, {
         cluster,
         replicas: config.replicas,
@@ -257,7 +274,6 @@ export class NodeAgent {
         logger: log,
         ...(images ? { images } : {}),
       });
-      const resources = machineResources();
       const defaults = defaultSlots(resources);
       const slots: KindSlots = {
         sandbox: config.slots.sandbox ?? defaults.sandbox,
@@ -278,7 +294,7 @@ export class NodeAgent {
         },
         placement: config.standalone ? 'local' : 'none',
         register: !config.standalone,
-        hostInfo: { ...resources, backends, labels: config.labels },
+        hostInfo: { ...resources, backends, labels: { ...config.labels, ...vm?.labels } },
         replicas: config.replicas,
       });
       late.system = system;
@@ -300,7 +316,14 @@ export class NodeAgent {
       if (reaper) logSweep(log, await reaper.start({ signal: lifetime.signal }), 'sweep');
 
       log.info(
-        { cluster, backend: backend.kind, backends, slots, pools: pools.length },
+        {
+          cluster,
+          backend: backend.kind,
+          backends,
+          slots,
+          pools: pools.length,
+          ...(vm ? { vmAccel: vm.accel.accel, vmsReaped: vm.swept.vms.length } : {}),
+        },
         'node agent started',
       );
       return new NodeAgent(
@@ -313,6 +336,7 @@ export class NodeAgent {
         pools,
         environmentBackends,
         reaper,
+        vm,
         dockerClient,
         nc,
         !deps.connection,
@@ -321,6 +345,7 @@ export class NodeAgent {
       );
     } catch (err) {
       lifetime.abort(cancelledError('shutdown'));
+      await vm?.reaper.stop();
       await system?.shutdown({ graceMs: 0 }).catch(() => undefined);
       await Promise.allSettled(pools.map((p) => p.close()));
       await Promise.allSettled(environmentBackends.map((b) => b.close()));
@@ -343,6 +368,7 @@ export class NodeAgent {
     this.log.info({ graceMs }, 'node agent stopping');
     this.lifetime.abort(cancelledError('shutdown'));
     await this.reaper?.stop();
+    await this.vm?.reaper.stop();
     await this.system.shutdown({ graceMs });
     await Promise.allSettled(this.pools.map((p) => p.close()));
     await Promise.allSettled(this.environmentBackends.map((b) => b.close()));

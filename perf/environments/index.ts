@@ -12,7 +12,8 @@
  * - `docker_exec_true_p50_ms`: a raw `docker exec true` in the same container — what a process
  *   per action would cost at the least, measured in the same run as the baseline
  *
- * The `vm` backend (QEMU) is not built; its metrics are absent. `--samples N` (default 30).
+ * and the `vm` backend's `vm_*` metrics and `idle_vms_per_host` (see `vm.ts`; skipped with
+ * `--no-vm` or when the VM image is not built). `--samples N` (default 30).
  */
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -20,6 +21,7 @@ import { promisify } from 'node:util';
 import { DesktopEnvironmentBackend, ImageManager } from '@troupe/node-agent';
 import { ensureDocker, randomClusterName } from '@troupe/testkit';
 import { nowUs, printResult, printTable, quantile, round } from '../lib/report';
+import { measureVm } from './vm';
 
 const run = promisify(execFile);
 const DOCKER_CLI = existsSync('/usr/bin/docker') ? '/usr/bin/docker' : 'docker';
@@ -45,7 +47,7 @@ async function main(): Promise<void> {
   const image = (await new ImageManager({ docker }).ensure('desktop')).ref;
   const cluster = randomClusterName();
   const backend = new DesktopEnvironmentBackend({ docker, readyTimeoutMs: 300_000 });
-  const metrics: Record<string, number> = {};
+  const metrics: Record<string, number | string> = {};
   try {
     const t0 = nowUs();
     const env = await backend.create({
@@ -91,7 +93,7 @@ async function main(): Promise<void> {
     metrics['typing_p50_ms'] = round(quantile(typing, 0.5), 1);
     metrics['docker_exec_true_p50_ms'] = round(quantile(execs, 0.5), 1);
     metrics['action_vs_docker_exec_ratio'] = round(
-      metrics['action_p50_ms'] / metrics['docker_exec_true_p50_ms'],
+      Number(metrics['action_p50_ms']) / Number(metrics['docker_exec_true_p50_ms']),
       3,
     );
     printTable('desktop environment (ms)', {
@@ -101,6 +103,14 @@ async function main(): Promise<void> {
     });
   } finally {
     await backend.close();
+  }
+  if (
+    !process.argv.includes('--no-vm') &&
+    existsSync('/var/lib/troupe/vm-images/vm-desktop/disk.qcow2')
+  ) {
+    const vm = await measureVm(SAMPLES, timeEach);
+    printTable('vm environment (ms)', vm);
+    Object.assign(metrics, vm);
   }
   printResult('environments', metrics);
 }

@@ -37,7 +37,9 @@ export function printTable(title: string, rows: Record<string, number | string>)
 }
 
 /** Prints the suite's final line: `{"suite": "<suite>", "metrics": {...}}`. */
-export function printResult(suite: string, metrics: Record<string, number>): void {
-  const rounded = Object.fromEntries(Object.entries(metrics).map(([k, v]) => [k, round(v)]));
+export function printResult(suite: string, metrics: Record<string, number | string>): void {
+  const rounded = Object.fromEntries(
+    Object.entries(metrics).map(([k, v]) => [k, typeof v === 'number' ? round(v) : v]),
+  );
   console.log(JSON.stringify({ suite, metrics: rounded }));
 }

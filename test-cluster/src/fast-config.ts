@@ -13,4 +13,6 @@ export const FAST_COORDINATOR_CONFIG = {
 /** Node-agent settings of every test cluster: two seconds for running work on stop. */
 export const FAST_NODE_AGENT_CONFIG = {
   shutdownGraceMs: 2_000,
+  // QEMU guests only where a test asks for them (`vm: {enabled: 'on'}`): most tests need none.
+  vm: { enabled: 'off' },
 } as const;

@@ -389,7 +389,8 @@ export class TestCluster {
 
   /**
    * Starts a `troupe-node-agent` process of this cluster from `node-agent/dist` (environment
-   * config, logging at info: `node agent started` says it is up; `env` added); a crash prints
+   * config, logging at info: `node agent started` says it is up; no `vm` kind unless `env` sets
+   * `TROUPE_VM`; `env` added); a crash prints
    * its output tail. SIGTERMed by {@link stop}.
    */
   spawnNodeAgent(hostId: string, env: Record<string, string> = {}): TestProcess {
@@ -400,6 +401,7 @@ export class TestCluster {
         TROUPE_NATS_URL: this.natsUrls.join(','),
         TROUPE_HOST_ID: hostId,
         TROUPE_LOG_LEVEL: 'info',
+        TROUPE_VM: 'off',
         ...env,
       },
     });

@@ -125,7 +125,12 @@ export const DesktopAgentSchema = z.discriminatedUnion('kind', [
 export const DesktopTasksConfigSchema = z
   .object({
     agent: DesktopAgentSchema,
-    /** Environment image. @default 'troupe-desktop:latest' */
+    /**
+     * Environment kind: `desktop` (Docker) or `vm` (QEMU guest; placed only on hosts that
+     * advertise `vm`). @default 'desktop'
+     */
+    kind: z.enum(['desktop', 'vm']).default('desktop'),
+    /** Environment image (for `vm`, `troupe-desktop:latest` names the `vm-desktop` image). @default 'troupe-desktop:latest' */
     image: z.string().min(1).default('troupe-desktop:latest'),
     width: z.int().min(320).max(3840).default(1280),
     height: z.int().min(240).max(2160).default(800),

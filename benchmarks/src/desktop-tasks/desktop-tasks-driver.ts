@@ -22,6 +22,8 @@ import {
 
 /** Kind of the node agent's environment actors. */
 const ENVIRONMENT_KIND = 'environment';
+/** The label of hosts offering `vm` environments (the node agent's `VM_LABEL`). */
+const VM_HOST_LABEL = 'environment.vm';
 
 /** Options of {@link createDesktopTasksDriver}. */
 export interface DesktopTasksDriverOptions {
@@ -77,10 +79,16 @@ export function createDesktopTasksDriver(
     const ref = parseWith(DesktopSuiteRefSchema, spec.tasks, { prefix: 'spec.tasks' });
     return loadDesktopSuite(ref.suite, baseDir, 'spec.tasks');
   };
-  const environment = (ctx: TaskContext, resourceId: string): UntypedActorRef =>
-    ctx.refs
-      .refOf({ kind: ENVIRONMENT_KIND, id: desktopEnvironmentId(resourceId) })
-      .withHints({ jobId: ctx.jobId });
+  const environment = (
+    ctx: TaskContext,
+    resourceId: string,
+    kind: 'desktop' | 'vm' = 'desktop',
+  ): UntypedActorRef =>
+    ctx.refs.refOf({ kind: ENVIRONMENT_KIND, id: desktopEnvironmentId(resourceId) }).withHints({
+      jobId: ctx.jobId,
+      // VMs only on hosts that offer them (the node agent labels itself `environment.vm`).
+      ...(kind === 'vm' ? { labels: { [VM_HOST_LABEL]: 'true' } } : {}),
+    });
   const agentOf = (input: DesktopTaskInput, ctx: TaskContext): DesktopAgent => {
     switch (input.config.agent.kind) {
       case 'gold':
@@ -132,11 +140,11 @@ export function createDesktopTasksDriver(
       const input = parseWith(DesktopTaskInputSchema, raw, { prefix: 'input' });
       const { task, config } = input;
       for (const stale of ctx.staleResourceIds) {
-        await environment(ctx, stale)
+        await environment(ctx, stale, config.kind)
           .ask('destroy', {}, { timeoutMs: 60_000 })
           .catch(() => undefined);
       }
-      const env = environment(ctx, ctx.resourceId);
+      const env = environment(ctx, ctx.resourceId, config.kind);
       const signal = ctx.signal;
       const call = (msg: string, payload: unknown, timeoutMs = 60_000): Promise<unknown> =>
         env.ask(msg, payload, { timeoutMs, signal });
@@ -144,7 +152,7 @@ export function createDesktopTasksDriver(
         'create',
         {
           spec: {
-            kind: 'desktop',
+            kind: config.kind,
             image: config.image,
             width: config.width,
             height: config.height,

@@ -1,9 +1,7 @@
-import type { Duplex } from 'node:stream';
-import { PassThrough } from 'node:stream';
+import type { Socket } from 'node:net';
 import { createInterface } from 'node:readline';
+import type { Readable, Writable } from 'node:stream';
 import { ErrorCode, fromAbortSignal, isErrorCode, TroupeError } from '@troupe/proto';
-import type Docker from 'dockerode';
-import { dockerError } from './docker-errors';
 
 /** The reply of the in-environment agent: `ok` plus the op's fields. */
 export type AgentReply = Record<string, unknown>;
@@ -14,61 +12,46 @@ interface Pending {
 }
 
 /**
- * JSON lines to and from the persistent agent inside an environment, over one long-lived
- * `docker exec` (stdin/stdout). The agent serves requests in order; a request whose caller gave
- * up is still answered, and its reply dropped.
+ * JSON lines to and from the persistent agent inside an environment (`agent.py`), over any byte
+ * stream: a long-lived `docker exec` for desktops ({@link openDockerAgentChannel}), a virtio-serial
+ * port for VMs. The agent serves requests in order; a request whose caller gave up is still
+ * answered, and its reply dropped.
  */
 export class AgentChannel {
   private nextId = 1;
   private readonly pending = new Map<number, Pending>();
   private closedWith: TroupeError | undefined;
-  private stderrTail = '';
 
-  private constructor(private readonly stream: Duplex) {}
+  private constructor(
+    private readonly requests: Writable,
+    private readonly destroy: () => void,
+  ) {}
 
-  /** Starts `cmd` in `container` and connects to it. */
-  static async open(
-    docker: Docker,
-    container: Docker.Container,
-    cmd: string[],
-    user: string,
-  ): Promise<AgentChannel> {
-    let stream: Duplex;
-    try {
-      const exec = await container.exec({
-        Cmd: cmd,
-        User: user,
-        AttachStdin: true,
-        AttachStdout: true,
-        AttachStderr: true,
-        Tty: false,
-      });
-      stream = await exec.start({ hijack: true, stdin: true });
-    } catch (err) {
-      throw dockerError('start the environment agent', err);
-    }
-    const channel = new AgentChannel(stream);
-    const stdout = new PassThrough();
-    const stderr = new PassThrough();
-    docker.modem.demuxStream(stream, stdout, stderr);
-    stderr.on('data', (b: Buffer) => {
-      channel.stderrTail = (channel.stderrTail + b.toString('utf8')).slice(-2_000);
-    });
-    createInterface({ input: stdout, crlfDelay: Infinity }).on('line', (line) =>
-      channel.onLine(line),
-    );
-    const onEnd = (): void => {
-      stdout.end();
-      channel.close(
-        new TroupeError(
-          ErrorCode.UNAVAILABLE,
-          `the environment agent exited${channel.stderrTail ? `: ${channel.stderrTail.trim()}` : ''}`,
-        ),
-      );
-    };
-    stream.once('end', onEnd);
-    stream.once('close', onEnd);
-    stream.on('error', onEnd);
+  /**
+   * Speaks to an agent whose replies arrive as lines on `replies` and whose requests go to
+   * `requests`; `destroy` tears the transport down when the channel closes. The caller reports
+   * the transport's end with {@link close}.
+   */
+  static over(requests: Writable, replies: Readable, destroy: () => void): AgentChannel {
+    const channel = new AgentChannel(requests, destroy);
+    createInterface({ input: replies, crlfDelay: Infinity })
+      .on('line', (line) => channel.onLine(line))
+      // readline re-emits the stream's errors; the transport's owner reports its end.
+      .on('error', () => undefined);
+    return channel;
+  }
+
+  /**
+   * Speaks to an agent over a connected socket (e.g. a VM's virtio-serial port exposed as a
+   * unix socket); the channel closes with `UNAVAILABLE` when the socket ends.
+   */
+  static overSocket(socket: Socket, what: string): AgentChannel {
+    const channel = AgentChannel.over(socket, socket, () => socket.destroy());
+    const onEnd = (): void =>
+      channel.close(new TroupeError(ErrorCode.UNAVAILABLE, `${what}: the agent channel closed`));
+    socket.once('end', onEnd);
+    socket.once('close', onEnd);
+    socket.on('error', onEnd);
     return channel;
   }
 
@@ -97,7 +80,7 @@ export class AgentChannel {
           reject(e);
         },
       });
-      this.stream.write(`${JSON.stringify({ ...fields, id, op })}\n`);
+      this.requests.write(`${JSON.stringify({ ...fields, id, op })}\n`);
     });
   }
 
@@ -107,7 +90,7 @@ export class AgentChannel {
     this.closedWith = reason;
     for (const p of this.pending.values()) p.reject(reason);
     this.pending.clear();
-    this.stream.destroy();
+    this.destroy();
   }
 
   private onLine(line: string): void {

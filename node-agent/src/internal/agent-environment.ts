@@ -46,6 +46,16 @@ const SnapshotSchema = z.object({ name: z.string(), size: z.number() });
 const SnapshotListSchema = z.object({ snapshots: z.array(z.string()) });
 const LaunchSchema = z.object({ window: WindowSchema.optional() });
 
+/**
+ * How a backend saves and restores its machine when the agent's home-directory tars are not
+ * what it offers (a VM saves the whole machine with QEMU instead). Names arrive validated.
+ */
+export interface SnapshotStore {
+  save(name: string, signal?: AbortSignal): Promise<EnvironmentSnapshotInfo>;
+  restore(name: string, signal?: AbortSignal): Promise<void>;
+  list(signal?: AbortSignal): Promise<string[]>;
+}
+
 /** What an {@link AgentEnvironment} is built from. */
 export interface AgentEnvironmentParts {
   id: string;
@@ -53,6 +63,8 @@ export interface AgentEnvironmentParts {
   backendId: string;
   screen: { width: number; height: number };
   channel: AgentChannel;
+  /** Snapshots kept outside the agent. @default the agent's home-directory tars */
+  snapshots?: SnapshotStore;
   /** Removes the machine behind the channel (the channel is closed first). */
   teardown: (signal?: AbortSignal) => Promise<void>;
 }
@@ -81,6 +93,7 @@ export class AgentEnvironment implements Environment {
   readonly backendId: string;
   readonly screen: { width: number; height: number };
   private readonly channel: AgentChannel;
+  private readonly snapshots: SnapshotStore | undefined;
   private readonly teardown: AgentEnvironmentParts['teardown'];
   private destroying: Promise<void> | undefined;
 
@@ -90,7 +103,14 @@ export class AgentEnvironment implements Environment {
     this.backendId = parts.backendId;
     this.screen = parts.screen;
     this.channel = parts.channel;
+    this.snapshots = parts.snapshots;
     this.teardown = parts.teardown;
+  }
+
+  private checkLive(): void {
+    if (this.destroying) {
+      throw new TroupeError(ErrorCode.NOT_FOUND, `environment ${this.id} was destroyed`);
+    }
   }
 
   private async call<S extends z.ZodType>(
@@ -99,9 +119,7 @@ export class AgentEnvironment implements Environment {
     fields: Record<string, unknown>,
     signal?: AbortSignal,
   ): Promise<z.output<S>> {
-    if (this.destroying) {
-      throw new TroupeError(ErrorCode.NOT_FOUND, `environment ${this.id} was destroyed`);
-    }
+    this.checkLive();
     const reply = await this.channel.request(op, fields, signal);
     const parsed = schema.safeParse(reply);
     if (!parsed.success) {
@@ -209,14 +227,28 @@ export class AgentEnvironment implements Environment {
     name: string,
     options: { signal?: AbortSignal } = {},
   ): Promise<EnvironmentSnapshotInfo> {
-    return this.call(SnapshotSchema, 'snapshot', { name: snapshotName(name) }, options.signal);
+    const valid = snapshotName(name);
+    if (this.snapshots) {
+      this.checkLive();
+      return this.snapshots.save(valid, options.signal);
+    }
+    return this.call(SnapshotSchema, 'snapshot', { name: valid }, options.signal);
   }
 
   async restore(name: string, options: { signal?: AbortSignal } = {}): Promise<void> {
-    await this.call(z.object({}), 'restore', { name: snapshotName(name) }, options.signal);
+    const valid = snapshotName(name);
+    if (this.snapshots) {
+      this.checkLive();
+      return this.snapshots.restore(valid, options.signal);
+    }
+    await this.call(z.object({}), 'restore', { name: valid }, options.signal);
   }
 
   async listSnapshots(options: { signal?: AbortSignal } = {}): Promise<string[]> {
+    if (this.snapshots) {
+      this.checkLive();
+      return this.snapshots.list(options.signal);
+    }
     return (await this.call(SnapshotListSchema, 'listSnapshots', {}, options.signal)).snapshots;
   }
 

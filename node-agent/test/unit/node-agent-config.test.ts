@@ -88,6 +88,38 @@ describe('applyEnvironment', () => {
     });
   });
 
+  test('the vm kind: defaults, TROUPE_VM* overrides, refusals naming the field', () => {
+    expect(ConfigSchema.parse({}).vm).toMatchObject({
+      enabled: 'auto',
+      accel: 'auto',
+      warm: 0,
+      imageDir: '/var/lib/troupe/vm-images',
+    });
+    const { config, issues: problems } = applyEnvironment(
+      {},
+      {
+        TROUPE_VM: 'on',
+        TROUPE_VM_STATE_DIR: '/srv/vms',
+        TROUPE_VM_IMAGE_DIR: '/srv/images',
+        TROUPE_VM_WARM: '2',
+      },
+    );
+    expect(problems).toEqual([]);
+    expect(ConfigSchema.parse(config).vm).toMatchObject({
+      enabled: 'on',
+      stateDir: '/srv/vms',
+      imageDir: '/srv/images',
+      warm: 2,
+    });
+    expect(applyEnvironment({}, { TROUPE_VM_WARM: 'lots' }).issues).toEqual([
+      'TROUPE_VM_WARM: lots is not an integer',
+    ]);
+    expect(issues({ vm: { enabled: 'maybe', maxBoots: 0 } })).toEqual([
+      expect.stringMatching(/^vm\.enabled: /),
+      expect.stringMatching(/^vm\.maxBoots: /),
+    ]);
+  });
+
   test('reports malformed variables by name instead of guessing', () => {
     const { issues: problems } = applyEnvironment(
       {},
