@@ -17,6 +17,7 @@ import signal
 import subprocess
 import sys
 import tarfile
+import threading
 import time
 import zlib
 
@@ -224,9 +225,10 @@ class Desktop:
             return {"exitCode": 127, "stdout": "", "stderr": str(e), "timedOut": False}
 
     def launch(self, cmd, title, timeout_ms):
-        subprocess.Popen(cmd, shell=isinstance(cmd, str), cwd=HOME, start_new_session=True,
-                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                         stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen(cmd, shell=isinstance(cmd, str), cwd=HOME, start_new_session=True,
+                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT)
+        output = _OutputTail(proc.stdout)
         if not title:
             return {}
         pattern = re.compile(title)
@@ -236,9 +238,17 @@ class Desktop:
             hit = next((w for w in ws if pattern.search(w["title"])), None)
             if hit is not None:
                 return {"window": hit}
+            code = proc.poll()
+            # A launcher may hand over to a running instance and exit 0; any other exit before
+            # the window shows is a failure worth reporting now rather than at the deadline.
+            if code is not None and code != 0:
+                raise Fail("INVALID_ARGUMENT", f"cmd: {_argv0(cmd)} exited with status {code} "
+                           f"before a window titled /{title}/ showed; its output: {output.tail()!r}")
             if time.monotonic() > deadline:
+                state = "still running" if code is None else f"exited with status {code}"
                 raise Fail("TIMEOUT", f"no window titled /{title}/ within {timeout_ms} ms "
-                           f"(windows: {[w['title'] for w in ws]})")
+                           f"(windows: {[w['title'] for w in ws]}; {_argv0(cmd)} {state}; "
+                           f"its output: {output.tail()!r})")
             time.sleep(0.05)
 
     def get_file(self, path, max_bytes):
@@ -314,6 +324,31 @@ class Desktop:
         except FileNotFoundError:
             pass
         return {}
+
+
+class _OutputTail:
+    """Drains a launched application's output in the background (so it never blocks on a full
+    pipe) and keeps the last bytes, for the error when its window does not show."""
+
+    def __init__(self, stream, keep=1500):
+        self.keep = keep
+        self.buf = b""
+        self.lock = threading.Lock()
+        threading.Thread(target=self._drain, args=(stream,), daemon=True).start()
+
+    def _drain(self, stream):
+        for chunk in iter(lambda: stream.read1(4096), b""):
+            with self.lock:
+                self.buf = (self.buf + chunk)[-self.keep:]
+        stream.close()
+
+    def tail(self):
+        with self.lock:
+            return self.buf.decode("utf-8", "replace")
+
+
+def _argv0(cmd):
+    return cmd.split()[0] if isinstance(cmd, str) and cmd.split() else (cmd[0] if cmd else "?")
 
 
 def _pids():

@@ -143,6 +143,31 @@ describe('desktop environment (Docker, real Xvfb)', () => {
     await env.reset();
   });
 
+  test('an application that dies before its window shows is reported at once, with its output', async () => {
+    const started = Date.now();
+    const err = await env
+      .launch(['sh', '-c', 'echo "cannot open display: nowhere" >&2; exit 3'], {
+        waitTitle: 'never',
+        timeoutMs: 60_000,
+      })
+      .catch((e: unknown) => e);
+    expect(errorCode(err)).toBe('INVALID_ARGUMENT');
+    expect(String(err)).toContain('sh exited with status 3');
+    expect(String(err)).toContain('cannot open display: nowhere');
+    expect(Date.now() - started).toBeLessThan(30_000);
+    // One that keeps running without a window: the deadline error says so, with its output.
+    const slow = await env
+      .launch(['sh', '-c', 'echo waiting for fonts; sleep 30'], {
+        waitTitle: 'never',
+        timeoutMs: 1_500,
+      })
+      .catch((e: unknown) => e);
+    expect(errorCode(slow)).toBe('TIMEOUT');
+    expect(String(slow)).toContain('sh still running');
+    expect(String(slow)).toContain('waiting for fonts');
+    await env.reset();
+  });
+
   test('bad actions are refused with INVALID_ARGUMENT naming the field', async () => {
     const bad = async (action: unknown): Promise<unknown> =>
       env.act(action as never).then(
