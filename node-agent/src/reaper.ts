@@ -1,6 +1,7 @@
-import { type Logger, noopLogger, parseWith, raceSignal } from '@troupe/proto';
+import { type Logger, noopLogger, parseWith } from '@troupe/proto';
 import type Docker from 'dockerode';
 import { z } from 'zod';
+import { PeriodicSweep } from './internal/periodic-sweep';
 import { dockerError, dockerStatus } from './internal/docker-errors';
 import { managedLabelFilters, TroupeLabel } from './labels';
 import { SandboxLabelsSchema } from './sandbox-spec';
@@ -69,9 +70,7 @@ export class Reaper {
   private readonly isOwned: ReaperOptions['isOwned'];
   private readonly livePoolIds: ReaperOptions['livePoolIds'];
   private readonly log: Logger;
-  private timer: NodeJS.Timeout | undefined;
-  private running: Promise<ReapResult> | undefined;
-  private stopped = false;
+  private readonly schedule: PeriodicSweep<ReapResult>;
 
   constructor(options: ReaperOptions) {
     const { docker, isOwned, livePoolIds, logger, ...rest } = options;
@@ -84,41 +83,26 @@ export class Reaper {
       cluster: this.config.cluster,
       hostId: this.config.host,
     });
+    this.schedule = new PeriodicSweep(
+      (signal) => this.doSweep(signal),
+      this.config.intervalMs,
+      this.log,
+    );
   }
 
-  /** Runs a first sweep now, then one every `intervalMs` until {@link stop}. */
-  async start(options: { signal?: AbortSignal } = {}): Promise<ReapResult> {
-    this.stopped = false;
-    const first = await this.sweep(options);
-    this.schedule();
-    return first;
-  }
-
-  private schedule(): void {
-    if (this.stopped) return;
-    this.timer = setTimeout(() => {
-      this.sweep()
-        .catch((err: unknown) => this.log.warn({ err }, 'periodic sweep failed'))
-        .finally(() => this.schedule());
-    }, this.config.intervalMs);
-    // The reaper must not keep a process alive on its own.
-    this.timer.unref();
+  /** A first sweep now, then one every `intervalMs` until {@link stop}. */
+  start(options: { signal?: AbortSignal } = {}): Promise<ReapResult> {
+    return this.schedule.start(options);
   }
 
   /** Stops the periodic sweeps and waits for one in flight. */
-  async stop(): Promise<void> {
-    this.stopped = true;
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = undefined;
-    if (this.running) await this.running.catch(() => undefined);
+  stop(): Promise<void> {
+    return this.schedule.stop();
   }
 
   /** One sweep (concurrent calls share it). */
-  async sweep(options: { signal?: AbortSignal } = {}): Promise<ReapResult> {
-    this.running ??= this.doSweep(options.signal).finally(() => {
-      this.running = undefined;
-    });
-    return raceSignal(this.running, options.signal);
+  sweep(options: { signal?: AbortSignal } = {}): Promise<ReapResult> {
+    return this.schedule.sweep(options);
   }
 
   private async owned(

@@ -2,6 +2,7 @@ import { readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { delay, type Logger, noopLogger, parseWith } from '@troupe/proto';
 import { z } from 'zod';
+import { PeriodicSweep } from './internal/periodic-sweep';
 import {
   listVmDirs,
   processRuns,
@@ -59,48 +60,32 @@ async function ownerAlive(record: VmRecord): Promise<boolean> {
 export class VmReaper {
   readonly config: VmReaperConfig;
   private readonly log: Logger;
-  private timer: NodeJS.Timeout | undefined;
-  private running: Promise<VmReapResult> | undefined;
-  private stopped = false;
+  private readonly schedule: PeriodicSweep<VmReapResult>;
 
   constructor(options: VmReaperOptions) {
     const { logger, ...rest } = options;
     this.config = parseWith(VmReaperConfigSchema, rest, { prefix: 'options' });
     this.log = (logger ?? noopLogger).child({ component: 'vm-reaper', hostId: this.config.host });
+    this.schedule = new PeriodicSweep(
+      (signal) => this.doSweep(signal),
+      this.config.intervalMs,
+      this.log,
+    );
   }
 
   /** A first sweep now, then one every `intervalMs` until {@link stop}. */
-  async start(options: { signal?: AbortSignal } = {}): Promise<VmReapResult> {
-    this.stopped = false;
-    const first = await this.sweep(options);
-    this.schedule();
-    return first;
-  }
-
-  private schedule(): void {
-    if (this.stopped) return;
-    this.timer = setTimeout(() => {
-      this.sweep()
-        .catch((err: unknown) => this.log.warn({ err }, 'periodic VM sweep failed'))
-        .finally(() => this.schedule());
-    }, this.config.intervalMs);
-    this.timer.unref();
+  start(options: { signal?: AbortSignal } = {}): Promise<VmReapResult> {
+    return this.schedule.start(options);
   }
 
   /** Stops the periodic sweeps and waits for one in flight. */
-  async stop(): Promise<void> {
-    this.stopped = true;
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = undefined;
-    if (this.running) await this.running.catch(() => undefined);
+  stop(): Promise<void> {
+    return this.schedule.stop();
   }
 
   /** One sweep (concurrent calls share it). */
   sweep(options: { signal?: AbortSignal } = {}): Promise<VmReapResult> {
-    this.running ??= this.doSweep(options.signal).finally(() => {
-      this.running = undefined;
-    });
-    return this.running;
+    return this.schedule.sweep(options);
   }
 
   private async doSweep(signal?: AbortSignal): Promise<VmReapResult> {
