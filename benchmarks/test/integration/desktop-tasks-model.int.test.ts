@@ -63,7 +63,9 @@ test('a scripted model clicks and types: one task passes, the other fails on the
       kind: 'desktop-tasks',
       concurrency: 1,
       taskTimeoutMs: 500_000,
-      retries: { max: 0 },
+      // A setup step that times out on a loaded host is an infrastructure failure: retried, as
+      // the shipped jobs do, so only the agent's outcome decides the verdicts below.
+      retries: { max: 1, backoffMs: 1000 },
       config: { agent: { kind: 'model', model: 'cua', maxSteps: 6 } },
       tasks: { suite: SUITE },
     },
@@ -75,8 +77,9 @@ test('a scripted model clicks and types: one task passes, the other fails on the
   expect(events.at(-1)?.type).toBe('JOB_FINISHED');
   const results = await jobs.results(record.jobId);
   const byId = Object.fromEntries(results.tasks.map((t) => [t.taskId, t]));
-  expect(byId['approve']?.status).toBe('TASK_PASSED');
-  expect(byId['reject']?.status).toBe('TASK_FAILED');
+  // With the error text, so an infrastructure failure says what it was.
+  expect([byId['approve']?.status, byId['approve']?.error]).toEqual(['TASK_PASSED', '']);
+  expect([byId['reject']?.status, byId['reject']?.error]).toEqual(['TASK_FAILED', '']);
   expect(byId['approve']?.details).toMatchObject({
     lastAction: 'DONE',
     steps: 4,
@@ -90,8 +93,9 @@ test('a scripted model clicks and types: one task passes, the other fails on the
   // Four model turns a task, priced by the registry ($10 per million prompt tokens).
   expect(byId['approve']?.costUsd).toBeCloseTo(0.04, 6);
 
+  // Four turns a task (more if an attempt was retried).
   const requests = fake.chatRequests;
-  expect(requests).toHaveLength(8);
+  expect(requests.length).toBeGreaterThanOrEqual(8);
   for (const req of requests) {
     expect(req.body.model).toBe('fake-cua');
     expect(req.body.tools?.map((t) => (t.type === 'function' ? t.function.name : t.type))).toEqual([

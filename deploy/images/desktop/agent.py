@@ -17,6 +17,7 @@ import signal
 import subprocess
 import sys
 import tarfile
+import tempfile
 import threading
 import time
 import zlib
@@ -225,10 +226,13 @@ class Desktop:
             return {"exitCode": 127, "stdout": "", "stderr": str(e), "timedOut": False}
 
     def launch(self, cmd, title, timeout_ms):
+        # The output goes to an unlinked file, not a pipe: an application's helpers (a D-Bus
+        # daemon it autolaunches, say) inherit it and may outlive it, and a pipe held by them
+        # changed how the application started. Only the tail is ever read.
+        log = tempfile.TemporaryFile(dir="/tmp")
         proc = subprocess.Popen(cmd, shell=isinstance(cmd, str), cwd=HOME, start_new_session=True,
-                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT)
-        output = _OutputTail(proc.stdout)
+                                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
+        output = _OutputTail(log)
         if not title:
             return {}
         pattern = re.compile(title)
@@ -327,24 +331,19 @@ class Desktop:
 
 
 class _OutputTail:
-    """Drains a launched application's output in the background (so it never blocks on a full
-    pipe) and keeps the last bytes, for the error when its window does not show."""
+    """The last bytes a launched application wrote to its output file."""
 
-    def __init__(self, stream, keep=1500):
+    def __init__(self, log, keep=1500):
+        self.log = log
         self.keep = keep
-        self.buf = b""
-        self.lock = threading.Lock()
-        threading.Thread(target=self._drain, args=(stream,), daemon=True).start()
-
-    def _drain(self, stream):
-        for chunk in iter(lambda: stream.read1(4096), b""):
-            with self.lock:
-                self.buf = (self.buf + chunk)[-self.keep:]
-        stream.close()
 
     def tail(self):
-        with self.lock:
-            return self.buf.decode("utf-8", "replace")
+        try:
+            size = os.fstat(self.log.fileno()).st_size
+            return os.pread(self.log.fileno(), self.keep, max(0, size - self.keep)).decode(
+                "utf-8", "replace")
+        except OSError:
+            return ""
 
 
 def _argv0(cmd):
