@@ -296,9 +296,17 @@ class Desktop:
         os.makedirs(SNAPSHOT_DIR, exist_ok=True)
         path = os.path.join(SNAPSHOT_DIR, name + ".tar")
         tmp = path + ".part"
+        # Running applications create and delete files meanwhile (fontconfig's cache locks, say):
+        # a file that vanishes between listing and reading is simply not in the snapshot.
         with tarfile.open(tmp, "w") as tar:
-            for entry in sorted(os.listdir(HOME)):
-                tar.add(os.path.join(HOME, entry), arcname=entry)
+            for root, dirs, files in os.walk(HOME):
+                dirs.sort()
+                for entry in [*dirs, *sorted(files)]:
+                    full = os.path.join(root, entry)
+                    try:
+                        tar.add(full, arcname=os.path.relpath(full, HOME), recursive=False)
+                    except FileNotFoundError:
+                        pass
         os.replace(tmp, path)
         return {"name": name, "size": os.path.getsize(path)}
 
