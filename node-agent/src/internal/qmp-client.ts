@@ -1,4 +1,4 @@
-import { connect, type Socket } from 'node:net';
+import type { Socket } from 'node:net';
 import { createInterface } from 'node:readline';
 import { ErrorCode, fromAbortSignal, TroupeError } from '@troupe/proto';
 
@@ -20,29 +20,10 @@ export class QmpClient {
   private constructor(private readonly socket: Socket) {}
 
   /**
-   * Connects to `path`, reads the greeting and enters command mode.
-   * @throws TroupeError `UNAVAILABLE` when the socket cannot be reached
+   * Reads the greeting on a connected monitor socket and enters command mode.
+   * @throws TroupeError `UNAVAILABLE` when the monitor closes first
    */
-  static async connect(path: string, signal?: AbortSignal): Promise<QmpClient> {
-    const socket = await new Promise<Socket>((resolve, reject) => {
-      const s = connect(path);
-      const onAbort = (): void => {
-        s.destroy();
-        reject(fromAbortSignal(signal as AbortSignal));
-      };
-      signal?.addEventListener('abort', onAbort, { once: true });
-      s.once('connect', () => {
-        signal?.removeEventListener('abort', onAbort);
-        s.on('error', () => undefined); // surfaces as 'close'
-        resolve(s);
-      });
-      s.once('error', (err) => {
-        signal?.removeEventListener('abort', onAbort);
-        reject(
-          new TroupeError(ErrorCode.UNAVAILABLE, `QMP: cannot connect to ${path}`, { cause: err }),
-        );
-      });
-    });
+  static async attach(socket: Socket, signal?: AbortSignal): Promise<QmpClient> {
     const client = new QmpClient(socket);
     let greeted: () => void = () => undefined;
     const greeting = new Promise<void>((resolve) => (greeted = resolve));

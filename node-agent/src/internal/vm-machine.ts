@@ -166,7 +166,8 @@ export class VmMachine {
     try {
       const socket = await vm.connectWhenListening(agentSocket, o.signal);
       vm.channel = AgentChannel.overSocket(socket, `VM ${o.id}`);
-      vm.qmp = await QmpClient.connect(qmpSocket, o.signal);
+      // QEMU opens its chardevs one after another: the agent's listening says nothing of QMP's.
+      vm.qmp = await QmpClient.attach(await vm.connectWhenListening(qmpSocket, o.signal), o.signal);
     } catch (err) {
       await vm.stop();
       throw err;
