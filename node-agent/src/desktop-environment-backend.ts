@@ -19,11 +19,17 @@ import {
 import type { AgentChannel } from './internal/agent-channel';
 import { openDockerAgentChannel } from './internal/docker-agent-channel';
 import { AgentEnvironment } from './internal/agent-environment';
-import { dockerError, dockerStatus, ignoreNotFound } from './internal/docker-errors';
+import {
+  createManagedVolumes,
+  lockedDownHostConfig,
+  managedLabels,
+  removeContainerAndVolumes,
+  tmpfsOptions,
+} from './internal/container-policy';
+import { dockerError, dockerStatus } from './internal/docker-errors';
 import { randomId } from './internal/ids';
 import { TroupeLabel } from './labels';
 
-const MiB = 1024 * 1024;
 const USER = '1000:1000';
 const AGENT_CMD = ['python3', '/opt/troupe/agent.py'];
 
@@ -94,15 +100,7 @@ export class DesktopEnvironmentBackend implements EnvironmentBackend {
     const { signal } = options;
     throwIfAborted(signal);
     const id = randomId('env').slice(0, 16);
-    const labels: Record<string, string> = {
-      [TroupeLabel.MANAGED]: 'true',
-      [TroupeLabel.CLUSTER]: spec.labels.cluster,
-      [TroupeLabel.HOST]: spec.labels.host,
-      [TroupeLabel.ACTOR]: spec.labels.actor,
-      [TroupeLabel.JOB]: spec.labels.job,
-      [TroupeLabel.SANDBOX]: id,
-      [TroupeLabel.POLICY_EXCEPTIONS]: '',
-    };
+    const labels = managedLabels(spec.labels, id);
     const volumes = [
       { name: `troupe-${id}-home`, target: '/home/troupe', role: 'workspace' },
       { name: `troupe-${id}-snap`, target: '/snapshots', role: 'volume' },
@@ -111,23 +109,10 @@ export class DesktopEnvironmentBackend implements EnvironmentBackend {
     const log = this.log.child({ environment: id, actor: spec.labels.actor });
     let container: Docker.Container | undefined;
     let channel: AgentChannel | undefined;
-    const teardown = async (abort?: AbortSignal): Promise<void> => {
-      const c = container ?? this.docker.getContainer(name);
-      await ignoreNotFound(() => c.remove({ force: true, v: true, abortSignal: abort }));
-      await Promise.all(
-        volumes.map((v) => ignoreNotFound(() => this.docker.getVolume(v.name).remove())),
-      );
-    };
+    const teardown = (abort?: AbortSignal): Promise<void> =>
+      removeContainerAndVolumes(this.docker, container ?? name, volumes, abort);
     try {
-      await Promise.all(
-        volumes.map((v) =>
-          this.docker.createVolume({
-            Name: v.name,
-            Labels: { ...labels, [TroupeLabel.ROLE]: v.role },
-            abortSignal: signal,
-          }),
-        ),
-      );
+      await createManagedVolumes(this.docker, volumes, labels, signal);
       container = await this.docker.createContainer({
         name,
         Image: spec.image,
@@ -136,24 +121,15 @@ export class DesktopEnvironmentBackend implements EnvironmentBackend {
         Env: [`TROUPE_SCREEN=${spec.width}x${spec.height}`],
         Labels: { ...labels, [TroupeLabel.ROLE]: 'environment' },
         NetworkDisabled: true,
-        HostConfig: {
-          Init: true,
-          NetworkMode: 'none',
-          ReadonlyRootfs: true,
-          CapDrop: ['ALL'],
-          CapAdd: [],
-          SecurityOpt: ['no-new-privileges'],
-          Privileged: false,
-          Memory: spec.memoryMb * MiB,
-          MemorySwap: spec.memoryMb * MiB,
-          NanoCpus: Math.round(spec.cpus * 1e9),
-          PidsLimit: spec.pidsLimit,
-          Tmpfs: { '/tmp': `rw,nosuid,nodev,size=${this.config.tmpfsMb}m,mode=1777` },
-          Mounts: volumes.map((v) => ({ Type: 'volume', Source: v.name, Target: v.target })),
-          IpcMode: 'private',
-          RestartPolicy: { Name: 'no' },
-          LogConfig: { Type: 'json-file', Config: { 'max-size': '64k', 'max-file': '1' } },
-        },
+        HostConfig: lockedDownHostConfig({
+          network: 'none',
+          readOnlyRoot: true,
+          memoryMb: spec.memoryMb,
+          cpus: spec.cpus,
+          pidsLimit: spec.pidsLimit,
+          tmpfs: { '/tmp': tmpfsOptions(this.config.tmpfsMb) },
+          volumes,
+        }),
         abortSignal: signal,
       });
       await container.start({ abortSignal: signal });

@@ -8,6 +8,13 @@ import {
 } from '@troupe/proto';
 import type Docker from 'dockerode';
 import { z } from 'zod';
+import {
+  createManagedVolumes,
+  lockedDownHostConfig,
+  managedLabels,
+  removeContainerAndVolumes,
+  tmpfsOptions,
+} from './internal/container-policy';
 import { dockerError, dockerStatus, ignoreNotFound } from './internal/docker-errors';
 import { BOOT_SCRIPT, DockerSandbox } from './internal/docker-sandbox';
 import { randomId } from './internal/ids';
@@ -90,50 +97,23 @@ export class DockerSandboxBackend implements SandboxBackend {
     throwIfAborted(signal);
     const id = randomId('sbx').slice(0, 16);
     const createdAt = Date.now();
-    const labels: Record<string, string> = {
-      [TroupeLabel.MANAGED]: 'true',
-      [TroupeLabel.CLUSTER]: spec.labels.cluster,
-      [TroupeLabel.HOST]: spec.labels.host,
-      [TroupeLabel.ACTOR]: spec.labels.actor,
-      [TroupeLabel.JOB]: spec.labels.job,
-      [TroupeLabel.SANDBOX]: id,
-      [TroupeLabel.POLICY_EXCEPTIONS]: spec.policyExceptions.join(','),
-    };
+    const labels = managedLabels(spec.labels, id, spec.policyExceptions);
     if (options.poolId !== undefined) labels[TroupeLabel.POOL] = options.poolId;
     const volumes = [
       { name: `troupe-${id}-ws`, target: spec.workdir, role: 'workspace' },
       ...spec.volumes.map((target, i) => ({ name: `troupe-${id}-v${i}`, target, role: 'volume' })),
     ];
-    const tmpfs: Record<string, string> = {
-      '/tmp': `rw,nosuid,nodev,size=${spec.tmpfsMb}m,mode=1777`,
-    };
-    for (const [target, sizeMb] of Object.entries(spec.tmpfs)) {
-      tmpfs[target] = `rw,nosuid,nodev,size=${sizeMb}m,mode=1777`;
-    }
+    const tmpfs: Record<string, string> = { '/tmp': tmpfsOptions(spec.tmpfsMb) };
+    for (const [target, sizeMb] of Object.entries(spec.tmpfs)) tmpfs[target] = tmpfsOptions(sizeMb);
     const log = this.log.child({ sandbox: id, actor: spec.labels.actor, jobId: spec.labels.job });
     let container: Docker.Container | undefined;
     const name = `troupe-${spec.labels.cluster}-${id}`;
-    const cleanup = async (): Promise<void> => {
+    const cleanup = (): Promise<void> =>
       // By name: an aborted create may have made the container without telling us its id.
-      const c = container ?? this.docker.getContainer(name);
-      await ignoreNotFound(() => c.remove({ force: true, v: true })).catch(() => undefined);
-      await Promise.all(
-        volumes.map((v) =>
-          ignoreNotFound(() => this.docker.getVolume(v.name).remove()).catch(() => undefined),
-        ),
-      );
-    };
+      removeContainerAndVolumes(this.docker, container ?? name, volumes).catch(() => undefined);
     let sandbox: DockerSandbox | undefined;
     try {
-      await Promise.all(
-        volumes.map((v) =>
-          this.docker.createVolume({
-            Name: v.name,
-            Labels: { ...labels, [TroupeLabel.ROLE]: v.role },
-            abortSignal: signal,
-          }),
-        ),
-      );
+      await createManagedVolumes(this.docker, volumes, labels, signal);
       container = await this.docker.createContainer({
         name,
         Image: spec.image,
@@ -150,25 +130,15 @@ export class DockerSandboxBackend implements SandboxBackend {
         AttachStderr: false,
         OpenStdin: false,
         Tty: false,
-        HostConfig: {
-          Init: true,
-          NetworkMode: spec.network,
-          ReadonlyRootfs: spec.readOnlyRoot,
-          CapDrop: ['ALL'],
-          CapAdd: [],
-          SecurityOpt: ['no-new-privileges'],
-          Privileged: false,
-          Memory: spec.memoryMb * MiB,
-          MemorySwap: spec.memoryMb * MiB,
-          NanoCpus: Math.round(spec.cpus * 1e9),
-          PidsLimit: spec.pidsLimit,
-          Tmpfs: tmpfs,
-          Mounts: volumes.map((v) => ({ Type: 'volume', Source: v.name, Target: v.target })),
-          IpcMode: 'private',
-          RestartPolicy: { Name: 'no' },
-          AutoRemove: false,
-          LogConfig: { Type: 'json-file', Config: { 'max-size': '64k', 'max-file': '1' } },
-        },
+        HostConfig: lockedDownHostConfig({
+          network: spec.network,
+          readOnlyRoot: spec.readOnlyRoot,
+          memoryMb: spec.memoryMb,
+          cpus: spec.cpus,
+          pidsLimit: spec.pidsLimit,
+          tmpfs,
+          volumes,
+        }),
         abortSignal: signal,
       });
       const info = await container.inspect({ abortSignal: signal });

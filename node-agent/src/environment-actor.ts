@@ -35,7 +35,7 @@ import {
   type WindowsReply,
 } from './environment-actor-messages';
 import { type ImagePreparer } from './image-resolver';
-import { passivateAfterTurn, type PassivateFn } from './internal/actor-support';
+import { type PassivateFn, passivateWhenIdle } from './internal/actor-support';
 import { digestOf } from './internal/canonical-json';
 import { parseAction } from './environment-actions';
 import { decodeFiles } from './internal/wire-files';
@@ -87,15 +87,7 @@ export function createEnvironmentActor(options: EnvironmentActorOptions) {
   const log = (options.logger ?? noopLogger).child({ component: 'environment-actor' });
   const live = new Map<string, LiveEnvironment>();
 
-  const guarded =
-    <M, R>(fn: (ctx: Ctx, msg: M, state: State) => Result<R>) =>
-    async (ctx: Ctx, msg: M, state: State): Result<R> => {
-      try {
-        return await fn(ctx, msg, state);
-      } finally {
-        if (!live.has(ctx.self.id)) passivateAfterTurn(options.passivate, ctx, log);
-      }
-    };
+  const guarded = passivateWhenIdle(live, options.passivate, log);
 
   const lost = (id: string, reason: string): TroupeError =>
     new TroupeError(ErrorCode.UNAVAILABLE, `environment lost: ${id}: ${reason}; create a new one`, {

@@ -19,7 +19,7 @@ import {
 import { type z } from 'zod';
 import { type ArtifactStore } from './artifact-store';
 import { type ImagePreparer } from './image-resolver';
-import { notFoundAt, passivateAfterTurn, type PassivateFn } from './internal/actor-support';
+import { notFoundAt, type PassivateFn, passivateWhenIdle } from './internal/actor-support';
 import { digestOf } from './internal/canonical-json';
 import { fitOutput } from './internal/fit-reply';
 import { decodeFiles } from './internal/wire-files';
@@ -152,16 +152,7 @@ export function createSandboxActor(options: SandboxActorOptions) {
   const live = new Map<string, LiveSandbox>();
   const poolKeys = new Map(pools.map((p) => [poolKey(p.spec), p]));
 
-  /** Runs a handler; afterwards an activation without a container gives its slot back. */
-  const guarded =
-    <M, R>(fn: (ctx: Ctx, msg: M, state: State) => Result<R>) =>
-    async (ctx: Ctx, msg: M, state: State): Result<R> => {
-      try {
-        return await fn(ctx, msg, state);
-      } finally {
-        if (!live.has(ctx.self.id)) passivateAfterTurn(options.passivate, ctx, log);
-      }
-    };
+  const guarded = passivateWhenIdle(live, options.passivate, log);
 
   const requireLive = (ctx: Ctx, state: State): LiveSandbox => {
     const id = ctx.self.id;

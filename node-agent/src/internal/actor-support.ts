@@ -28,6 +28,27 @@ export function passivateAfterTurn(
   });
 }
 
+/**
+ * Wraps an actor's handlers so that, after each turn, an activation that holds no resource (its
+ * id is not in `live`: never created, or destroyed) passivates and gives its slot back.
+ */
+export function passivateWhenIdle(
+  live: { has(id: string): boolean },
+  passivate: PassivateFn | undefined,
+  log: Logger,
+) {
+  return <Ctx extends { self: ActorAddress; epoch: number }, M, S, R>(
+      fn: (ctx: Ctx, msg: M, state: S) => Promise<R>,
+    ) =>
+    async (ctx: Ctx, msg: M, state: S): Promise<R> => {
+      try {
+        return await fn(ctx, msg, state);
+      } finally {
+        if (!live.has(ctx.self.id)) passivateAfterTurn(passivate, ctx, log);
+      }
+    };
+}
+
 /** A `NOT_FOUND` with the message field it came from in its message and details. */
 export function notFoundAt(err: unknown, field: string): unknown {
   if (isTroupeError(err) && err.code === ErrorCode.NOT_FOUND) {
