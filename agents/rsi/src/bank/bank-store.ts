@@ -222,7 +222,9 @@ export class BankStore {
       if (isWrongLastSequence(err)) {
         throw new TroupeError(
           ErrorCode.ALREADY_EXISTS,
-          `bank ${bankId}: version ${version} was committed by another writer on the same parent (version ${version - 1}); reload the head and reapply the change`,
+          version === 1
+            ? `bank ${bankId} already has a version 1: load its head and commit on it`
+            : `bank ${bankId}: version ${version} was committed by another writer on the same parent (version ${version - 1}); reload the head and reapply the change`,
           { cause: err, retryable: false, details: { bankId, version } },
         );
       }

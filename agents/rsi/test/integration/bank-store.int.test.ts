@@ -132,6 +132,12 @@ test('commit and load round trip: by version, commit hash, tree hash and head; b
   expect(v3.treeHash).toBe(v2.treeHash);
   expect((await store.load('b1', { treeHash: v2.treeHash })).commit.version).toBe(2);
 
+  const again = await loadError(
+    store.commit({ bankId: 'b1', parent: null, bank: bank1, author: 't' }),
+  );
+  expect(hasErrorCode(again, 'ALREADY_EXISTS')).toBe(true);
+  expect(again.message).toBe('bank b1 already has a version 1: load its head and commit on it');
+
   const missing = await loadError(store.load('b1', { version: 9 }));
   expect(hasErrorCode(missing, 'NOT_FOUND')).toBe(true);
   const unknownParent = await loadError(
