@@ -2,7 +2,7 @@
 // (scripts/test runs them with --runInBand). Tests import workspace packages from source.
 // Packages sit in top-level folders, and the agents' sibling packages in agents/<name>/.
 const moduleNameMapper = {
-  '^@troupe/(llm|evolve)$': '<rootDir>/agents/$1/src/index.ts',
+  '^@troupe/(llm|evolve|rsi)$': '<rootDir>/agents/$1/src/index.ts',
   '^@troupe/([a-z-]+)$': '<rootDir>/$1/src/index.ts',
 };
 const packages = '<rootDir>/{*,agents/*}';

@@ -56,6 +56,11 @@ export const ErrorReason = {
    * infrastructure trouble the runtime waits out, never the fault of the message being handled.
    */
   STORE_UNAVAILABLE: 'STORE_UNAVAILABLE',
+  /**
+   * Stored data does not match the hash recorded for it (a memory bank blob or commit record
+   * changed behind its store's back): never retried, never silently repaired.
+   */
+  INTEGRITY: 'INTEGRITY',
 } as const;
 
 /** One of the {@link ErrorReason} values. */

@@ -107,6 +107,7 @@ export {
   kvBucketName,
   NamePattern,
   objectStoreName,
+  bankObjectStoreName,
   parseActorKey,
   parseActorSubject,
   parseAddress,

@@ -168,6 +168,8 @@ export const KvBucket = {
   LEASES: 'leases',
   /** Durable reminders (`remindAt`), keyed by reminder id. */
   REMINDERS: 'reminders',
+  /** Memory bank commit records and their indexes (blobs are in {@link bankObjectStoreName}). */
+  BANKS: 'banks',
 } as const;
 
 /** One of the {@link KvBucket} values. */
@@ -296,6 +298,14 @@ export function kvBucketName(cluster: string, bucket: KvBucket): string {
 /** `troupe_<c>_artifacts`: the object store of workspaces, trajectories and reports. */
 export function objectStoreName(cluster: string): string {
   return `troupe_${validateClusterName(cluster)}_artifacts`;
+}
+
+/**
+ * `troupe_<c>_banks`: the object store of memory bank file blobs, named by their SHA-256 (the
+ * commit records are in the KV bucket of the same name, {@link KvBucket.BANKS}).
+ */
+export function bankObjectStoreName(cluster: string): string {
+  return `troupe_${validateClusterName(cluster)}_banks`;
 }
 
 /** `<kind>.<id>`: an actor's key in the directory bucket. */

@@ -23,6 +23,7 @@ import {
   KvBucket,
   kvBucketName,
   objectStoreName,
+  bankObjectStoreName,
   parseActorKey,
   parseActorSubject,
   parseAddress,
@@ -227,7 +228,17 @@ describe('builders', () => {
 
   it('builds KV bucket and object store names', () => {
     expect(Object.values(KvBucket).sort()).toEqual(
-      ['budget', 'defs', 'directory', 'jobs', 'leases', 'nodes', 'reminders', 'state'].sort(),
+      [
+        'banks',
+        'budget',
+        'defs',
+        'directory',
+        'jobs',
+        'leases',
+        'nodes',
+        'reminders',
+        'state',
+      ].sort(),
     );
     for (const bucket of Object.values(KvBucket)) {
       const name = kvBucketName('my-test', bucket);
@@ -235,6 +246,7 @@ describe('builders', () => {
       expect(name).toMatch(/^[A-Za-z0-9_-]+$/); // the NATS bucket name rule
     }
     expect(objectStoreName('my-test')).toBe('troupe_my-test_artifacts');
+    expect(bankObjectStoreName('my-test')).toBe('troupe_my-test_banks');
     invalid(() => kvBucketName('dev', 'secrets' as KvBucket));
   });
 

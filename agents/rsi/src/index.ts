@@ -1,0 +1,81 @@
+/**
+ * @packageDocumentation
+ * @troupe/rsi: RSIAgent on Troupe. For now the memory bank — files under a SHA-256 tree hash
+ * over a canonical manifest, boundaries (paths, sizes, count, UTF-8) that every lesson must
+ * respect, versioned commits in JetStream verified on every load, diffs and tarballs. The RSI
+ * roles (Actor / Verifier / Curriculum) and the `rsi` job driver will build on it.
+ */
+export {
+  applyBankChanges,
+  type ApplyBankChangesOptions,
+  type BankChange,
+  type BankChangeResult,
+  bankChangeSetSchema,
+  type BankRejection,
+} from './bank/bank-changes';
+export {
+  BANK_COMMIT_FORMAT,
+  type BankCommit,
+  type BankCommitBody,
+  BankCommitSchema,
+  BankIdSchema,
+  canonicalJson,
+  commitHashOf,
+} from './bank/bank-commit';
+export {
+  type BankDiff,
+  type BankFileDiff,
+  BankFileStatus,
+  diffBanks,
+  type DiffBanksOptions,
+  formatBankDiff,
+} from './bank/bank-diff';
+export {
+  bankIntegrityError,
+  type BankIntegrityDetails,
+  BankMismatch,
+  isBankIntegrityError,
+} from './bank/bank-integrity';
+export {
+  type BankLimits,
+  type BankLimitsOptions,
+  BankLimitsSchema,
+  parseBankLimits,
+} from './bank/bank-limits';
+export {
+  BANK_MANIFEST_HEADER,
+  type BankManifestEntry,
+  comparePaths,
+  parseManifest,
+  serializeManifest,
+  sha256Hex,
+  treeHashOf,
+} from './bank/bank-manifest';
+export { bankPathRule, bankPathSchema } from './bank/bank-path';
+export {
+  type BankCommitRequest,
+  type BankLoadOptions,
+  type BankRef,
+  BankStore,
+  type BankStoreOptions,
+  blobName,
+  commitKey,
+  type LoadedBank,
+} from './bank/bank-store';
+export {
+  BANK_TARBALL_FORMAT,
+  type BankTarballMeta,
+  exportBankTarball,
+  type ExportBankTarballOptions,
+  type ImportBankTarballOptions,
+  type ImportedBank,
+  importBankTarball,
+} from './bank/bank-tarball';
+export { BankRule, type BankViolation, checkBankFiles, isUtf8 } from './bank/bank-violation';
+export {
+  type BankContent,
+  type BankFilesInput,
+  bankViolationError,
+  MemoryBank,
+  type MemoryBankOptions,
+} from './bank/memory-bank';
