@@ -79,3 +79,31 @@ export {
   MemoryBank,
   type MemoryBankOptions,
 } from './bank/memory-bank';
+export {
+  type ActorEnding,
+  isGrounded,
+  routeVerdict,
+  type Verdict,
+  type VerifierReport,
+  type VerifierRoute,
+  VerifierRouteSchema,
+} from './loop/verdict';
+export {
+  type ActorRun,
+  type Admission,
+  type AttemptRecord,
+  type BankHandle,
+  type CurriculumReply,
+  type CurriculumRequest,
+  isTransitionReady,
+  type LessonProposal,
+  type ProjectOutcome,
+  type RsiRoles,
+  runTarget,
+  type StopPolicy,
+  type TargetLoopEvent,
+  type TargetLoopOptions,
+  type TargetResult,
+  type TargetStatus,
+  type Work,
+} from './loop/target-loop';
