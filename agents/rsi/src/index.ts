@@ -107,3 +107,20 @@ export {
   type TargetStatus,
   type Work,
 } from './loop/target-loop';
+export { type StudyPhase, StudyRecords } from './phases/study-records';
+export {
+  type BankVersion,
+  type FrozenBank,
+  type Phase2Options,
+  type Phase2Outcome,
+  type Phase2Result,
+  type Phase2TaskRecord,
+  runPhase2,
+} from './phases/phase2';
+export {
+  type Phase3Evaluation,
+  type Phase3Options,
+  type Phase3Result,
+  type Phase3TaskRecord,
+  runPhase3,
+} from './phases/phase3';
