@@ -61,6 +61,11 @@ export const ErrorReason = {
    * changed behind its store's back): never retried, never silently repaired.
    */
   INTEGRITY: 'INTEGRITY',
+  /**
+   * A phase's admission rule refused to go on (an RSI target that is not transition-ready, a
+   * bank lineage that drifted): a stop of delivery, never retried automatically.
+   */
+  PROTOCOL: 'PROTOCOL',
 } as const;
 
 /** One of the {@link ErrorReason} values. */

@@ -79,3 +79,48 @@ export {
   MemoryBank,
   type MemoryBankOptions,
 } from './bank/memory-bank';
+export {
+  type ActorEnding,
+  isGrounded,
+  routeVerdict,
+  type Verdict,
+  type VerifierReport,
+  type VerifierRoute,
+  VerifierRouteSchema,
+} from './loop/verdict';
+export {
+  type ActorRun,
+  type Admission,
+  type AttemptRecord,
+  type BankHandle,
+  type CurriculumReply,
+  type CurriculumRequest,
+  isTransitionReady,
+  type LessonProposal,
+  type ProjectOutcome,
+  type RsiRoles,
+  runTarget,
+  type StopPolicy,
+  type TargetLoopEvent,
+  type TargetLoopOptions,
+  type TargetResult,
+  type TargetStatus,
+  type Work,
+} from './loop/target-loop';
+export { type StudyPhase, StudyRecords } from './phases/study-records';
+export {
+  type BankVersion,
+  type FrozenBank,
+  type Phase2Options,
+  type Phase2Outcome,
+  type Phase2Result,
+  type Phase2TaskRecord,
+  runPhase2,
+} from './phases/phase2';
+export {
+  type Phase3Evaluation,
+  type Phase3Options,
+  type Phase3Result,
+  type Phase3TaskRecord,
+  runPhase3,
+} from './phases/phase3';

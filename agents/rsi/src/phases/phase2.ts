@@ -1,0 +1,253 @@
+import { ErrorCode, ErrorReason, isTroupeError, throwIfAborted, TroupeError } from '@troupe/proto';
+import type { BankCommit } from '../bank/bank-commit';
+import type { BankStore } from '../bank/bank-store';
+import type { MemoryBank } from '../bank/memory-bank';
+import { isTransitionReady, type TargetStatus } from '../loop/target-loop';
+import type { Verdict } from '../loop/verdict';
+import type { StudyRecords } from './study-records';
+
+/** A bank version as phase records name it. */
+export interface BankVersion {
+  version: number;
+  commitHash: string;
+  treeHash: string;
+}
+
+/** What one development target produced (the target loop's result, reduced for the record). */
+export interface Phase2Outcome {
+  status: TargetStatus;
+  verdict: Verdict;
+  /** The output bank (the input bank when nothing was learned). */
+  bank: MemoryBank;
+  attempts: number;
+  projects: number;
+  refusedPublications: number;
+  stalled?: string;
+}
+
+/** The accepted record of one development task: `<bankId>.study.phase2.<taskId>`. */
+export interface Phase2TaskRecord {
+  taskId: string;
+  /** Position in the precommitted task list (1-based). */
+  position: number;
+  status: TargetStatus;
+  verdict: Verdict;
+  attempts: number;
+  projects: number;
+  refusedPublications: number;
+  stalled?: string;
+  bankIn: BankVersion;
+  bankOut: BankVersion;
+}
+
+/** Phase 2's frozen output: `<bankId>.study.phase2.frozen`. */
+export interface FrozenBank extends BankVersion {
+  bankId: string;
+  /** The development task ids, in order (Phase 3 checks its tasks are disjoint from these). */
+  devTaskIds: string[];
+}
+
+/** Options of {@link runPhase2}. */
+export interface Phase2Options<T extends { id: string }> {
+  /** The precommitted development tasks, run serially in this order. */
+  tasks: readonly T[];
+  /** The bank store and the study's records (whose `bankId` is the study's bank). */
+  banks: BankStore;
+  records: StudyRecords;
+  /** The input: the transition-ready Phase 1 output (a committed version of the study's bank). */
+  input: BankVersion;
+  /** Runs one target to its end on `bank` (the target loop, bound to roles and environments). */
+  runTask(task: T, bank: MemoryBank, signal?: AbortSignal): Promise<Phase2Outcome>;
+  /** Progress: a task reused from its record, or run. */
+  onTask?: (event: {
+    task: string;
+    position: number;
+    reused: boolean;
+    record: Phase2TaskRecord;
+  }) => void;
+  signal?: AbortSignal;
+}
+
+/** Phase 2's result: every task's record and the frozen bank. */
+export interface Phase2Result {
+  tasks: Phase2TaskRecord[];
+  frozen: FrozenBank;
+}
+
+const versionOf = (c: BankCommit): BankVersion => ({
+  version: c.version,
+  commitHash: c.commitHash,
+  treeHash: c.treeHash,
+});
+
+function protocolError(message: string, details: Record<string, unknown>): TroupeError {
+  return new TroupeError(ErrorCode.INTERNAL, message, {
+    reason: ErrorReason.PROTOCOL,
+    retryable: false,
+    details,
+  });
+}
+
+/** The commit message of a Phase 2 output: the task record, so a crash before the record is written loses nothing. */
+function commitMessage(record: Omit<Phase2TaskRecord, 'bankOut'>): string {
+  return `rsi phase2 ${JSON.stringify(record)}`;
+}
+
+/**
+ * RSIAgent's Phase 2: the development tasks run serially, each accepted output bank the next
+ * task's input, then the last output is frozen. Every boundary is a write-once record, so a rerun
+ * after a crash (a `kill -9` of the coordinator or a node agent) reuses what was accepted and goes
+ * on from the first task without one:
+ * - a task's record is reused only when its input bank is the current bank (lineage);
+ * - an output bank committed by a run that died before writing the record is adopted from its
+ *   commit message (the record travels with the commit);
+ * - a target that is not transition-ready (UNVERIFIED) stops the phase with a `PROTOCOL` error
+ *   naming its status and verdict; nothing after it runs;
+ * - a frozen record that names another bank is refused, never overwritten.
+ */
+export async function runPhase2<T extends { id: string }>(
+  options: Phase2Options<T>,
+): Promise<Phase2Result> {
+  const { banks, records, signal } = options;
+  const bankId = records.bankId;
+  const start = await banks.getCommit(bankId, { version: options.input.version });
+  if (start.commitHash !== options.input.commitHash) {
+    throw protocolError(
+      `Phase 2 input: version ${start.version} of bank ${bankId} is ${start.commitHash}, not ${options.input.commitHash}`,
+      { bankId, version: start.version },
+    );
+  }
+  let current = versionOf(start);
+  const done: Phase2TaskRecord[] = [];
+  for (const [i, task] of options.tasks.entries()) {
+    throwIfAborted(signal);
+    const position = i + 1;
+    const existing = await records.get<Phase2TaskRecord>('phase2', task.id);
+    if (existing !== undefined) {
+      if (existing.bankIn.commitHash !== current.commitHash || existing.position !== position) {
+        throw protocolError(
+          `Phase 2 task ${task.id}: its record starts from bank ${existing.bankIn.commitHash} at position ${existing.position}, not ${current.commitHash} at ${position} (lineage drift)`,
+          { taskId: task.id },
+        );
+      }
+      // Reloaded and checked before reuse: the output must still verify.
+      await banks.load(
+        bankId,
+        { version: existing.bankOut.version },
+        {
+          expectTreeHash: existing.bankOut.treeHash,
+          ...(signal ? { signal } : {}),
+        },
+      );
+      done.push(existing);
+      current = existing.bankOut;
+      options.onTask?.({ task: task.id, position, reused: true, record: existing });
+      continue;
+    }
+
+    const adopted = await adoptOrphan(banks, bankId, current, task.id, position);
+    if (adopted) {
+      await records.put('phase2', task.id, adopted);
+      done.push(adopted);
+      current = adopted.bankOut;
+      options.onTask?.({ task: task.id, position, reused: true, record: adopted });
+      continue;
+    }
+
+    const loaded = await banks.load(
+      bankId,
+      { version: current.version },
+      {
+        expectTreeHash: current.treeHash,
+        ...(signal ? { signal } : {}),
+      },
+    );
+    const outcome = await options.runTask(task, loaded.bank, signal);
+    if (!isTransitionReady(outcome)) {
+      throw protocolError(
+        `Phase-2 target ${task.id} is not transition-ready: ${outcome.status}, ${outcome.verdict}`,
+        { taskId: task.id, status: outcome.status, verdict: outcome.verdict },
+      );
+    }
+    const partial: Omit<Phase2TaskRecord, 'bankOut'> = {
+      taskId: task.id,
+      position,
+      status: outcome.status,
+      verdict: outcome.verdict,
+      attempts: outcome.attempts,
+      projects: outcome.projects,
+      refusedPublications: outcome.refusedPublications,
+      ...(outcome.stalled !== undefined ? { stalled: outcome.stalled } : {}),
+      bankIn: current,
+    };
+    let bankOut = current;
+    if (outcome.bank.treeHash !== current.treeHash) {
+      const commit = await banks.commit({
+        bankId,
+        parent: current,
+        bank: outcome.bank,
+        author: 'rsi',
+        role: 'phase2',
+        message: commitMessage(partial),
+        ...(signal ? { signal } : {}),
+      });
+      bankOut = versionOf(commit);
+    }
+    const record: Phase2TaskRecord = { ...partial, bankOut };
+    await records.put('phase2', task.id, record);
+    done.push(record);
+    current = bankOut;
+    options.onTask?.({ task: task.id, position, reused: false, record });
+  }
+
+  const frozen: FrozenBank = { bankId, ...current, devTaskIds: options.tasks.map((t) => t.id) };
+  try {
+    await records.put('phase2', 'frozen', frozen);
+  } catch (err) {
+    if (isTroupeError(err) && err.code === ErrorCode.ALREADY_EXISTS) {
+      throw new TroupeError(
+        ErrorCode.ALREADY_EXISTS,
+        `Phase 2 of ${bankId} already froze a different output; it is not overwritten (start a new study to develop another bank)`,
+        { cause: err, retryable: false, details: { bankId } },
+      );
+    }
+    throw err;
+  }
+  return { tasks: done, frozen };
+}
+
+/**
+ * The output of a run that committed its bank and died before its record: the version right
+ * after `current` whose message carries this task's record, or undefined.
+ */
+async function adoptOrphan(
+  banks: BankStore,
+  bankId: string,
+  current: BankVersion,
+  taskId: string,
+  position: number,
+): Promise<Phase2TaskRecord | undefined> {
+  let next: BankCommit;
+  try {
+    next = await banks.getCommit(bankId, { version: current.version + 1 });
+  } catch (err) {
+    if (isTroupeError(err) && err.code === ErrorCode.NOT_FOUND) return undefined;
+    throw err;
+  }
+  const prefix = 'rsi phase2 ';
+  let partial: Omit<Phase2TaskRecord, 'bankOut'> | undefined;
+  if (next.parent === current.commitHash && next.message.startsWith(prefix)) {
+    try {
+      partial = JSON.parse(next.message.slice(prefix.length)) as Omit<Phase2TaskRecord, 'bankOut'>;
+    } catch {
+      partial = undefined;
+    }
+  }
+  if (partial?.taskId !== taskId || partial.position !== position) {
+    throw protocolError(
+      `Phase 2 task ${taskId}: bank ${bankId} already has version ${next.version} after ${current.version}, which is not this task's output`,
+      { taskId, version: next.version },
+    );
+  }
+  return { ...partial, bankOut: versionOf(next) };
+}

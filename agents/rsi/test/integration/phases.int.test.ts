@@ -1,0 +1,260 @@
+import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { ErrorReason, hasErrorCode, hasReason } from '@troupe/proto';
+import {
+  applyBankChanges,
+  BankStore,
+  type BankVersion,
+  commitKey,
+  MemoryBank,
+  type Phase2Outcome,
+  runPhase2,
+  runPhase3,
+  StudyRecords,
+} from '@troupe/rsi';
+import { type NatsServerHandle, randomClusterName, startNatsServer } from '@troupe/testkit';
+
+// RSIAgent's phase boundaries against a real nats-server with JetStream: Phase 2 chains the
+// development tasks' banks and freezes the last; a rerun after a crash reuses every accepted
+// task (also one whose bank was committed just before the crash) and runs the rest; a target
+// that is not transition-ready stops the phase; a conflicting frozen output is refused; Phase 3
+// checks disjointness, scores held-out tasks, leaves infrastructure failures unscored, and
+// detects a frozen bank mutated behind its back.
+
+let server: NatsServerHandle;
+const connections: NatsConnection[] = [];
+beforeAll(async () => {
+  server = await startNatsServer();
+});
+afterAll(async () => {
+  for (const nc of connections) await nc.close();
+  await server.stop();
+});
+
+interface Study {
+  banks: BankStore;
+  records: StudyRecords;
+  input: BankVersion;
+}
+
+/** A fresh study: its bank's first version is the Phase 1 output. */
+async function study(bankId = 'study1'): Promise<Study> {
+  const nc = await connect({ servers: server.url });
+  connections.push(nc);
+  const banks = await BankStore.open(nc, { cluster: randomClusterName() });
+  const v1 = await banks.commit({
+    bankId,
+    parent: null,
+    bank: MemoryBank.create({ 'README.md': 'phase 1 bank\n' }),
+    author: 'test',
+  });
+  return {
+    banks,
+    records: new StudyRecords(banks.kv, bankId),
+    input: { version: v1.version, commitHash: v1.commitHash, treeHash: v1.treeHash },
+  };
+}
+
+/** A development target that learns one lesson named after the task. */
+function learns(
+  calls: string[],
+  override: Partial<Phase2Outcome> = {},
+): (task: { id: string }, bank: MemoryBank) => Promise<Phase2Outcome> {
+  return async (task, bank) => {
+    calls.push(`${task.id}@${bank.treeHash.slice(0, 8)}`);
+    const r = applyBankChanges(bank, [
+      { op: 'add', path: `lessons/${task.id}.md`, content: `learned on ${task.id}\n` },
+    ]);
+    if (!r.ok) throw new Error(r.rejection.reason);
+    return {
+      status: 'passed',
+      verdict: 'PASS',
+      bank: r.bank,
+      attempts: 1,
+      projects: 0,
+      refusedPublications: 0,
+      ...override,
+    };
+  };
+}
+
+const dev = [{ id: 'd1' }, { id: 'd2' }, { id: 'd3' }];
+
+test('Phase 2 runs the tasks serially, each output the next input, and freezes the last', async () => {
+  const s = await study();
+  const calls: string[] = [];
+  const r = await runPhase2({ ...s, tasks: dev, runTask: learns(calls) });
+  expect(r.tasks.map((t) => [t.taskId, t.position, t.bankIn.version, t.bankOut.version])).toEqual([
+    ['d1', 1, 1, 2],
+    ['d2', 2, 2, 3],
+    ['d3', 3, 3, 4],
+  ]);
+  // Each task saw the previous task's output.
+  expect(calls.map((c) => c.split('@')[1])).toEqual(
+    [s.input, ...r.tasks.slice(0, 2).map((t) => t.bankOut)].map((v) => v.treeHash.slice(0, 8)),
+  );
+  const frozen = await s.banks.load('study1', { version: r.frozen.version });
+  expect(frozen.bank.paths).toEqual([
+    'README.md',
+    'lessons/d1.md',
+    'lessons/d2.md',
+    'lessons/d3.md',
+  ]);
+  expect(r.frozen).toMatchObject({ bankId: 'study1', devTaskIds: ['d1', 'd2', 'd3'] });
+  expect(await s.records.get('phase2', 'frozen')).toEqual(r.frozen);
+});
+
+test('a rerun after a crash reuses accepted tasks and runs only the rest', async () => {
+  const s = await study();
+  const calls: string[] = [];
+  const crashOn = (id: string) => {
+    const run = learns(calls);
+    return async (task: { id: string }, bank: MemoryBank) => {
+      if (task.id === id) throw new Error('node agent killed');
+      return run(task, bank);
+    };
+  };
+  await expect(runPhase2({ ...s, tasks: dev, runTask: crashOn('d2') })).rejects.toThrow(
+    'node agent killed',
+  );
+  expect(calls.map((c) => c.split('@')[0])).toEqual(['d1']);
+  const events: [string, boolean][] = [];
+  const r = await runPhase2({
+    ...s,
+    tasks: dev,
+    runTask: learns(calls),
+    onTask: (e) => events.push([e.task, e.reused]),
+  });
+  expect(events).toEqual([
+    ['d1', true],
+    ['d2', false],
+    ['d3', false],
+  ]);
+  expect(calls.map((c) => c.split('@')[0])).toEqual(['d1', 'd2', 'd3']);
+  expect(r.frozen.version).toBe(4);
+});
+
+test('an output committed just before a crash is adopted, not run again', async () => {
+  const s = await study();
+  const calls: string[] = [];
+  await runPhase2({ ...s, tasks: dev.slice(0, 1), runTask: learns(calls) });
+  // Simulate a crash between d1's bank commit and its record: delete the record (and the
+  // frozen record of the one-task run) so only the commit, carrying the record, is left.
+  await s.banks.kv.delete(s.records.key('phase2', 'd1'));
+  await s.banks.kv.delete(s.records.key('phase2', 'frozen'));
+  const events: [string, boolean][] = [];
+  const r = await runPhase2({
+    ...s,
+    tasks: dev,
+    runTask: learns(calls),
+    onTask: (e) => events.push([e.task, e.reused]),
+  });
+  expect(events[0]).toEqual(['d1', true]);
+  expect(calls.map((c) => c.split('@')[0])).toEqual(['d1', 'd2', 'd3']);
+  expect(r.tasks[0]).toMatchObject({ taskId: 'd1', status: 'passed', bankOut: { version: 2 } });
+});
+
+test('a target that is not transition-ready stops Phase 2, naming status and verdict', async () => {
+  const s = await study();
+  const calls: string[] = [];
+  const run = learns(calls);
+  const err = await runPhase2({
+    ...s,
+    tasks: dev,
+    runTask: async (task, bank) =>
+      task.id === 'd2'
+        ? { ...(await run(task, bank)), status: 'unverified', verdict: 'UNVERIFIED' }
+        : run(task, bank),
+  }).catch((e: unknown) => e);
+  expect(String(err)).toContain(
+    'Phase-2 target d2 is not transition-ready: unverified, UNVERIFIED',
+  );
+  expect(hasReason(err, ErrorReason.PROTOCOL)).toBe(true);
+  expect(calls.map((c) => c.split('@')[0])).toEqual(['d1', 'd2']);
+  expect(await s.records.get('phase2', 'd2')).toBeUndefined();
+  expect(await s.records.get('phase2', 'frozen')).toBeUndefined();
+});
+
+test('a final FAIL after a stall is a completed boundary; a conflicting frozen output is refused', async () => {
+  const s = await study();
+  const r = await runPhase2({
+    ...s,
+    tasks: dev.slice(0, 1),
+    runTask: learns([], { status: 'final_attempt', verdict: 'FAIL', stalled: 'no more ideas' }),
+  });
+  expect(r.tasks[0]).toMatchObject({
+    status: 'final_attempt',
+    verdict: 'FAIL',
+    stalled: 'no more ideas',
+  });
+  // Another task list would freeze another bank: refused, the first frozen record stays.
+  const err = await runPhase2({ ...s, tasks: dev, runTask: learns([]) }).catch((e: unknown) => e);
+  expect(hasErrorCode(err, 'ALREADY_EXISTS')).toBe(true);
+  expect(String(err)).toContain('already froze a different output');
+  expect(await s.records.get('phase2', 'frozen')).toEqual(r.frozen);
+});
+
+test('Phase 3 scores held-out tasks on the frozen bank; infrastructure failures are unscored', async () => {
+  const s = await study();
+  await runPhase2({ ...s, tasks: dev, runTask: learns([]) });
+  const seen: string[] = [];
+  const r = await runPhase3({
+    ...s,
+    tasks: [{ id: 'h1' }, { id: 'h2' }, { id: 'h3' }],
+    evaluate: async (task, bank) => {
+      seen.push(`${task.id}:${bank.fileCount}`);
+      if (task.id === 'h3') throw new Error('sandbox host lost');
+      return { status: 'scored', score: task.id === 'h1' ? 1 : 0 };
+    },
+  });
+  expect(seen).toEqual(['h1:4', 'h2:4', 'h3:4']);
+  expect(r).toMatchObject({ scored: 2, unscored: 1, meanScore: 0.5 });
+  expect(r.tasks[2]).toMatchObject({
+    taskId: 'h3',
+    status: 'unscored',
+    reason: 'sandbox host lost',
+  });
+  expect(await s.records.get('phase3', 'result')).toEqual(r);
+
+  // A rerun evaluates nothing again.
+  const again = await runPhase3({
+    ...s,
+    tasks: [{ id: 'h1' }, { id: 'h2' }, { id: 'h3' }],
+    evaluate: () => Promise.reject(new Error('must not run')),
+  });
+  expect(again.meanScore).toBe(0.5);
+});
+
+test('Phase 3 refuses held-out tasks that overlap the development tasks, naming the field', async () => {
+  const s = await study();
+  await runPhase2({ ...s, tasks: dev, runTask: learns([]) });
+  const err = await runPhase3({
+    ...s,
+    tasks: [{ id: 'h1' }, { id: 'd2' }],
+    tasksField: 'spec.config.phase3.tasks',
+    evaluate: () => Promise.reject(new Error('must not run')),
+  }).catch((e: unknown) => e);
+  expect(hasErrorCode(err, 'INVALID_ARGUMENT')).toBe(true);
+  expect(String(err)).toContain('spec.config.phase3.tasks');
+  expect(String(err)).toContain('both have d2');
+});
+
+test('Phase 3 detects a frozen bank mutated behind its back', async () => {
+  const s = await study();
+  const p2 = await runPhase2({ ...s, tasks: dev, runTask: learns([]) });
+  const err = await runPhase3({
+    ...s,
+    tasks: [{ id: 'h1' }],
+    evaluate: async () => {
+      // Something rewrites the frozen version's record while the task runs.
+      const key = commitKey('study1', p2.frozen.version);
+      const entry = await s.banks.kv.get(key);
+      const record = JSON.parse(entry!.string()) as { message: string };
+      record.message = 'rewritten';
+      await s.banks.kv.put(key, JSON.stringify(record));
+      return { status: 'scored', score: 1 };
+    },
+  }).catch((e: unknown) => e);
+  expect(String(err)).toContain('Phase-3 evaluation mutated frozen host memory');
+  expect(hasReason(err, ErrorReason.INTEGRITY)).toBe(true);
+  expect(await s.records.get('phase3', 'result')).toBeUndefined();
+});
