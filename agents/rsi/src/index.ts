@@ -124,3 +124,13 @@ export {
   type Phase3TaskRecord,
   runPhase3,
 } from './phases/phase3';
+export {
+  bankChangesBetween,
+  type BranchOutcome,
+  type BranchRecord,
+  type Phase1Options,
+  type Phase1Result,
+  runPhase1,
+  type WaveProposal,
+  type WaveRecord,
+} from './phases/phase1';

@@ -7,9 +7,11 @@ import {
   commitKey,
   MemoryBank,
   type Phase2Outcome,
+  runPhase1,
   runPhase2,
   runPhase3,
   StudyRecords,
+  type WaveRecord,
 } from '@troupe/rsi';
 import { type NatsServerHandle, randomClusterName, startNatsServer } from '@troupe/testkit';
 
@@ -257,4 +259,103 @@ test('Phase 3 detects a frozen bank mutated behind its back', async () => {
   expect(String(err)).toContain('Phase-3 evaluation mutated frozen host memory');
   expect(hasReason(err, ErrorReason.INTEGRITY)).toBe(true);
   expect(await s.records.get('phase3', 'result')).toBeUndefined();
+});
+
+/** A practice branch that adds (or, with `edit`, rewrites) one lesson file. */
+function branch(path: string, text: string): (snapshot: MemoryBank) => MemoryBank {
+  return (snapshot) => {
+    const r = applyBankChanges(snapshot, [
+      { op: snapshot.has(path) ? 'modify' : 'add', path, content: text },
+    ]);
+    if (!r.ok) throw new Error(r.rejection.reason);
+    return r.bank;
+  };
+}
+
+test('Phase 1 commits each wave in Curriculum order; a clashing branch is refused', async () => {
+  const s = await study();
+  const waves = [
+    [branch('lessons/a.md', 'a\n'), branch('lessons/shared.md', 'from b\n')],
+    [branch('lessons/shared.md', 'from c\n'), branch('lessons/shared.md', 'from d\n')],
+  ];
+  const started: number[] = [];
+  const r = await runPhase1<(b: MemoryBank) => MemoryBank>({
+    ...s,
+    proposeWave: async ({ wave, history }) => {
+      expect(history).toHaveLength(wave - 1);
+      return wave <= waves.length
+        ? { kind: 'wave', projects: waves[wave - 1]! }
+        : { kind: 'READY' };
+    },
+    practise: async (project, snapshot) => {
+      started.push(snapshot.fileCount);
+      return { status: 'practised', verdict: 'PASS', bank: project(snapshot) };
+    },
+    projectName: () => 'p',
+  });
+  expect(r).toMatchObject({ ended: 'READY', waves: 2, output: { version: 3 } });
+  // Both branches of a wave start from the same snapshot.
+  expect(started).toEqual([1, 1, 3, 3]);
+  const w2 = await s.records.get<WaveRecord>('phase1', 'wave-2');
+  expect(w2?.branches.map((b) => [b.index, b.committed, b.refused ?? ''])).toEqual([
+    [1, true, ''],
+    [2, false, 'changes lessons/shared.md, which an earlier branch of the wave changed'],
+  ]);
+  const out = await s.banks.load('study1', { version: 3 });
+  expect(out.bank.readText('lessons/shared.md')).toBe('from c\n');
+  // Done: a rerun returns the recorded result without asking the Curriculum again.
+  const again = await runPhase1({
+    ...s,
+    proposeWave: () => Promise.reject(new Error('must not run')),
+    practise: () => Promise.reject(new Error('must not run')),
+    projectName: () => 'p',
+  });
+  expect(again).toEqual(r);
+});
+
+test('a quarantined branch blocks its wave: nothing of it is committed', async () => {
+  const s = await study();
+  let calls = 0;
+  const err = await runPhase1<string>({
+    ...s,
+    proposeWave: async () => ({ kind: 'wave', projects: ['good', 'flaky'] }),
+    practise: async (project, snapshot) => {
+      calls++;
+      return project === 'flaky'
+        ? { status: 'quarantined', reason: 'UNVERIFIED: done + EVOLVE' }
+        : { status: 'practised', verdict: 'PASS', bank: branch('lessons/x.md', 'x\n')(snapshot) };
+    },
+    projectName: (p) => p,
+  }).catch((e: unknown) => e);
+  expect(calls).toBe(2);
+  expect(String(err)).toContain('Phase 1 wave 1 is blocked: branch 2 (flaky) was quarantined');
+  expect(hasReason(err, ErrorReason.PROTOCOL)).toBe(true);
+  expect(await s.banks.head('study1')).toMatchObject({ version: 1 });
+  expect(await s.records.get('phase1', 'wave-1')).toBeUndefined();
+});
+
+test('a wave committed just before a crash is adopted on the rerun', async () => {
+  const s = await study();
+  const opts = {
+    ...s,
+    proposeWave: async ({ wave }: { wave: number }) =>
+      wave === 1 ? { kind: 'wave' as const, projects: ['p1'] } : { kind: 'READY' as const },
+    practise: async (_p: string, snapshot: MemoryBank) => ({
+      status: 'practised' as const,
+      verdict: 'PASS' as const,
+      bank: branch('lessons/p1.md', 'p1\n')(snapshot),
+    }),
+    projectName: (p: string) => p,
+  };
+  await runPhase1(opts);
+  await s.banks.kv.delete(s.records.key('phase1', 'wave-1'));
+  await s.banks.kv.delete(s.records.key('phase1', 'ready'));
+  const reused: boolean[] = [];
+  const r = await runPhase1({
+    ...opts,
+    practise: () => Promise.reject(new Error('must not practise again')),
+    onWave: (_w, wasReused) => reused.push(wasReused),
+  });
+  expect(reused).toEqual([true]);
+  expect(r).toMatchObject({ ended: 'READY', output: { version: 2 } });
 });
