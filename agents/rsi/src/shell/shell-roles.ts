@@ -294,14 +294,11 @@ export class ShellRsiRoles implements RsiRoles<ShellEnv, RsiBank, ShellPublicati
     signal?: AbortSignal,
   ): Promise<ActorRun> {
     const sessionId = this.id('actor', env.key);
+    const project = work.kind === 'practice' ? acceptedProject(work.project) : undefined;
     const task =
-      work.kind === 'target'
+      project === undefined
         ? actorTargetTask(this.o.task.instruction, bank.bank)
-        : actorPracticeTask(
-            acceptedProject(work.project)?.root ?? '',
-            acceptedProject(work.project)?.body ?? '',
-            bank.bank,
-          );
+        : actorPracticeTask(project.root, project.body, bank.bank);
     const r = await this.run(
       sessionId,
       `${sessionId}:act`,
