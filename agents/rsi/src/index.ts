@@ -134,3 +134,60 @@ export {
   type WaveProposal,
   type WaveRecord,
 } from './phases/phase1';
+export {
+  ACTOR_DONE,
+  ACTOR_EVOLVE,
+  actorEnding,
+  type RoleRunResult,
+  splitFirstLine,
+  throwIfInfrastructure,
+  VERIFIER_EVOLVE,
+  VERIFIER_HANDOFF,
+  verifierReport,
+} from './shell/finish-protocol';
+export {
+  DELETE_LIST,
+  PROPOSAL_DIR,
+  type ProposedChanges,
+  proposalChangesFromTar,
+} from './shell/proposal';
+export {
+  acceptedProject,
+  checkShellPublication,
+  CURRICULUM_REPLY_FORMAT,
+  CurriculumDecisionSchema,
+  MAX_FIXTURE_BYTES,
+  parseCurriculumReply,
+  type PracticeProject,
+  type ShellPublication,
+} from './shell/publication';
+export {
+  ACTOR_INSTRUCTION,
+  bankInventory,
+  CURRICULUM_INSTRUCTION,
+  VERIFIER_INSTRUCTION,
+} from './shell/role-prompts';
+export {
+  BANK_DIR,
+  ShellMachine,
+  type ShellMachineSpec,
+  type ShellMachineTimeouts,
+} from './shell/shell-machine';
+export {
+  rsiBank,
+  type RsiBank,
+  rsiRoleId,
+  type ShellEnv,
+  type ShellRoleModels,
+  ShellRsiRoles,
+  type ShellRsiRolesOptions,
+} from './shell/shell-roles';
+export {
+  DEFAULT_SHELL_TASK_IMAGE,
+  parseShellTask,
+  type ShellTask,
+  type ShellTaskInput,
+  ShellTaskLimitsSchema,
+  ShellTaskSchema,
+  workspacePathRule,
+} from './shell/shell-task';
