@@ -75,6 +75,13 @@ export interface ShellRsiRolesOptions {
   jobId: string;
   /** The target task. */
   task: ShellTask;
+  /**
+   * Names one execution of the target loop (a driver passes its task context's `resourceId`).
+   * It is part of every id: a rerun after a crash starts the target over, and must get fresh
+   * sessions and sandboxes, not the finished runs and destroyed sandboxes of the interrupted
+   * execution. @default '' (ids depend on job, task and work only)
+   */
+  execution?: string;
   models: ShellRoleModels;
   /** Boundaries lessons must respect. @default the limits each bank was created with */
   bankLimits?: BankLimitsOptions | BankLimits;
@@ -107,11 +114,19 @@ function workKey(work: Work<ShellPublication>): string {
 }
 
 /**
- * An id of the form `rsi-<role>-<32 hex>` derived from job, task and work, so a replay of the
- * same work reuses the same session, run and sandbox ids.
+ * An id of the form `rsi-<role>-<32 hex>` derived from job, task, work and execution, so a replay
+ * of the same work in the same execution reuses the same session, run and sandbox ids.
  */
-export function rsiRoleId(role: string, jobId: string, taskId: string, key: string): string {
-  const h = createHash('sha256').update(`${jobId}\n${taskId}\n${key}`).digest('hex');
+export function rsiRoleId(
+  role: string,
+  jobId: string,
+  taskId: string,
+  key: string,
+  execution = '',
+): string {
+  const material =
+    execution === '' ? `${jobId}\n${taskId}\n${key}` : `${jobId}\n${taskId}\n${key}\n${execution}`;
+  const h = createHash('sha256').update(material).digest('hex');
   return `rsi-${role}-${h.slice(0, 32)}`;
 }
 
@@ -150,7 +165,7 @@ export class ShellRsiRoles implements RsiRoles<ShellEnv, RsiBank, ShellPublicati
   }
 
   private id(role: string, key: string): string {
-    return rsiRoleId(role, this.o.jobId, this.o.task.id, key);
+    return rsiRoleId(role, this.o.jobId, this.o.task.id, key, this.o.execution);
   }
 
   private limitsOf(bank: MemoryBank): BankLimits {

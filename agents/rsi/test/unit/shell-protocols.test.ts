@@ -12,6 +12,7 @@ import {
 } from '../../src/shell/publication';
 import { curriculumTask, verifierTask } from '../../src/shell/role-prompts';
 import { parseShellTask } from '../../src/shell/shell-task';
+import { rsiRoleId } from '../../src/shell/shell-roles';
 
 // The shell roles' parsers: the Actor's and Verifier's finish protocols, the Curriculum's JSON
 // publication and the host's replayability check, the read-back of a lesson proposal, and the
@@ -343,5 +344,20 @@ describe('shell task', () => {
       }),
     ];
     for (const text of texts) expect(text).not.toContain('SECRET-CHECK');
+  });
+});
+
+describe('rsiRoleId', () => {
+  test('the same job, task, work and execution give the same id; another execution another', () => {
+    const a = rsiRoleId('actor', 'j1', 't1', 'target-1', 'exec-a');
+    expect(a).toMatch(/^rsi-actor-[0-9a-f]{32}$/);
+    expect(rsiRoleId('actor', 'j1', 't1', 'target-1', 'exec-a')).toBe(a);
+    expect(rsiRoleId('actor', 'j1', 't1', 'target-1', 'exec-b')).not.toBe(a);
+    expect(rsiRoleId('actor', 'j1', 't1', 'target-2', 'exec-a')).not.toBe(a);
+    // Without an execution the id depends on job, task and work only.
+    expect(rsiRoleId('actor', 'j1', 't1', 'target-1')).toBe(
+      rsiRoleId('actor', 'j1', 't1', 'target-1', ''),
+    );
+    expect(rsiRoleId('actor', 'j1', 't1', 'target-1')).not.toBe(a);
   });
 });
