@@ -110,3 +110,13 @@ export {
   type DesktopTask,
   type DesktopTasksConfig,
 } from './desktop-tasks/desktop-task-spec';
+export {
+  createRsiDriver,
+  type RsiConfig,
+  RsiConfigSchema,
+  rsiBankId,
+  type RsiDriverOptions,
+  type RsiRun,
+} from './rsi/rsi-driver';
+export { renderRsiReport, type RsiReportInput } from './rsi/rsi-report';
+export { loadRsiSuite, type RsiSuite, RsiSuiteRefSchema, RsiSuiteSchema } from './rsi/rsi-suite';

@@ -8,6 +8,7 @@ import {
   createIssueResolutionDriver,
   type IssueResolutionDriverOptions,
 } from './issue-resolution/issue-resolution-driver';
+import { createRsiDriver, type RsiDriverOptions } from './rsi/rsi-driver';
 import {
   createShellTasksDriver,
   type ShellTasksDriverOptions,
@@ -30,11 +31,13 @@ export interface BuiltinDriverOptions {
   issueResolution?: IssueResolutionDriverOptions;
   /** Options of the `desktop-tasks` driver (`models` enables its model agent). */
   desktopTasks?: DesktopTasksDriverOptions;
+  /** Options of the `rsi` driver (`models`: the registry its roles' models must be in). */
+  rsi?: RsiDriverOptions;
 }
 
 /**
  * Registers the drivers shipped with `@troupe/benchmarks` (`shell-tasks`, `evolve`,
- * `issue-resolution`, `desktop-tasks`) with a coordinator's registry; returns the registry.
+ * `issue-resolution`, `desktop-tasks`, `rsi`) with a coordinator's registry; returns the registry.
  */
 export function registerBuiltinDrivers(
   registry: DriverRegistry,
@@ -43,5 +46,6 @@ export function registerBuiltinDrivers(
   registry.register(createShellTasksDriver(options.shellTasks));
   registry.register(createIssueResolutionDriver(options.issueResolution));
   registry.register(createDesktopTasksDriver(options.desktopTasks));
+  registry.register(createRsiDriver(options.rsi));
   return registry.register(createEvolveDriver(options.evolve));
 }

@@ -1,4 +1,5 @@
 import { type FitnessSeries } from './fitness-series';
+import { escapeHtml } from '../html-escape';
 
 /** What {@link renderEvolveReport} shows. */
 export interface EvolveReportInput {
@@ -26,14 +27,6 @@ const PALETTE = [
   '#17becf',
 ];
 const REFERENCE_COLOURS = ['#555', '#b8860b', '#008080', '#800080'];
-
-function escapeHtml(text: string): string {
-  return text
-    .replaceAll('&', '&amp;')
-    .replaceAll('<', '&lt;')
-    .replaceAll('>', '&gt;')
-    .replaceAll('"', '&quot;');
-}
 
 function fmt(v: number): string {
   return Math.abs(v) >= 1000 || Number.isInteger(v)

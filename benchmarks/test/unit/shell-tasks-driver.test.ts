@@ -82,11 +82,12 @@ describe('shell-tasks driver', () => {
     expect(() => driver.validate(spec)).toThrow(expected);
   });
 
-  it('is registered by registerBuiltinDrivers, with evolve, issue-resolution and desktop-tasks', () => {
+  it('is registered by registerBuiltinDrivers, with evolve, issue-resolution, desktop-tasks and rsi', () => {
     expect(registerBuiltinDrivers(new DriverRegistry()).names()).toEqual([
       'desktop-tasks',
       'evolve',
       'issue-resolution',
+      'rsi',
       'shell-tasks',
     ]);
   });

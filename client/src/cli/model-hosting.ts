@@ -133,9 +133,13 @@ export class ModelHosting {
 
   /**
    * Options for `registerBuiltinDrivers`: the `evolve` driver's LLM operators and the
-   * `issue-resolution` driver's model agents use these models, charged to the job's budget scope.
+   * `issue-resolution` driver's model agents (and the `rsi` driver's roles, which run on the same
+   * agent host) use these models, charged to the job's budget scope.
    */
-  driverOptions(): Pick<BuiltinDriverOptions, 'evolve' | 'issueResolution' | 'desktopTasks'> {
+  driverOptions(): Pick<
+    BuiltinDriverOptions,
+    'evolve' | 'issueResolution' | 'desktopTasks' | 'rsi'
+  > {
     const ledgerHook = (
       ctx: { jobId: string; taskId: string; budgetScope?: string } & Pick<
         EvolveBudgetContext,
@@ -152,6 +156,7 @@ export class ModelHosting {
     return {
       issueResolution: { agentRunners: [createModelAgentRunner({ models: this.registry })] },
       desktopTasks: { models: { client: this.llm, models: this.registry, budgetFor: ledgerHook } },
+      rsi: { models: this.registry },
       evolve: {
         llm: {
           client: this.llm,

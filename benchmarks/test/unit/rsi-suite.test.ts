@@ -1,0 +1,57 @@
+import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { errorCode } from '@troupe/proto';
+import { loadRsiSuite } from '../../src/rsi/rsi-suite';
+
+// The rsi driver's suite file: the shipped suite loads; a bad one is refused naming the file and
+// the field, whatever is wrong with it.
+
+const REPO = path.resolve(__dirname, '../../..');
+let dir: string;
+beforeAll(() => {
+  dir = mkdtempSync(path.join(os.tmpdir(), 'rsi-suite-'));
+});
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+function suite(name: string, yaml: string): string {
+  mkdirSync(path.join(dir, name));
+  writeFileSync(path.join(dir, name, 'tasks.yaml'), yaml);
+  return name;
+}
+
+function refusal(name: string): string {
+  try {
+    loadRsiSuite(name, dir, 'spec.tasks');
+  } catch (err) {
+    expect(errorCode(err)).toBe('INVALID_ARGUMENT');
+    return String(err);
+  }
+  throw new Error('the suite loaded');
+}
+
+test('the shipped rsi-shell-mini suite loads', () => {
+  const s = loadRsiSuite('benchmarks/suites/rsi-shell-mini', REPO, 'spec.tasks');
+  expect(s.dev.map((t) => t.id)).toEqual(['greeting', 'count-lines']);
+  expect(s.heldOut.map((t) => t.id)).toEqual(['farewell', 'count-words']);
+  expect(Object.keys(s.seedBank)).toEqual(['README.md']);
+});
+
+test.each([
+  ['missing', null, 'spec.tasks.suite'],
+  ['no-heldout', 'dev: [{id: a, instruction: x, evaluator: "true"}]\nheldOut: []\n', 'heldOut'],
+  [
+    'shared-id',
+    'dev: [{id: a, instruction: x, evaluator: "true"}]\nheldOut: [{id: a, instruction: y, evaluator: "true"}]\n',
+    'heldOut[0].id',
+  ],
+  [
+    'bad-setup',
+    'dev: [{id: a, instruction: x, evaluator: "true", setup: {files: {"../x": y}}}]\nheldOut: [{id: b, instruction: y, evaluator: "true"}]\n',
+    'must not contain ".." segments',
+  ],
+  ['bad-yaml', 'dev: [unclosed\n', 'tasks.yaml'],
+])('%s is refused naming the field', (name, yaml, field) => {
+  if (yaml !== null) suite(name, yaml);
+  expect(refusal(name)).toContain(field);
+});
