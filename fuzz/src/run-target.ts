@@ -40,13 +40,25 @@ export interface TargetReport {
   examples: WrongAnswer[];
 }
 
-/** Renders an input for a report: JSON-ish, long strings cut. */
+/** Renders an input for a report: JSON with long strings and byte arrays cut. */
 export function renderInput(input: unknown, maxChars = 600): string {
+  const cut = (s: string) => (s.length > 200 ? `${s.slice(0, 200)}… (${s.length} chars)` : s);
   let text: string;
   try {
-    text = fc.stringify(input);
+    // fc.stringify escapes a string one character at a time: minutes for a few MB.
+    text =
+      JSON.stringify(input, (_k, v: unknown) =>
+        // Buffers arrive here already as {type: 'Buffer', data}: show them as text.
+        typeof v === 'object' && v !== null && (v as { type?: unknown }).type === 'Buffer'
+          ? cut(Buffer.from((v as { data: number[] }).data).toString('utf8'))
+          : typeof v === 'string'
+            ? cut(v)
+            : v instanceof Uint8Array
+              ? `bytes ${Buffer.from(v.subarray(0, 64)).toString('hex')} (${v.length})`
+              : v,
+      ) ?? String(input);
   } catch {
-    text = String(input);
+    text = cut(String(input));
   }
   return text.length > maxChars ? `${text.slice(0, maxChars)}… (${text.length} chars)` : text;
 }
