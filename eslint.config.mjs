@@ -54,6 +54,7 @@ export default tseslint.config(
       '**/src/main.ts',
       '**/src/cli/**/*.ts',
       'perf/**/*.ts',
+      'fuzz/src/**/*.ts',
       'scripts/**/*.ts',
       'testkit/src/bin/**/*.ts',
     ],

@@ -163,7 +163,8 @@ export function defineActor<
  * INVALID_ARGUMENT naming the type (unknown) or the field and the rule broken.
  */
 export function parseMessage(def: AnyActorDefinition, type: string, payload: unknown): unknown {
-  const schema = def.messages[type];
+  // Own keys only: a type such as `toString` or `__proto__` names no message of any kind.
+  const schema = Object.hasOwn(def.messages, type) ? def.messages[type] : undefined;
   if (!schema) {
     const known = Object.keys(def.messages).join(', ');
     throw new TroupeError(

@@ -2,6 +2,7 @@ import {
   type ActorAddress,
   ErrorReason,
   hasReason,
+  invalidArgument,
   parseAddress,
   toTroupeError,
   TroupeError,
@@ -33,7 +34,7 @@ export async function handleCoreBatch(runner: TurnRunner, items: CoreItem[]): Pr
     let sender: ActorAddress | undefined;
     try {
       payload = runner.validate(item.type, item.payload);
-      if (item.sender !== undefined) sender = parseAddress(item.sender);
+      if (item.sender !== undefined) sender = parseSender(item.sender);
     } catch (err) {
       if (item.via === 'ask') replies.push({ msg: item.msg, error: toTroupeError(err) });
       else log.warn({ err, type: item.type }, 'invalid message dropped (tell is at most once)');
@@ -97,5 +98,20 @@ export async function handleCoreBatch(runner: TurnRunner, items: CoreItem[]): Pr
   for (const r of replies) {
     if (r.error) replyError(r.msg, r.error, log);
     else r.msg.respond(r.ok);
+  }
+}
+
+/**
+ * The envelope's sender (`s`), parsed; a malformed one is refused naming the envelope field, not
+ * only the rule of an address.
+ */
+function parseSender(text: string): ActorAddress {
+  try {
+    return parseAddress(text);
+  } catch (err) {
+    throw invalidArgument(
+      'envelope.s (sender)',
+      `must be an actor address kind/id: ${(err as Error).message}`,
+    );
   }
 }

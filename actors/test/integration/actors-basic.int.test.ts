@@ -88,6 +88,21 @@ test('bad payloads are rejected with INVALID_ARGUMENT naming the field; the host
   expect(await c.ask('add', { by: 1 })).toBe(1);
 });
 
+test('a message type named like an Object.prototype member is an unknown type, not a crash', async () => {
+  // Found by the fuzzer: `toString` reached the schema lookup and came back INTERNAL
+  // ("schema.safeParse is not a function").
+  const c = system.ref(Counter, 'proto-names');
+  for (const type of ['toString', 'constructor', '__proto__', 'hasOwnProperty']) {
+    await expect(c.untyped.ask(type, {})).rejects.toMatchObject({
+      code: 'INVALID_ARGUMENT',
+      message: expect.stringContaining(
+        `type: '${type}' is not a message of actor kind 'counter'`,
+      ) as string,
+    });
+  }
+  expect(await c.ask('add', { by: 1 })).toBe(1);
+});
+
 test('a handler error becomes an error reply and never kills the host', async () => {
   const c = system.ref(Counter, 'errs');
   await expect(c.ask('fail', { code: 'boom' })).rejects.toMatchObject({

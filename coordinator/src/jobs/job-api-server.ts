@@ -4,6 +4,7 @@ import {
   type handleUnaryCall,
   Server,
   ServerCredentials,
+  type ServiceDefinition,
   type ServerUnaryCall,
   type ServerWritableStream,
 } from '@grpc/grpc-js';
@@ -124,7 +125,7 @@ export class JobApiServer {
         void (async () => {
           try {
             auth.check(call.metadata);
-            const res = await fn(call.request, signal);
+            const res = await fn(decoded(name, call.request), signal);
             callback(null, res);
           } catch (err) {
             const e = toTroupeError(err);
@@ -161,7 +162,7 @@ export class JobApiServer {
         void (async () => {
           try {
             auth.check(call.metadata);
-            await fn(call.request, signal, write);
+            await fn(decoded(name, call.request), signal, write);
             if (!call.cancelled) call.end();
           } catch (err) {
             const e = toTroupeError(err);
@@ -272,8 +273,8 @@ export class JobApiServer {
       }),
     };
 
-    server.addService(api.JobService.service, jobHandlers);
-    server.addService(api.NodeService.service, nodeHandlers);
+    server.addService(tolerantService(api.JobService.service), jobHandlers);
+    server.addService(tolerantService(api.NodeService.service), nodeHandlers);
     const credentials = config.tls
       ? ServerCredentials.createSsl(
           config.tls.clientCaFile ? readFileSync(config.tls.clientCaFile) : null,
@@ -327,4 +328,42 @@ export class JobApiServer {
 function requireJobId(jobId: string): string {
   if (!jobId) throw invalidArgument('job_id', 'is required');
   return jobId;
+}
+
+/** What a tolerant deserializer returns for bytes that are not the method's request message. */
+const UNDECODABLE = Symbol('undecodable request');
+
+/**
+ * `definition` with request deserializers that never throw: grpc-js answers a throwing one with
+ * `INTERNAL: Error deserializing request`, which blames the server for a client's bad bytes. An
+ * undecodable request reaches the handler as a marker, and {@link decoded} refuses it as
+ * `INVALID_ARGUMENT`.
+ */
+function tolerantService(definition: ServiceDefinition): ServiceDefinition {
+  return Object.fromEntries(
+    Object.entries(definition).map(([name, method]) => [
+      name,
+      {
+        ...method,
+        requestDeserialize: (bytes: Buffer): unknown => {
+          try {
+            return method.requestDeserialize(bytes);
+          } catch (err) {
+            return { [UNDECODABLE]: (err as Error).message };
+          }
+        },
+      },
+    ]),
+  );
+}
+
+/** The request, or `INVALID_ARGUMENT` (field `request`) when its bytes did not decode. */
+function decoded<Req>(method: string, request: Req): Req {
+  if (typeof request === 'object' && request !== null && UNDECODABLE in request) {
+    throw invalidArgument(
+      'request',
+      `is not a valid ${method} request message (protobuf: ${String((request as Record<symbol, unknown>)[UNDECODABLE])})`,
+    );
+  }
+  return request;
 }

@@ -1,0 +1,80 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { registerBuiltinDrivers } from '@troupe/benchmarks';
+import {
+  checkSpecSize,
+  DEFAULT_MAX_SPEC_BYTES,
+  DriverRegistry,
+  parseSpecText,
+} from '@troupe/coordinator';
+import fc from 'fast-check';
+import { parse as parseYaml } from 'yaml';
+import { hostileJson, hostileYaml, mutatedDocument, type TextCase } from '../arbitraries';
+import type { FuzzTarget } from '../fuzz-target';
+import { judgeError, timed } from '../oracle';
+import { repoRoot } from '../repo-root';
+
+/** The shipped job files: valid specs of every driver, the seeds of mutations. */
+export const SEED_JOB_FILES = [
+  'benchmarks/suites/shell-smoke/job.yaml',
+  'benchmarks/suites/bugfix-mini/job.none.yaml',
+  'benchmarks/suites/desktop-mini/job.none.yaml',
+  'benchmarks/suites/binpacking-or3/job.yaml',
+];
+
+/** The seed specs, parsed. */
+export function seedSpecs(root: string): unknown[] {
+  return SEED_JOB_FILES.map((f) => parseYaml(readFileSync(path.join(root, f), 'utf8')) as unknown);
+}
+
+/**
+ * The submit path of a spec, without the store: `parseSpecText` (size, depth, aliases, syntax),
+ * the registry's `validate` (common fields, then the driver's own, which reads suite folders) and
+ * `checkSpecSize` — what `JobManager.submit` runs on the coordinator's event loop.
+ */
+export function submitPath(registry: DriverRegistry, c: TextCase): void {
+  const spec = registry.validate(parseSpecText(c.text, c.format, DEFAULT_MAX_SPEC_BYTES));
+  checkSpecSize(spec, DEFAULT_MAX_SPEC_BYTES);
+}
+
+/**
+ * (a) Job specs as YAML and JSON text through the SubmitJob path's parsing and validation, with
+ * every shipped driver registered: mutations of the shipped job files and hostile documents.
+ */
+export const specTextTarget: FuzzTarget<TextCase> = {
+  name: 'spec-text',
+  description: 'job specs (YAML/JSON text) through parseSpecText and the drivers’ validate',
+  async start() {
+    const root = repoRoot();
+    const cwd = process.cwd();
+    // Suites in the seeds are relative to the checkout, as `troupe submit` run there sends them.
+    process.chdir(root);
+    const registry = registerBuiltinDrivers(new DriverRegistry());
+    const arbitrary = fc.oneof(
+      { arbitrary: mutatedDocument(seedSpecs(root), 'spec'), weight: 6 },
+      { arbitrary: hostileYaml, weight: 3 },
+      { arbitrary: hostileJson, weight: 1 },
+    );
+    const valid: TextCase = {
+      text: readFileSync(path.join(root, SEED_JOB_FILES[0]!), 'utf8'),
+      format: 'yaml',
+      how: 'valid',
+    };
+    return {
+      arbitrary,
+      async run(c) {
+        const r = timed(() => submitPath(registry, c));
+        if (r.error === undefined) return { syncMs: r.ms };
+        const wrong = judgeError(r.error, { fieldPrefix: ['spec'] });
+        return { syncMs: r.ms, ...(wrong ? { wrong: `${c.how}: ${wrong}` } : {}) };
+      },
+      async checkValid() {
+        const r = timed(() => submitPath(registry, valid));
+        return r.error === undefined ? undefined : (r.error as Error).message;
+      },
+      async stop() {
+        process.chdir(cwd);
+      },
+    };
+  },
+};

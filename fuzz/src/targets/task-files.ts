@@ -1,0 +1,136 @@
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { loadDesktopSuite, loadIssueTask, registerBuiltinDrivers } from '@troupe/benchmarks';
+import { DriverRegistry, parseSpecText, TASK_ID_PATTERN } from '@troupe/coordinator';
+import { parseSearchTaskSpec } from '@troupe/evolve';
+import fc from 'fast-check';
+import { parse as parseYaml, stringify as toYaml } from 'yaml';
+import { hostileYaml, mutatedDocument, type TextCase } from '../arbitraries';
+import type { FuzzTarget } from '../fuzz-target';
+import { judgeError, timed } from '../oracle';
+import { repoRoot } from '../repo-root';
+
+/** The task file formats of the shipped drivers. */
+const FileKind = {
+  /** issue-resolution: `<suite>/<task>/task.yaml`. */
+  ISSUE: 'issue-resolution task.yaml',
+  /** desktop-tasks: `<suite>/tasks.yaml`. */
+  DESKTOP: 'desktop-tasks tasks.yaml',
+  /** evolve: `<suite>/task.yaml`. */
+  EVOLVE: 'evolve task.yaml',
+  /** shell-tasks: the task list inline in `spec.tasks`. */
+  SHELL: 'shell-tasks spec.tasks',
+} as const;
+type FileKind = (typeof FileKind)[keyof typeof FileKind];
+
+/** One case: a task file's text for one driver. */
+export interface TaskFileCase extends TextCase {
+  kind: FileKind;
+}
+
+const ISSUE_TASK = 'py-lru-cache';
+
+/**
+ * (b) Task files of every shipped driver, written to a temp suite and read by the drivers' own
+ * loaders: mutations of the shipped files and hostile YAML.
+ */
+export const taskFilesTarget: FuzzTarget<TaskFileCase> = {
+  name: 'task-files',
+  description: 'task files of every driver through the drivers’ loaders and schemas',
+  async start() {
+    const root = repoRoot();
+    const read = (f: string) => readFileSync(path.join(root, f), 'utf8');
+    const seeds: Record<FileKind, unknown> = {
+      [FileKind.ISSUE]: parseYaml(
+        read(`benchmarks/suites/bugfix-mini/${ISSUE_TASK}/task.yaml`),
+      ) as unknown,
+      [FileKind.DESKTOP]: parseYaml(read('benchmarks/suites/desktop-mini/tasks.yaml')) as unknown,
+      [FileKind.EVOLVE]: parseYaml(read('benchmarks/suites/binpacking-or3/task.yaml')) as unknown,
+      [FileKind.SHELL]: (
+        parseYaml(read('benchmarks/suites/shell-smoke/job.yaml')) as { tasks: unknown }
+      ).tasks,
+    };
+    const roots: Record<FileKind, string> = {
+      [FileKind.ISSUE]: 'task.yaml',
+      [FileKind.DESKTOP]: 'spec.tasks',
+      [FileKind.EVOLVE]: 'task.yaml',
+      [FileKind.SHELL]: 'spec.tasks',
+    };
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'troupe-fuzz-'));
+    // An issue task folder with what the loader checks besides task.yaml.
+    const taskDir = path.join(dir, ISSUE_TASK);
+    mkdirSync(path.join(taskDir, 'repo'), { recursive: true });
+    mkdirSync(path.join(taskDir, 'grader'), { recursive: true });
+    writeFileSync(path.join(taskDir, 'repo', 'main.py'), 'print(1)\n');
+    writeFileSync(path.join(taskDir, 'grader', 'run-tests.sh'), '#!/bin/sh\nexit 0\n');
+    const registry = registerBuiltinDrivers(new DriverRegistry());
+    const kinds = Object.values(FileKind);
+    const arbitrary = fc
+      .constantFrom(...kinds)
+      .chain((kind) =>
+        fc
+          .oneof(
+            { arbitrary: mutatedDocument([seeds[kind]], roots[kind]), weight: 3 },
+            { arbitrary: hostileYaml, weight: 1 },
+          )
+          .map((c): TaskFileCase => ({ ...c, kind })),
+      );
+
+    /** Reads `c` with its driver's loader: `undefined`, or why the answer is wrong. */
+    const load = (c: TaskFileCase): string | undefined => {
+      switch (c.kind) {
+        case FileKind.ISSUE: {
+          writeFileSync(path.join(taskDir, 'task.yaml'), c.text);
+          // An invalid task is reported (with a plannable id); the rest of the suite runs.
+          const r = loadIssueTask(taskDir);
+          if ('task' in r) return undefined;
+          if (!TASK_ID_PATTERN.test(r.taskId))
+            return `reported under an invalid task id ${r.taskId}`;
+          if (r.field === '' || r.rule === '')
+            return `reported without field or rule: ${JSON.stringify(r)}`;
+          return undefined;
+        }
+        case FileKind.DESKTOP:
+          writeFileSync(path.join(dir, 'tasks.yaml'), c.text);
+          loadDesktopSuite('.', dir, 'spec.tasks');
+          return undefined;
+        case FileKind.EVOLVE:
+          parseSearchTaskSpec(c.text);
+          return undefined;
+        case FileKind.SHELL:
+          // Not a file: the list is part of a spec, parsed with the spec's bounded parser.
+          registry.validate({ kind: 'shell-tasks', tasks: parseSpecText(c.text, c.format) });
+          return undefined;
+      }
+    };
+    const valid: TaskFileCase = {
+      kind: FileKind.ISSUE,
+      format: 'yaml',
+      how: 'valid',
+      text: toYaml(seeds[FileKind.ISSUE]),
+    };
+    return {
+      arbitrary,
+      async run(c) {
+        const r = timed(() => load(c));
+        const wrong =
+          r.error !== undefined
+            ? judgeError(r.error, { fieldPrefix: [roots[c.kind].split('.')[0]!] })
+            : r.value;
+        return { syncMs: r.ms, ...(wrong ? { wrong: `${c.kind}: ${c.how}: ${wrong}` } : {}) };
+      },
+      async checkValid() {
+        const r = timed(() => loadIssueTask(taskDir));
+        writeFileSync(path.join(taskDir, 'task.yaml'), valid.text);
+        const again = loadIssueTask(taskDir);
+        return 'task' in again
+          ? undefined
+          : `valid task.yaml refused: ${JSON.stringify(again)} (${r.ms})`;
+      },
+      async stop() {
+        rmSync(dir, { recursive: true, force: true });
+      },
+    };
+  },
+};
