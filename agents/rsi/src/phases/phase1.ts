@@ -1,10 +1,15 @@
-import { ErrorCode, ErrorReason, isTroupeError, throwIfAborted, TroupeError } from '@troupe/proto';
-import type { BankCommit } from '../bank/bank-commit';
+import { throwIfAborted } from '@troupe/proto';
 import { applyBankChanges, type BankChange } from '../bank/bank-changes';
 import type { BankStore } from '../bank/bank-store';
 import type { MemoryBank } from '../bank/memory-bank';
-import type { BankVersion } from './phase2';
-import type { StudyRecords } from './study-records';
+import {
+  adoptCommitted,
+  type BankVersion,
+  protocolError,
+  recordMessage,
+  type StudyRecords,
+  versionOf,
+} from './study-records';
 
 /** What one practice branch produced from the wave's snapshot. */
 export type BranchOutcome =
@@ -72,45 +77,7 @@ export interface Phase1Options<P> {
   signal?: AbortSignal;
 }
 
-const versionOf = (c: BankCommit): BankVersion => ({
-  version: c.version,
-  commitHash: c.commitHash,
-  treeHash: c.treeHash,
-});
-
 const WAVE_PREFIX = 'rsi phase1 ';
-
-/** A wave committed by a run that died before its record, or undefined. */
-async function adoptWave(
-  banks: BankStore,
-  bankId: string,
-  current: BankVersion,
-  wave: number,
-): Promise<WaveRecord | undefined> {
-  let next: BankCommit;
-  try {
-    next = await banks.getCommit(bankId, { version: current.version + 1 });
-  } catch (err) {
-    if (isTroupeError(err) && err.code === ErrorCode.NOT_FOUND) return undefined;
-    throw err;
-  }
-  let body: Omit<WaveRecord, 'output'> | undefined;
-  if (next.parent === current.commitHash && next.message.startsWith(WAVE_PREFIX)) {
-    try {
-      body = JSON.parse(next.message.slice(WAVE_PREFIX.length)) as Omit<WaveRecord, 'output'>;
-    } catch {
-      body = undefined;
-    }
-  }
-  if (body?.wave !== wave) {
-    throw new TroupeError(
-      ErrorCode.INTERNAL,
-      `Phase 1 wave ${wave}: bank ${bankId} already has version ${next.version} after ${current.version}, which is not this wave's output`,
-      { reason: ErrorReason.PROTOCOL, retryable: false },
-    );
-  }
-  return { ...body, output: versionOf(next) };
-}
 
 /** The changes that turn `from` into `to`. */
 export function bankChangesBetween(from: MemoryBank, to: MemoryBank): BankChange[] {
@@ -164,10 +131,9 @@ export async function runPhase1<P>(options: Phase1Options<P>): Promise<Phase1Res
     const recorded = await records.get<WaveRecord>('phase1', `wave-${wave}`);
     if (recorded !== undefined) {
       if (recorded.input.commitHash !== current.commitHash) {
-        throw new TroupeError(
-          ErrorCode.INTERNAL,
+        throw protocolError(
           `Phase 1 wave ${wave}: its record starts from ${recorded.input.commitHash}, not ${current.commitHash} (lineage drift)`,
-          { reason: ErrorReason.PROTOCOL, retryable: false },
+          { wave },
         );
       }
       history.push(recorded);
@@ -175,7 +141,18 @@ export async function runPhase1<P>(options: Phase1Options<P>): Promise<Phase1Res
       options.onWave?.(recorded, true);
       continue;
     }
-    const orphan = await adoptWave(banks, bankId, current, wave);
+    const adopted = await adoptCommitted<Omit<WaveRecord, 'output'>>(
+      banks,
+      bankId,
+      current,
+      WAVE_PREFIX,
+      `Phase 1 wave ${wave}`,
+      (r) => r.wave === wave,
+    );
+    const orphan: WaveRecord | undefined = adopted && {
+      ...adopted.record,
+      output: versionOf(adopted.commit),
+    };
     if (orphan !== undefined) {
       await records.put('phase1', `wave-${wave}`, orphan);
       history.push(orphan);
@@ -214,14 +191,9 @@ export async function runPhase1<P>(options: Phase1Options<P>): Promise<Phase1Res
     const quarantined = outcomes.findIndex((o) => o.status === 'quarantined');
     if (quarantined >= 0) {
       const o = outcomes[quarantined] as { reason: string };
-      throw new TroupeError(
-        ErrorCode.INTERNAL,
+      throw protocolError(
         `Phase 1 wave ${wave} is blocked: branch ${quarantined + 1} (${options.projectName(proposal.projects[quarantined]!)}) was quarantined: ${o.reason}`,
-        {
-          reason: ErrorReason.PROTOCOL,
-          retryable: false,
-          details: { wave, branch: quarantined + 1 },
-        },
+        { wave, branch: quarantined + 1 },
       );
     }
 
@@ -257,7 +229,7 @@ export async function runPhase1<P>(options: Phase1Options<P>): Promise<Phase1Res
         author: 'rsi',
         role: 'phase1',
         // The record travels with the commit: a crash before the record is written loses nothing.
-        message: `${WAVE_PREFIX}${JSON.stringify({ wave, input: current, branches })}`,
+        message: recordMessage(WAVE_PREFIX, { wave, input: current, branches }),
         ...(signal ? { signal } : {}),
       });
       output = versionOf(commit);

@@ -1,17 +1,18 @@
-import { ErrorCode, ErrorReason, isTroupeError, throwIfAborted, TroupeError } from '@troupe/proto';
-import type { BankCommit } from '../bank/bank-commit';
+import { ErrorCode, isTroupeError, throwIfAborted, TroupeError } from '@troupe/proto';
 import type { BankStore } from '../bank/bank-store';
 import type { MemoryBank } from '../bank/memory-bank';
 import { isTransitionReady, type TargetStatus } from '../loop/target-loop';
 import type { Verdict } from '../loop/verdict';
-import type { StudyRecords } from './study-records';
+import {
+  adoptCommitted,
+  type BankVersion,
+  protocolError,
+  recordMessage,
+  type StudyRecords,
+  versionOf,
+} from './study-records';
 
-/** A bank version as phase records name it. */
-export interface BankVersion {
-  version: number;
-  commitHash: string;
-  treeHash: string;
-}
+export type { BankVersion } from './study-records';
 
 /** What one development target produced (the target loop's result, reduced for the record). */
 export interface Phase2Outcome {
@@ -74,24 +75,7 @@ export interface Phase2Result {
   frozen: FrozenBank;
 }
 
-const versionOf = (c: BankCommit): BankVersion => ({
-  version: c.version,
-  commitHash: c.commitHash,
-  treeHash: c.treeHash,
-});
-
-function protocolError(message: string, details: Record<string, unknown>): TroupeError {
-  return new TroupeError(ErrorCode.INTERNAL, message, {
-    reason: ErrorReason.PROTOCOL,
-    retryable: false,
-    details,
-  });
-}
-
-/** The commit message of a Phase 2 output: the task record, so a crash before the record is written loses nothing. */
-function commitMessage(record: Omit<Phase2TaskRecord, 'bankOut'>): string {
-  return `rsi phase2 ${JSON.stringify(record)}`;
-}
+const PHASE2_PREFIX = 'rsi phase2 ';
 
 /**
  * RSIAgent's Phase 2: the development tasks run serially, each accepted output bank the next
@@ -145,7 +129,18 @@ export async function runPhase2<T extends { id: string }>(
       continue;
     }
 
-    const adopted = await adoptOrphan(banks, bankId, current, task.id, position);
+    const orphan = await adoptCommitted<Omit<Phase2TaskRecord, 'bankOut'>>(
+      banks,
+      bankId,
+      current,
+      PHASE2_PREFIX,
+      `Phase 2 task ${task.id}`,
+      (r) => r.taskId === task.id && r.position === position,
+    );
+    const adopted: Phase2TaskRecord | undefined = orphan && {
+      ...orphan.record,
+      bankOut: versionOf(orphan.commit),
+    };
     if (adopted) {
       await records.put('phase2', task.id, adopted);
       done.push(adopted);
@@ -188,7 +183,7 @@ export async function runPhase2<T extends { id: string }>(
         bank: outcome.bank,
         author: 'rsi',
         role: 'phase2',
-        message: commitMessage(partial),
+        message: recordMessage(PHASE2_PREFIX, partial),
         ...(signal ? { signal } : {}),
       });
       bankOut = versionOf(commit);
@@ -214,40 +209,4 @@ export async function runPhase2<T extends { id: string }>(
     throw err;
   }
   return { tasks: done, frozen };
-}
-
-/**
- * The output of a run that committed its bank and died before its record: the version right
- * after `current` whose message carries this task's record, or undefined.
- */
-async function adoptOrphan(
-  banks: BankStore,
-  bankId: string,
-  current: BankVersion,
-  taskId: string,
-  position: number,
-): Promise<Phase2TaskRecord | undefined> {
-  let next: BankCommit;
-  try {
-    next = await banks.getCommit(bankId, { version: current.version + 1 });
-  } catch (err) {
-    if (isTroupeError(err) && err.code === ErrorCode.NOT_FOUND) return undefined;
-    throw err;
-  }
-  const prefix = 'rsi phase2 ';
-  let partial: Omit<Phase2TaskRecord, 'bankOut'> | undefined;
-  if (next.parent === current.commitHash && next.message.startsWith(prefix)) {
-    try {
-      partial = JSON.parse(next.message.slice(prefix.length)) as Omit<Phase2TaskRecord, 'bankOut'>;
-    } catch {
-      partial = undefined;
-    }
-  }
-  if (partial?.taskId !== taskId || partial.position !== position) {
-    throw protocolError(
-      `Phase 2 task ${taskId}: bank ${bankId} already has version ${next.version} after ${current.version}, which is not this task's output`,
-      { taskId, version: next.version },
-    );
-  }
-  return { ...partial, bankOut: versionOf(next) };
 }
