@@ -24,7 +24,7 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
 # Bump when this script's staging changes meaning without its inputs changing.
 recipe_format=1
-workspaces=(proto actors coordinator node-agent agents/llm agents/evolve agents benchmarks client testkit)
+workspaces=(proto actors coordinator node-agent agents/llm agents/evolve agents/rsi agents benchmarks client testkit)
 # Folders besides dist/ that the servers read at run time.
 extras=(proto/troupe benchmarks/suites)
 
