@@ -72,6 +72,9 @@ describe('vm environment (QEMU, real guest)', () => {
     expect([png.readUInt32BE(16), png.readUInt32BE(20)]).toEqual([1280, 800]);
   });
 
+  const settings = async (): Promise<string> =>
+    Buffer.from(await env.getFile(MOUSEPAD_SETTINGS)).toString();
+
   test('boot → act → snapshot → change a file and an app setting → restore → machine is back', async () => {
     const win = await env.launch(['mousepad', 'notes.txt'], {
       waitTitle: 'notes',
@@ -85,13 +88,29 @@ describe('vm environment (QEMU, real guest)', () => {
       async () => /^first line\n?$/.test((await env.runCommand('cat notes.txt 2>&1')).stdout),
       { timeoutMs: 60_000, message: 'notes.txt saved by mousepad' },
     );
-    await env.putFile(
-      MOUSEPAD_SETTINGS,
-      '[org/xfce/mousepad/preferences/view]\nshow-line-numbers=false\n',
+    // Mousepad records the saved file in its session state (the same keyfile) after the save.
+    await waitFor(async () => (await settings().catch(() => '')).includes('notes.txt'), {
+      timeoutMs: 60_000,
+      message: 'mousepad recorded its session',
+    });
+    // Mousepad rewrites its GSettings keyfile from memory (its session state) while it runs, so
+    // our write can be lost to one of its writes in flight. If the setting is still in the file
+    // after the snapshot, it was there when the snapshot was taken (nothing writes it back once
+    // lost); otherwise write it again and take the snapshot again (`savevm` replaces a name).
+    let info: Awaited<ReturnType<Environment['snapshot']>> | undefined;
+    await waitFor(
+      async () => {
+        await env.putFile(
+          MOUSEPAD_SETTINGS,
+          '[org/xfce/mousepad/preferences/view]\nshow-line-numbers=false\n',
+        );
+        info = await env.snapshot('step-1');
+        return (await settings()).includes('show-line-numbers=false');
+      },
+      { timeoutMs: 120_000, message: 'the snapshot holds the changed setting' },
     );
-    const info = await env.snapshot('step-1');
     expect(info).toMatchObject({ name: 'step-1' });
-    expect(info.size).toBeGreaterThan(0);
+    expect(info!.size).toBeGreaterThan(0);
 
     await env.act({ action_type: 'HOTKEY', keys: ['ctrl', 'q'] });
     await waitFor(async () => (await env.windows()).windows.length === 0, {
@@ -106,9 +125,7 @@ describe('vm environment (QEMU, real guest)', () => {
 
     await env.restore('step-1');
     expect(Buffer.from(await env.getFile('notes.txt')).toString()).toMatch(/^first line\n?$/);
-    expect(Buffer.from(await env.getFile(MOUSEPAD_SETTINGS)).toString()).toContain(
-      'show-line-numbers=false',
-    );
+    expect(await settings()).toContain('show-line-numbers=false');
     // The whole machine came back: the editor is running again, no reboot.
     expect((await env.windows()).windows.map((w) => w.app)).toContain('Mousepad');
     expect(await env.listSnapshots()).toEqual(expect.arrayContaining([GOLDEN_SNAPSHOT, 'step-1']));
