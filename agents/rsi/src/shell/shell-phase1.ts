@@ -1,6 +1,5 @@
 import { type Logger, noopLogger, type RefFactory } from '@troupe/actors';
 import { runAgentSession, type TrajectoryStore } from '@troupe/agents';
-import { isCancelled } from '@troupe/proto';
 import { type BankLimits, type BankLimitsOptions } from '../bank/bank-limits';
 import { type MemoryBank } from '../bank/memory-bank';
 import { practiseProject } from '../loop/practice';
@@ -70,7 +69,9 @@ export interface ShellPhase1Options {
  * - `practise`: the target loop's practice step (`practiseProject`) on {@link ShellRsiRoles} whose
  *   "target" is the wave (`phase1-wave-<n>`): a fresh sandbox with the fixtures and a copy of the
  *   wave's snapshot, a fresh Actor and Verifier, learning admission into that copy. An UNVERIFIED
- *   outcome or an infrastructure failure quarantines the branch (which blocks the wave).
+ *   outcome quarantines the branch (which blocks the wave); an infrastructure failure propagates
+ *   with its own error (RSIAgent raises on those), so a retryable one lets the job runtime retry
+ *   the study, which practises the wave again from its records.
  */
 export class ShellPhase1 {
   private readonly o: ShellPhase1Options;
@@ -200,43 +201,34 @@ export class ShellPhase1 {
       ...(this.o.timeouts !== undefined ? { timeouts: this.o.timeouts } : {}),
       ...(this.o.logger !== undefined ? { logger: this.o.logger } : {}),
     });
-    try {
-      const { outcome, bank } = await practiseProject(
-        roles,
-        {
-          targetId: task.id,
-          publication: project.publication,
-          index: project.index,
-          bank: rsiBank(snapshot),
-        },
-        signal,
-      );
-      if (outcome.verdict === 'UNVERIFIED') {
-        return {
-          status: 'quarantined',
-          reason: `the Actor's ending and the Verifier's route disagree (UNVERIFIED): ${clip(outcome.report, 200)}`,
-        };
-      }
-      return {
-        status: 'practised',
-        verdict: outcome.verdict,
-        bank: bank.bank,
-        detail: {
-          report: clip(outcome.report),
-          bankBefore: outcome.bankBefore,
-          bankAfter: outcome.bankAfter,
-          ...(outcome.learningRefused !== undefined
-            ? { learningRefused: clip(outcome.learningRefused) }
-            : {}),
-        },
-      };
-    } catch (err) {
-      if (signal?.aborted || isCancelled(err)) throw err;
-      this.log.warn({ err, wave: project.wave, index: project.index }, 'rsi phase 1 branch failed');
+    const { outcome, bank } = await practiseProject(
+      roles,
+      {
+        targetId: task.id,
+        publication: project.publication,
+        index: project.index,
+        bank: rsiBank(snapshot),
+      },
+      signal,
+    );
+    if (outcome.verdict === 'UNVERIFIED') {
       return {
         status: 'quarantined',
-        reason: `infrastructure failure: ${err instanceof Error ? err.message : String(err)}`,
+        reason: `the Actor's ending and the Verifier's route disagree (UNVERIFIED): ${clip(outcome.report, 200)}`,
       };
     }
+    return {
+      status: 'practised',
+      verdict: outcome.verdict,
+      bank: bank.bank,
+      detail: {
+        report: clip(outcome.report),
+        bankBefore: outcome.bankBefore,
+        bankAfter: outcome.bankAfter,
+        ...(outcome.learningRefused !== undefined
+          ? { learningRefused: clip(outcome.learningRefused) }
+          : {}),
+      },
+    };
   }
 }
