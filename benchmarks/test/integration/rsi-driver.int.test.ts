@@ -133,6 +133,19 @@ test('a study develops the bank on the dev tasks and measures it on the held-out
   expect([details.frozenTreeHash, details.frozenVersion]).toEqual([frozenBank.treeHash, 4]);
   expect([details.scored, details.unscored]).toEqual([2, 0]);
   expect(Object.keys(details.links).sort()).toEqual(['phase1', 'phase2', 'phase3', 'report']);
+  // The report shows the wave's branches and each development task's cycle.
+  const reader = await jobs.artifact(record.jobId, details.links['report']!);
+  const chunks: Uint8Array[] = [];
+  for await (const c of reader.chunks) chunks.push(c);
+  const html = Buffer.concat(chunks).toString('utf8');
+  expect(html).toContain(
+    `<h3>Wave 1: v1 ${seed.treeHash.slice(0, 12)} → v2 ${afterWave.treeHash.slice(0, 12)}</h3>`,
+  );
+  expect(html).toContain('<td>practice/p2</td>');
+  expect(html).toContain('<h3>1. greeting — passed</h3>');
+  expect(html).toContain('<h3>2. count-lines — passed</h3>');
+  expect(html.match(/<td>attempt 1<\/td>/g)).toHaveLength(2);
+  expect(html).not.toContain('No per-cycle log');
 
   // The frozen bank holds the seed and all four lessons, and verifies.
   const banks = await BankStore.open(nc, { cluster: tc.cluster });
