@@ -24,3 +24,6 @@ export {
   type ToolOutcomeView,
 } from './agent/middleware/middleware';
 export { type MiddlewarePlugin, type MiddlewarePlugins } from './agent/middleware/build-chain';
+export { parseSkillMarkdown, type Skill, SkillNameSchema, SkillSchema } from './skills/skill';
+export { loadSkillFolder, loadSkillsDir, SKILL_FILE } from './skills/skill-folder';
+export { type SkillSource, SkillStore, type SkillStoreOptions } from './skills/skill-store';

@@ -170,6 +170,8 @@ export const KvBucket = {
   REMINDERS: 'reminders',
   /** Memory bank commit records and their indexes (blobs are in {@link bankObjectStoreName}). */
   BANKS: 'banks',
+  /** Agent skills (`SKILL.md` folders), keyed by skill name. */
+  SKILLS: 'skills',
 } as const;
 
 /** One of the {@link KvBucket} values. */

@@ -10,6 +10,7 @@ import {
 } from './agent-state';
 import { AgentTurn, type AgentTurnDeps } from './agent-turn';
 import type { MiddlewarePlugins } from './middleware/build-chain';
+import type { SkillSource } from '../skills/skill-store';
 import type { SandboxPort } from './sandbox-port';
 import type { TrajectoryStore } from './trajectory-store';
 
@@ -43,6 +44,11 @@ export interface AgentActorOptions {
    * options}]`); a run naming one the host lacks is refused. @default none
    */
   plugins?: MiddlewarePlugins;
+  /**
+   * The cluster's skills (a `SkillStore`): templates name them, `load_skill` reads them. A
+   * run whose template names skills is refused on a host without one. @default none
+   */
+  skills?: SkillSource;
   /** Logger. @default none */
   logger?: Logger;
   /** Clock. @default Date.now */
@@ -84,6 +90,7 @@ export function createAgentActor(options: AgentActorOptions) {
     now: options.now ?? Date.now,
     maxStateBytes: options.maxStateBytes ?? 512 * 1024,
     plugins: options.plugins ?? {},
+    skills: options.skills,
   };
   const turn = (ctx: ActorContext<AgentSessionState>, state: AgentSessionState): AgentTurn =>
     new AgentTurn(ctx, structuredClone(state), deps);

@@ -87,6 +87,8 @@ export const SubagentRecordSchema = z.object({
   instruction: z.string(),
   model: z.string(),
   tools: z.array(z.enum(AGENT_TOOL_NAMES as [AgentToolName, ...AgentToolName[]])),
+  /** Skills it may load (a subset of the creator's). @default none */
+  skills: z.array(z.string()).optional(),
   /** The call in progress (sync or async), until its result arrived. */
   activeCallId: z.string().optional(),
   /** Run id of the call in progress. */

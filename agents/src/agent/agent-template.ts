@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { MODEL_NAME } from '@troupe/llm';
 import { AGENT_TOOL_NAMES, AgentToolName } from './agent-tool-name';
 import { ContinuationConfigSchema, MiddlewareConfigSchema } from './middleware/middleware-config';
+import { SkillNameSchema } from '../skills/skill';
 
 /** A subagent or template name: `[a-z][a-z0-9_-]{0,31}`. */
 export const AGENT_NAME_PATTERN = /^[a-z][a-z0-9_-]{0,31}$/;
@@ -84,6 +85,15 @@ export const AgentTemplateSchema = z.strictObject({
    * fake-user model. @default the fixed "Continue working on the task…" prompt
    */
   continuation: ContinuationConfigSchema.optional(),
+  /**
+   * Skills of the cluster's skill store the agent may load (`load_skill`, held when this is not
+   * empty); their descriptions are listed in the system prompt. @default none
+   */
+  skills: z
+    .array(SkillNameSchema)
+    .max(64)
+    .refine((t) => new Set(t).size === t.length, 'must not repeat a skill')
+    .optional(),
 });
 /** A template as a caller writes it. */
 export type AgentTemplateInput = z.input<typeof AgentTemplateSchema>;
@@ -98,7 +108,14 @@ export function parseAgentTemplate(input: unknown): AgentTemplate {
   return parseWith(AgentTemplateSchema, input, { prefix: 'template' });
 }
 
-/** Whether `template` holds `tool` (`finish_task` is held by every agent). */
+/**
+ * Whether `template` holds `tool` (`finish_task` is held by every agent, `load_skill` by every
+ * agent with skills).
+ */
 export function holdsTool(template: AgentTemplate, tool: string): boolean {
-  return tool === AgentToolName.FINISH_TASK || (template.tools as string[]).includes(tool);
+  return (
+    tool === AgentToolName.FINISH_TASK ||
+    (tool === AgentToolName.LOAD_SKILL && (template.skills?.length ?? 0) > 0) ||
+    (template.tools as string[]).includes(tool)
+  );
 }

@@ -9,6 +9,7 @@ export const AgentToolName = {
   CALL_SUBAGENT: 'call_subagent',
   SEND_MESSAGE: 'send_message',
   LIST_AGENTS: 'list_agents',
+  LOAD_SKILL: 'load_skill',
 } as const;
 /** One of {@link AgentToolName}. */
 export type AgentToolName = (typeof AgentToolName)[keyof typeof AgentToolName];

@@ -30,6 +30,8 @@ import { buildMiddlewareChain, type MiddlewarePlugins } from './middleware/build
 import { continuationPrompt } from './middleware/continuation';
 import type { MiddlewareContext, RunMiddleware } from './middleware/middleware';
 import { modelStep, toChat } from './model-step';
+import { skillCatalogue } from '../skills/skill-catalogue';
+import type { SkillSource } from '../skills/skill-store';
 import { limitReached, modelFailureStop } from './run-limits';
 import { runResult } from './run-result';
 import { startRun } from './run-start';
@@ -55,6 +57,8 @@ export interface AgentTurnDeps {
   maxStateBytes: number;
   /** Middleware plugins this host offers to templates (`{use: plugin, name}`). */
   plugins: MiddlewarePlugins;
+  /** The cluster's skills (templates' `skills`, `load_skill`). */
+  skills: SkillSource | undefined;
 }
 
 /**
@@ -130,6 +134,7 @@ export class AgentTurn {
       refs: ctx.refs,
       models: deps.llm.registry,
       subagents: this.subagents,
+      skills: deps.skills,
     });
   }
 
@@ -154,7 +159,16 @@ export class AgentTurn {
       await this.refuseBusy(msg, s.run.runId);
       return;
     }
-    const start = startRun(s, msg, this.deps.llm.registry, this.deps.now, this.deps.plugins);
+    const skills = await skillCatalogue(msg.template ?? s.template, this.deps.skills);
+    if (!skills.ok) return this.reject(msg, skills.code, skills.why);
+    const start = startRun(
+      s,
+      msg,
+      this.deps.llm.registry,
+      this.deps.now,
+      this.deps.plugins,
+      skills.text,
+    );
     if (!start.ok) return this.reject(msg, start.code, start.why);
     const { template, added } = start;
     this.events.emit(msg.runId, TrajectoryEventType.RUN_START, added, {

@@ -113,6 +113,7 @@ export class SubagentCalls {
           model: child.model,
           tools: child.tools,
           compaction: parent.compaction,
+          skills: child.skills ?? [],
         },
         ...(s.sandboxId ? { sandboxId: s.sandboxId } : {}),
         parentSessionId: sessionId,

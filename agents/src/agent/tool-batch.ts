@@ -8,6 +8,7 @@ import type { Checkpointer } from './checkpointer';
 import { headTail } from './replace-exact';
 import type { SandboxPort } from './sandbox-port';
 import type { SubagentCalls } from './subagent-calls';
+import type { SkillSource } from '../skills/skill-store';
 import type { ModelNames, ToolContext } from './tools/agent-tool';
 import type { ToolOutcome } from './tools/tool-outcome';
 import { isEffectFree, runToolCall } from './tools/agent-tools';
@@ -28,6 +29,7 @@ export interface ToolBatchOptions {
   refs: RefFactory;
   models: ModelNames;
   subagents: SubagentCalls;
+  skills: SkillSource | undefined;
 }
 
 /**
@@ -143,7 +145,7 @@ export class ToolBatch {
 
   /** What a tool sees of session `s` while it runs tool call `callId`. */
   private context(s: RunningSession, callId: string, assistantIndex: number): ToolContext {
-    const { sessionId, sandbox, refs, models, subagents } = this.o;
+    const { sessionId, sandbox, refs, models, subagents, skills } = this.o;
     return {
       session: s,
       sessionId,
@@ -159,6 +161,7 @@ export class ToolBatch {
       refs,
       models,
       subagents,
+      skills,
     };
   }
 }

@@ -40,6 +40,8 @@ export interface EmbeddedClusterOptions {
    * and the drivers can use those models (LLM operators, model agents). @default no models
    */
   modelsFile?: string;
+  /** Skills pushed to the skill store with the models (see {@link ModelHosting}). */
+  skillsDir?: string;
   /** Where model API keys are read from. @default process.env is NOT read: no keys */
   env?: Readonly<Record<string, string | undefined>>;
 }
@@ -104,6 +106,7 @@ export class EmbeddedCluster {
       models = options.modelsFile
         ? ModelHosting.load({
             modelsFile: options.modelsFile,
+            ...(options.skillsDir ? { skillsDir: options.skillsDir } : {}),
             cluster,
             nats: { servers: natsUrl },
             hostId: 'local-agents',

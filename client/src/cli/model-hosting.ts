@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { ActorSystem, type Logger } from '@troupe/actors';
-import { createAgentActor, TrajectoryStore } from '@troupe/agents';
+import { createAgentActor, loadSkillsDir, SkillStore, TrajectoryStore } from '@troupe/agents';
 import { LlmClient, ModelRegistry, type BudgetHook } from '@troupe/llm';
 import {
   type BuiltinDriverOptions,
@@ -15,6 +15,8 @@ import { invalidArgument, TroupeError } from '@troupe/proto';
 export interface ModelHostingOptions {
   /** The models file (YAML or JSON, the `ModelRegistry` format: `models: {name: {...}}`). */
   modelsFile: string;
+  /** Skill folders (`<dir>/<name>/SKILL.md`) put into the cluster's skill store at start. */
+  skillsDir?: string;
   /** Cluster name. */
   cluster: string;
   /** NATS connection options of the cluster (servers and credentials). */
@@ -105,9 +107,22 @@ export class ModelHosting {
       settle: (id, actual) => bound().settle(id, actual),
       release: (id) => bound().release(id),
     };
+    const skills = await SkillStore.open(connection, {
+      cluster: options.cluster,
+      ...(options.replicas !== undefined ? { replicas: options.replicas } : {}),
+    });
+    if (options.skillsDir) {
+      const found = await loadSkillsDir(options.skillsDir);
+      for (const skill of found) await skills.put(skill);
+      options.logger.info(
+        { dir: options.skillsDir, skills: found.map((s) => s.name) },
+        'skills pushed to the skill store',
+      );
+    }
     const agent = createAgentActor({
       llm: this.llm,
       budget,
+      skills,
       trajectories: new TrajectoryStore({
         connection,
         cluster: options.cluster,

@@ -65,6 +65,10 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
     .option('--process-backend', 'run sandboxes as plain processes (UNSAFE, no Docker needed)')
     .option('--log-level <level>', 'log level of <data-dir>/troupe.log', 'info')
     .option('--models <file>', 'models file (model registry): host agents, enable LLM operators')
+    .option(
+      '--skills <dir>',
+      'skill folders (<dir>/<name>/SKILL.md) for the agents (with --models)',
+    )
     .action(action((c, opts: Parameters<typeof devCommand>[1]) => devCommand(c, opts)));
   program
     .command('coordinator')
@@ -91,6 +95,10 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
     .option('--html <file>', 'also write an HTML report (artifacts copied beside it)')
     .option('--log-level <level>', 'log level of the run log', 'info')
     .option('--models <file>', 'models file (model registry): host agents, enable LLM operators')
+    .option(
+      '--skills <dir>',
+      'skill folders (<dir>/<name>/SKILL.md) for the agents (with --models)',
+    )
     .action(
       action((c, spec: string, opts: Parameters<typeof runCommand>[2]) =>
         runCommand(c, spec, opts),

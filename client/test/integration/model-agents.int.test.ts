@@ -1,6 +1,8 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
+import { connect } from '@nats-io/transport-node';
+import { SkillStore } from '@troupe/agents';
 import { applyFilePatch, parsePatch } from '@troupe/benchmarks';
 import { ensureDocker, FakeOpenAI, type ScriptedResponse } from '@troupe/testkit';
 import { EmbeddedCluster } from '../../src/cli/embedded-cluster';
@@ -96,12 +98,19 @@ beforeAll(async () => {
       '',
     ].join('\n'),
   );
+  // A skills directory (`--skills`): pushed to the cluster's skill store when the host starts.
+  mkdirSync(path.join(dir, 'skills', 'bisect'), { recursive: true });
+  writeFileSync(
+    path.join(dir, 'skills', 'bisect', 'SKILL.md'),
+    '---\nname: bisect\ndescription: Find a bad commit.\n---\nRun git bisect.\n',
+  );
   cluster = await EmbeddedCluster.start({
     dataDir: path.join(dir, 'data'),
     cluster: `models-${process.pid.toString(36)}`,
     grpcPort: 0,
     advertise: false,
     modelsFile,
+    skillsDir: path.join(dir, 'skills'),
     env: { FAKE_LLM_KEY: KEY },
   });
 });
@@ -150,4 +159,15 @@ test('a scripted model solves two tasks and gives up on one; it cannot read the 
   }
   // The model's requests carried the key from the environment; none of them carried a grader.
   expect(fake.unexpectedRequests).toHaveLength(0);
+});
+
+test('--skills pushes the skill folders to the cluster skill store at start', async () => {
+  const nc = await connect({ servers: cluster.natsUrl });
+  try {
+    const store = await SkillStore.open(nc, { cluster: cluster.options.cluster! });
+    expect(await store.list()).toEqual([{ name: 'bisect', description: 'Find a bad commit.' }]);
+    expect((await store.get('bisect'))?.instructions).toBe('Run git bisect.');
+  } finally {
+    await nc.close();
+  }
 });

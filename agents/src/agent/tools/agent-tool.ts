@@ -5,6 +5,7 @@ import type { RunningSession } from '../agent-state';
 import type { AgentToolName } from '../agent-tool-name';
 import type { SandboxPort } from '../sandbox-port';
 import type { SubagentCalls } from '../subagent-calls';
+import type { SkillSource } from '../../skills/skill-store';
 import { type ToolOutcome, toolError } from './tool-outcome';
 
 /** The model names a session may use (the LLM client's registry). */
@@ -33,6 +34,8 @@ export interface ToolContext {
   readonly models: ModelNames;
   /** The session's subagent calls. */
   readonly subagents: SubagentCalls;
+  /** The cluster's skills, when this host has a skill store. */
+  readonly skills: SkillSource | undefined;
 }
 
 /** A tool as its file writes it: name, model-facing description, argument schema, handler. */

@@ -13,6 +13,7 @@ import { createSubagent } from './create-subagent';
 import { editFile } from './edit-file';
 import { finishTask } from './finish-task';
 import { listAgents } from './list-agents';
+import { loadSkill } from './load-skill';
 import { runTerminalCommand } from './run-terminal-command';
 import { sendMessage } from './send-message';
 import { type ToolOutcome, toolError } from './tool-outcome';
@@ -33,6 +34,7 @@ export const AGENT_TOOLS = {
   [T.CALL_SUBAGENT]: callSubagent,
   [T.SEND_MESSAGE]: sendMessage,
   [T.LIST_AGENTS]: listAgents,
+  [T.LOAD_SKILL]: loadSkill,
 } as const satisfies { readonly [N in ToolName]: AgentTool<N, z.ZodType> };
 
 /** The tool named `name`, if there is one. */

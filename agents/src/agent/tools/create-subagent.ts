@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { MODEL_NAME } from '@troupe/llm';
 import { AgentNameSchema, holdsTool } from '../agent-template';
+import { SkillNameSchema } from '../../skills/skill';
 import {
   AGENT_TOOL_NAMES,
   type AgentToolName as ToolName,
@@ -16,7 +17,7 @@ import { toolError } from './tool-outcome';
 export const createSubagent = defineTool({
   name: AgentToolName.CREATE_SUBAGENT,
   description:
-    'Create a named subagent with its own instruction, a model (or inherit) and a subset of your tools.',
+    'Create a named subagent with its own instruction, a model (or inherit), a subset of your tools and a subset of your skills.',
   schema: z.strictObject({
     name: AgentNameSchema,
     instruction: z.string().min(1),
@@ -26,6 +27,7 @@ export const createSubagent = defineTool({
       .default('inherit')
       .describe('registry model name, or "inherit"'),
     tools: z.array(z.enum(AGENT_TOOL_NAMES as [ToolName, ...ToolName[]])).default([]),
+    skills: z.array(SkillNameSchema).default([]).describe('a subset of your skills'),
   }),
   effect: false,
   sandbox: false,
@@ -38,6 +40,13 @@ export const createSubagent = defineTool({
     }
     if (new Set(a.tools).size !== a.tools.length) {
       return toolError('`arguments.tools`: must not repeat a tool');
+    }
+    const mine = new Set(s.template.skills ?? []);
+    const lackingSkills = a.skills.filter((k) => !mine.has(k));
+    if (lackingSkills.length > 0) {
+      return toolError(
+        `PERMISSION_DENIED: \`arguments.skills\`: a subagent may only get skills you have; you lack ${lackingSkills.join(', ')}`,
+      );
     }
     const model = a.model === 'inherit' ? s.template.model : a.model;
     if (!models.has(model)) {
@@ -58,10 +67,11 @@ export const createSubagent = defineTool({
       instruction: a.instruction,
       model,
       tools: a.tools,
+      ...(a.skills.length > 0 ? { skills: [...new Set(a.skills)] } : {}),
     };
     return {
       ok: true,
-      content: `created subagent ${a.name} (session ${sessionId}, model ${model}, tools [${a.tools.join(', ')}])`,
+      content: `created subagent ${a.name} (session ${sessionId}, model ${model}, tools [${a.tools.join(', ')}]${a.skills.length > 0 ? `, skills [${a.skills.join(', ')}]` : ''})`,
     };
   },
 });

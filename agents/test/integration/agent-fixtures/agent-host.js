@@ -6,7 +6,7 @@
 const { connect } = require('@nats-io/transport-node');
 const { ActorSystem } = require('@troupe/actors');
 const { LlmClient, ModelRegistry } = require('@troupe/llm');
-const { TrajectoryStore, createAgentActor } = require('@troupe/agents');
+const { SkillStore, TrajectoryStore, createAgentActor } = require('@troupe/agents');
 const { BudgetLedger, LedgerBudgetHook } = require('@troupe/coordinator');
 
 const [servers, cluster, hostId, registryJson] = process.argv.slice(2);
@@ -43,7 +43,15 @@ async function main() {
       };
     },
   };
-  const agent = createAgentActor({ llm, trajectories, budget, idleTimeoutMs: 5_000, plugins });
+  const skills = await SkillStore.open(nc, { cluster, replicas });
+  const agent = createAgentActor({
+    llm,
+    trajectories,
+    budget,
+    idleTimeoutMs: 5_000,
+    plugins,
+    skills,
+  });
   const system = await ActorSystem.start({
     cluster,
     connection: nc,

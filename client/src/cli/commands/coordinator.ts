@@ -35,10 +35,11 @@ export async function coordinatorCommand(
     defaults: (raw) => ({ ...raw, grpc: raw['grpc'] ?? {} }),
     ...(opts.readyFile ? { readyFile: opts.readyFile } : {}),
     start: async (config, logger) => {
-      const { modelsFile, env } = modelsOption(ctx, opts.models);
+      const { modelsFile, env, skillsDir } = modelsOption(ctx, opts.models);
       const models = modelsFile
         ? ModelHosting.load({
             modelsFile,
+            ...(skillsDir ? { skillsDir } : {}),
             cluster: config.cluster,
             nats: config.nats,
             hostId: `${config.coordinatorId ?? `coord-${process.pid}`}-agents`,

@@ -17,6 +17,8 @@ export interface DevCommandOptions {
   processBackend?: boolean;
   /** Models file (`--models`, or `TROUPE_MODELS_FILE`). */
   models?: string;
+  /** Skills directory pushed to the skill store (`--skills`, or `TROUPE_SKILLS_DIR`). */
+  skills?: string;
   logLevel?: string;
 }
 
@@ -45,7 +47,7 @@ export async function devCommand(ctx: CommandContext, opts: DevCommandOptions): 
     ...(natsPort !== undefined ? { natsPort } : {}),
     ...(sandboxSlots !== undefined ? { sandboxSlots } : {}),
     ...(opts.processBackend ? { processBackend: true } : {}),
-    ...modelsOption(ctx, opts.models),
+    ...modelsOption(ctx, opts.models, opts.skills),
     ...(opts.logLevel ? { logLevel: opts.logLevel } : {}),
     onImageBuildProgress: (line) => {
       const shown = imageBuildProgressLine(line);

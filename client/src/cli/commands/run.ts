@@ -22,6 +22,8 @@ export interface RunCommandOptions {
   processBackend?: boolean;
   /** Models file (`--models`, or `TROUPE_MODELS_FILE`). */
   models?: string;
+  /** Skills directory pushed to the skill store (`--skills`, or `TROUPE_SKILLS_DIR`). */
+  skills?: string;
   keepData?: boolean;
   logLevel?: string;
   /** Also write the HTML report (artifacts copied to `<file>.files/`) before stopping. */
@@ -53,7 +55,7 @@ export async function runCommand(
     advertise: false,
     ...(sandboxSlots !== undefined ? { sandboxSlots } : {}),
     ...(opts.processBackend ? { processBackend: true } : {}),
-    ...modelsOption(ctx, opts.models),
+    ...modelsOption(ctx, opts.models, opts.skills),
     ...(opts.logLevel ? { logLevel: opts.logLevel } : {}),
     // A fresh machine builds the job's images on first use, for minutes: say so.
     onImageBuildProgress: (line) => {
