@@ -27,3 +27,11 @@ export { type MiddlewarePlugin, type MiddlewarePlugins } from './agent/middlewar
 export { parseSkillMarkdown, type Skill, SkillNameSchema, SkillSchema } from './skills/skill';
 export { loadSkillFolder, loadSkillsDir, SKILL_FILE } from './skills/skill-folder';
 export { type SkillSource, SkillStore, type SkillStoreOptions } from './skills/skill-store';
+export {
+  type MemoryEntry,
+  type MemoryHit,
+  MemoryStore,
+  type MemoryStoreOptions,
+  rankMemory,
+  type VersionedMemoryEntry,
+} from './memory/memory-store';

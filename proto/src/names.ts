@@ -172,6 +172,8 @@ export const KvBucket = {
   BANKS: 'banks',
   /** Agent skills (`SKILL.md` folders), keyed by skill name. */
   SKILLS: 'skills',
+  /** Agents' long-term memory entries, keyed `<scope>.<key>`. */
+  MEMORY: 'memory',
 } as const;
 
 /** One of the {@link KvBucket} values. */

@@ -11,6 +11,7 @@ import {
 import { AgentTurn, type AgentTurnDeps } from './agent-turn';
 import type { MiddlewarePlugins } from './middleware/build-chain';
 import type { SkillSource } from '../skills/skill-store';
+import type { MemoryStore } from '../memory/memory-store';
 import type { SandboxPort } from './sandbox-port';
 import type { TrajectoryStore } from './trajectory-store';
 
@@ -49,6 +50,11 @@ export interface AgentActorOptions {
    * run whose template names skills is refused on a host without one. @default none
    */
   skills?: SkillSource;
+  /**
+   * The cluster's memory store: templates with `memory` get the memory tools on it. A run whose
+   * template has memory is refused on a host without one. @default none
+   */
+  memory?: MemoryStore;
   /** Logger. @default none */
   logger?: Logger;
   /** Clock. @default Date.now */
@@ -91,6 +97,7 @@ export function createAgentActor(options: AgentActorOptions) {
     maxStateBytes: options.maxStateBytes ?? 512 * 1024,
     plugins: options.plugins ?? {},
     skills: options.skills,
+    memory: options.memory,
   };
   const turn = (ctx: ActorContext<AgentSessionState>, state: AgentSessionState): AgentTurn =>
     new AgentTurn(ctx, structuredClone(state), deps);

@@ -4,6 +4,7 @@ import { MODEL_NAME } from '@troupe/llm';
 import { AGENT_TOOL_NAMES, AgentToolName } from './agent-tool-name';
 import { ContinuationConfigSchema, MiddlewareConfigSchema } from './middleware/middleware-config';
 import { SkillNameSchema } from '../skills/skill';
+import { MemoryScopeSchema } from '../memory/memory-store';
 
 /** A subagent or template name: `[a-z][a-z0-9_-]{0,31}`. */
 export const AGENT_NAME_PATTERN = /^[a-z][a-z0-9_-]{0,31}$/;
@@ -94,6 +95,18 @@ export const AgentTemplateSchema = z.strictObject({
     .max(64)
     .refine((t) => new Set(t).size === t.length, 'must not repeat a skill')
     .optional(),
+  /**
+   * Long-term memory in the cluster's memory store: the agent holds `memory_search`,
+   * `memory_read` and (unless `write: false`) `memory_write` on `scope`; `policy` replaces the
+   * default memory policy stated in the system prompt. Subagents share it. @default none
+   */
+  memory: z
+    .strictObject({
+      scope: MemoryScopeSchema,
+      policy: z.string().min(1).max(4_000).optional(),
+      write: z.boolean().default(true),
+    })
+    .optional(),
 });
 /** A template as a caller writes it. */
 export type AgentTemplateInput = z.input<typeof AgentTemplateSchema>;
@@ -110,12 +123,16 @@ export function parseAgentTemplate(input: unknown): AgentTemplate {
 
 /**
  * Whether `template` holds `tool` (`finish_task` is held by every agent, `load_skill` by every
- * agent with skills).
+ * agent with skills, the memory tools by every agent with memory).
  */
 export function holdsTool(template: AgentTemplate, tool: string): boolean {
   return (
     tool === AgentToolName.FINISH_TASK ||
     (tool === AgentToolName.LOAD_SKILL && (template.skills?.length ?? 0) > 0) ||
+    (template.memory !== undefined &&
+      (tool === AgentToolName.MEMORY_SEARCH ||
+        tool === AgentToolName.MEMORY_READ ||
+        (tool === AgentToolName.MEMORY_WRITE && template.memory.write))) ||
     (template.tools as string[]).includes(tool)
   );
 }

@@ -10,6 +10,9 @@ export const AgentToolName = {
   SEND_MESSAGE: 'send_message',
   LIST_AGENTS: 'list_agents',
   LOAD_SKILL: 'load_skill',
+  MEMORY_WRITE: 'memory_write',
+  MEMORY_SEARCH: 'memory_search',
+  MEMORY_READ: 'memory_read',
 } as const;
 /** One of {@link AgentToolName}. */
 export type AgentToolName = (typeof AgentToolName)[keyof typeof AgentToolName];

@@ -32,6 +32,8 @@ import type { MiddlewareContext, RunMiddleware } from './middleware/middleware';
 import { modelStep, toChat } from './model-step';
 import { skillCatalogue } from '../skills/skill-catalogue';
 import type { SkillSource } from '../skills/skill-store';
+import type { MemoryStore } from '../memory/memory-store';
+import { memoryPrompt } from '../memory/memory-tools';
 import { limitReached, modelFailureStop } from './run-limits';
 import { runResult } from './run-result';
 import { startRun } from './run-start';
@@ -59,6 +61,8 @@ export interface AgentTurnDeps {
   plugins: MiddlewarePlugins;
   /** The cluster's skills (templates' `skills`, `load_skill`). */
   skills: SkillSource | undefined;
+  /** The cluster's memory store (templates' `memory`, the memory tools). */
+  memory: MemoryStore | undefined;
 }
 
 /**
@@ -135,6 +139,7 @@ export class AgentTurn {
       models: deps.llm.registry,
       subagents: this.subagents,
       skills: deps.skills,
+      memory: deps.memory,
     });
   }
 
@@ -159,15 +164,21 @@ export class AgentTurn {
       await this.refuseBusy(msg, s.run.runId);
       return;
     }
-    const skills = await skillCatalogue(msg.template ?? s.template, this.deps.skills);
+    const requested = msg.template ?? s.template;
+    const skills = await skillCatalogue(requested, this.deps.skills);
     if (!skills.ok) return this.reject(msg, skills.code, skills.why);
+    if (requested?.memory && !this.deps.memory) {
+      const why = '`run.template.memory`: this agent host has no memory store';
+      return this.reject(msg, ErrorCode.INVALID_ARGUMENT, why);
+    }
+    const extra = [skills.text, requested?.memory ? memoryPrompt(requested.memory) : undefined];
     const start = startRun(
       s,
       msg,
       this.deps.llm.registry,
       this.deps.now,
       this.deps.plugins,
-      skills.text,
+      extra.filter((t) => t !== undefined).join('\n\n') || undefined,
     );
     if (!start.ok) return this.reject(msg, start.code, start.why);
     const { template, added } = start;

@@ -16,7 +16,7 @@ export type RunStart =
  * Starts run `msg` on session `s`, which has no run in progress: refused without a template (the
  * run's or the session's), with a model the registry lacks, with sandbox tools and no sandbox, or
  * with middleware this host cannot run (see {@link middlewareProblem}). The first run's system
- * message is the instruction followed by `skillCatalogue` (the template's skills), if any.
+ * message is the instruction followed by `promptExtra` (the template's skills and memory policy).
  * Otherwise sets the session's template, sandbox and family, appends the instruction (first run)
  * with any parent history, the pinned texts and the task, and sets the run `running`.
  */
@@ -26,7 +26,7 @@ export function startRun(
   models: ModelNames,
   now: () => number,
   plugins: MiddlewarePlugins = {},
-  skillCatalogue?: string,
+  promptExtra?: string,
 ): RunStart {
   const template = msg.template ?? s.template;
   if (!template) {
@@ -60,8 +60,8 @@ export function startRun(
   if (msg.siblings) s.siblings = msg.siblings;
   const added: StoredMessage[] = [];
   if (s.messages.length === 0) {
-    const instruction = skillCatalogue
-      ? `${template.instruction}\n\n${skillCatalogue}`
+    const instruction = promptExtra
+      ? `${template.instruction}\n\n${promptExtra}`
       : template.instruction;
     added.push({ role: 'system', content: instruction, pinned: true });
     for (const m of msg.history ?? []) if (m.role !== 'system') added.push(m);

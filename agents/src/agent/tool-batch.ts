@@ -9,6 +9,7 @@ import { headTail } from './replace-exact';
 import type { SandboxPort } from './sandbox-port';
 import type { SubagentCalls } from './subagent-calls';
 import type { SkillSource } from '../skills/skill-store';
+import type { MemoryStore } from '../memory/memory-store';
 import type { ModelNames, ToolContext } from './tools/agent-tool';
 import type { ToolOutcome } from './tools/tool-outcome';
 import { isEffectFree, runToolCall } from './tools/agent-tools';
@@ -30,6 +31,7 @@ export interface ToolBatchOptions {
   models: ModelNames;
   subagents: SubagentCalls;
   skills: SkillSource | undefined;
+  memory: MemoryStore | undefined;
 }
 
 /**
@@ -145,7 +147,7 @@ export class ToolBatch {
 
   /** What a tool sees of session `s` while it runs tool call `callId`. */
   private context(s: RunningSession, callId: string, assistantIndex: number): ToolContext {
-    const { sessionId, sandbox, refs, models, subagents, skills } = this.o;
+    const { sessionId, sandbox, refs, models, subagents, skills, memory } = this.o;
     return {
       session: s,
       sessionId,
@@ -162,6 +164,7 @@ export class ToolBatch {
       models,
       subagents,
       skills,
+      memory,
     };
   }
 }

@@ -1,7 +1,13 @@
 import { readFileSync } from 'node:fs';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { ActorSystem, type Logger } from '@troupe/actors';
-import { createAgentActor, loadSkillsDir, SkillStore, TrajectoryStore } from '@troupe/agents';
+import {
+  createAgentActor,
+  loadSkillsDir,
+  MemoryStore,
+  SkillStore,
+  TrajectoryStore,
+} from '@troupe/agents';
 import { LlmClient, ModelRegistry, type BudgetHook } from '@troupe/llm';
 import {
   type BuiltinDriverOptions,
@@ -119,10 +125,15 @@ export class ModelHosting {
         'skills pushed to the skill store',
       );
     }
+    const memory = await MemoryStore.open(connection, {
+      cluster: options.cluster,
+      ...(options.replicas !== undefined ? { replicas: options.replicas } : {}),
+    });
     const agent = createAgentActor({
       llm: this.llm,
       budget,
       skills,
+      memory,
       trajectories: new TrajectoryStore({
         connection,
         cluster: options.cluster,

@@ -6,6 +6,7 @@ import type { AgentToolName } from '../agent-tool-name';
 import type { SandboxPort } from '../sandbox-port';
 import type { SubagentCalls } from '../subagent-calls';
 import type { SkillSource } from '../../skills/skill-store';
+import type { MemoryStore } from '../../memory/memory-store';
 import { type ToolOutcome, toolError } from './tool-outcome';
 
 /** The model names a session may use (the LLM client's registry). */
@@ -36,6 +37,8 @@ export interface ToolContext {
   readonly subagents: SubagentCalls;
   /** The cluster's skills, when this host has a skill store. */
   readonly skills: SkillSource | undefined;
+  /** The cluster's memory store, when this host has one. */
+  readonly memory: MemoryStore | undefined;
 }
 
 /** A tool as its file writes it: name, model-facing description, argument schema, handler. */

@@ -14,6 +14,7 @@ import { editFile } from './edit-file';
 import { finishTask } from './finish-task';
 import { listAgents } from './list-agents';
 import { loadSkill } from './load-skill';
+import { memoryRead, memorySearch, memoryWrite } from '../../memory/memory-tools';
 import { runTerminalCommand } from './run-terminal-command';
 import { sendMessage } from './send-message';
 import { type ToolOutcome, toolError } from './tool-outcome';
@@ -35,6 +36,9 @@ export const AGENT_TOOLS = {
   [T.SEND_MESSAGE]: sendMessage,
   [T.LIST_AGENTS]: listAgents,
   [T.LOAD_SKILL]: loadSkill,
+  [T.MEMORY_WRITE]: memoryWrite,
+  [T.MEMORY_SEARCH]: memorySearch,
+  [T.MEMORY_READ]: memoryRead,
 } as const satisfies { readonly [N in ToolName]: AgentTool<N, z.ZodType> };
 
 /** The tool named `name`, if there is one. */

@@ -6,7 +6,7 @@
 const { connect } = require('@nats-io/transport-node');
 const { ActorSystem } = require('@troupe/actors');
 const { LlmClient, ModelRegistry } = require('@troupe/llm');
-const { SkillStore, TrajectoryStore, createAgentActor } = require('@troupe/agents');
+const { MemoryStore, SkillStore, TrajectoryStore, createAgentActor } = require('@troupe/agents');
 const { BudgetLedger, LedgerBudgetHook } = require('@troupe/coordinator');
 
 const [servers, cluster, hostId, registryJson] = process.argv.slice(2);
@@ -44,6 +44,7 @@ async function main() {
     },
   };
   const skills = await SkillStore.open(nc, { cluster, replicas });
+  const memory = await MemoryStore.open(nc, { cluster, replicas });
   const agent = createAgentActor({
     llm,
     trajectories,
@@ -51,6 +52,7 @@ async function main() {
     idleTimeoutMs: 5_000,
     plugins,
     skills,
+    memory,
   });
   const system = await ActorSystem.start({
     cluster,
