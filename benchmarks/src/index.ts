@@ -120,3 +120,11 @@ export {
 } from './rsi/rsi-driver';
 export { renderRsiReport, type RsiReportInput } from './rsi/rsi-report';
 export { loadRsiSuite, type RsiSuite, RsiSuiteRefSchema, RsiSuiteSchema } from './rsi/rsi-suite';
+export {
+  parseRsiDesktopSuite,
+  type RsiDesktopSuite,
+  RsiDesktopSuiteSchema,
+} from './rsi/rsi-desktop-suite';
+export { desktopStudy, type DesktopStudyOptions, type RsiDesktopModels } from './rsi/rsi-desktop';
+export { type RsiStudyEnvironment, shellStudy, type ShellStudyOptions } from './rsi/rsi-study';
+export { runSetupSteps } from './desktop-tasks/desktop-setup';
