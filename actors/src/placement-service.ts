@@ -44,6 +44,11 @@ import {
   MAIL_HINT_TYPE,
 } from './internal/protocol';
 
+/** Whether an activation request failed without the host's answer (it may have acted on it). */
+function isOutcomeUnknown(err: unknown): boolean {
+  return err instanceof TroupeError && err.details?.['outcomeUnknown'] === true;
+}
+
 /** Host refusals (draining, full) tolerated for one activation request before giving up. */
 const MAX_REFUSALS = 10;
 
@@ -314,6 +319,14 @@ export class PlacementService {
         return { hostId: target.hostId, epoch, started: true };
       } catch (err) {
         this.options.onPlacementFailed?.(request, target);
+        if (request.ask && isOutcomeUnknown(err)) {
+          // The host may have the ask queued: it must never run a second time elsewhere.
+          const settled = await this.settleHandOver(addr, revision, epoch, target);
+          if (settled === 'host') {
+            this.placements++;
+            return { hostId: target.hostId, epoch, started: true, answeredBy: request.ask.r };
+          }
+        }
         // Another writer changed the entry first: nothing of ours was written; look again.
         if (isRaced(err)) continue;
         const error = toTroupeError(err);
@@ -355,6 +368,50 @@ export class PlacementService {
     throw new TroupeError('TIMEOUT', `activation of ${key} did not complete`);
   }
 
+  /**
+   * After a hand-over request whose outcome is unknown (the host did not answer in time): did the
+   * host claim the entry, and so take the ask? `host`: it did and is alive, so it answers the
+   * asker. `fenced`: it did not, and now never can (its claim is a CAS on `revision`, which has
+   * moved on, by our write if need be), so the ask may go elsewhere. Anything else — the host
+   * claimed and is gone, or the entry moved past `epoch` — leaves the ask possibly run: the asker
+   * gets `UNAVAILABLE` (not retryable) rather than a second run.
+   */
+  private async settleHandOver(
+    addr: ActorAddress,
+    revision: number,
+    epoch: number,
+    target: PlacementTarget,
+  ): Promise<'host' | 'fenced'> {
+    const key = formatAddress(addr);
+    const maybeRun = (why: string) =>
+      new TroupeError(
+        'UNAVAILABLE',
+        `the ask to ${key} handed to host ${target.hostId} may have run (${why}); it is not run again`,
+        { retryable: false, details: { handedOver: true, hostId: target.hostId } },
+      );
+    for (;;) {
+      const current = await this.options.directory.get(addr);
+      const { entry } = current;
+      if (entry.epoch === epoch && entry.hostId === target.hostId) {
+        const alive =
+          isLiveState(entry.state) && (await this.hostAlive(target.hostId, entry.incarnation));
+        if (alive) return 'host';
+        throw maybeRun(
+          `its activation is ${entry.state}${isLiveState(entry.state) ? ' on a lost host' : ''}`,
+        );
+      }
+      // Another host won the claim at this epoch: ours lost it, with the ask.
+      if (entry.epoch === epoch) return 'fenced';
+      if (entry.epoch > epoch) throw maybeRun(`the actor moved on to epoch ${entry.epoch}`);
+      if (current.revision !== revision) return 'fenced';
+      const written = await this.options.directory.compareAndSet(addr, revision, {
+        ...entry,
+        updatedAtMs: Date.now(),
+      });
+      if (written !== undefined) return 'fenced';
+    }
+  }
+
   private async requestHostActivation(
     hostId: string,
     addr: ActorAddress,
@@ -364,11 +421,21 @@ export class PlacementService {
   ): Promise<void> {
     const { cluster } = this.options.transport;
     const body = encodeJson({ addr, epoch, ...placement, ...(ask ? { ask } : {}) });
-    const reply = await this.options.transport.requester.request(
-      hostSubject(cluster, hostId, 'activate'),
-      body,
-      { timeoutMs: this.activationTimeoutMs },
-    );
+    let reply;
+    try {
+      reply = await this.options.transport.requester.request(
+        hostSubject(cluster, hostId, 'activate'),
+        body,
+        { timeoutMs: this.activationTimeoutMs },
+      );
+    } catch (err) {
+      if (isNoResponders(err)) throw err;
+      // Sent, but no answer: the host may have acted on it.
+      throw new TroupeError('UNAVAILABLE', `host ${hostId} did not answer the activation request`, {
+        cause: err,
+        details: { outcomeUnknown: true },
+      });
+    }
     if (reply === NO_RESPONDERS) {
       // The host is gone (or not yet listening): a refusal, not a failure of the actor.
       throw new TroupeError('UNAVAILABLE', `host ${hostId} does not answer`, {

@@ -14,3 +14,13 @@ export { AgentToolName } from './agent/agent-tool-name';
 export { type TrajectoryEvent } from './agent/trajectory-event';
 export { trajectoriesToJsonl, trajectoryToRecord } from './agent/trajectory-jsonl';
 export { TrajectoryStore } from './agent/trajectory-store';
+export {
+  type AgentMiddleware,
+  type AfterModelVerdict,
+  type AfterToolVerdict,
+  type BeforeModelVerdict,
+  type BeforeToolVerdict,
+  type MiddlewareContext,
+  type ToolOutcomeView,
+} from './agent/middleware/middleware';
+export { type MiddlewarePlugin, type MiddlewarePlugins } from './agent/middleware/build-chain';

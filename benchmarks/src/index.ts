@@ -119,7 +119,20 @@ export {
   type RsiRun,
 } from './rsi/rsi-driver';
 export { renderRsiReport, type RsiReportInput } from './rsi/rsi-report';
-export { loadRsiSuite, type RsiSuite, RsiSuiteRefSchema, RsiSuiteSchema } from './rsi/rsi-suite';
+export {
+  DEFAULT_PHASE1_BRIEF,
+  loadRsiSuite,
+  type RsiSuite,
+  RsiSuiteRefSchema,
+  RsiSuiteSchema,
+} from './rsi/rsi-suite';
+export {
+  type RsiPhase1Config,
+  RsiPhase1ConfigSchema,
+  type RsiPhase1Input,
+  readPhase1Waves,
+  runRsiPhase1,
+} from './rsi/rsi-phase1';
 export {
   parseRsiDesktopSuite,
   type RsiDesktopSuite,

@@ -6,6 +6,8 @@
  *                         the loop, tool dispatch (`list_agents`, no sandbox), the inbox drain,
  *                         the step's checkpoint and three trajectory publishes (the checkpoint
  *                         overlaps the next model call where that is safe). Target ≤ 2.
+ *   step_overhead_middleware_p50_ms  the same with the built-in middleware enabled (doom_loop,
+ *                         read_before_edit, summarise_tool_output; none acts). Target ≤ 2.
  *   step_overhead_cpu_ms  CPU time (this process plus nats-server) per step, run start and end
  *                         included, minus that of a bare model call.
  *   concurrent_sessions   sessions run at once in the throughput phase (default 500)
@@ -152,44 +154,69 @@ async function main(): Promise<void> {
   };
   await bareCalls(150, 50);
 
-  // Step overhead: sequential sessions of STEPS steps each.
+  // Step overhead: sequential sessions of STEPS steps each, without middleware and then with the
+  // built-in middleware enabled (doom_loop, read_before_edit, summarise_tool_output; none of
+  // them acts on these steps, so what is measured is the hooks' own cost).
   const overhead: number[] = [];
   const stepMs: number[] = [];
   const modelInStepMs: number[] = [];
   let stepCpuMs = 0;
   let stepNatsCpuMs = 0;
   let modelSteps = 0;
-  for (let s = 0; s < SESSIONS + 1; s++) {
-    const sessionId = `seq-${s}`;
-    const cpu0 = cpuMs(server.pid);
-    const result = await runAgentSession({
-      system,
-      trajectories,
-      sessionId,
-      template: template(STEPS),
-      task: 'Call list_agents until told otherwise.',
-      signal: AbortSignal.timeout(300_000),
-    });
-    if (result.stopReason !== 'FINISHED')
-      throw new Error(`session ${sessionId}: ${result.stopReason}`);
-    if (s === 0) continue; // warm-up
-    const used = cpuSince(cpu0, server.pid);
-    stepCpuMs += used.own + used.nats;
-    stepNatsCpuMs += used.nats;
-    modelSteps += result.steps;
-    await bareCalls(STEPS);
-    const calls = (await trajectories.read(sessionId)).filter(
-      (e: TrajectoryEvent) => e.type === 'model_call',
-    );
-    for (let i = 1; i < calls.length; i++) {
-      const prev = calls[i - 1] as TrajectoryEvent;
-      const cur = calls[i] as TrajectoryEvent;
-      const step = cur.atMs - prev.atMs;
-      stepMs.push(step);
-      overhead.push(step - Number(cur.data['latencyMs']));
-      modelInStepMs.push(Number(cur.data['latencyMs']));
+  const middlewareOverhead: number[] = [];
+  const sequential = async (withMiddleware: boolean): Promise<void> => {
+    for (let s = 0; s < SESSIONS + 1; s++) {
+      const sessionId = `seq-${withMiddleware ? 'mw-' : ''}${s}`;
+      const cpu0 = cpuMs(server.pid);
+      const result = await runAgentSession({
+        system,
+        trajectories,
+        sessionId,
+        template: {
+          ...template(STEPS),
+          ...(withMiddleware
+            ? {
+                middleware: [
+                  { use: 'doom_loop' as const },
+                  { use: 'read_before_edit' as const },
+                  { use: 'summarise_tool_output' as const },
+                ],
+              }
+            : {}),
+        },
+        task: 'Call list_agents until told otherwise.',
+        signal: AbortSignal.timeout(300_000),
+      });
+      if (result.stopReason !== 'FINISHED')
+        throw new Error(`session ${sessionId}: ${result.stopReason}`);
+      if (s === 0) continue; // warm-up
+      const used = cpuSince(cpu0, server.pid);
+      if (!withMiddleware) {
+        stepCpuMs += used.own + used.nats;
+        stepNatsCpuMs += used.nats;
+        modelSteps += result.steps;
+        await bareCalls(STEPS);
+      }
+      const calls = (await trajectories.read(sessionId)).filter(
+        (e: TrajectoryEvent) => e.type === 'model_call',
+      );
+      for (let i = 1; i < calls.length; i++) {
+        const prev = calls[i - 1] as TrajectoryEvent;
+        const cur = calls[i] as TrajectoryEvent;
+        const step = cur.atMs - prev.atMs;
+        const stepOverhead = step - Number(cur.data['latencyMs']);
+        if (withMiddleware) {
+          middlewareOverhead.push(stepOverhead);
+          continue;
+        }
+        stepMs.push(step);
+        overhead.push(stepOverhead);
+        modelInStepMs.push(Number(cur.data['latencyMs']));
+      }
     }
-  }
+  };
+  await sequential(false);
+  await sequential(true);
 
   // Throughput and memory: CONCURRENT sessions at once.
   gc();
@@ -224,6 +251,7 @@ async function main(): Promise<void> {
     step_p50_ms: round(median(stepMs)),
     step_overhead_p50_ms: round(overheadP50),
     step_overhead_p90_ms: round(quantile(overhead, 0.9)),
+    step_overhead_middleware_p50_ms: round(median(middlewareOverhead)),
     step_vs_model_call_ratio: round(median(stepMs) / modelP50),
     model_call_step_request_p50_ms: round(median(stepModel)),
     model_call_in_step_p50_ms: round(median(modelInStepMs)),
@@ -248,6 +276,7 @@ async function main(): Promise<void> {
   printResult('agents', {
     step_overhead_p50_ms: round(overheadP50),
     step_overhead_cpu_ms: round(stepCpuMs / modelSteps - modelCpuMs),
+    step_overhead_middleware_p50_ms: round(median(middlewareOverhead)),
     concurrent_sessions: CONCURRENT,
     steps_per_s: round(totalSteps / wallS, 1),
     session_bytes: sessionBytes,

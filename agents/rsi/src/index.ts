@@ -109,12 +109,21 @@ export {
   type TargetStatus,
   type Work,
 } from './loop/target-loop';
+export {
+  admitLessons,
+  type LearnedOutcome,
+  type PracticeInput,
+  practiseProject,
+} from './loop/practice';
 export { type StudyPhase, StudyRecords } from './phases/study-records';
 export {
   type BankVersion,
   type FrozenBank,
   type Phase2Options,
+  type Phase2AttemptLog,
+  type Phase2Log,
   type Phase2Outcome,
+  type Phase2ProjectLog,
   type Phase2Result,
   type Phase2TaskRecord,
   runPhase2,
@@ -128,6 +137,7 @@ export {
 } from './phases/phase3';
 export {
   bankChangesBetween,
+  type BranchDetail,
   type BranchOutcome,
   type BranchRecord,
   type Phase1Options,
@@ -171,6 +181,17 @@ export {
   SHELL_PLACE,
   VERIFIER_INSTRUCTION,
 } from './shell/role-prompts';
+export {
+  checkPhase1Wave,
+  clip,
+  parsePhase1Reply,
+  PHASE1_CURRICULUM_INSTRUCTION,
+  PHASE1_REPLY_FORMAT,
+  type Phase1CurriculumReply,
+  phase1CurriculumTask,
+  Phase1DecisionSchema,
+} from './shell/phase1-curriculum';
+export { type Phase1Project, ShellPhase1, type ShellPhase1Options } from './shell/shell-phase1';
 export {
   MachineBank,
   type MachineCommandResult,
@@ -217,6 +238,7 @@ export {
   rsiBank,
   type RsiBank,
   rsiRoleId,
+  rsiRoleTemplate,
   type ShellEnv,
   type ShellRoleModels,
   ShellRsiRoles,

@@ -9,6 +9,7 @@ import {
   initialAgentSessionState,
 } from './agent-state';
 import { AgentTurn, type AgentTurnDeps } from './agent-turn';
+import type { MiddlewarePlugins } from './middleware/build-chain';
 import type { SandboxPort } from './sandbox-port';
 import type { TrajectoryStore } from './trajectory-store';
 
@@ -37,6 +38,11 @@ export interface AgentActorOptions {
    * `INTERNAL_ERROR` (rather than being dead-lettered by the actor runtime). @default 3
    */
   maxAttempts?: number;
+  /**
+   * Middleware this host offers to templates by name (`middleware: [{use: plugin, name,
+   * options}]`); a run naming one the host lacks is refused. @default none
+   */
+  plugins?: MiddlewarePlugins;
   /** Logger. @default none */
   logger?: Logger;
   /** Clock. @default Date.now */
@@ -77,6 +83,7 @@ export function createAgentActor(options: AgentActorOptions) {
     subagentTimeoutMs: options.subagentTimeoutMs ?? 3_600_000,
     now: options.now ?? Date.now,
     maxStateBytes: options.maxStateBytes ?? 512 * 1024,
+    plugins: options.plugins ?? {},
   };
   const turn = (ctx: ActorContext<AgentSessionState>, state: AgentSessionState): AgentTurn =>
     new AgentTurn(ctx, structuredClone(state), deps);

@@ -68,7 +68,12 @@ export const AgentRunStateSchema = z.object({
    * next safe point, also after a crash.
    */
   cancelRequested: z.object({ reason: z.string().optional() }).optional(),
-  /** The error behind MODEL_ERROR / BUDGET_EXHAUSTED / INTERNAL_ERROR / CANCELLED. */
+  /**
+   * A middleware stopped the run after a tool result (committed with it): the run ends with
+   * STOPPED_BY_MIDDLEWARE at its next check, also after a crash.
+   */
+  middlewareStop: z.object({ by: z.string(), reason: z.string() }).optional(),
+  /** The error behind MODEL_ERROR / BUDGET_EXHAUSTED / INTERNAL_ERROR / CANCELLED / STOPPED_BY_MIDDLEWARE. */
   error: z.string().optional(),
   endedAtMs: z.number().optional(),
 });

@@ -12,6 +12,8 @@ export const AgentStopReason = {
   BUDGET_EXHAUSTED: 'BUDGET_EXHAUSTED',
   /** `limits.maxWallMs` passed since the run started. */
   WALL_TIME: 'WALL_TIME',
+  /** A middleware of the template stopped the run (e.g. `doom_loop` with `action: stop`). */
+  STOPPED_BY_MIDDLEWARE: 'STOPPED_BY_MIDDLEWARE',
   /** The model call failed for good (retries exhausted, bad request, auth). */
   MODEL_ERROR: 'MODEL_ERROR',
   /**

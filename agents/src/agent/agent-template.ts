@@ -2,6 +2,7 @@ import { parseWith } from '@troupe/proto';
 import { z } from 'zod';
 import { MODEL_NAME } from '@troupe/llm';
 import { AGENT_TOOL_NAMES, AgentToolName } from './agent-tool-name';
+import { ContinuationConfigSchema, MiddlewareConfigSchema } from './middleware/middleware-config';
 
 /** A subagent or template name: `[a-z][a-z0-9_-]{0,31}`. */
 export const AGENT_NAME_PATTERN = /^[a-z][a-z0-9_-]{0,31}$/;
@@ -73,6 +74,16 @@ export const AgentTemplateSchema = z.strictObject({
   maxToolOutputChars: z.int().min(200).default(16_000),
   /** Characters of an inbound message kept in the context (the rest is saved). @default 8000 */
   maxMessageChars: z.int().min(200).default(8_000),
+  /**
+   * Hooks around each model and tool call, in order (`doom_loop`, `summarise_tool_output`,
+   * `read_before_edit`, or a host's `plugin`); subagents inherit them. @default none
+   */
+  middleware: z.array(MiddlewareConfigSchema).max(16).optional(),
+  /**
+   * What answers a reply without a tool call (up to `maxAutoContinues`): a fixed text or a
+   * fake-user model. @default the fixed "Continue working on the task…" prompt
+   */
+  continuation: ContinuationConfigSchema.optional(),
 });
 /** A template as a caller writes it. */
 export type AgentTemplateInput = z.input<typeof AgentTemplateSchema>;

@@ -26,7 +26,10 @@ import { AgentStopReason } from './agent-stop-reason';
 import { heldToolDefinitions } from './agent-tool-args';
 import { Checkpointer } from './checkpointer';
 import { ContextFitter } from './context-fitter';
-import { modelStep } from './model-step';
+import { buildMiddlewareChain, type MiddlewarePlugins } from './middleware/build-chain';
+import { continuationPrompt } from './middleware/continuation';
+import type { MiddlewareContext, RunMiddleware } from './middleware/middleware';
+import { modelStep, toChat } from './model-step';
 import { limitReached, modelFailureStop } from './run-limits';
 import { runResult } from './run-result';
 import { startRun } from './run-start';
@@ -50,10 +53,9 @@ export interface AgentTurnDeps {
   now: () => number;
   /** Serialized session state size above which the context is shrunk (see ContextFitter). */
   maxStateBytes: number;
+  /** Middleware plugins this host offers to templates (`{use: plugin, name}`). */
+  plugins: MiddlewarePlugins;
 }
-
-const CONTINUE_PROMPT =
-  'Continue working on the task. When it is done, call finish_task with a summary.';
 
 /**
  * One handler turn of an agent session: the run's lifecycle (start, resume, refuse, cancel, end)
@@ -152,7 +154,7 @@ export class AgentTurn {
       await this.refuseBusy(msg, s.run.runId);
       return;
     }
-    const start = startRun(s, msg, this.deps.llm.registry, this.deps.now);
+    const start = startRun(s, msg, this.deps.llm.registry, this.deps.now, this.deps.plugins);
     if (!start.ok) return this.reject(msg, start.code, start.why);
     const { template, added } = start;
     this.events.emit(msg.runId, TrajectoryEventType.RUN_START, added, {
@@ -367,19 +369,28 @@ export class AgentTurn {
     const { run, template } = s;
     const limits = template.limits;
     const budget = new SessionBudget(run.costUsd, limits.maxCostUsd, this.deps.budget);
+    const middleware = this.runMiddleware(s, budget);
     for (;;) {
       // Tool results drain the inbox after each call; otherwise drain here (first step, waking).
-      if (!(await this.tools.runPending(s))) await this.inbox.drain(run.runId);
+      if (!(await this.tools.runPending(s, middleware))) await this.inbox.drain(run.runId);
       if (run.finishSummary !== undefined) {
         return this.end(run, AgentStopReason.FINISHED, run.finishSummary);
       }
       if (run.cancelRequested) return this.endCancelled(run);
+      if (run.middlewareStop) return this.endStoppedByMiddleware(run, run.middlewareStop);
       this.inbox.flush(run.runId);
       const elapsed = this.deps.now() - run.startedAtMs;
       const limit = limitReached(run, limits, elapsed);
       if (limit) return this.end(run, limit);
       try {
         await this.fitter.fit(s, budget);
+        let messages;
+        if (middleware) {
+          const before = await middleware.chain.beforeModel(middleware.ctx, s.messages.map(toChat));
+          middleware.record(run.runId, before.actions);
+          if (before.stop) return this.endStoppedByMiddleware(run, before.stop);
+          messages = before.messages;
+        }
         const reply = await modelStep(s, {
           llm: this.deps.llm,
           sessionId: this.sessionId,
@@ -387,7 +398,15 @@ export class AgentTurn {
           signal: this.signal,
           budget,
           elapsedMs: elapsed,
+          ...(messages ? { messages } : {}),
         });
+        if (middleware) {
+          const after = await middleware.chain.afterModel(middleware.ctx, reply);
+          middleware.record(run.runId, after.actions);
+          if (after.stop) return this.endStoppedByMiddleware(run, after.stop);
+          // Hints reach the model after the reply's tool results (or at once, without any).
+          for (const hint of after.hints) (s.inbound ??= []).push({ role: 'user', content: hint });
+        }
         const calls = reply.toolCalls ?? [];
         if (calls.length === 0) {
           // Messages taken during the call (a drain on a mail hint): the model answers them.
@@ -402,7 +421,12 @@ export class AgentTurn {
           }
           if (run.continues < template.maxAutoContinues) {
             run.continues++;
-            const prompt: StoredMessage = { role: 'user', content: CONTINUE_PROMPT };
+            const text = await continuationPrompt(
+              template.continuation,
+              s.messages,
+              middleware?.ctx ?? this.middlewareContext(s, budget),
+            );
+            const prompt: StoredMessage = { role: 'user', content: text };
             s.messages.push(prompt);
             this.events.emit(run.runId, TrajectoryEventType.MESSAGE, [prompt], {
               from: 'continue',
@@ -426,6 +450,62 @@ export class AgentTurn {
         return this.end(run, stop.reason, undefined, stop.error);
       }
     }
+  }
+
+  /** The run's middleware chain, or undefined when its template has none. */
+  private runMiddleware(s: RunningSession, budget: SessionBudget): RunMiddleware | undefined {
+    if (!s.template.middleware?.length) return undefined;
+    return {
+      chain: buildMiddlewareChain(s.template, this.deps.plugins),
+      ctx: this.middlewareContext(s, budget),
+      record: (runId, actions) => {
+        for (const a of actions) {
+          this.events.emit(runId, TrajectoryEventType.MIDDLEWARE, undefined, { ...a });
+        }
+      },
+    };
+  }
+
+  /** What middleware hooks (and the continuation policy) see: the session and a charged model. */
+  private middlewareContext(s: RunningSession, budget: SessionBudget): MiddlewareContext {
+    const { run, template } = s;
+    return {
+      session: s,
+      signal: this.signal,
+      chat: async ({ model, messages, maxTokens, purpose }) => {
+        const result = await this.deps.llm.chat({
+          model: model ?? template.model,
+          messages,
+          ...(maxTokens !== undefined ? { maxTokens } : {}),
+          signal: this.signal,
+          budget,
+          metadata: {
+            session: this.sessionId,
+            run: run.runId,
+            purpose,
+            ...(run.budgetScope ? { budgetScope: run.budgetScope } : {}),
+          },
+        });
+        run.inputTokens += result.usage.promptTokens;
+        run.outputTokens += result.usage.completionTokens;
+        run.costUsd += result.costUsd;
+        return result.message.content ?? '';
+      },
+    };
+  }
+
+  /** Ends a run a middleware stopped: its unrun tool calls are answered, then the end recorded. */
+  private async endStoppedByMiddleware(
+    run: AgentRunState,
+    stop: { by: string; reason: string },
+  ): Promise<void> {
+    this.tools.answerUnrun(this.s, run.runId, AgentStopReason.STOPPED_BY_MIDDLEWARE);
+    await this.end(
+      run,
+      AgentStopReason.STOPPED_BY_MIDDLEWARE,
+      undefined,
+      `stopped by ${stop.by}: ${stop.reason}`,
+    );
   }
 
   private async end(

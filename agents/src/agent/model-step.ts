@@ -15,6 +15,8 @@ export interface ModelStepOptions {
   budget: BudgetHook;
   /** Wall time the run has used so far (its `limits.maxWallMs` bounds the call). */
   elapsedMs: number;
+  /** The messages to send instead of the conversation (a middleware's rewrite of this call). */
+  messages?: ChatMessage[];
 }
 
 /**
@@ -30,7 +32,7 @@ export async function modelStep(
   const { maxWallMs } = template.limits;
   const result = await o.llm.chat({
     model: template.model,
-    messages: s.messages.map(toChat),
+    messages: o.messages ?? s.messages.map(toChat),
     tools: heldToolDefinitions(template),
     ...(template.maxTokensPerCall ? { maxTokens: template.maxTokensPerCall } : {}),
     signal: o.signal,
@@ -73,7 +75,7 @@ export async function modelStep(
 }
 
 /** A stored message as the LLM client takes it (the `pinned` mark stays behind). */
-function toChat(m: StoredMessage): ChatMessage {
+export function toChat(m: StoredMessage): ChatMessage {
   switch (m.role) {
     case 'assistant':
       return {

@@ -3,6 +3,7 @@ import type { z } from 'zod';
 import type { RunMessageSchema } from './agent-messages';
 import type { AgentSessionState, StoredMessage } from './agent-state';
 import type { AgentTemplate } from './agent-template';
+import { middlewareProblem, type MiddlewarePlugins } from './middleware/build-chain';
 import type { ModelNames } from './tools/agent-tool';
 import { SANDBOX_TOOLS } from './tools/agent-tools';
 
@@ -13,7 +14,8 @@ export type RunStart =
 
 /**
  * Starts run `msg` on session `s`, which has no run in progress: refused without a template (the
- * run's or the session's), with a model the registry lacks, or with sandbox tools and no sandbox.
+ * run's or the session's), with a model the registry lacks, with sandbox tools and no sandbox, or
+ * with middleware this host cannot run (see {@link middlewareProblem}).
  * Otherwise sets the session's template, sandbox and family, appends the instruction (first run)
  * with any parent history, the pinned texts and the task, and sets the run `running`.
  */
@@ -22,6 +24,7 @@ export function startRun(
   msg: z.output<typeof RunMessageSchema>,
   models: ModelNames,
   now: () => number,
+  plugins: MiddlewarePlugins = {},
 ): RunStart {
   const template = msg.template ?? s.template;
   if (!template) {
@@ -38,6 +41,8 @@ export function startRun(
       why: `\`run.template.model\`: '${template.model}' is not in the model registry (registered: ${models.names().join(', ')})`,
     };
   }
+  const problem = middlewareProblem(template, models, plugins);
+  if (problem) return { ok: false, code: ErrorCode.INVALID_ARGUMENT, why: problem };
   const sandboxId = msg.sandboxId ?? s.sandboxId;
   const needsSandbox = template.tools.filter((t) => SANDBOX_TOOLS.has(t));
   if (needsSandbox.length > 0 && !sandboxId) {

@@ -2,12 +2,14 @@ import type { RefFactory } from '@troupe/actors';
 import { ErrorCode, TroupeError } from '@troupe/proto';
 import type { ToolCall } from '@troupe/llm';
 import type { AgentSessionState, RunningSession, StoredMessage } from './agent-state';
+import type { RunMiddleware } from './middleware/middleware';
 import type { AgentStopReason } from './agent-stop-reason';
 import type { Checkpointer } from './checkpointer';
 import { headTail } from './replace-exact';
 import type { SandboxPort } from './sandbox-port';
 import type { SubagentCalls } from './subagent-calls';
 import type { ModelNames, ToolContext } from './tools/agent-tool';
+import type { ToolOutcome } from './tools/tool-outcome';
 import { isEffectFree, runToolCall } from './tools/agent-tools';
 import { TrajectoryEventType } from './trajectory-event';
 
@@ -41,7 +43,7 @@ export class ToolBatch {
    * run is cancelled. A tool with an external effect waits for every checkpoint before it; each
    * result's checkpoint overlaps what follows it.
    */
-  async runPending(s: RunningSession): Promise<boolean> {
+  async runPending(s: RunningSession, middleware?: RunMiddleware): Promise<boolean> {
     const { run, template } = s;
     const { index, calls } = unansweredCalls(s.messages);
     const events = this.o.checkpointer;
@@ -50,7 +52,7 @@ export class ToolBatch {
       // A safe point: a cancel posted during the model call stops the run before any tool runs.
       if (!ran) await this.o.drain(run.runId);
       ran = true;
-      if (run.cancelRequested) return ran;
+      if (run.cancelRequested || run.middlewareStop) return ran;
       // Everything before an external effect is committed first (see AgentTurn.steps()).
       const effectFree = isEffectFree(template, call.name);
       if (!effectFree) await events.settle();
@@ -63,11 +65,13 @@ export class ToolBatch {
         { toolCallId: call.id, name: call.name, argumentsText: call.argumentsText },
         { defer: effectFree },
       );
-      const outcome = await runToolCall(call, this.context(s, call.id, index), this.o.halt);
+      const outcome: ToolOutcome & { modelContent?: string } = middleware
+        ? await this.runWithMiddleware(s, call, index, middleware)
+        : await runToolCall(call, this.context(s, call.id, index), this.o.halt);
       const message: StoredMessage = {
         role: 'tool',
         toolCallId: call.id,
-        content: headTail(outcome.content, template.maxToolOutputChars),
+        content: headTail(outcome.modelContent ?? outcome.content, template.maxToolOutputChars),
       };
       s.messages.push(message);
       events.emit(
@@ -78,9 +82,7 @@ export class ToolBatch {
           toolCallId: call.id,
           name: call.name,
           ok: outcome.ok,
-          ...(message.content.length < outcome.content.length
-            ? { fullContent: outcome.content }
-            : {}),
+          ...(message.content !== outcome.content ? { fullContent: outcome.content } : {}),
         },
         { defer: true }, // published with the checkpoint that follows
       );
@@ -89,6 +91,34 @@ export class ToolBatch {
       await events.commitSoon();
     }
     return ran;
+  }
+
+  /**
+   * Runs one call through the middleware chain: a blocked call is answered with an error naming
+   * the middleware, a rewritten one runs with its new arguments; after it, the chain may rewrite
+   * what the model sees (`modelContent`; the trajectory keeps `content`), queue hints for after
+   * the batch, or stop the run (recorded in the run's state, committed with the result).
+   */
+  private async runWithMiddleware(
+    s: RunningSession,
+    call: ToolCall,
+    index: number,
+    m: RunMiddleware,
+  ): Promise<ToolOutcome & { modelContent?: string }> {
+    const { run } = s;
+    const before = await m.chain.beforeTool(m.ctx, call);
+    m.record(run.runId, before.actions);
+    if (before.block) {
+      return { ok: false, content: `error: blocked by ${before.block.by}: ${before.block.reason}` };
+    }
+    const outcome = await runToolCall(before.call, this.context(s, call.id, index), this.o.halt);
+    const after = await m.chain.afterTool(m.ctx, before.call, outcome);
+    m.record(run.runId, after.actions);
+    for (const hint of after.hints) (s.inbound ??= []).push({ role: 'user', content: hint });
+    if (after.stop) run.middlewareStop ??= after.stop;
+    return after.content === outcome.content
+      ? outcome
+      : { ...outcome, modelContent: after.content };
   }
 
   /**

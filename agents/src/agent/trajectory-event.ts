@@ -13,6 +13,11 @@ export const TrajectoryEventType = {
   TOOL_RESULT: 'tool_result',
   /** A message (from another agent, a subagent result, a continue prompt) entered the context. */
   MESSAGE: 'message',
+  /**
+   * A middleware acted: `data.middleware`, `data.hook`, `data.action` (`rewrite`, `hint`, `block`,
+   * `stop`), `data.toolCallId` and `data.detail` where they apply.
+   */
+  MIDDLEWARE: 'middleware',
   /** Older history was replaced by a summary. */
   COMPACTION: 'compaction',
   /**

@@ -34,6 +34,7 @@ export const ISSUE_SOLVER_INSTRUCTION = [
 const STOP_REASONS: Record<AgentStopReason, TaskAgentStopReason> = {
   [AgentStopReason.FINISHED]: 'finished',
   [AgentStopReason.NO_TOOL_CALLS]: 'idle',
+  [AgentStopReason.STOPPED_BY_MIDDLEWARE]: 'idle',
   [AgentStopReason.MAX_STEPS]: 'max_steps',
   [AgentStopReason.MAX_TOKENS]: 'budget',
   [AgentStopReason.BUDGET_EXHAUSTED]: 'budget',

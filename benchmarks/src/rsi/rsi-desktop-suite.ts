@@ -14,6 +14,11 @@ export const RsiDesktopSuiteSchema = z.strictObject({
   environment: z.literal('desktop'),
   /** Files of the bank Phase 1 starts from (path → text). @default none */
   seedBank: z.record(z.string(), z.string()).default({}),
+  /**
+   * What Phase 1's Curriculum is told about the domain (Phase 1 practice waves do not run on
+   * desktops yet). @default {@link DEFAULT_DESKTOP_PHASE1_BRIEF}
+   */
+  phase1Brief: z.string().trim().min(1, 'must not be empty').max(20_000).optional(),
   /** Where the tasks come from, and the environment every machine is created as. */
   desktop: z.strictObject({
     /** A `desktop-tasks` suite folder (relative to the coordinator's working directory). */
@@ -34,10 +39,16 @@ export const RsiDesktopSuiteSchema = z.strictObject({
   limits: ShellTaskLimitsSchema.default(ShellTaskLimitsSchema.parse({})),
 });
 
+/** Phase 1's brief of a desktop suite that gives none. */
+export const DEFAULT_DESKTOP_PHASE1_BRIEF =
+  'Computer-use tasks on a Linux desktop without network access: a terminal, a text editor, a ' +
+  'spreadsheet and a file manager, operated with the mouse and keyboard.';
+
 /** A loaded desktop RSI suite: its tasks resolved from the desktop suite. */
 export interface RsiDesktopSuite {
   environment: 'desktop';
   seedBank: Record<string, string>;
+  phase1Brief: string;
   desktop: z.output<typeof RsiDesktopSuiteSchema>['desktop'];
   limits: z.output<typeof ShellTaskLimitsSchema>;
   dev: DesktopTask[];
@@ -76,6 +87,7 @@ export function parseRsiDesktopSuite(raw: unknown, baseDir: string, file: string
   return {
     environment: 'desktop',
     seedBank: s.seedBank,
+    phase1Brief: s.phase1Brief ?? DEFAULT_DESKTOP_PHASE1_BRIEF,
     desktop: s.desktop,
     limits: s.limits,
     dev: resolve('dev'),

@@ -11,13 +11,14 @@ import {
   type Phase2Result,
   type Phase3Result,
   rsiBank,
-  runPhase1,
   runPhase2,
   runPhase3,
   runTarget,
   StudyRecords,
 } from '@troupe/rsi';
 import { z } from 'zod';
+import { targetLog } from './rsi-cycles';
+import { readPhase1Waves, RsiPhase1ConfigSchema, runRsiPhase1 } from './rsi-phase1';
 import { renderRsiReport } from './rsi-report';
 import { desktopStudy, type RsiDesktopModels } from './rsi-desktop';
 import { type RsiDesktopSuite } from './rsi-desktop-suite';
@@ -40,6 +41,8 @@ export const RsiConfigSchema = z.strictObject({
   maxProjects: z.int().min(0).max(50).default(6),
   /** Refused publications per search before it counts as STALLED. @default 3 */
   maxRefusedPublications: z.int().min(0).max(20).default(3),
+  /** Phase 1's practice waves (`maxWaves: 0` skips them). @default every field's default */
+  phase1: RsiPhase1ConfigSchema.default(RsiPhase1ConfigSchema.parse({})),
 });
 /** Validated `spec.config`. */
 export type RsiConfig = z.output<typeof RsiConfigSchema>;
@@ -60,6 +63,8 @@ export interface RsiDriverOptions {
 /** What a study's run hands to the grader. */
 export interface RsiRun {
   bankId: string;
+  /** The seed version (the bank Phase 1 started from). */
+  seed?: BankVersion;
   phase1: Phase1Result;
   phase2: Phase2Result;
   phase3: Phase3Result;
@@ -100,8 +105,9 @@ async function seedVersion(
 }
 
 /**
- * The `rsi` driver: one RSIAgent study per job (its single task `study`). Phase 1 commits the
- * suite's seed bank (practice waves without a target are not bound to roles yet); Phase 2 runs the
+ * The `rsi` driver: one RSIAgent study per job (its single task `study`). Phase 1 builds the bank
+ * from the suite's seed in waves of practice projects the Curriculum proposes (each practised in
+ * its own sandbox, committed in the Curriculum's order; see `rsi-phase1.ts`); Phase 2 runs the
  * development tasks serially through the target loop with the roles as agent sessions on shell
  * sandboxes; Phase 3 runs each held-out task's Actor on the frozen bank (no Verifier, no lessons,
  * no Curriculum) and scores it with the task's evaluator, which no role ever sees. Phase
@@ -190,13 +196,22 @@ export function createRsiDriver(options: RsiDriverOptions = {}): JobDriver<RsiCo
         study.rolesFor(task.id, execution);
 
       const seed = await seedVersion(banks, bankId, suite.seedBank);
-      const phase1 = await runPhase1<never>({
+      const phase1 = await runRsiPhase1({
         banks,
         records,
         input: seed,
-        proposeWave: () => Promise.resolve({ kind: 'READY' }),
-        practise: () => Promise.reject(new Error('unreachable: no practice waves')),
-        projectName: () => '',
+        system: ctx.refs,
+        trajectories,
+        jobId: ctx.jobId,
+        execution: `${ctx.resourceId}-p1`,
+        models: config.models,
+        brief: suite.phase1Brief,
+        // Phase 1's practice branches run on shell sandboxes: a desktop study does not run them
+        // yet (its Phase 1 commits the seed, as with maxWaves 0).
+        config: suite.environment === 'desktop' ? { ...config.phase1, maxWaves: 0 } : config.phase1,
+        maxRefusedPublications: config.maxRefusedPublications,
+        ...(ctx.budgetScope ? { budgetScope: ctx.budgetScope } : {}),
+        log: ctx.log,
         signal,
       });
       ctx.log.info({ bankId, treeHash: phase1.output.treeHash }, 'rsi phase 1 ready');
@@ -225,6 +240,7 @@ export function createRsiDriver(options: RsiDriverOptions = {}): JobDriver<RsiCo
             projects: r.projects.length,
             refusedPublications: r.refusedPublications,
             ...(r.stalled !== undefined ? { stalled: r.stalled } : {}),
+            log: targetLog(r),
           };
         },
         onTask: (e) => ctx.log.info({ ...e.record, reused: e.reused }, 'rsi phase 2 task'),
@@ -252,10 +268,18 @@ export function createRsiDriver(options: RsiDriverOptions = {}): JobDriver<RsiCo
       };
       links['report'] = await ctx.artifacts.put(
         'report.html',
-        renderRsiReport({ jobId: ctx.jobId, bankId, phase1, phase2, phase3 }),
+        renderRsiReport({
+          jobId: ctx.jobId,
+          bankId,
+          seed,
+          phase1,
+          waves: await readPhase1Waves(records, phase1),
+          phase2,
+          phase3,
+        }),
         { contentType: 'text/html', signal },
       );
-      return { bankId, phase1, phase2, phase3, links };
+      return { bankId, seed, phase1, phase2, phase3, links };
     },
 
     async grade(_ctx: TaskContext, _input, run) {
@@ -267,7 +291,10 @@ export function createRsiDriver(options: RsiDriverOptions = {}): JobDriver<RsiCo
         stopReason: 'finished',
         details: {
           bankId: run.bankId,
-          seedTreeHash: run.phase1.output.treeHash,
+          seedTreeHash: (run.seed ?? run.phase1.output).treeHash,
+          phase1TreeHash: run.phase1.output.treeHash,
+          phase1Waves: run.phase1.waves,
+          phase1Ended: run.phase1.ended,
           frozenTreeHash: run.phase2.frozen.treeHash,
           frozenVersion: run.phase2.frozen.version,
           phase2: run.phase2.tasks.map((t) => ({

@@ -21,6 +21,11 @@ export const RsiSuiteSchema = z
     environment: z.literal('shell').optional(),
     /** Files of the bank Phase 1 starts from (path → text). @default none */
     seedBank: z.record(z.string(), z.string()).default({}),
+    /**
+     * What Phase 1's Curriculum is told about the domain (never a task's text or evaluator).
+     * @default {@link DEFAULT_PHASE1_BRIEF}
+     */
+    phase1Brief: z.string().trim().min(1, 'must not be empty').max(20_000).optional(),
     dev: z.array(ShellTaskSchema).min(1, 'needs at least one development task').max(1_000),
     heldOut: z.array(ShellTaskSchema).min(1, 'needs at least one held-out task').max(10_000),
   })
@@ -45,10 +50,16 @@ export const RsiSuiteSchema = z
     }
   });
 
+/** Phase 1's brief when a suite gives none. */
+export const DEFAULT_PHASE1_BRIEF =
+  'Shell tasks in a Linux sandbox without network access: creating, reading and changing files, ' +
+  'text processing and counting with standard command-line tools.';
+
 /** A loaded suite. */
 export interface RsiSuite {
   environment?: 'shell';
   seedBank: Record<string, string>;
+  phase1Brief: string;
   dev: ShellTask[];
   heldOut: ShellTask[];
 }
@@ -80,5 +91,6 @@ export function loadRsiSuite(
       return parseRsiDesktopSuite(raw, baseDir, `${suite}/tasks.yaml`);
     }
   }
-  return parseWith(RsiSuiteSchema, raw, { prefix: `${suite}/tasks.yaml` });
+  const parsed = parseWith(RsiSuiteSchema, raw, { prefix: `${suite}/tasks.yaml` });
+  return { ...parsed, phase1Brief: parsed.phase1Brief ?? DEFAULT_PHASE1_BRIEF };
 }

@@ -5,14 +5,23 @@ import { createAgentActor, TrajectoryStore } from '@troupe/agents';
 import { type JobEventRecord } from '@troupe/coordinator';
 import { LlmClient, ModelRegistry } from '@troupe/llm';
 import { errorCode } from '@troupe/proto';
-import { BankStore } from '@troupe/rsi';
-import { type ChatRequest, FakeOpenAI, type FakeCompletion } from '@troupe/testkit';
+import { BankStore, type Phase1Result, StudyRecords, type WaveRecord } from '@troupe/rsi';
+import { FakeOpenAI } from '@troupe/testkit';
 import { TestCluster } from '@troupe/test-cluster';
 import { createRsiDriver, rsiBankId } from '../../src';
+import {
+  bankWith,
+  LESSON_TEXT,
+  readRequest as read,
+  rsiScript as script,
+  WORK,
+} from './rsi-fixtures/rsi-script';
 
 // The `rsi` driver end to end on the shipped rsi-shell-mini suite: a real coordinator, node
 // agent (Docker sandboxes) and agent host; every role's model is the testkit's FakeOpenAI,
-// scripted per role. Phase 2 develops the bank on both development tasks (each PASS teaches a
+// scripted per role (rsi-fixtures/rsi-script.ts). Phase 1's Curriculum publishes one wave of two
+// practice projects, each practised in its own sandbox from the seed and committed in order, then
+// READY; Phase 2 develops the bank on both development tasks (each PASS teaches a
 // lesson, each output bank the next input), Phase 3 runs the held-out tasks' Actors on the frozen
 // bank and scores them with the suite's evaluators: the scripted Actor gets one right and one
 // wrong, so the mean is 0.5 — computed from the machines, not from what the Actor claims.
@@ -67,65 +76,6 @@ afterAll(async () => {
   await fake?.close();
 });
 
-type Msg = { role: string; content?: unknown };
-
-/** The role (from the system message), the run's task text and the tool results since. */
-function read(req: ChatRequest) {
-  const messages = req.body.messages as Msg[];
-  const system = String(messages[0]?.content);
-  const role = system.startsWith('You are the Actor')
-    ? 'actor'
-    : system.startsWith('You are the Verifier')
-      ? 'verifier'
-      : 'curriculum';
-  let last = 0;
-  messages.forEach((m, i) => {
-    if (m.role === 'user') last = i;
-  });
-  return {
-    role,
-    task: String(messages[last]?.content),
-    results: messages.slice(last + 1).filter((m) => m.role === 'tool').length,
-  };
-}
-
-const call = (name: string, args: Record<string, unknown>): FakeCompletion => ({
-  toolCalls: [{ name, arguments: args }],
-});
-const sh = (command: string) => call('run_terminal_command', { command });
-const finish = (summary: string) => call('finish_task', { summary });
-
-/** What the scripted Actor runs for each task (farewell is deliberately wrong). */
-const WORK: [string, string, string][] = [
-  ['greeting.txt', 'greeting', "printf 'hello\\n' > greeting.txt"],
-  ['count.txt', 'count-lines', 'wc -l < data.txt > count.txt'],
-  ['farewell.txt', 'farewell', "printf 'goodbye\\n' > farewell.txt"],
-  ['wc.txt', 'count-words', 'wc -w < words.txt > wc.txt'],
-];
-
-function script(req: ChatRequest): FakeCompletion {
-  const { role, task, results } = read(req);
-  const work = WORK.find(([file]) => task.includes(file));
-  if (role === 'verifier') {
-    return results === 0 ? sh(`cat ${work?.[0] ?? '.'}`) : finish('HANDOFF\nthe file is there');
-  }
-  if (role === 'actor' && task.includes('Propose what it should keep')) {
-    // The lesson run continues the Actor's session: the task is earlier in its conversation.
-    const conversation = JSON.stringify(req.body.messages);
-    const name = WORK.find(([file]) => conversation.includes(file))?.[1] ?? 'general';
-    return results === 0
-      ? sh(
-          `mkdir -p /proposal/lessons && printf 'write files with printf\\n' > /proposal/lessons/${name}.md`,
-        )
-      : finish('proposed one lesson');
-  }
-  if (role === 'actor') {
-    if (!work) throw new Error(`no scripted work for: ${task.slice(0, 200)}`);
-    return results === 0 ? sh(work[2]) : finish('DONE\nwrote the file');
-  }
-  throw new Error(`the Curriculum is not scripted: ${task.slice(0, 200)}`);
-}
-
 test('a study develops the bank on the dev tasks and measures it on the held-out ones', async () => {
   fake.setHandler(script);
   const jobs = tc.coordinator.jobs!;
@@ -149,7 +99,11 @@ test('a study develops the bank on the dev tasks and measures it on the held-out
   const details = study.details as {
     bankId: string;
     seedTreeHash: string;
+    phase1TreeHash: string;
+    phase1Waves: number;
+    phase1Ended: string;
     frozenTreeHash: string;
+    frozenVersion: number;
     phase2: { task: string; status: string; verdict: string; bankIn: string; bankOut: string }[];
     scored: number;
     unscored: number;
@@ -160,22 +114,82 @@ test('a study develops the bank on the dev tasks and measures it on the held-out
     ['greeting', 'passed', 'PASS'],
     ['count-lines', 'passed', 'PASS'],
   ]);
-  // The lineage: seed → greeting's output → count-lines' output = the frozen bank.
-  expect(details.phase2[0]?.bankIn).toBe(details.seedTreeHash);
-  expect(details.phase2[1]?.bankIn).toBe(details.phase2[0]?.bankOut);
-  expect(details.phase2[1]?.bankOut).toBe(details.frozenTreeHash);
-  expect(
-    new Set([details.seedTreeHash, details.phase2[0]?.bankOut, details.frozenTreeHash]).size,
-  ).toBe(3);
+  // The lineage: seed → the wave's output → greeting's output → count-lines' output = frozen,
+  // each hash the one of the files the scripted lessons add.
+  const seed = bankWith();
+  const afterWave = bankWith('practice-p1', 'practice-p2');
+  const afterGreeting = bankWith('practice-p1', 'practice-p2', 'greeting');
+  const frozenBank = bankWith('practice-p1', 'practice-p2', 'greeting', 'count-lines');
+  expect(details.seedTreeHash).toBe(seed.treeHash);
+  expect([details.phase1TreeHash, details.phase1Waves, details.phase1Ended]).toEqual([
+    afterWave.treeHash,
+    1,
+    'READY',
+  ]);
+  expect(details.phase2[0]?.bankIn).toBe(afterWave.treeHash);
+  expect(details.phase2[0]?.bankOut).toBe(afterGreeting.treeHash);
+  expect(details.phase2[1]?.bankIn).toBe(afterGreeting.treeHash);
+  expect(details.phase2[1]?.bankOut).toBe(frozenBank.treeHash);
+  expect([details.frozenTreeHash, details.frozenVersion]).toEqual([frozenBank.treeHash, 4]);
   expect([details.scored, details.unscored]).toEqual([2, 0]);
   expect(Object.keys(details.links).sort()).toEqual(['phase1', 'phase2', 'phase3', 'report']);
+  // The report shows the wave's branches and each development task's cycle.
+  const reader = await jobs.artifact(record.jobId, details.links['report']!);
+  const chunks: Uint8Array[] = [];
+  for await (const c of reader.chunks) chunks.push(c);
+  const html = Buffer.concat(chunks).toString('utf8');
+  expect(html).toContain(
+    `<h3>Wave 1: v1 ${seed.treeHash.slice(0, 12)} → v2 ${afterWave.treeHash.slice(0, 12)}</h3>`,
+  );
+  expect(html).toContain('<td>practice/p2</td>');
+  expect(html).toContain('<h3>1. greeting — passed</h3>');
+  expect(html).toContain('<h3>2. count-lines — passed</h3>');
+  expect(html.match(/<td>attempt 1<\/td>/g)).toHaveLength(2);
+  expect(html).not.toContain('No per-cycle log');
 
-  // The frozen bank holds the seed and both lessons, and verifies.
+  // The frozen bank holds the seed and all four lessons, and verifies.
   const banks = await BankStore.open(nc, { cluster: tc.cluster });
   const frozen = await banks.load(details.bankId, 'head', {
     expectTreeHash: details.frozenTreeHash,
   });
-  expect(frozen.bank.paths).toEqual(['README.md', 'lessons/count-lines.md', 'lessons/greeting.md']);
+  expect(frozen.bank.paths).toEqual([
+    'README.md',
+    'lessons/count-lines.md',
+    'lessons/greeting.md',
+    'lessons/practice-p1.md',
+    'lessons/practice-p2.md',
+  ]);
+  // Phase 1's records: one wave from the seed (v1) to v2, both branches practised from the same
+  // snapshot and committed in the Curriculum's order; then READY.
+  const records = new StudyRecords(banks.kv, details.bankId);
+  const wave = await records.get<WaveRecord>('phase1', 'wave-1');
+  expect(wave?.input).toMatchObject({ version: 1, treeHash: seed.treeHash });
+  expect(wave?.output).toMatchObject({ version: 2, treeHash: afterWave.treeHash });
+  expect(
+    wave?.branches.map((b) => [
+      b.index,
+      b.project,
+      b.verdict,
+      b.committed,
+      b.changed,
+      b.bankBefore,
+    ]),
+  ).toEqual([
+    [1, 'practice/p1', 'PASS', true, ['lessons/practice-p1.md'], seed.treeHash],
+    [2, 'practice/p2', 'PASS', true, ['lessons/practice-p2.md'], seed.treeHash],
+  ]);
+  expect(wave?.branches.map((b) => b.bankAfter)).toEqual([
+    bankWith('practice-p1').treeHash,
+    bankWith('practice-p2').treeHash,
+  ]);
+  expect(wave?.branches[0]?.report).toContain('the file is there');
+  expect(await records.get('phase1', 'wave-2')).toBeUndefined();
+  const ready = await records.get<Phase1Result>('phase1', 'ready');
+  expect(ready).toEqual({ output: wave?.output, waves: 1, ended: 'READY' });
+  // The wave's commit carries its record (lean: no reports), for adoption after a crash.
+  const v2 = await banks.getCommit(details.bankId, { version: 2 });
+  expect([v2.role, v2.message.startsWith('rsi phase1 ')]).toEqual(['phase1', true]);
+  expect(v2.message).not.toContain('the file is there');
 
   const requests = fake.chatRequests.map((r) => ({ ...read(r), body: JSON.stringify(r.body) }));
   // Phase 3's Actors saw the frozen bank's inventory, and no held-out task was learned from.
@@ -187,6 +201,34 @@ test('a study develops the bank on the dev tasks and measures it on the held-out
       (r) => r.task.includes('Propose what it should keep') && r.task.includes('wc.txt'),
     ),
   ).toBe(false);
+  // Phase 1's Curriculum: two turns (the wave, then READY after seeing the wave's record); it
+  // never saw a development or held-out task.
+  const p1 = requests.filter((r) => r.role === 'phase1-curriculum');
+  expect(p1.map((r) => r.task.includes('No wave has run yet.'))).toEqual([true, false]);
+  expect(p1[1]?.task).toContain('Wave 1: bank');
+  for (const r of p1) {
+    for (const [file] of WORK.slice(0, 4)) expect(r.body).not.toContain(file);
+  }
+  // Each practice Actor worked from the seed snapshot: neither saw the other branch's lesson.
+  const practice = requests.filter(
+    (r) => r.role === 'actor' && r.task.includes('Practice project'),
+  );
+  expect(practice.length).toBeGreaterThanOrEqual(2);
+  for (const r of practice) {
+    expect(r.task).toContain('README.md');
+    expect(r.task).not.toContain('lessons/');
+  }
+  // No Verifier request holds Actor messages, bank paths or bank content.
+  const verifier = requests.filter((r) => r.role === 'verifier');
+  expect(verifier.length).toBeGreaterThanOrEqual(6);
+  for (const r of verifier) {
+    expect(r.body).not.toContain('wrote the file');
+    expect(r.body).not.toContain(LESSON_TEXT.trim());
+    expect(r.body).not.toContain('lessons/');
+    expect(r.body).not.toContain('/bank');
+    for (const [, , command] of WORK)
+      expect(r.body).not.toContain(JSON.stringify(command).slice(1, -1));
+  }
   // No role ever saw an evaluator.
   for (const r of requests) expect(r.body).not.toContain('tr -d');
 });

@@ -2,7 +2,9 @@ import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { errorCode } from '@troupe/proto';
-import { loadRsiSuite } from '../../src/rsi/rsi-suite';
+import { parseWith } from '@troupe/proto';
+import { RsiConfigSchema } from '../../src/rsi/rsi-driver';
+import { DEFAULT_PHASE1_BRIEF, loadRsiSuite } from '../../src/rsi/rsi-suite';
 
 // The rsi driver's suite file: the shipped suite loads; a bad one is refused naming the file and
 // the field, whatever is wrong with it.
@@ -35,6 +37,43 @@ test('the shipped rsi-shell-mini suite loads', () => {
   expect(s.dev.map((t) => t.id)).toEqual(['greeting', 'count-lines']);
   expect(s.heldOut.map((t) => t.id)).toEqual(['farewell', 'count-words']);
   expect(Object.keys(s.seedBank)).toEqual(['README.md']);
+  expect(s.phase1Brief).toContain('busybox sandbox');
+});
+
+test('a suite without phase1Brief gets the default brief; an empty one is refused', () => {
+  const name = suite(
+    'no-brief',
+    'dev: [{id: a, instruction: x, evaluator: "true"}]\nheldOut: [{id: b, instruction: y, evaluator: "true"}]\n',
+  );
+  expect(loadRsiSuite(name, dir, 'spec.tasks').phase1Brief).toBe(DEFAULT_PHASE1_BRIEF);
+  suite(
+    'empty-brief',
+    'phase1Brief: " "\ndev: [{id: a, instruction: x, evaluator: "true"}]\nheldOut: [{id: b, instruction: y, evaluator: "true"}]\n',
+  );
+  expect(refusal('empty-brief')).toContain('phase1Brief: must not be empty');
+});
+
+test('spec.config.phase1 has defaults; maxWaves 0 skips practice; bad values name the field', () => {
+  const models = { actor: 'a', verifier: 'v', curriculum: 'c' };
+  expect(parseWith(RsiConfigSchema, { models }).phase1).toEqual({
+    maxWaves: 3,
+    concurrency: 2,
+    maxProjectsPerWave: 4,
+  });
+  expect(parseWith(RsiConfigSchema, { models, phase1: { maxWaves: 0 } }).phase1.maxWaves).toBe(0);
+  const refused = (config: unknown) => {
+    try {
+      parseWith(RsiConfigSchema, config, { prefix: 'spec.config' });
+    } catch (err) {
+      expect(errorCode(err)).toBe('INVALID_ARGUMENT');
+      return String(err);
+    }
+    throw new Error('the config was accepted');
+  };
+  expect(refused({ models, phase1: { concurrency: 0 } })).toContain(
+    'spec.config.phase1.concurrency',
+  );
+  expect(refused({ models, phase1: { waves: 2 } })).toContain('spec.config.phase1');
 });
 
 test.each([

@@ -1,117 +1,24 @@
 import { throwIfAborted } from '@troupe/proto';
-import {
-  type ActorEnding,
-  isGrounded,
-  routeVerdict,
-  type Verdict,
-  type VerifierReport,
-} from './verdict';
+import { admitLessons, practiseProject } from './practice';
+import type { ActorRun, BankHandle, ProjectOutcome, RsiRoles, Work } from './rsi-roles';
+import { isGrounded, routeVerdict, type Verdict, type VerifierReport } from './verdict';
+
+export type {
+  ActorRun,
+  Admission,
+  BankHandle,
+  CurriculumReply,
+  CurriculumRequest,
+  LessonProposal,
+  ProjectOutcome,
+  RsiRoles,
+  Work,
+} from './rsi-roles';
 
 // RSIAgent's target state machine (seed 004, "core/self_evolving_loop.py" and its OSWorld
 // adapter), free of any model, environment or store: the roles and the host's admission steps
 // are injected, so every routing branch is a plain function of what they return. The driver
 // binds the roles to agent actors and environments; the tests bind them to scripts.
-
-/** A memory bank as the loop sees it: its identity. */
-export interface BankHandle {
-  /** The bank's tree hash (`sha256:`-less hex or any stable identity string). */
-  readonly hash: string;
-}
-
-/** The work an Actor does in one environment: the target itself, or a practice project. */
-export type Work<P> =
-  | { kind: 'target'; targetId: string; attempt: number; final: boolean }
-  | { kind: 'practice'; targetId: string; project: P; index: number };
-
-/** What an Actor run hands back: how it ended and the active context learning starts from. */
-export interface ActorRun {
-  ending: ActorEnding;
-  /** The Actor's active context (its conversation), kept for the same Actor's lesson proposal. */
-  context: unknown;
-}
-
-/** Lessons the Actor proposes after a grounded outcome, addressed to one target and one bank. */
-export interface LessonProposal {
-  /** The target the lessons were learned on. */
-  targetId: string;
-  /** The bank the Actor worked with; the host refuses a proposal against any other. */
-  baseHash: string;
-  /** The verdict the Actor was told; the host refuses one that disagrees with the routed one. */
-  verdict: 'PASS' | 'FAIL';
-  /** The proposed edits, checked against the bank's boundaries by {@link RsiRoles.install}. */
-  changes: unknown;
-}
-
-/** What installing a proposal did: a new bank, or the reason it was refused. */
-export type Admission<B> = { installed: true; bank: B } | { installed: false; reason: string };
-
-/** The Curriculum's answer: a project to practise, READY (try the target again) or STALLED. */
-export type CurriculumReply<P> =
-  { kind: 'project'; publication: P } | { kind: 'READY' } | { kind: 'STALLED'; reason?: string };
-
-/** One practice project's outcome, kept and fed to the next Curriculum round. */
-export interface ProjectOutcome<P> {
-  index: number;
-  publication: P;
-  verdict: Verdict;
-  /** The Verifier's report on the practice machine. */
-  report: string;
-  /** Bank before and after learning from this project (equal when nothing was installed). */
-  bankBefore: string;
-  bankAfter: string;
-  /** Why a lesson proposal was refused, if one was. */
-  learningRefused?: string;
-}
-
-/** What the Curriculum is asked: the target's situation and every project outcome so far. */
-export interface CurriculumRequest<B, P> {
-  targetId: string;
-  /** `review`: the target passed and may still prompt practice (`curriculum_review`). */
-  mode: 'review' | 'practice';
-  /** The target verdict that opened this search. */
-  verdict: 'PASS' | 'FAIL';
-  /** The Verifier's full report on the target. */
-  report: string;
-  bank: B;
-  outcomes: readonly ProjectOutcome<P>[];
-  /** The corrective message when the last publication was refused. */
-  correction?: string;
-}
-
-/** The roles and environment operations the loop drives. Infrastructure failures throw. */
-export interface RsiRoles<Env, B extends BankHandle, P> {
-  /** A fresh target environment with `bank` installed (and checked installed). */
-  openTarget(work: Work<P> & { kind: 'target' }, bank: B, signal?: AbortSignal): Promise<Env>;
-  /** A separate practice environment, the publication's fixtures replayed into it. */
-  openPractice(work: Work<P> & { kind: 'practice' }, bank: B, signal?: AbortSignal): Promise<Env>;
-  /** Releases an environment (also after failures; must not throw for a gone one). */
-  release(env: Env): Promise<void>;
-  /** A fresh Actor works `work` on `env` with read access to `bank`. */
-  act(env: Env, work: Work<P>, bank: B, signal?: AbortSignal): Promise<ActorRun>;
-  /** A fresh Verifier judges `work` from `env`'s state; it never sees the Actor's messages. */
-  verify(env: Env, work: Work<P>, signal?: AbortSignal): Promise<VerifierReport>;
-  /** The same Actor proposes lessons from its active context and the Verifier's report. */
-  proposeLessons(
-    input: {
-      work: Work<P>;
-      run: ActorRun;
-      report: VerifierReport;
-      verdict: 'PASS' | 'FAIL';
-      bank: B;
-    },
-    signal?: AbortSignal,
-  ): Promise<LessonProposal>;
-  /** Applies a proposal the host admitted; boundary-breaking content is refused with a reason. */
-  install(proposal: LessonProposal, bank: B, signal?: AbortSignal): Promise<Admission<B>>;
-  /** The target's persistent Curriculum session takes one turn. */
-  curriculum(request: CurriculumRequest<B, P>, signal?: AbortSignal): Promise<CurriculumReply<P>>;
-  /**
-   * The host's check of a publication: undefined when it names a project root and carries a
-   * captured, replayable fixture tree; otherwise the corrective message sent back.
-   */
-  checkPublication(publication: P): string | undefined;
-}
-
 /** `curriculum_review`: a PASS is reviewed by the Curriculum; `verifier_pass`: a PASS ends it. */
 export type StopPolicy = 'curriculum_review' | 'verifier_pass';
 
@@ -224,28 +131,24 @@ export async function runTarget<Env, B extends BankHandle, P>(
     ...(stalled !== undefined ? { stalled } : {}),
   });
 
-  /** Learning admission: the same Actor proposes; the host checks, then installs. */
+  /** Learning admission (the same Actor proposes; the host checks, then installs). */
   const learn = async (
     work: Work<P>,
     run: ActorRun,
     report: VerifierReport,
     verdict: 'PASS' | 'FAIL',
   ): Promise<{ before: string; after: string; refused?: string }> => {
-    const before = bank.hash;
-    const proposal = await roles.proposeLessons({ work, run, report, verdict, bank }, signal);
-    let refused: string | undefined;
-    if (proposal.targetId !== targetId) {
-      refused = `the proposal names target ${JSON.stringify(proposal.targetId)}, not ${JSON.stringify(targetId)}`;
-    } else if (proposal.baseHash !== bank.hash) {
-      refused = `the proposal was made against bank ${proposal.baseHash}, not the installed ${bank.hash}`;
-    } else if (proposal.verdict !== verdict) {
-      refused = `the proposal says ${proposal.verdict}, the routed verdict is ${verdict}`;
-    } else {
-      const admission = await roles.install(proposal, bank, signal);
-      if (admission.installed) bank = admission.bank;
-      else refused = admission.reason;
-    }
-    const outcome = { before, after: bank.hash, ...(refused !== undefined ? { refused } : {}) };
+    const learned = await admitLessons(
+      roles,
+      { targetId, work, run, report, verdict, bank },
+      signal,
+    );
+    bank = learned.bank;
+    const outcome = {
+      before: learned.before,
+      after: learned.after,
+      ...(learned.refused !== undefined ? { refused: learned.refused } : {}),
+    };
     emit({ type: 'learned', work: work.kind, ...outcome });
     return outcome;
   };
@@ -253,40 +156,30 @@ export async function runTarget<Env, B extends BankHandle, P>(
   /** Runs an accepted project in its own environment and learns from a grounded outcome. */
   const practise = async (publication: P): Promise<ProjectOutcome<P>> => {
     const index = projects.length + 1;
-    const work: Work<P> & { kind: 'practice' } = {
-      kind: 'practice',
-      targetId,
-      project: publication,
-      index,
-    };
-    const before = bank.hash;
-    const env = await roles.openPractice(work, bank, signal);
-    let outcome: ProjectOutcome<P>;
-    try {
-      const run = await roles.act(env, work, bank, signal);
-      const report = await roles.verify(env, work, signal);
-      const verdict = routeVerdict(run.ending, report);
-      emit({ type: 'verdict', work: 'practice', verdict, index });
-      outcome = {
-        index,
+    const done = await practiseProject(
+      roles,
+      {
+        targetId,
         publication,
-        verdict,
-        report: report.report,
-        bankBefore: before,
-        bankAfter: before,
-      };
-      // An unverified practice outcome is kept for the Curriculum but never learned from.
-      if (isGrounded(verdict)) {
-        const learned = await learn(work, run, report, verdict);
-        outcome.bankAfter = learned.after;
-        if (learned.refused !== undefined) outcome.learningRefused = learned.refused;
-      }
-    } finally {
-      await roles.release(env);
-    }
-    projects.push(outcome);
-    emit({ type: 'project', index, verdict: outcome.verdict });
-    return outcome;
+        index,
+        attempt: attempts.length,
+        bank,
+        onVerdict: (o) => emit({ type: 'verdict', work: 'practice', verdict: o.verdict, index }),
+        onLearned: (l) =>
+          emit({
+            type: 'learned',
+            work: 'practice',
+            before: l.before,
+            after: l.after,
+            ...(l.refused !== undefined ? { refused: l.refused } : {}),
+          }),
+      },
+      signal,
+    );
+    bank = done.bank;
+    projects.push(done.outcome);
+    emit({ type: 'project', index, verdict: done.outcome.verdict });
+    return done.outcome;
   };
 
   /**

@@ -13,9 +13,20 @@ import {
 
 /** What one practice branch produced from the wave's snapshot. */
 export type BranchOutcome =
-  | { status: 'practised'; verdict: 'PASS' | 'FAIL'; bank: MemoryBank }
+  | { status: 'practised'; verdict: 'PASS' | 'FAIL'; bank: MemoryBank; detail?: BranchDetail }
   /** Not grounded (UNVERIFIED) or infrastructure failed: the wave cannot be committed. */
   | { status: 'quarantined'; reason: string };
+
+/** What a practised branch reports for the records (the per-cycle view of the report). */
+export interface BranchDetail {
+  /** The Verifier's report (a summary: hosts clip it). */
+  report?: string;
+  /** Tree hashes of the branch's bank before and after learning. */
+  bankBefore?: string;
+  bankAfter?: string;
+  /** Why the branch's lesson proposal was refused, if it was. */
+  learningRefused?: string;
+}
 
 /** The Curriculum's next wave: projects to practise in parallel, or the end of Phase 1. */
 export type WaveProposal<P> =
@@ -35,6 +46,13 @@ export interface BranchRecord {
   committed: boolean;
   /** Why they did not (a conflict with an earlier branch, a boundary, quarantine). */
   refused?: string;
+  /** The Verifier's report summary (records written before it existed lack it). */
+  report?: string;
+  /** Tree hashes of the branch's own bank before and after learning. */
+  bankBefore?: string;
+  bankAfter?: string;
+  /** Why the branch's lessons were refused at admission. */
+  learningRefused?: string;
 }
 
 /** A committed wave: `<bankId>.study.phase1.wave-<n>`. */
@@ -78,6 +96,12 @@ export interface Phase1Options<P> {
 }
 
 const WAVE_PREFIX = 'rsi phase1 ';
+
+/** A branch record without its detail (what travels in the commit message). */
+function lean(b: BranchRecord): BranchRecord {
+  const { report: _r, bankBefore: _b, bankAfter: _a, learningRefused: _l, ...rest } = b;
+  return rest;
+}
 
 /** The changes that turn `from` into `to`. */
 export function bankChangesBetween(from: MemoryBank, to: MemoryBank): BankChange[] {
@@ -205,7 +229,14 @@ export async function runPhase1<P>(options: Phase1Options<P>): Promise<Phase1Res
       if (o.status !== 'practised') throw new Error('unreachable: quarantine handled above');
       const changes = bankChangesBetween(snapshot, o.bank);
       const changed = changes.map((c) => c.path);
-      const base = { index: i + 1, project, status: o.status, verdict: o.verdict, changed };
+      const base = {
+        index: i + 1,
+        project,
+        status: o.status,
+        verdict: o.verdict,
+        changed,
+        ...Object.fromEntries(Object.entries(o.detail ?? {}).filter(([, v]) => v !== undefined)),
+      };
       const clash = changed.filter((p) => touched.has(p));
       if (clash.length > 0) {
         return {
@@ -229,7 +260,8 @@ export async function runPhase1<P>(options: Phase1Options<P>): Promise<Phase1Res
         author: 'rsi',
         role: 'phase1',
         // The record travels with the commit: a crash before the record is written loses nothing.
-        message: recordMessage(WAVE_PREFIX, { wave, input: current, branches }),
+        // Without the reports and hashes of the per-cycle view: a commit message is at most 4 KiB.
+        message: recordMessage(WAVE_PREFIX, { wave, input: current, branches: branches.map(lean) }),
         ...(signal ? { signal } : {}),
       });
       output = versionOf(commit);

@@ -14,6 +14,40 @@ import {
 
 export type { BankVersion } from './study-records';
 
+/** One target attempt of a development task, for the report's per-cycle view. */
+export interface Phase2AttemptLog {
+  attempt: number;
+  final: boolean;
+  verdict: Verdict;
+  /** The Verifier's report (a summary: hosts clip it). */
+  report: string;
+  /** Tree hashes of the bank before and after this attempt's lessons. */
+  bankBefore: string;
+  bankAfter: string;
+  /** Why its lesson proposal was refused, if it was. */
+  learningRefused?: string;
+}
+
+/** One practice project of a development task's Curriculum searches. */
+export interface Phase2ProjectLog {
+  index: number;
+  /** The target attempt whose search ran it. */
+  attempt?: number;
+  /** The project's root (or the problem with its publication). */
+  project: string;
+  verdict: Verdict;
+  report: string;
+  bankBefore: string;
+  bankAfter: string;
+  learningRefused?: string;
+}
+
+/** What happened inside one development target: its attempts and practice projects. */
+export interface Phase2Log {
+  attempts: Phase2AttemptLog[];
+  projects: Phase2ProjectLog[];
+}
+
 /** What one development target produced (the target loop's result, reduced for the record). */
 export interface Phase2Outcome {
   status: TargetStatus;
@@ -24,6 +58,8 @@ export interface Phase2Outcome {
   projects: number;
   refusedPublications: number;
   stalled?: string;
+  /** Attempts and projects, for the report (kept in the task's record, not in the commit). */
+  log?: Phase2Log;
 }
 
 /** The accepted record of one development task: `<bankId>.study.phase2.<taskId>`. */
@@ -39,6 +75,11 @@ export interface Phase2TaskRecord {
   stalled?: string;
   bankIn: BankVersion;
   bankOut: BankVersion;
+  /**
+   * Attempts and projects (absent in records written before it existed, and in one adopted from
+   * its commit message after a crash).
+   */
+  log?: Phase2Log;
 }
 
 /** Phase 2's frozen output: `<bankId>.study.phase2.frozen`. */
@@ -188,7 +229,11 @@ export async function runPhase2<T extends { id: string }>(
       });
       bankOut = versionOf(commit);
     }
-    const record: Phase2TaskRecord = { ...partial, bankOut };
+    const record: Phase2TaskRecord = {
+      ...partial,
+      bankOut,
+      ...(outcome.log !== undefined ? { log: outcome.log } : {}),
+    };
     await records.put('phase2', task.id, record);
     done.push(record);
     current = bankOut;

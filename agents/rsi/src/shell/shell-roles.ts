@@ -130,6 +130,45 @@ export function rsiRoleId(
   return `rsi-${role}-${h.slice(0, 32)}`;
 }
 
+/**
+ * The agent template of one role: its instruction, model, tools and step/time limits. The
+ * Curriculum has no tools but `finish_task`; the Verifier cannot write files.
+ */
+export function rsiRoleTemplate(
+  role: 'actor' | 'verifier' | 'curriculum',
+  model: string,
+  limits: ShellTask['limits'],
+  instruction?: string,
+): AgentTemplateInput {
+  const T = AgentToolName;
+  const spec = {
+    actor: {
+      instruction: ACTOR_INSTRUCTION,
+      tools: [T.RUN_TERMINAL_COMMAND, T.VIEW_FILE, T.WRITE_FILE, T.EDIT_FILE],
+      maxSteps: limits.actorMaxSteps,
+    },
+    verifier: {
+      instruction: VERIFIER_INSTRUCTION,
+      tools: [T.RUN_TERMINAL_COMMAND, T.VIEW_FILE],
+      maxSteps: limits.verifierMaxSteps,
+    },
+    curriculum: {
+      instruction: CURRICULUM_INSTRUCTION,
+      tools: [],
+      maxSteps: limits.curriculumMaxSteps,
+    },
+  }[role];
+  return {
+    name: `rsi-${role}`,
+    instruction: instruction ?? spec.instruction,
+    model,
+    tools: spec.tools,
+    limits: { maxSteps: spec.maxSteps, maxWallMs: limits.runWallMs },
+    // One "continue" when the model answers in prose instead of calling a tool.
+    maxAutoContinues: 1,
+  };
+}
+
 const MIB = 1024 * 1024;
 
 /**
@@ -193,34 +232,7 @@ export class ShellRsiRoles implements RsiRoles<ShellEnv, RsiBank, ShellPublicati
   }
 
   private template(role: 'actor' | 'verifier' | 'curriculum'): AgentTemplateInput {
-    const l = this.o.task.limits;
-    const T = AgentToolName;
-    const spec = {
-      actor: {
-        instruction: ACTOR_INSTRUCTION,
-        tools: [T.RUN_TERMINAL_COMMAND, T.VIEW_FILE, T.WRITE_FILE, T.EDIT_FILE],
-        maxSteps: l.actorMaxSteps,
-      },
-      verifier: {
-        instruction: VERIFIER_INSTRUCTION,
-        tools: [T.RUN_TERMINAL_COMMAND, T.VIEW_FILE],
-        maxSteps: l.verifierMaxSteps,
-      },
-      curriculum: {
-        instruction: CURRICULUM_INSTRUCTION,
-        tools: [],
-        maxSteps: l.curriculumMaxSteps,
-      },
-    }[role];
-    return {
-      name: `rsi-${role}`,
-      instruction: spec.instruction,
-      model: this.o.models[role],
-      tools: spec.tools,
-      limits: { maxSteps: spec.maxSteps, maxWallMs: l.runWallMs },
-      // One "continue" when the model answers in prose instead of calling a tool.
-      maxAutoContinues: 1,
-    };
+    return rsiRoleTemplate(role, this.o.models[role], this.o.task.limits);
   }
 
   private async run(

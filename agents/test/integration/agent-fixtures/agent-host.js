@@ -28,7 +28,22 @@ async function main() {
     settle: (id, actual) => (id === 'uncharged' ? undefined : slot.hook.settle(id, actual)),
     release: (id) => (id === 'uncharged' ? undefined : slot.hook.release(id)),
   };
-  const agent = createAgentActor({ llm, trajectories, budget, idleTimeoutMs: 5_000 });
+  // A middleware plugin for the middleware tests: blocks terminal commands matching `pattern`.
+  const plugins = {
+    'deny-command': (options) => {
+      const pattern = options.pattern === undefined ? '\\brm\\b' : options.pattern;
+      if (typeof pattern !== 'string') throw new Error('pattern: must be a string');
+      const re = new RegExp(pattern);
+      return {
+        name: 'deny-command',
+        beforeTool: (_ctx, call) =>
+          call.name === 'run_terminal_command' && re.test(call.argumentsText)
+            ? { block: `commands matching /${pattern}/ are not allowed here` }
+            : undefined,
+      };
+    },
+  };
+  const agent = createAgentActor({ llm, trajectories, budget, idleTimeoutMs: 5_000, plugins });
   const system = await ActorSystem.start({
     cluster,
     connection: nc,
