@@ -133,3 +133,11 @@ export {
   readPhase1Waves,
   runRsiPhase1,
 } from './rsi/rsi-phase1';
+export {
+  parseRsiDesktopSuite,
+  type RsiDesktopSuite,
+  RsiDesktopSuiteSchema,
+} from './rsi/rsi-desktop-suite';
+export { desktopStudy, type DesktopStudyOptions, type RsiDesktopModels } from './rsi/rsi-desktop';
+export { type RsiStudyEnvironment, shellStudy, type ShellStudyOptions } from './rsi/rsi-study';
+export { runSetupSteps } from './desktop-tasks/desktop-setup';

@@ -1,9 +1,11 @@
 /**
  * @packageDocumentation
- * @troupe/rsi: RSIAgent on Troupe. For now the memory bank — files under a SHA-256 tree hash
+ * @troupe/rsi: RSIAgent on Troupe: the memory bank — files under a SHA-256 tree hash
  * over a canonical manifest, boundaries (paths, sizes, count, UTF-8) that every lesson must
- * respect, versioned commits in JetStream verified on every load, diffs and tarballs. The RSI
- * roles (Actor / Verifier / Curriculum) and the `rsi` job driver will build on it.
+ * respect, versioned commits in JetStream verified on every load, diffs and tarballs — the target
+ * loop, the Phase 1–3 runners, and the Actor / Verifier / Curriculum roles on shell sandboxes
+ * (`ShellRsiRoles`) and on desktop environments (`DesktopRsiRoles`). The `rsi` job driver lives in
+ * `@troupe/benchmarks`.
  */
 export {
   applyBankChanges,
@@ -175,6 +177,8 @@ export {
   ACTOR_INSTRUCTION,
   bankInventory,
   CURRICULUM_INSTRUCTION,
+  type RolePlace,
+  SHELL_PLACE,
   VERIFIER_INSTRUCTION,
 } from './shell/role-prompts';
 export {
@@ -189,12 +193,48 @@ export {
 } from './shell/phase1-curriculum';
 export { type Phase1Project, ShellPhase1, type ShellPhase1Options } from './shell/shell-phase1';
 export {
+  MachineBank,
+  type MachineCommandResult,
+  type MachineDirs,
+  type MachineExec,
+  shellQuote,
+} from './machine/machine-bank';
+export {
+  DESKTOP_BANK_DIR,
+  DESKTOP_PROPOSAL_DIR,
+  DESKTOP_RSI_DIR,
+  DesktopMachine,
+  type DesktopMachineSpec,
+  type DesktopMachineTimeouts,
+} from './desktop/desktop-machine';
+export {
+  DESKTOP_ACTOR_INSTRUCTION,
+  DESKTOP_CURRICULUM_INSTRUCTION,
+  DESKTOP_PLACE,
+  DESKTOP_VERIFIER_INSTRUCTION,
+} from './desktop/desktop-prompts';
+export {
+  FINISH_TASK_TOOL,
+  type RoleSessionOptions,
+  type RoleTool,
+  type RoleToolOutput,
+  runRoleSession,
+} from './desktop/desktop-role-session';
+export {
+  type DesktopEnv,
+  type DesktopRsiRolesOptions,
+  type DesktopRsiTask,
+  DesktopRsiRoles,
+  type DesktopSetup,
+} from './desktop/desktop-roles';
+export {
   BANK_DIR,
   ShellMachine,
   type ShellMachineSpec,
   type ShellMachineTimeouts,
 } from './shell/shell-machine';
 export {
+  admitProposal,
   rsiBank,
   type RsiBank,
   rsiRoleId,

@@ -1,5 +1,6 @@
 import { type UntypedActorRef } from '@troupe/actors';
-import type { Getter, Metric } from './desktop-task-spec';
+import { delay } from '@troupe/proto';
+import type { DesktopTask, Getter, Metric } from './desktop-task-spec';
 
 /** What the evaluator read and how it scored it. */
 export interface Evaluation {
@@ -93,4 +94,28 @@ export function score(metric: Metric, value: string, lastAction: string | undefi
     case 'infeasible':
       return lastAction === 'FAIL' ? 1 : 0;
   }
+}
+
+/**
+ * Scores a machine with a task's evaluator: reads the state, and re-reads for up to `settleMs`
+ * while the metric fails (applications saving late). A feasible task the agent gave up on
+ * (`lastAction` FAIL) scores 0 whatever the machine shows (OSWorld's rule).
+ */
+export async function judgeMachine(
+  env: UntypedActorRef,
+  evaluator: DesktopTask['evaluator'],
+  lastAction: string | undefined,
+  signal: AbortSignal,
+): Promise<Evaluation> {
+  const { getter, metric, settleMs } = evaluator;
+  const until = Date.now() + settleMs;
+  let value = await readState(env, getter, signal);
+  let s = score(metric, value, lastAction);
+  while (s < 1 && Date.now() < until && metric.type !== 'infeasible') {
+    await delay(250, signal);
+    value = await readState(env, getter, signal);
+    s = score(metric, value, lastAction);
+  }
+  if (metric.type !== 'infeasible' && lastAction === 'FAIL') s = 0;
+  return { score: s, value };
 }

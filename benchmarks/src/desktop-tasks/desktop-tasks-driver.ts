@@ -1,6 +1,6 @@
 import { type UntypedActorRef } from '@troupe/actors';
 import { type JobDriver, type JobSpec, type TaskContext } from '@troupe/coordinator';
-import { delay, errorCode, invalidArgument, parseWith, TroupeError } from '@troupe/proto';
+import { errorCode, invalidArgument, parseWith, type TroupeError } from '@troupe/proto';
 import {
   type DesktopAgent,
   type DesktopAgentResult,
@@ -10,7 +10,8 @@ import {
   modelAgent,
   noneAgent,
 } from './desktop-agents';
-import { readState, score } from './desktop-evaluator';
+import { judgeMachine } from './desktop-evaluator';
+import { runSetupSteps } from './desktop-setup';
 import {
   type DesktopTaskInput,
   DesktopTaskInputSchema,
@@ -162,40 +163,7 @@ export function createDesktopTasksDriver(
         },
         { timeoutMs: createTimeoutMs, signal },
       );
-      for (const [i, step] of task.setup.entries()) {
-        if ('files' in step) {
-          for (const [path, text] of Object.entries(step.files)) {
-            await call('putFile', { path, file: text });
-          }
-        } else if ('command' in step) {
-          const r = (await call(
-            'runCommand',
-            { cmd: step.command, timeoutMs: 60_000 },
-            90_000,
-          )) as {
-            exitCode: number;
-            stderr: string;
-          };
-          if (r.exitCode !== 0) {
-            throw new TroupeError(
-              'INTERNAL',
-              `setup[${i}] exited ${r.exitCode}: ${r.stderr.slice(0, 500)}`,
-            );
-          }
-        } else {
-          await call(
-            'launch',
-            {
-              cmd: step.launch,
-              // Applications start slowly on a loaded host; a timeout here is an infrastructure
-              // failure (the attempt is retried).
-              timeoutMs: 120_000,
-              ...(step.waitTitle ? { waitTitle: step.waitTitle } : {}),
-            },
-            150_000,
-          );
-        }
-      }
+      await runSetupSteps(env, task.setup, signal);
 
       const log: LoggedStep[] = [];
       let invalid = 0;
@@ -257,18 +225,8 @@ export function createDesktopTasksDriver(
         signal,
       });
 
-      // The evaluator judges the machine; re-read briefly while applications finish saving.
-      const { getter, metric, settleMs } = task.evaluator;
-      const until = Date.now() + settleMs;
-      let value = await readState(env, getter, signal);
-      let s = score(metric, value, lastAction);
-      while (s < 1 && Date.now() < until && metric.type !== 'infeasible') {
-        await delay(250, signal);
-        value = await readState(env, getter, signal);
-        s = score(metric, value, lastAction);
-      }
-      // A feasible task the agent gave up on scores 0 whatever the machine shows (OSWorld).
-      if (metric.type !== 'infeasible' && lastAction === 'FAIL') s = 0;
+      // The evaluator judges the machine, never the agent's own DONE.
+      const { score: s, value } = await judgeMachine(env, task.evaluator, lastAction, signal);
 
       const actionLog = await ctx.artifacts.put(
         'actions.jsonl',

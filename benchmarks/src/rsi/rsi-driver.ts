@@ -14,15 +14,16 @@ import {
   runPhase2,
   runPhase3,
   runTarget,
-  type ShellTask,
-  ShellRsiRoles,
   StudyRecords,
 } from '@troupe/rsi';
 import { z } from 'zod';
 import { targetLog } from './rsi-cycles';
 import { readPhase1Waves, RsiPhase1ConfigSchema, runRsiPhase1 } from './rsi-phase1';
 import { renderRsiReport } from './rsi-report';
-import { loadRsiSuite, RsiSuiteRefSchema } from './rsi-suite';
+import { desktopStudy, type RsiDesktopModels } from './rsi-desktop';
+import { type RsiDesktopSuite } from './rsi-desktop-suite';
+import { type RsiStudyEnvironment, shellStudy } from './rsi-study';
+import { loadRsiSuite, type RsiSuite, RsiSuiteRefSchema } from './rsi-suite';
 
 const MODEL = z.string().min(1, 'must name a model').max(128);
 
@@ -52,6 +53,11 @@ export interface RsiDriverOptions {
   models?: Pick<ModelRegistry, 'has' | 'names'>;
   /** Where suite paths are resolved. @default the working directory */
   baseDir?: string;
+  /**
+   * The cluster's LLM client for suites with `environment: desktop`, whose roles call their
+   * models from the driver's process. @default none: desktop suites are refused
+   */
+  llm?: RsiDesktopModels;
 }
 
 /** What a study's run hands to the grader. */
@@ -117,6 +123,26 @@ export function createRsiDriver(options: RsiDriverOptions = {}): JobDriver<RsiCo
   };
   const configOf = (spec: JobSpec) =>
     parseWith(RsiConfigSchema, spec.config, { prefix: 'spec.config' });
+  const studyOf = (
+    ctx: TaskContext,
+    config: RsiConfig,
+    suite: RsiSuite | RsiDesktopSuite,
+    trajectories: TrajectoryStore,
+  ): RsiStudyEnvironment => {
+    if (suite.environment !== 'desktop') {
+      return shellStudy({
+        ctx,
+        models: config.models,
+        dev: suite.dev,
+        heldOut: suite.heldOut,
+        trajectories,
+      });
+    }
+    if (!options.llm) {
+      throw new TroupeError('UNAVAILABLE', "a desktop suite needs the cluster's LLM client");
+    }
+    return desktopStudy({ ctx, models: config.models, suite, llm: options.llm });
+  };
 
   return {
     name: 'rsi',
@@ -135,7 +161,13 @@ export function createRsiDriver(options: RsiDriverOptions = {}): JobDriver<RsiCo
           );
         }
       }
-      suiteOf(spec);
+      const suite = suiteOf(spec);
+      if (suite.environment === 'desktop' && !options.llm) {
+        throw invalidArgument(
+          'spec.tasks.suite',
+          "a desktop suite needs the cluster's LLM client (start the cluster with --models)",
+        );
+      }
     },
 
     plan(spec) {
@@ -158,17 +190,10 @@ export function createRsiDriver(options: RsiDriverOptions = {}): JobDriver<RsiCo
       const bankId = rsiBankId(ctx.jobId);
       const records = new StudyRecords(banks.kv, bankId);
       const { signal } = ctx;
-      const rolesFor = (task: ShellTask, execution: string) =>
-        new ShellRsiRoles({
-          system: ctx.refs,
-          trajectories,
-          jobId: ctx.jobId,
-          task,
-          execution,
-          models: config.models,
-          ...(ctx.budgetScope ? { budgetScope: ctx.budgetScope } : {}),
-          logger: ctx.log,
-        });
+      // The roles factory and Phase-3 scoring of the suite's environment kind.
+      const study = studyOf(ctx, config, suite, trajectories);
+      const rolesFor = (task: { id: string }, execution: string) =>
+        study.rolesFor(task.id, execution);
 
       const seed = await seedVersion(banks, bankId, suite.seedBank);
       const phase1 = await runRsiPhase1({
@@ -181,7 +206,9 @@ export function createRsiDriver(options: RsiDriverOptions = {}): JobDriver<RsiCo
         execution: `${ctx.resourceId}-p1`,
         models: config.models,
         brief: suite.phase1Brief,
-        config: config.phase1,
+        // Phase 1's practice branches run on shell sandboxes: a desktop study does not run them
+        // yet (its Phase 1 commits the seed, as with maxWaves 0).
+        config: suite.environment === 'desktop' ? { ...config.phase1, maxWaves: 0 } : config.phase1,
         maxRefusedPublications: config.maxRefusedPublications,
         ...(ctx.budgetScope ? { budgetScope: ctx.budgetScope } : {}),
         log: ctx.log,
@@ -193,7 +220,7 @@ export function createRsiDriver(options: RsiDriverOptions = {}): JobDriver<RsiCo
         banks,
         records,
         input: phase1.output,
-        tasks: suite.dev,
+        tasks: study.dev,
         signal,
         runTask: async (task, bank, sig) => {
           const r = await runTarget(task.id, rsiBank(bank), rolesFor(task, ctx.resourceId), {
@@ -222,28 +249,10 @@ export function createRsiDriver(options: RsiDriverOptions = {}): JobDriver<RsiCo
       const phase3 = await runPhase3({
         banks,
         records,
-        tasks: suite.heldOut,
+        tasks: study.heldOut,
         tasksField: 'spec.tasks.suite (heldOut)',
         signal,
-        evaluate: async (task, bank, sig) => {
-          const roles = rolesFor(task, `${ctx.resourceId}-p3`);
-          const work = { kind: 'target' as const, targetId: task.id, attempt: 1, final: true };
-          const handle = rsiBank(bank);
-          const env = await roles.openTarget(work, handle, sig);
-          try {
-            const run = await roles.act(env, work, handle, sig);
-            const graded = await env.machine.exec(`cd /workspace && ${task.evaluator}`, {
-              ...(sig ? { signal: sig } : {}),
-            });
-            return {
-              status: 'scored',
-              score: graded.exitCode === 0 ? 1 : 0,
-              detail: `actor ${run.ending}; evaluator exit ${graded.exitCode}`,
-            };
-          } finally {
-            await roles.release(env);
-          }
-        },
+        evaluate: (task, bank, sig) => study.evaluate(task.id, bank, sig),
         onTask: (e) => ctx.log.info({ ...e.record, reused: e.reused }, 'rsi phase 3 task'),
       });
 

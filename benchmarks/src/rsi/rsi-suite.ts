@@ -3,6 +3,7 @@ import path from 'node:path';
 import { invalidArgument, parseUntrustedText, parseWith } from '@troupe/proto';
 import { ShellTaskSchema, type ShellTask } from '@troupe/rsi';
 import { z } from 'zod';
+import { parseRsiDesktopSuite, type RsiDesktopSuite } from './rsi-desktop-suite';
 
 /** `spec.tasks` of an `rsi` job: a suite folder holding `tasks.yaml`. */
 export const RsiSuiteRefSchema = z.strictObject({
@@ -16,6 +17,8 @@ export const RsiSuiteRefSchema = z.strictObject({
  */
 export const RsiSuiteSchema = z
   .strictObject({
+    /** Shell sandboxes (the default; `desktop` suites are {@link RsiDesktopSuiteSchema}). */
+    environment: z.literal('shell').optional(),
     /** Files of the bank Phase 1 starts from (path → text). @default none */
     seedBank: z.record(z.string(), z.string()).default({}),
     /**
@@ -54,6 +57,7 @@ export const DEFAULT_PHASE1_BRIEF =
 
 /** A loaded suite. */
 export interface RsiSuite {
+  environment?: 'shell';
   seedBank: Record<string, string>;
   phase1Brief: string;
   dev: ShellTask[];
@@ -61,11 +65,16 @@ export interface RsiSuite {
 }
 
 /**
- * Reads and checks `<suite>/tasks.yaml` under `baseDir`.
+ * Reads and checks `<suite>/tasks.yaml` under `baseDir`: a shell suite, or with `environment:
+ * desktop` a desktop suite (see `rsi-desktop-suite.ts`).
  * @throws TroupeError `INVALID_ARGUMENT` naming `<field>` for a missing file, and the file and
  *   field for a bad one (`tasks.yaml: dev[0].instruction: must not be empty`)
  */
-export function loadRsiSuite(suite: string, baseDir: string, field: string): RsiSuite {
+export function loadRsiSuite(
+  suite: string,
+  baseDir: string,
+  field: string,
+): RsiSuite | RsiDesktopSuite {
   const file = path.resolve(baseDir, suite, 'tasks.yaml');
   let text: string;
   try {
@@ -77,6 +86,11 @@ export function loadRsiSuite(suite: string, baseDir: string, field: string): Rsi
     );
   }
   const raw = parseUntrustedText(text, { format: 'yaml', field: `${suite}/tasks.yaml` });
+  if (typeof raw === 'object' && raw !== null && 'environment' in raw) {
+    if (raw.environment === 'desktop') {
+      return parseRsiDesktopSuite(raw, baseDir, `${suite}/tasks.yaml`);
+    }
+  }
   const parsed = parseWith(RsiSuiteSchema, raw, { prefix: `${suite}/tasks.yaml` });
   return { ...parsed, phase1Brief: parsed.phase1Brief ?? DEFAULT_PHASE1_BRIEF };
 }

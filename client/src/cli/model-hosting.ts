@@ -182,7 +182,7 @@ export class ModelHosting {
     return {
       issueResolution: { agentRunners: [createModelAgentRunner({ models: this.registry })] },
       desktopTasks: { models: { client: this.llm, models: this.registry, budgetFor: ledgerHook } },
-      rsi: { models: this.registry },
+      rsi: { models: this.registry, llm: { client: this.llm, budgetFor: ledgerHook } },
       evolve: {
         llm: {
           client: this.llm,

@@ -13,6 +13,27 @@ import { BANK_DIR } from './shell-machine';
 /** The sandbox workspace every role works in. */
 export const WORKSPACE = '/workspace';
 
+/**
+ * Where a kind of machine keeps the roles' work, the installed bank and the Actor's proposal: the
+ * task texts below name these places (the shell sandboxes' by default; the desktop roles pass
+ * theirs).
+ */
+export interface RolePlace {
+  /** The directory the work happens in (a project root is relative to it). */
+  workDir: string;
+  /** Where the bank is installed, read-only. */
+  bankDir: string;
+  /** Where the Actor writes the bank files it proposes. */
+  proposalDir: string;
+}
+
+/** The shell sandboxes' places. */
+export const SHELL_PLACE: RolePlace = {
+  workDir: WORKSPACE,
+  bankDir: BANK_DIR,
+  proposalDir: PROPOSAL_DIR,
+};
+
 /** The Actor's system instruction: the task protocol and the bank's place. */
 export const ACTOR_INSTRUCTION = [
   'You are the Actor. You work on a task in a Linux sandbox without network access; your working',
@@ -49,29 +70,44 @@ export const CURRICULUM_INSTRUCTION = [
 ].join(' ');
 
 /** The bank's complete inventory (paths and sizes, never contents) as the Actor and Curriculum see it. */
-export function bankInventory(bank: MemoryBank): string {
-  if (bank.fileCount === 0) return `The memory bank (${BANK_DIR}/) is empty.`;
-  const lines = bank.manifest.map((e) => `- ${BANK_DIR}/${e.path} (${e.size} bytes)`);
+export function bankInventory(bank: MemoryBank, place: RolePlace = SHELL_PLACE): string {
+  const dir = place.bankDir;
+  if (bank.fileCount === 0) return `The memory bank (${dir}/) is empty.`;
+  const lines = bank.manifest.map((e) => `- ${dir}/${e.path} (${e.size} bytes)`);
   return [
-    `The memory bank (${BANK_DIR}/, ${bank.fileCount} files, ${bank.totalBytes} bytes, tree hash ${bank.treeHash}):`,
+    `The memory bank (${dir}/, ${bank.fileCount} files, ${bank.totalBytes} bytes, tree hash ${bank.treeHash}):`,
     ...lines,
   ].join('\n');
 }
 
 /** The Actor's task text of a target attempt. */
-export function actorTargetTask(instruction: string, bank: MemoryBank): string {
-  return `Working directory: ${WORKSPACE}\n\nTask:\n${instruction}\n\n${bankInventory(bank)}`;
+export function actorTargetTask(
+  instruction: string,
+  bank: MemoryBank,
+  place: RolePlace = SHELL_PLACE,
+): string {
+  return `Working directory: ${place.workDir}\n\nTask:\n${instruction}\n\n${bankInventory(bank, place)}`;
 }
 
 /** The Actor's task text of a practice project. */
-export function actorPracticeTask(root: string, body: string, bank: MemoryBank): string {
-  return `Working directory: ${WORKSPACE}\nPractice project in ${WORKSPACE}/${root}\n\nTask:\n${body}\n\n${bankInventory(bank)}`;
+export function actorPracticeTask(
+  root: string,
+  body: string,
+  bank: MemoryBank,
+  place: RolePlace = SHELL_PLACE,
+): string {
+  const w = place.workDir;
+  return `Working directory: ${w}\nPractice project in ${w}/${root}\n\nTask:\n${body}\n\n${bankInventory(bank, place)}`;
 }
 
 /** The Verifier's task text: the task and where, nothing else. */
-export function verifierTask(instruction: string, root?: string): string {
-  const where = root === undefined ? '' : `\nThe project lies in ${WORKSPACE}/${root}.`;
-  return `Working directory: ${WORKSPACE}${where}\n\nThe task that was worked on:\n${instruction}`;
+export function verifierTask(
+  instruction: string,
+  root?: string,
+  place: RolePlace = SHELL_PLACE,
+): string {
+  const where = root === undefined ? '' : `\nThe project lies in ${place.workDir}/${root}.`;
+  return `Working directory: ${place.workDir}${where}\n\nThe task that was worked on:\n${instruction}`;
 }
 
 /** The Actor's lesson-proposal task (a new run of its own session, its context still live). */
@@ -80,16 +116,18 @@ export function lessonTask(
   report: string,
   bank: MemoryBank,
   limits: BankLimits,
+  place: RolePlace = SHELL_PLACE,
 ): string {
+  const { bankDir, proposalDir } = place;
   const outcome =
     verdict === 'PASS'
       ? 'The Verifier confirmed from the machine that the task is done (verdict PASS).'
       : 'The Verifier found from the machine that the task is not done (verdict FAIL).';
   const proposal = [
-    `The canonical memory bank is back under ${BANK_DIR}/ (read-only). Propose what it should keep`,
+    `The canonical memory bank is back under ${bankDir}/ (read-only). Propose what it should keep`,
     'from this attempt for future tasks: write every new or changed bank file, whole, under',
-    `${PROPOSAL_DIR}/ at its bank path (${PROPOSAL_DIR}/lessons/x.md becomes ${BANK_DIR}/lessons/x.md),`,
-    `and list bank paths to delete, one a line, in ${PROPOSAL_DIR}/${DELETE_LIST}. Write nothing if`,
+    `${proposalDir}/ at its bank path (${proposalDir}/lessons/x.md becomes ${bankDir}/lessons/x.md),`,
+    `and list bank paths to delete, one a line, in ${proposalDir}/${DELETE_LIST}. Write nothing if`,
     'nothing is worth keeping. Keep lessons general and grounded in what happened.',
   ].join(' ');
   const rules = [
@@ -104,7 +142,7 @@ export function lessonTask(
     proposal,
     rules,
     '',
-    bankInventory(bank),
+    bankInventory(bank, place),
     '',
     'Then call finish_task with a one-line summary of the lessons.',
   ].join('\n');
@@ -127,6 +165,7 @@ function outcomeText(o: ProjectOutcome<ShellPublication>): string {
 export function curriculumTask(
   instruction: string,
   request: CurriculumRequest<{ bank: MemoryBank }, ShellPublication>,
+  place: RolePlace = SHELL_PLACE,
 ): string {
   const situation =
     request.mode === 'review'
@@ -141,7 +180,7 @@ export function curriculumTask(
     situation,
     `Verifier's report on the target:\n${request.report}`,
     '',
-    bankInventory(request.bank.bank),
+    bankInventory(request.bank.bank, place),
     '',
     request.outcomes.length === 0
       ? 'No practice project has run yet.'

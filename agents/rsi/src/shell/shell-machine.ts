@@ -1,9 +1,8 @@
-import { createHash } from 'node:crypto';
 import { type RefFactory, type UntypedActorRef } from '@troupe/actors';
 import { ErrorCode, hasErrorCode, TroupeError } from '@troupe/proto';
-import { pack } from 'tar-stream';
 import { z } from 'zod';
 import { type MemoryBank } from '../bank/memory-bank';
+import { MachineBank } from '../machine/machine-bank';
 import { PROPOSAL_DIR } from './proposal';
 
 /** Where the installed bank is mounted in a sandbox (a tmpfs the sandbox user can clear). */
@@ -13,8 +12,6 @@ export const BANK_DIR = '/bank';
 const WORKSPACE_DIR = '/workspace';
 /** Kind of the node agent's sandbox actors. */
 const SANDBOX_KIND = 'sandbox';
-/** Raw bytes of bank files per install command (base64 on stdin must fit one NATS message). */
-const INSTALL_BATCH_BYTES = 256 * 1024;
 
 // The parts of the sandbox actor's exec reply the host reads; a drift fails loudly.
 const ExecReplySchema = z.looseObject({
@@ -63,6 +60,7 @@ function infra(message: string, details: Record<string, unknown>): TroupeError {
 export class ShellMachine {
   private readonly ref: UntypedActorRef;
   private readonly commandMs: number;
+  private readonly files: MachineBank<ExecReply>;
 
   private constructor(
     refs: RefFactory,
@@ -72,6 +70,10 @@ export class ShellMachine {
   ) {
     this.ref = refs.refOf({ kind: SANDBOX_KIND, id: sandboxId });
     this.commandMs = timeouts.commandMs ?? 60_000;
+    this.files = new MachineBank(`sandbox ${sandboxId}`, (command, o) => this.exec(command, o), {
+      bankDir: BANK_DIR,
+      proposalDir: PROPOSAL_DIR,
+    });
   }
 
   /** A handle on an existing sandbox actor (for release after a restart). */
@@ -136,59 +138,13 @@ export class ShellMachine {
     return r;
   }
 
-  /** {@link exec}, and a non-zero exit throws with the command's stderr. */
-  private async must(
-    what: string,
-    command: string,
-    options: { stdin?: string; signal?: AbortSignal } = {},
-  ) {
-    const r = await this.exec(command, options);
-    if (r.exitCode !== 0) {
-      throw infra(
-        `sandbox ${this.sandboxId}: ${what} failed (exit ${r.exitCode}): ${r.stderr.slice(0, 2_000)}`,
-        {
-          sandboxId: this.sandboxId,
-          exitCode: r.exitCode,
-        },
-      );
-    }
-    return r;
-  }
-
   /**
    * Checks that the workspace holds each of `files` (workspace-relative path → text) with exactly
    * that content: the setup files or fixture tree were replayed.
    * @throws TroupeError `UNAVAILABLE` naming the first file that differs
    */
-  async checkFiles(files: Record<string, string>, signal?: AbortSignal): Promise<void> {
-    const paths = Object.keys(files).sort();
-    for (let i = 0; i < paths.length; i += 100) {
-      const chunk = paths.slice(i, i + 100);
-      const quoted = chunk.map((p) => `'./${p.replace(/'/g, `'\\''`)}'`).join(' ');
-      const r = await this.exec(
-        `cd ${WORKSPACE_DIR} && sha256sum ${quoted}`,
-        signal ? { signal } : {},
-      );
-      const got = new Map<string, string>();
-      for (const line of r.stdout.split('\n')) {
-        const m = /^([0-9a-f]{64}) {2}\.\/(.+)$/.exec(line);
-        if (m) got.set(m[2] as string, m[1] as string);
-      }
-      for (const path of chunk) {
-        const want = createHash('sha256')
-          .update(files[path] ?? '')
-          .digest('hex');
-        if (got.get(path) !== want) {
-          throw infra(
-            `sandbox ${this.sandboxId}: ${path} was not written as given (${got.has(path) ? 'content differs' : 'missing'})`,
-            {
-              sandboxId: this.sandboxId,
-              path,
-            },
-          );
-        }
-      }
-    }
+  checkFiles(files: Record<string, string>, signal?: AbortSignal): Promise<void> {
+    return this.files.checkFiles(WORKSPACE_DIR, files, signal);
   }
 
   /**
@@ -196,89 +152,33 @@ export class ShellMachine {
    * checks the install: exactly the bank's files, each with the manifest's SHA-256.
    * @throws TroupeError `UNAVAILABLE` when the sandbox fails or the installed tree differs
    */
-  async installBank(bank: MemoryBank, signal?: AbortSignal): Promise<void> {
-    await this.removeBank(signal);
-    for (const batch of batches(bank)) {
-      const tar = await tarOf(bank, batch);
-      await this.must('installing the bank', `base64 -d | tar -x -f - -C ${BANK_DIR}`, {
-        stdin: tar.toString('base64'),
-        ...(signal ? { signal } : {}),
-      });
-    }
-    // Read-only for the roles; the host makes it writable again before it clears it.
-    await this.must(
-      'protecting the bank',
-      `find ${BANK_DIR} -mindepth 1 -exec chmod a-w {} +`,
-      signal ? { signal } : {},
-    );
-    await this.checkBank(bank, signal);
+  installBank(bank: MemoryBank, signal?: AbortSignal): Promise<void> {
+    return this.files.installBank(bank, signal);
   }
 
   /**
    * Checks that `/bank` holds exactly `bank`: the same paths, each with the manifest's SHA-256.
    * @throws TroupeError `UNAVAILABLE` naming the first difference
    */
-  async checkBank(bank: MemoryBank, signal?: AbortSignal): Promise<void> {
-    const r = await this.must(
-      'checking the bank',
-      `cd ${BANK_DIR} && find . ! -type d ! -type f | head -n 1 && find . -type f -exec sha256sum {} +`,
-      signal ? { signal } : {},
-    );
-    const installed = new Map<string, string>();
-    for (const line of r.stdout.split('\n')) {
-      if (line === '') continue;
-      const m = /^([0-9a-f]{64}) {2}\.\/(.+)$/.exec(line);
-      if (!m) {
-        throw infra(
-          `sandbox ${this.sandboxId}: the installed bank has a non-regular entry or an unreadable line: ${JSON.stringify(line.slice(0, 200))}`,
-          { sandboxId: this.sandboxId },
-        );
-      }
-      installed.set(m[2] as string, m[1] as string);
-    }
-    const problems: string[] = [];
-    if (installed.size !== bank.fileCount) {
-      problems.push(`${installed.size} files installed, the bank has ${bank.fileCount}`);
-    }
-    for (const e of bank.manifest) {
-      const got = installed.get(e.path);
-      if (got === undefined) problems.push(`${e.path} is missing`);
-      else if (got !== e.sha256) problems.push(`${e.path} has sha256 ${got}, not ${e.sha256}`);
-    }
-    if (problems.length > 0) {
-      throw infra(
-        `sandbox ${this.sandboxId}: the bank ${bank.treeHash} was not installed intact: ${problems.slice(0, 5).join('; ')}`,
-        {
-          sandboxId: this.sandboxId,
-          treeHash: bank.treeHash,
-        },
-      );
-    }
+  checkBank(bank: MemoryBank, signal?: AbortSignal): Promise<void> {
+    return this.files.checkBank(bank, signal);
   }
 
   /** Removes everything under `/bank` and checks it is empty (before the Verifier looks). */
-  async removeBank(signal?: AbortSignal): Promise<void> {
-    await this.clear(BANK_DIR, signal);
+  removeBank(signal?: AbortSignal): Promise<void> {
+    return this.files.removeBank(signal);
   }
 
   /** Removes everything under `/proposal`. */
-  async clearProposal(signal?: AbortSignal): Promise<void> {
-    await this.clear(PROPOSAL_DIR, signal);
-  }
-
-  private async clear(dir: string, signal?: AbortSignal): Promise<void> {
-    await this.must(
-      `clearing ${dir}`,
-      `find ${dir} -mindepth 1 -exec chmod u+w {} + 2>/dev/null; find ${dir} -mindepth 1 -maxdepth 1 -exec rm -rf {} + && test -z "$(ls -A ${dir})"`,
-      signal ? { signal } : {},
-    );
+  clearProposal(signal?: AbortSignal): Promise<void> {
+    return this.files.clearProposal(signal);
   }
 
   /**
    * A tar of `/proposal`'s contents, or why it cannot be read back (larger than one reply).
    */
   async readProposal(signal?: AbortSignal): Promise<{ tar: Uint8Array } | { unreadable: string }> {
-    const r = await this.must(
+    const r = await this.files.must(
       'reading the proposal',
       `cd ${PROPOSAL_DIR} && tar -c -f - . | base64`,
       signal ? { signal } : {},
@@ -300,46 +200,4 @@ export class ShellMachine {
       throw err;
     }
   }
-}
-
-/** The bank's paths in batches of at most {@link INSTALL_BATCH_BYTES} (one file may exceed it). */
-function batches(bank: MemoryBank): string[][] {
-  const out: string[][] = [];
-  let current: string[] = [];
-  let bytes = 0;
-  for (const e of bank.manifest) {
-    if (current.length > 0 && bytes + e.size > INSTALL_BATCH_BYTES) {
-      out.push(current);
-      current = [];
-      bytes = 0;
-    }
-    current.push(e.path);
-    bytes += e.size;
-  }
-  if (current.length > 0) out.push(current);
-  return out;
-}
-
-/** A tar of some of the bank's files, with an entry for each parent directory. */
-async function tarOf(bank: MemoryBank, paths: readonly string[]): Promise<Buffer> {
-  const p = pack();
-  const chunks: Buffer[] = [];
-  const done = (async () => {
-    for await (const chunk of p) chunks.push(chunk as Buffer);
-  })();
-  const dirs = new Set<string>();
-  for (const path of paths) {
-    const parts = path.split('/');
-    for (let i = 1; i < parts.length; i++) {
-      const dir = parts.slice(0, i).join('/');
-      if (dirs.has(dir)) continue;
-      dirs.add(dir);
-      p.entry({ name: `${dir}/`, type: 'directory', mode: 0o755, mtime: new Date(0) });
-    }
-    const bytes = Buffer.from(bank.read(path) ?? new Uint8Array());
-    p.entry({ name: path, size: bytes.byteLength, mode: 0o644, mtime: new Date(0) }, bytes);
-  }
-  p.finalize();
-  await done;
-  return Buffer.concat(chunks);
 }

@@ -172,6 +172,26 @@ export function rsiRoleTemplate(
 const MIB = 1024 * 1024;
 
 /**
+ * Installs an admitted proposal's change set (read back from a machine's proposal directory) into
+ * `bank`: the new bank, or why it is refused (no change set, an unreadable proposal, a change that
+ * breaks `limits`).
+ */
+export function admitProposal(
+  proposal: LessonProposal,
+  bank: RsiBank,
+  limits: BankLimits,
+): Admission<RsiBank> {
+  const changes = proposal.changes as ProposedChanges | undefined;
+  if (changes === null || typeof changes !== 'object') {
+    return { installed: false, reason: 'the proposal carries no change set' };
+  }
+  if ('unreadable' in changes) return { installed: false, reason: changes.unreadable };
+  const result = applyBankChanges(bank.bank, changes.changes, { limits });
+  if (!result.ok) return { installed: false, reason: result.rejection.reason };
+  return { installed: true, bank: rsiBank(result.bank) };
+}
+
+/**
  * RSIAgent's roles for shell tasks, each an agent session (the `agent` actor of
  * `@troupe/agents`) on a node agent sandbox:
  *
@@ -415,16 +435,7 @@ export class ShellRsiRoles implements RsiRoles<ShellEnv, RsiBank, ShellPublicati
   }
 
   async install(proposal: LessonProposal, bank: RsiBank): Promise<Admission<RsiBank>> {
-    const changes = proposal.changes as ProposedChanges | undefined;
-    if (changes === null || typeof changes !== 'object') {
-      return { installed: false, reason: 'the proposal carries no change set' };
-    }
-    if ('unreadable' in changes) return { installed: false, reason: changes.unreadable };
-    const result = applyBankChanges(bank.bank, changes.changes, {
-      limits: this.limitsOf(bank.bank),
-    });
-    if (!result.ok) return { installed: false, reason: result.rejection.reason };
-    return { installed: true, bank: rsiBank(result.bank) };
+    return admitProposal(proposal, bank, this.limitsOf(bank.bank));
   }
 
   async curriculum(
