@@ -1,5 +1,4 @@
 import { type Logger, noopLogger, type RefFactory } from '@troupe/actors';
-import { AgentStopReason } from '@troupe/agents';
 import type { BudgetHook, ChatMessage, LlmClient, ToolDefinition } from '@troupe/llm';
 import { ErrorCode, isTroupeError, TroupeError } from '@troupe/proto';
 import { type BankLimits, type BankLimitsOptions, parseBankLimits } from '../bank/bank-limits';
@@ -15,7 +14,7 @@ import {
 } from '../loop/target-loop';
 import { type VerifierReport } from '../loop/verdict';
 import { actorEnding, throwIfInfrastructure, verifierReport } from '../shell/finish-protocol';
-import { type ProposedChanges, proposalChangesFromTar } from '../shell/proposal';
+import { lessonChanges } from '../shell/proposal';
 import {
   acceptedProject,
   checkShellPublication,
@@ -544,13 +543,7 @@ export class DesktopRsiRoles implements RsiRoles<DesktopEnv, RsiBank, ShellPubli
       signal,
     );
     throwIfInfrastructure('Actor (lessons)', ctx.sessionId, r);
-    let changes: ProposedChanges;
-    if (r.stopReason !== AgentStopReason.FINISHED) {
-      changes = { unreadable: `the lesson run stopped with ${r.stopReason}, not finish_task` };
-    } else {
-      const read = await m.readProposal(signal);
-      changes = 'unreadable' in read ? read : await proposalChangesFromTar(read.tar, bank);
-    }
+    const changes = await lessonChanges(r.stopReason, () => m.readProposal(signal), bank);
     return {
       targetId: input.work.targetId,
       baseHash: input.bank.hash,

@@ -2,6 +2,7 @@ import { Readable } from 'node:stream';
 import { extract } from 'tar-stream';
 import { type BankChange } from '../bank/bank-changes';
 import { type MemoryBank } from '../bank/memory-bank';
+import { AgentStopReason } from '@troupe/agents';
 
 /** Where the Actor writes the bank files it proposes (whole files, at their bank paths). */
 export const PROPOSAL_DIR = '/proposal';
@@ -77,4 +78,20 @@ export async function proposalChangesFromTar(
     changes.push({ op: 'delete', path: line.startsWith('/bank/') ? line.slice(6) : line });
   }
   return { changes };
+}
+
+/**
+ * What a lesson run proposed: once it finished with `finish_task`, the change set read from the
+ * machine's proposal directory (`readProposal`) against `bank`; otherwise why there is none.
+ */
+export async function lessonChanges(
+  stopReason: string,
+  readProposal: () => Promise<{ tar: Uint8Array } | { unreadable: string }>,
+  bank: MemoryBank,
+): Promise<ProposedChanges> {
+  if (stopReason !== AgentStopReason.FINISHED) {
+    return { unreadable: `the lesson run stopped with ${stopReason}, not finish_task` };
+  }
+  const read = await readProposal();
+  return 'unreadable' in read ? read : proposalChangesFromTar(read.tar, bank);
 }

@@ -1,7 +1,6 @@
 import { createHash } from 'node:crypto';
 import { type Logger, noopLogger, type RefFactory } from '@troupe/actors';
 import {
-  AgentStopReason,
   AgentToolName,
   type AgentTemplateInput,
   runAgentSession,
@@ -28,7 +27,7 @@ import {
   throwIfInfrastructure,
   verifierReport,
 } from './finish-protocol';
-import { type ProposedChanges, proposalChangesFromTar } from './proposal';
+import { lessonChanges, type ProposedChanges } from './proposal';
 import {
   acceptedProject,
   checkShellPublication,
@@ -419,13 +418,7 @@ export class ShellRsiRoles implements RsiRoles<ShellEnv, RsiBank, ShellPublicati
       signal,
     );
     throwIfInfrastructure('Actor (lessons)', ctx.sessionId, r);
-    let changes: ProposedChanges;
-    if (r.stopReason !== AgentStopReason.FINISHED) {
-      changes = { unreadable: `the lesson run stopped with ${r.stopReason}, not finish_task` };
-    } else {
-      const read = await machine.readProposal(signal);
-      changes = 'unreadable' in read ? read : await proposalChangesFromTar(read.tar, bank);
-    }
+    const changes = await lessonChanges(r.stopReason, () => machine.readProposal(signal), bank);
     return {
       targetId: input.work.targetId,
       baseHash: input.bank.hash,
