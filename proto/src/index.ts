@@ -45,6 +45,12 @@ export {
   UntrustedTextLimits,
 } from './untrusted-text';
 export {
+  closeUntrustedTextWorkers,
+  parseUntrustedTextAsync,
+  type ParseUntrustedTextAsyncOptions,
+  UntrustedTextWorkerLimits,
+} from './untrusted-text-async';
+export {
   checkNatsAuth,
   ClusterNameSchema,
   DEFAULT_NATS_SERVER,
