@@ -142,6 +142,7 @@ export {
   maxSpecBytesFor,
   parseJobSpec,
   parseSpecText,
+  parseSpecTextAsync,
   RetryPolicySchema,
   SpecTextFormat,
   type JobSpec,

@@ -245,7 +245,7 @@ export function createEvolveDriver(
     description:
       'evolutionary program search over a suite (task.yaml); evaluations in sandboxes, score = test score',
 
-    validate(spec) {
+    async validate(spec) {
       const config = parseWith(EvolveJobConfigSchema, spec.config, { prefix: 'spec.config' });
       void config;
       if (spec.agent !== undefined) {
@@ -263,8 +263,8 @@ export function createEvolveDriver(
           );
         }
       }
-      tasksOf(spec).forEach((task, i) => {
-        const bundle = loadSuiteBundle(task.suite, `spec.tasks[${i}].suite`, options.cwd);
+      for (const [i, task] of tasksOf(spec).entries()) {
+        const bundle = await loadSuiteBundle(task.suite, `spec.tasks[${i}].suite`, options.cwd);
         try {
           checkOperators(
             { suite: bundle.spec, task },
@@ -277,13 +277,14 @@ export function createEvolveDriver(
           }
           throw invalidArgument(`spec.tasks[${i}]`, (err as Error).message);
         }
-      });
+      }
     },
 
-    plan(spec) {
+    async plan(spec) {
       const config = parseWith(EvolveJobConfigSchema, spec.config, { prefix: 'spec.config' });
-      return tasksOf(spec).map((task, i) => {
-        const bundle = loadSuiteBundle(task.suite, `spec.tasks[${i}].suite`, options.cwd);
+      const planned = [];
+      for (const [i, task] of tasksOf(spec).entries()) {
+        const bundle = await loadSuiteBundle(task.suite, `spec.tasks[${i}].suite`, options.cwd);
         const input: EvolveTaskInput = {
           task,
           config,
@@ -292,8 +293,9 @@ export function createEvolveDriver(
           seeds: bundle.seeds,
           files: bundle.files,
         };
-        return { id: task.id, input };
-      });
+        planned.push({ id: task.id, input });
+      }
+      return planned;
     },
 
     async runTask(ctx, raw) {

@@ -21,7 +21,7 @@ import {
 } from '@troupe/rsi';
 import { z } from 'zod';
 import { renderRsiReport } from './rsi-report';
-import { loadRsiSuite, RsiSuiteRefSchema } from './rsi-suite';
+import { loadRsiSuite, loadRsiSuiteAsync, RsiSuiteRefSchema } from './rsi-suite';
 
 const MODEL = z.string().min(1, 'must name a model').max(128);
 
@@ -116,7 +116,7 @@ export function createRsiDriver(options: RsiDriverOptions = {}): JobDriver<RsiCo
     name: 'rsi',
     description: 'RSIAgent studies: a memory bank developed by verified practice, then measured',
 
-    validate(spec) {
+    async validate(spec) {
       const config = configOf(spec);
       const models = options.models;
       for (const role of ['actor', 'verifier', 'curriculum'] as const) {
@@ -129,7 +129,9 @@ export function createRsiDriver(options: RsiDriverOptions = {}): JobDriver<RsiCo
           );
         }
       }
-      suiteOf(spec);
+      // Read and parsed off the event loop: validation runs on the coordinator for every submit.
+      const ref = parseWith(RsiSuiteRefSchema, spec.tasks, { prefix: 'spec.tasks' });
+      await loadRsiSuiteAsync(ref.suite, baseDir, 'spec.tasks');
     },
 
     plan(spec) {

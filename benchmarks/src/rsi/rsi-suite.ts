@@ -1,6 +1,14 @@
 import { readFileSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { invalidArgument, parseUntrustedText, parseWith } from '@troupe/proto';
+import {
+  invalidArgument,
+  parseUntrustedText,
+  parseUntrustedTextAsync,
+  type ParseUntrustedTextOptions,
+  parseWith,
+  type TroupeError,
+} from '@troupe/proto';
 import { ShellTaskSchema, type ShellTask } from '@troupe/rsi';
 import { z } from 'zod';
 
@@ -49,6 +57,9 @@ export interface RsiSuite {
   heldOut: ShellTask[];
 }
 
+/** Largest `tasks.yaml` of an RSI suite. */
+export const MAX_RSI_TASKS_FILE_BYTES = 1024 * 1024;
+
 /**
  * Reads and checks `<suite>/tasks.yaml` under `baseDir`.
  * @throws TroupeError `INVALID_ARGUMENT` naming `<field>` for a missing file, and the file and
@@ -60,11 +71,39 @@ export function loadRsiSuite(suite: string, baseDir: string, field: string): Rsi
   try {
     text = readFileSync(file, 'utf8');
   } catch (err) {
-    throw invalidArgument(
-      `${field}.suite`,
-      `must be a folder holding tasks.yaml (${(err as Error).message})`,
-    );
+    throw missingSuite(field, err);
   }
-  const raw = parseUntrustedText(text, { format: 'yaml', field: `${suite}/tasks.yaml` });
+  const raw = parseUntrustedText(text, suiteParseOptions(suite));
   return parseWith(RsiSuiteSchema, raw, { prefix: `${suite}/tasks.yaml` });
+}
+
+/**
+ * {@link loadRsiSuite} without holding the event loop (a job's validation on the coordinator):
+ * the file is read asynchronously and a large one parsed in a worker thread; same errors.
+ */
+export async function loadRsiSuiteAsync(
+  suite: string,
+  baseDir: string,
+  field: string,
+): Promise<RsiSuite> {
+  const file = path.resolve(baseDir, suite, 'tasks.yaml');
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (err) {
+    throw missingSuite(field, err);
+  }
+  const raw = await parseUntrustedTextAsync(text, suiteParseOptions(suite));
+  return parseWith(RsiSuiteSchema, raw, { prefix: `${suite}/tasks.yaml` });
+}
+
+function missingSuite(field: string, err: unknown): TroupeError {
+  return invalidArgument(
+    `${field}.suite`,
+    `must be a folder holding tasks.yaml (${(err as Error).message})`,
+  );
+}
+
+function suiteParseOptions(suite: string): ParseUntrustedTextOptions {
+  return { format: 'yaml', field: `${suite}/tasks.yaml`, maxBytes: MAX_RSI_TASKS_FILE_BYTES };
 }

@@ -6,7 +6,10 @@ import { score } from '../../src/desktop-tasks/desktop-evaluator';
 const ROOT = path.resolve(__dirname, '../../..');
 
 describe('desktop-mini suite', () => {
-  const tasks = loadDesktopSuite('benchmarks/suites/desktop-mini', ROOT, 'spec.tasks');
+  let tasks: Awaited<ReturnType<typeof loadDesktopSuite>>;
+  beforeAll(async () => {
+    tasks = await loadDesktopSuite('benchmarks/suites/desktop-mini', ROOT, 'spec.tasks');
+  });
 
   test('has at least ten tasks, two of them infeasible, each with a gold script', () => {
     expect(tasks.length).toBeGreaterThanOrEqual(10);

@@ -30,7 +30,7 @@ describe('shell-tasks driver', () => {
       tasks: { count: 3, command: 'echo {i}', idPrefix: 'n' },
       config: { memoryMb: 64 },
     });
-    driver.validate(spec);
+    await driver.validate(spec);
     const plan = await driver.plan(spec, planCtx);
     expect(plan.map((t) => t.id)).toEqual(['n0', 'n1', 'n2']);
     expect(plan[2]?.input).toMatchObject({

@@ -186,10 +186,13 @@ export interface JobDriver<TInput = unknown, TRun = unknown> {
   /** One line for `INVALID_ARGUMENT` listings and docs. */
   readonly description: string;
   /**
-   * Checks the driver-specific parts of a spec (`tasks`, `config`, `agent`); throws an
-   * `INVALID_ARGUMENT` naming the field (`spec.tasks[3].command: must be a non-empty string`).
+   * Checks the driver-specific parts of a spec (`tasks`, `config`, `agent`); throws (or rejects
+   * with) an `INVALID_ARGUMENT` naming the field (`spec.tasks[3].command: must be a non-empty
+   * string`). It runs on the coordinator's event loop for every submission: a driver that reads
+   * files (a suite folder) returns a promise and reads them asynchronously, parsing documents
+   * with `parseUntrustedTextAsync`.
    */
-  validate(spec: JobSpec): void;
+  validate(spec: JobSpec): void | Promise<void>;
   /** Expands the spec into tasks (ids unique). */
   plan(spec: JobSpec, ctx: PlanContext): Promise<PlannedTask[]> | PlannedTask[];
   /** Does the work of one attempt and returns what the grader needs (JSON-serialisable). */
@@ -198,8 +201,13 @@ export interface JobDriver<TInput = unknown, TRun = unknown> {
   grade(ctx: TaskContext, input: TInput, run: TRun | undefined): Promise<TaskGrade>;
   /** Releases what the attempt created (sandboxes); runs after every attempt, even failed ones. */
   cleanup?(ctx: TaskContext, input: TInput): Promise<void>;
-  /** Benchmark-specific aggregate metrics over the final results. */
-  collect?(spec: JobSpec, tasks: readonly CollectedTask[]): Record<string, unknown>;
+  /**
+   * Benchmark-specific aggregate metrics over the final results (a promise when it reads files).
+   */
+  collect?(
+    spec: JobSpec,
+    tasks: readonly CollectedTask[],
+  ): Record<string, unknown> | Promise<Record<string, unknown>>;
   /**
    * Actor kinds the driver's tasks use (the `evolve` driver's island actors), hosted by every
    * process that hosts the job and task actors (each coordinator: `troupe dev`, `troupe

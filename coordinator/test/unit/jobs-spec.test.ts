@@ -29,6 +29,15 @@ function errorOf(fn: () => unknown): TroupeError {
   throw new Error('expected an error');
 }
 
+async function rejectionOf(p: Promise<unknown>): Promise<TroupeError> {
+  try {
+    await p;
+  } catch (err) {
+    return err as TroupeError;
+  }
+  throw new Error('expected a rejection');
+}
+
 describe('job spec', () => {
   it('fills defaults', () => {
     const spec = parseJobSpec({ kind: 'echo', tasks: [] });
@@ -112,14 +121,14 @@ describe('job spec', () => {
 describe('driver registry', () => {
   const registry = new DriverRegistry().register(echo);
 
-  it('validates the common fields, then the driver fields', () => {
-    expect(registry.validate({ kind: 'echo', tasks: [] }).kind).toBe('echo');
-    const err = errorOf(() => registry.validate({ kind: 'echo', tasks: 'x' }));
+  it('validates the common fields, then the driver fields', async () => {
+    expect((await registry.validate({ kind: 'echo', tasks: [] })).kind).toBe('echo');
+    const err = await rejectionOf(registry.validate({ kind: 'echo', tasks: 'x' }));
     expect(err.message).toBe('`spec.tasks`: must be a list');
   });
 
-  it('refuses an unknown kind, listing the known ones', () => {
-    const err = errorOf(() => registry.validate({ kind: 'nope', tasks: [] }));
+  it('refuses an unknown kind, listing the known ones', async () => {
+    const err = await rejectionOf(registry.validate({ kind: 'nope', tasks: [] }));
     expect(err.code).toBe('INVALID_ARGUMENT');
     expect(err.message).toContain('`spec.kind`: unknown job kind (known: echo)');
     expect(err.details).toMatchObject({ field: 'spec.kind', knownKinds: ['echo'] });
