@@ -123,6 +123,7 @@ export {
   type TaskArtifacts,
   type TaskContext,
   type TaskGrade,
+  checkTaskCount,
   MAX_TASKS_PER_JOB,
   TASK_ID_PATTERN,
   TASK_ID_RULE,

@@ -29,6 +29,7 @@ export {
   isTimeout,
   isTroupeError,
   isUnavailable,
+  MAX_LISTED_ISSUES,
   parseWith,
   someCause,
   timeoutError,

@@ -1,6 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { invalidArgument, parseUntrustedTextAsync, parseWith } from '@troupe/proto';
+import { checkTaskCount } from '@troupe/coordinator';
 import { z } from 'zod';
 
 /** One setup step, run before the agent starts (OSWorld's `config`). */
@@ -177,16 +178,14 @@ export async function loadDesktopSuite(
       suite,
     );
   }
-  const tasks = parseWith(
-    z.array(DesktopTaskSchema).min(1),
-    await parseUntrustedTextAsync(text, {
-      field: `${field} (${file})`,
-      maxBytes: MAX_DESKTOP_TASKS_FILE_BYTES,
-    }),
-    {
-      prefix: `${field} (${file})`,
-    },
-  );
+  const raw = await parseUntrustedTextAsync(text, {
+    field: `${field} (${file})`,
+    maxBytes: MAX_DESKTOP_TASKS_FILE_BYTES,
+  });
+  checkTaskCount(raw, `${field} (${file})`);
+  const tasks = parseWith(z.array(DesktopTaskSchema).min(1), raw, {
+    prefix: `${field} (${file})`,
+  });
   const seen = new Set<string>();
   tasks.forEach((t, i) => {
     if (seen.has(t.id)) throw invalidArgument(`${field}[${i}].id`, 'must be unique', t.id);

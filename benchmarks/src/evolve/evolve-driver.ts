@@ -16,7 +16,12 @@ import {
   SearchRunner,
 } from '@troupe/evolve';
 import type { BudgetHook, LlmClient, ModelRegistry } from '@troupe/llm';
-import { type JobDriver, type JobSpec, type TaskContext } from '@troupe/coordinator';
+import {
+  checkTaskCount,
+  type JobDriver,
+  type JobSpec,
+  type TaskContext,
+} from '@troupe/coordinator';
 import {
   invalidArgument,
   leaseSubject as leaseSubjectFor,
@@ -123,6 +128,7 @@ export function evolveJournalTaskId(jobId: string, taskId: string): string {
 }
 
 function tasksOf(spec: JobSpec): EvolveTask[] {
+  checkTaskCount(spec.tasks, 'spec.tasks');
   const tasks = parseWith(EvolveTaskListSchema, spec.tasks, { prefix: 'spec.tasks' });
   const seen = new Map<string, number>();
   tasks.forEach((t, i) => {

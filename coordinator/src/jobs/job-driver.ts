@@ -1,6 +1,6 @@
 import { type NatsConnection } from '@nats-io/transport-node';
 import { type AnyActorDefinition, type Logger, type RefFactory } from '@troupe/actors';
-import { errorCode, type ErrorCode } from '@troupe/proto';
+import { errorCode, type ErrorCode, invalidArgument } from '@troupe/proto';
 import { type JobSpec } from './job-spec';
 
 /** What task ids must match (they appear in events, results and artifact paths). */
@@ -14,6 +14,20 @@ export const TASK_ID_RULE = 'must match [A-Za-z0-9][A-Za-z0-9._-]{0,127}';
  * is split into several jobs.
  */
 export const MAX_TASKS_PER_JOB = 2_000;
+
+/**
+ * Refuses a task list longer than {@link MAX_TASKS_PER_JOB} before its elements are validated:
+ * a schema reports every broken element, so a huge list of wrong elements would cost seconds to
+ * refuse (and a message of megabytes). Anything that is not a list passes (the schema names it).
+ */
+export function checkTaskCount(value: unknown, field: string): void {
+  if (Array.isArray(value) && value.length > MAX_TASKS_PER_JOB) {
+    throw invalidArgument(
+      field,
+      `must hold at most ${MAX_TASKS_PER_JOB} tasks (got ${value.length}): a job holds at most ${MAX_TASKS_PER_JOB}, split the task set into several jobs`,
+    );
+  }
+}
 
 /** One task of a job's plan. */
 export interface PlannedTask {
