@@ -187,6 +187,7 @@ export {
   jobArtifactPrefix,
   jobPayloadPrefix,
   JobStore,
+  type ListedJob,
   planObjectName,
   type JobStoreOptions,
 } from './jobs/job-store';

@@ -408,8 +408,14 @@ export class JobManager {
     const page = start < 0 ? [] : all.slice(start, start + pageSize);
     const last = page[page.length - 1];
     const more = start >= 0 && start + pageSize < all.length;
+    // Only the returned records are checked in full (a record this version cannot read is left
+    // out; the page token still follows the listing's order).
+    const jobs = page.flatMap((j) => {
+      const parsed = JobRecordSchema.safeParse(j.stored);
+      return parsed.success ? [parsed.data] : [];
+    });
     return {
-      jobs: page,
+      jobs,
       nextPageToken:
         more && last
           ? encodePageToken({ c: last.createdUnixMs, j: last.jobId, f: filterHash })
