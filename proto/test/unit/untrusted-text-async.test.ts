@@ -7,6 +7,9 @@ import {
 } from '@troupe/proto';
 import { ParseWorkerPool, parseWorkerEntry } from '../../src/internal/parse-worker-pool';
 
+/** A list limit above the task lists these tests parse. */
+const LONG = 100_000;
+
 /** A task list of `n` flow mappings: costly for the YAML parser (about 50 bytes per entry). */
 function bigTaskList(n: number): string {
   const lines = ['kind: shell-tasks', 'tasks:'];
@@ -62,7 +65,9 @@ describe('parseUntrustedTextAsync', () => {
     const t0 = performance.now();
     let value: { tasks: unknown[] };
     try {
-      value = (await parseUntrustedTextAsync(text, { field: 'spec' })) as { tasks: unknown[] };
+      value = (await parseUntrustedTextAsync(text, { field: 'spec', maxEntries: LONG })) as {
+        tasks: unknown[];
+      };
     } finally {
       clearInterval(timer);
     }
@@ -139,8 +144,13 @@ describe('parseUntrustedTextAsync', () => {
     try {
       const text = bigTaskList(30_000);
       const controller = new AbortController();
-      const running = pool.parse(text, { field: 'spec' }, 60_000, controller.signal);
-      const queued = pool.parse(text, { field: 'spec' }, 60_000);
+      const running = pool.parse(
+        text,
+        { field: 'spec', maxEntries: LONG },
+        60_000,
+        controller.signal,
+      );
+      const queued = pool.parse(text, { field: 'spec', maxEntries: LONG }, 60_000);
       const refused = await rejectionOf(pool.parse(text, { field: 'spec' }, 60_000));
       expect(refused.code).toBe('UNAVAILABLE');
       expect(refused.retryable).toBe(true);
@@ -157,7 +167,9 @@ describe('parseUntrustedTextAsync', () => {
   it('refuses a document whose parse needs more than the worker heap', async () => {
     const pool = new ParseWorkerPool({ size: 1, maxHeapMb: 16, maxQueued: 1 });
     try {
-      const err = await rejectionOf(pool.parse(bigTaskList(60_000), { field: 'spec' }, 60_000));
+      const err = await rejectionOf(
+        pool.parse(bigTaskList(60_000), { field: 'spec', maxEntries: LONG }, 60_000),
+      );
       expect(err.code).toBe('INVALID_ARGUMENT');
       expect(err.message).toContain('MB of memory');
       expect(await pool.parse('a: 1', { field: 'spec' }, 30_000)).toEqual({ a: 1 });
