@@ -49,6 +49,7 @@ export {
   closeUntrustedTextWorkers,
   parseUntrustedTextAsync,
   type ParseUntrustedTextAsyncOptions,
+  readUntrustedTextFile,
   UntrustedTextWorkerLimits,
 } from './untrusted-text-async';
 export {

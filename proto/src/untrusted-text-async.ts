@@ -1,3 +1,4 @@
+import { readFile, stat } from 'node:fs/promises';
 import { throwIfAborted } from './abort';
 import { invalidArgument } from './errors';
 import { ParseWorkerPool } from './internal/parse-worker-pool';
@@ -78,6 +79,23 @@ export async function parseUntrustedTextAsync(
     timeoutMs ?? UntrustedTextWorkerLimits.TIMEOUT_MS,
     signal,
   );
+}
+
+/**
+ * Reads a text file that came from a user (a task file), refusing one larger than `maxBytes` by
+ * its size before reading it: `INVALID_ARGUMENT` on `field`, worded like the size rule of
+ * {@link parseUntrustedText}. Errors of the file system (a missing file) are passed on as they
+ * are, for the caller to name.
+ */
+export async function readUntrustedTextFile(
+  file: string,
+  options: { field: string; maxBytes: number },
+): Promise<string> {
+  const { size } = await stat(file);
+  if (size > options.maxBytes) {
+    throw invalidArgument(options.field, `must be at most ${options.maxBytes} bytes (got ${size})`);
+  }
+  return readFile(file, 'utf8');
 }
 
 /** Terminates the parse workers (new ones start when needed): for tests that count handles. */

@@ -1,6 +1,11 @@
-import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { invalidArgument, parseUntrustedTextAsync, parseWith } from '@troupe/proto';
+import {
+  invalidArgument,
+  isTroupeError,
+  parseUntrustedTextAsync,
+  parseWith,
+  readUntrustedTextFile,
+} from '@troupe/proto';
 import { checkTaskCount } from '@troupe/coordinator';
 import { z } from 'zod';
 
@@ -170,8 +175,12 @@ export async function loadDesktopSuite(
   const file = path.resolve(baseDir, suite, 'tasks.yaml');
   let text: string;
   try {
-    text = await readFile(file, 'utf8');
+    text = await readUntrustedTextFile(file, {
+      field: `${field} (${file})`,
+      maxBytes: MAX_DESKTOP_TASKS_FILE_BYTES,
+    });
   } catch (err) {
+    if (isTroupeError(err)) throw err;
     throw invalidArgument(
       `${field}.suite`,
       `must name a folder with tasks.yaml (${(err as Error).message})`,

@@ -1,7 +1,14 @@
 import { readdir, readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { type Program, type SearchTaskSpec, SearchTaskSpecSchema } from '@troupe/evolve';
-import { errorCode, invalidArgument, parseUntrustedTextAsync, parseWith } from '@troupe/proto';
+import {
+  errorCode,
+  invalidArgument,
+  isTroupeError,
+  parseUntrustedTextAsync,
+  parseWith,
+  readUntrustedTextFile,
+} from '@troupe/proto';
 
 /** Largest suite (all files of both phases) a job may ship to its tasks. */
 export const MAX_SUITE_BYTES = 8 * 1024 * 1024;
@@ -53,8 +60,14 @@ export async function loadSuiteBundle(
   const taskFile = path.join(suiteDir, 'task.yaml');
   let text: string;
   try {
-    text = await readFile(taskFile, 'utf8');
-  } catch {
+    text = await readUntrustedTextFile(taskFile, {
+      field: 'task.yaml',
+      maxBytes: MAX_SUITE_TASK_FILE_BYTES,
+    });
+  } catch (err) {
+    if (isTroupeError(err)) {
+      throw invalidArgument(field, `${taskFile} is invalid: ${err.message}`);
+    }
     throw invalidArgument(
       field,
       `must be a suite folder holding task.yaml (no ${taskFile})`,

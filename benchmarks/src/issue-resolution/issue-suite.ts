@@ -1,7 +1,14 @@
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { errorCode, invalidArgument, parseUntrustedTextAsync, TroupeError } from '@troupe/proto';
+import {
+  errorCode,
+  invalidArgument,
+  isTroupeError,
+  parseUntrustedTextAsync,
+  readUntrustedTextFile,
+  TroupeError,
+} from '@troupe/proto';
 import { TASK_ID_PATTERN } from '@troupe/coordinator';
 import {
   type InvalidIssueTask,
@@ -62,8 +69,15 @@ export async function loadIssueTask(
   });
   let text: string;
   try {
-    text = await readFile(path.join(taskDir, 'task.yaml'), 'utf8');
-  } catch {
+    text = await readUntrustedTextFile(path.join(taskDir, 'task.yaml'), {
+      field: 'task.yaml',
+      maxBytes: MAX_TASK_FILE_BYTES,
+    });
+  } catch (err) {
+    if (isTroupeError(err)) {
+      const rule = err.details?.['rule'];
+      return bad('task.yaml', typeof rule === 'string' ? rule : err.message);
+    }
     return bad('task.yaml', 'must exist and be readable');
   }
   let raw: unknown;

@@ -1,12 +1,13 @@
 import { readFileSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import {
   invalidArgument,
+  isTroupeError,
   parseUntrustedText,
   parseUntrustedTextAsync,
   type ParseUntrustedTextOptions,
   parseWith,
+  readUntrustedTextFile,
   type TroupeError,
 } from '@troupe/proto';
 import { ShellTaskSchema, type ShellTask } from '@troupe/rsi';
@@ -89,8 +90,9 @@ export async function loadRsiSuiteAsync(
   const file = path.resolve(baseDir, suite, 'tasks.yaml');
   let text: string;
   try {
-    text = await readFile(file, 'utf8');
+    text = await readUntrustedTextFile(file, suiteParseOptions(suite));
   } catch (err) {
+    if (isTroupeError(err)) throw err;
     throw missingSuite(field, err);
   }
   const raw = await parseUntrustedTextAsync(text, suiteParseOptions(suite));
@@ -104,6 +106,6 @@ function missingSuite(field: string, err: unknown): TroupeError {
   );
 }
 
-function suiteParseOptions(suite: string): ParseUntrustedTextOptions {
+function suiteParseOptions(suite: string): ParseUntrustedTextOptions & { maxBytes: number } {
   return { format: 'yaml', field: `${suite}/tasks.yaml`, maxBytes: MAX_RSI_TASKS_FILE_BYTES };
 }

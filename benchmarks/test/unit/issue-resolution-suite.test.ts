@@ -5,6 +5,7 @@ import {
   mkdtempSync,
   readFileSync,
   rmSync,
+  statSync,
   symlinkSync,
   writeFileSync,
 } from 'node:fs';
@@ -156,6 +157,16 @@ describe('malformed tasks', () => {
     expect((await loadIssueSuite(dir, 'spec.tasks')).tasks.map((t) => t.task.id)).toEqual([
       'py-lru-cache',
     ]);
+  });
+
+  test('a task.yaml over 256 KiB is invalid, refused by its size', async () => {
+    rewrite((t) => `${t.replace('id: py-lru-cache', 'id: broken')}\n# ${'x'.repeat(300_000)}\n`);
+    const size = statSync(path.join(dir, 'broken', 'task.yaml')).size;
+    expect(await loadIssueTask(path.join(dir, 'broken'))).toEqual({
+      taskId: 'broken',
+      field: 'task.yaml',
+      rule: `must be at most 262144 bytes (got ${size})`,
+    });
   });
 
   test('a task folder whose name is not a task id is reported under a valid id', async () => {

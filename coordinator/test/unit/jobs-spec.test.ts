@@ -6,8 +6,9 @@ import {
   maxSpecBytesFor,
   parseJobSpec,
   parseSpecText,
+  parseSpecTextAsync,
 } from '@troupe/coordinator';
-import { invalidArgument, type TroupeError } from '@troupe/proto';
+import { closeUntrustedTextWorkers, invalidArgument, type TroupeError } from '@troupe/proto';
 
 const echo: JobDriver = {
   name: 'echo',
@@ -115,6 +116,30 @@ describe('job spec', () => {
     });
     expect(errorOf(() => parseSpecText('{"kind":', 'json')).message).toMatch(/not valid JSON/);
     expect(errorOf(() => parseJobSpec(parseSpecText('42'))).message).toMatch(/must be a mapping/);
+  });
+});
+
+describe('parseSpecTextAsync', () => {
+  afterAll(async () => {
+    await closeUntrustedTextWorkers();
+  });
+
+  it('parses a large spec off the loop with the limits and errors of parseSpecText', async () => {
+    const tasks = Array.from({ length: 1_500 }, (_, i) => `  - {id: t${i}, command: echo ${i}}`);
+    const text = ['kind: echo', 'tasks:', ...tasks].join('\n');
+    expect(text.length).toBeGreaterThan(32 * 1024);
+    expect(await parseSpecTextAsync(text)).toEqual(parseSpecText(text));
+    for (const bad of [`${text}\n  - [`, `${text}\nkind: again`, `a:${' ['.repeat(40)}`]) {
+      const sync = errorOf(() => parseSpecText(bad));
+      const off = await rejectionOf(parseSpecTextAsync(bad));
+      expect(off.code).toBe('INVALID_ARGUMENT');
+      expect(off.message).toBe(sync.message);
+      expect(off.details).toEqual(sync.details);
+    }
+    const big = await rejectionOf(parseSpecTextAsync(text, 'auto', 40_000));
+    expect(big.details).toMatchObject({ field: 'spec' });
+    expect(big.message).toMatch(/must be at most 40000 bytes/);
+    expect((await rejectionOf(parseSpecTextAsync('  '))).message).toMatch(/non-empty/);
   });
 });
 

@@ -1,4 +1,5 @@
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import {
@@ -85,7 +86,7 @@ export const taskFilesTarget: FuzzTarget<TaskFileCase> = {
     const load = async (c: TaskFileCase): Promise<string | undefined> => {
       switch (c.kind) {
         case FileKind.ISSUE: {
-          writeFileSync(path.join(taskDir, 'task.yaml'), c.text);
+          await writeFile(path.join(taskDir, 'task.yaml'), c.text);
           // An invalid task is reported (with a plannable id); the rest of the suite runs.
           const r = await loadIssueTask(taskDir);
           if ('task' in r) return undefined;
@@ -96,7 +97,7 @@ export const taskFilesTarget: FuzzTarget<TaskFileCase> = {
           return undefined;
         }
         case FileKind.DESKTOP:
-          writeFileSync(path.join(dir, 'tasks.yaml'), c.text);
+          await writeFile(path.join(dir, 'tasks.yaml'), c.text);
           await loadDesktopSuite('.', dir, 'spec.tasks');
           return undefined;
         case FileKind.EVOLVE:
