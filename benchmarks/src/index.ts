@@ -24,6 +24,7 @@ export {
   type EvolveDriverOptions,
 } from './evolve/evolve-driver';
 export { type EvolveBudgetContext } from './evolve/evolve-island-actor';
+export { MAX_SUITE_TASK_FILE_BYTES, parseSuiteTaskFile } from './evolve/suite-bundle';
 export {
   TaskAgentKind,
   applyFilePatch,

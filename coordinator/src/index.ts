@@ -123,6 +123,7 @@ export {
   type TaskArtifacts,
   type TaskContext,
   type TaskGrade,
+  checkTaskCount,
   MAX_TASKS_PER_JOB,
   TASK_ID_PATTERN,
   TASK_ID_RULE,
@@ -142,6 +143,7 @@ export {
   maxSpecBytesFor,
   parseJobSpec,
   parseSpecText,
+  parseSpecTextAsync,
   RetryPolicySchema,
   SpecTextFormat,
   type JobSpec,
@@ -185,6 +187,7 @@ export {
   jobArtifactPrefix,
   jobPayloadPrefix,
   JobStore,
+  type ListedJob,
   planObjectName,
   type JobStoreOptions,
 } from './jobs/job-store';

@@ -64,6 +64,15 @@ export function judgeFieldMessage(
   return undefined;
 }
 
+/** Waits for `p`: its value or its error (an asynchronous call; the runner measures blocks). */
+export async function settled<T>(p: Promise<T>): Promise<{ value?: T; error?: unknown }> {
+  try {
+    return { value: await p };
+  } catch (error) {
+    return { error };
+  }
+}
+
 /** Runs `fn` and measures how long it held the thread (a synchronous call). */
 export function timed<T>(fn: () => T): { value?: T; error?: unknown; ms: number } {
   const t0 = performance.now();

@@ -477,20 +477,29 @@ function formatPath(prefix: string | undefined, path: readonly PropertyKey[]): s
 }
 
 /**
- * An `INVALID_ARGUMENT` listing every issue of a zod error as `<path>: <rule>` (joined by `; `),
- * with `details: {issues: [{field, rule}]}`.
+ * Most issues an error from {@link fromZodError} lists: a 50,000-element list of wrong elements
+ * would otherwise make a message of megabytes (and cost its receiver as much).
+ */
+export const MAX_LISTED_ISSUES = 20;
+
+/**
+ * An `INVALID_ARGUMENT` listing the issues of a zod error as `<path>: <rule>` (joined by `; `),
+ * with `details: {issues: [{field, rule}]}`: the first {@link MAX_LISTED_ISSUES}, then
+ * `… and N more issues` (and `details.issueCount`, the total) when there are more.
  */
 export function fromZodError(error: z.core.$ZodError, options: ZodErrorOptions = {}): TroupeError {
-  const issues: FieldIssue[] = error.issues.map((issue) => ({
+  const issues: FieldIssue[] = error.issues.slice(0, MAX_LISTED_ISSUES).map((issue) => ({
     field: formatPath(options.prefix, issue.path),
     rule: issue.message,
   }));
+  const more = error.issues.length - issues.length;
   const message =
     issues.length === 0
       ? `${options.prefix ?? 'input'}: invalid`
-      : issues.map((i) => `${i.field}: ${i.rule}`).join('; ');
+      : issues.map((i) => `${i.field}: ${i.rule}`).join('; ') +
+        (more > 0 ? `; … and ${more} more issues` : '');
   return new TroupeError(ErrorCode.INVALID_ARGUMENT, message, {
-    details: { issues },
+    details: more > 0 ? { issues, issueCount: error.issues.length } : { issues },
     cause: error,
   });
 }

@@ -29,6 +29,7 @@ export {
   isTimeout,
   isTroupeError,
   isUnavailable,
+  MAX_LISTED_ISSUES,
   parseWith,
   someCause,
   timeoutError,
@@ -44,6 +45,13 @@ export {
   type ParseUntrustedTextOptions,
   UntrustedTextLimits,
 } from './untrusted-text';
+export {
+  closeUntrustedTextWorkers,
+  parseUntrustedTextAsync,
+  type ParseUntrustedTextAsyncOptions,
+  readUntrustedTextFile,
+  UntrustedTextWorkerLimits,
+} from './untrusted-text-async';
 export {
   checkNatsAuth,
   ClusterNameSchema,

@@ -1,6 +1,12 @@
-import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { invalidArgument, parseUntrustedText, parseWith } from '@troupe/proto';
+import {
+  invalidArgument,
+  isTroupeError,
+  parseUntrustedTextAsync,
+  parseWith,
+  readUntrustedTextFile,
+} from '@troupe/proto';
+import { checkTaskCount } from '@troupe/coordinator';
 import { z } from 'zod';
 
 /** One setup step, run before the agent starts (OSWorld's `config`). */
@@ -153,26 +159,42 @@ export type DesktopTaskInput = z.output<typeof DesktopTaskInputSchema>;
 /** `tasks` of a `desktop-tasks` job: a suite folder holding `tasks.yaml`. */
 export const DesktopSuiteRefSchema = z.object({ suite: z.string().min(1) }).strict();
 
-/** Loads `<suite>/tasks.yaml` (a list of tasks), resolving `suite` against `baseDir`. */
-export function loadDesktopSuite(suite: string, baseDir: string, field: string): DesktopTask[] {
+/** Largest `tasks.yaml` of a desktop suite (2,000 tasks of half a KiB each). */
+export const MAX_DESKTOP_TASKS_FILE_BYTES = 1024 * 1024;
+
+/**
+ * Loads `<suite>/tasks.yaml` (a list of tasks), resolving `suite` against `baseDir`. The file is
+ * read asynchronously and a large one parsed in a worker thread, so a job's validation does not
+ * hold the coordinator's event loop.
+ */
+export async function loadDesktopSuite(
+  suite: string,
+  baseDir: string,
+  field: string,
+): Promise<DesktopTask[]> {
   const file = path.resolve(baseDir, suite, 'tasks.yaml');
   let text: string;
   try {
-    text = readFileSync(file, 'utf8');
+    text = await readUntrustedTextFile(file, {
+      field: `${field} (${file})`,
+      maxBytes: MAX_DESKTOP_TASKS_FILE_BYTES,
+    });
   } catch (err) {
+    if (isTroupeError(err)) throw err;
     throw invalidArgument(
       `${field}.suite`,
       `must name a folder with tasks.yaml (${(err as Error).message})`,
       suite,
     );
   }
-  const tasks = parseWith(
-    z.array(DesktopTaskSchema).min(1),
-    parseUntrustedText(text, { field: `${field} (${file})` }),
-    {
-      prefix: `${field} (${file})`,
-    },
-  );
+  const raw = await parseUntrustedTextAsync(text, {
+    field: `${field} (${file})`,
+    maxBytes: MAX_DESKTOP_TASKS_FILE_BYTES,
+  });
+  checkTaskCount(raw, `${field} (${file})`);
+  const tasks = parseWith(z.array(DesktopTaskSchema).min(1), raw, {
+    prefix: `${field} (${file})`,
+  });
   const seen = new Set<string>();
   tasks.forEach((t, i) => {
     if (seen.has(t.id)) throw invalidArgument(`${field}[${i}].id`, 'must be unique', t.id);

@@ -117,7 +117,7 @@ export function createDesktopTasksDriver(
     name: 'desktop-tasks',
     description: 'computer-use tasks on desktop environments, scored from machine state',
 
-    validate(spec) {
+    async validate(spec) {
       const config = parseWith(DesktopTasksConfigSchema, spec.config, { prefix: 'spec.config' });
       if (config.agent.kind === 'model') {
         if (!options.models) throw noModels();
@@ -129,12 +129,12 @@ export function createDesktopTasksDriver(
           );
         }
       }
-      tasksOf(spec);
+      await tasksOf(spec);
     },
 
-    plan(spec) {
+    async plan(spec) {
       const config = parseWith(DesktopTasksConfigSchema, spec.config, { prefix: 'spec.config' });
-      return tasksOf(spec).map((task) => ({ id: task.id, input: { task, config } }));
+      return (await tasksOf(spec)).map((task) => ({ id: task.id, input: { task, config } }));
     },
 
     async runTask(ctx, raw) {

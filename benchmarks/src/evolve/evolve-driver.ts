@@ -16,7 +16,12 @@ import {
   SearchRunner,
 } from '@troupe/evolve';
 import type { BudgetHook, LlmClient, ModelRegistry } from '@troupe/llm';
-import { type JobDriver, type JobSpec, type TaskContext } from '@troupe/coordinator';
+import {
+  checkTaskCount,
+  type JobDriver,
+  type JobSpec,
+  type TaskContext,
+} from '@troupe/coordinator';
 import {
   invalidArgument,
   leaseSubject as leaseSubjectFor,
@@ -123,6 +128,7 @@ export function evolveJournalTaskId(jobId: string, taskId: string): string {
 }
 
 function tasksOf(spec: JobSpec): EvolveTask[] {
+  checkTaskCount(spec.tasks, 'spec.tasks');
   const tasks = parseWith(EvolveTaskListSchema, spec.tasks, { prefix: 'spec.tasks' });
   const seen = new Map<string, number>();
   tasks.forEach((t, i) => {
@@ -245,7 +251,7 @@ export function createEvolveDriver(
     description:
       'evolutionary program search over a suite (task.yaml); evaluations in sandboxes, score = test score',
 
-    validate(spec) {
+    async validate(spec) {
       const config = parseWith(EvolveJobConfigSchema, spec.config, { prefix: 'spec.config' });
       void config;
       if (spec.agent !== undefined) {
@@ -263,8 +269,8 @@ export function createEvolveDriver(
           );
         }
       }
-      tasksOf(spec).forEach((task, i) => {
-        const bundle = loadSuiteBundle(task.suite, `spec.tasks[${i}].suite`, options.cwd);
+      for (const [i, task] of tasksOf(spec).entries()) {
+        const bundle = await loadSuiteBundle(task.suite, `spec.tasks[${i}].suite`, options.cwd);
         try {
           checkOperators(
             { suite: bundle.spec, task },
@@ -277,13 +283,14 @@ export function createEvolveDriver(
           }
           throw invalidArgument(`spec.tasks[${i}]`, (err as Error).message);
         }
-      });
+      }
     },
 
-    plan(spec) {
+    async plan(spec) {
       const config = parseWith(EvolveJobConfigSchema, spec.config, { prefix: 'spec.config' });
-      return tasksOf(spec).map((task, i) => {
-        const bundle = loadSuiteBundle(task.suite, `spec.tasks[${i}].suite`, options.cwd);
+      const planned = [];
+      for (const [i, task] of tasksOf(spec).entries()) {
+        const bundle = await loadSuiteBundle(task.suite, `spec.tasks[${i}].suite`, options.cwd);
         const input: EvolveTaskInput = {
           task,
           config,
@@ -292,8 +299,9 @@ export function createEvolveDriver(
           seeds: bundle.seeds,
           files: bundle.files,
         };
-        return { id: task.id, input };
-      });
+        planned.push({ id: task.id, input });
+      }
+      return planned;
     },
 
     async runTask(ctx, raw) {

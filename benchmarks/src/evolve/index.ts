@@ -60,6 +60,8 @@ export { openSearchBudgetScope, searchBudgetScope, searchLedgerRoot } from './se
 export {
   loadSuiteBundle,
   MAX_SUITE_BYTES,
+  MAX_SUITE_TASK_FILE_BYTES,
+  parseSuiteTaskFile,
   phaseFiles,
   resolveSuiteDir,
   type SuiteBundle,

@@ -1,7 +1,14 @@
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { readdir, readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { parseSearchTaskSpec, type Program, type SearchTaskSpec } from '@troupe/evolve';
-import { errorCode, invalidArgument } from '@troupe/proto';
+import { type Program, type SearchTaskSpec, SearchTaskSpecSchema } from '@troupe/evolve';
+import {
+  errorCode,
+  invalidArgument,
+  isTroupeError,
+  parseUntrustedTextAsync,
+  parseWith,
+  readUntrustedTextFile,
+} from '@troupe/proto';
 
 /** Largest suite (all files of both phases) a job may ship to its tasks. */
 export const MAX_SUITE_BYTES = 8 * 1024 * 1024;
@@ -23,17 +30,44 @@ export function resolveSuiteDir(suite: string, cwd: string = process.cwd()): str
   return path.resolve(cwd, suite);
 }
 
+/** Largest `task.yaml` of a search suite (the shipped ones are about 2 KiB). */
+export const MAX_SUITE_TASK_FILE_BYTES = 256 * 1024;
+
 /**
- * Reads a suite (task.yaml, seeds, and the files of its phases) synchronously, so a job's
- * validation can name what is wrong; every failure is an `INVALID_ARGUMENT` on `field`.
+ * Parses the text of a suite's `task.yaml` like `parseSearchTaskSpec`, with a size limit and, for
+ * a large document, in a worker thread.
+ * @throws TroupeError `INVALID_ARGUMENT` naming every broken field (`task.yaml.seeds[0]: …`)
  */
-export function loadSuiteBundle(suite: string, field: string, cwd?: string): SuiteBundle {
+export async function parseSuiteTaskFile(text: string): Promise<SearchTaskSpec> {
+  const value = await parseUntrustedTextAsync(text, {
+    field: 'task.yaml',
+    maxBytes: MAX_SUITE_TASK_FILE_BYTES,
+  });
+  return parseWith(SearchTaskSpecSchema, value, { prefix: 'task.yaml' });
+}
+
+/**
+ * Reads a suite (task.yaml, seeds, and the files of its phases), so a job's validation can name
+ * what is wrong; every failure is an `INVALID_ARGUMENT` on `field`. Reads asynchronously and
+ * parses a large task.yaml in a worker thread: validation runs on the coordinator's event loop.
+ */
+export async function loadSuiteBundle(
+  suite: string,
+  field: string,
+  cwd?: string,
+): Promise<SuiteBundle> {
   const suiteDir = resolveSuiteDir(suite, cwd);
   const taskFile = path.join(suiteDir, 'task.yaml');
   let text: string;
   try {
-    text = readFileSync(taskFile, 'utf8');
-  } catch {
+    text = await readUntrustedTextFile(taskFile, {
+      field: 'task.yaml',
+      maxBytes: MAX_SUITE_TASK_FILE_BYTES,
+    });
+  } catch (err) {
+    if (isTroupeError(err)) {
+      throw invalidArgument(field, `${taskFile} is invalid: ${err.message}`);
+    }
     throw invalidArgument(
       field,
       `must be a suite folder holding task.yaml (no ${taskFile})`,
@@ -42,37 +76,46 @@ export function loadSuiteBundle(suite: string, field: string, cwd?: string): Sui
   }
   let spec: SearchTaskSpec;
   try {
-    spec = parseSearchTaskSpec(text);
+    spec = await parseSuiteTaskFile(text);
   } catch (err) {
     if (errorCode(err) !== 'INVALID_ARGUMENT') throw err;
     throw invalidArgument(field, `${taskFile} is invalid: ${(err as Error).message}`);
   }
-  const seeds = spec.seeds.map((file, i) => {
-    try {
-      return { language: spec.language, source: readFileSync(path.join(suiteDir, file), 'utf8') };
-    } catch {
-      throw invalidArgument(field, `seed ${file} (task.yaml seeds[${i}]) cannot be read`);
-    }
-  });
+  const seeds = await Promise.all(
+    spec.seeds.map(async (file, i) => {
+      try {
+        return {
+          language: spec.language,
+          source: await readFile(path.join(suiteDir, file), 'utf8'),
+        };
+      } catch {
+        throw invalidArgument(field, `seed ${file} (task.yaml seeds[${i}]) cannot be read`);
+      }
+    }),
+  );
   const files: Record<string, string> = {};
   let bytes = 0;
-  const add = (rel: string): void => {
+  const add = async (rel: string): Promise<void> => {
     const abs = path.join(suiteDir, rel);
     let st;
     try {
-      st = statSync(abs);
+      st = await stat(abs);
     } catch {
       throw invalidArgument(field, `phase file ${rel} does not exist in ${suiteDir}`);
     }
     if (st.isDirectory()) {
-      for (const entry of readdirSync(abs).sort()) {
+      for (const entry of (await readdir(abs)).sort()) {
         if (entry === '__pycache__' || entry.startsWith('.')) continue;
-        add(path.posix.join(rel, entry));
+        await add(path.posix.join(rel, entry));
       }
       return;
     }
     if (!st.isFile() || files[rel] !== undefined) return;
-    const content = readFileSync(abs);
+    // Checked before reading: a huge file is never read whole.
+    if (bytes + st.size > MAX_SUITE_BYTES) {
+      throw invalidArgument(field, `the phases' files exceed ${MAX_SUITE_BYTES} bytes`);
+    }
+    const content = await readFile(abs);
     bytes += content.length;
     if (bytes > MAX_SUITE_BYTES) {
       throw invalidArgument(field, `the phases' files exceed ${MAX_SUITE_BYTES} bytes`);
@@ -80,7 +123,7 @@ export function loadSuiteBundle(suite: string, field: string, cwd?: string): Sui
     files[rel] = content.toString('base64');
   };
   for (const f of [...spec.phases.validation.files, ...spec.phases.test.files]) {
-    add(f.replace(/\/+$/, ''));
+    await add(f.replace(/\/+$/, ''));
   }
   return { suiteDir, spec, seeds, files };
 }

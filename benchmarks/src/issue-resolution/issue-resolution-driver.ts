@@ -258,7 +258,7 @@ export function createIssueResolutionDriver(
     description:
       'fix-this-issue tasks (task.yaml, repo/, hidden grader/) worked by an agent in a sandbox, graded in a fresh container',
 
-    validate(spec) {
+    async validate(spec) {
       const config = configOf(spec);
       const runner = runnerOf(config.agent.kind);
       if (config.agent.kind === TaskAgentKind.MODEL && spec.agent === undefined) {
@@ -269,13 +269,13 @@ export function createIssueResolutionDriver(
       if (config.agent.kind === TaskAgentKind.PREDICTIONS && ref.predictions === undefined) {
         throw invalidArgument('spec.tasks.predictions', 'is required for the predictions agent');
       }
-      suiteOf(ref, config);
+      await suiteOf(ref, config);
     },
 
     async plan(spec, pctx) {
       const config = configOf(spec);
       const ref = parseWith(IssueSuiteRefSchema, spec.tasks, { prefix: 'spec.tasks' });
-      const suite = suiteOf(ref, config);
+      const suite = await suiteOf(ref, config);
       const store = await payloadStore(pctx.nats, 'staging the tasks');
       const invalid = [...suite.invalid];
       const planned: { id: string; input: IssueTaskInput }[] = [];
@@ -650,7 +650,7 @@ export function createIssueResolutionDriver(
       await destroy(ctx, ctx.resourceId, AbortSignal.timeout(60_000));
     },
 
-    collect(spec, tasks) {
+    async collect(spec, tasks) {
       const config = configOf(spec);
       const flaky: string[] = [];
       const resumed: string[] = [];
@@ -662,7 +662,7 @@ export function createIssueResolutionDriver(
       let invalidTasks: unknown[] = [];
       try {
         const ref = parseWith(IssueSuiteRefSchema, spec.tasks, { prefix: 'spec.tasks' });
-        invalidTasks = suiteOf(ref, config).invalid;
+        invalidTasks = (await suiteOf(ref, config)).invalid;
       } catch {
         // The suite moved since the job started: nothing to list.
       }
@@ -695,11 +695,11 @@ export function createIssueResolutionDriver(
     let loaded: LoadedIssueTask | InvalidIssueTask;
     if (staged.tests) {
       const ref = parseWith(IssueSuiteRefSchema, ctx.spec.tasks, { prefix: 'spec.tasks' });
-      const suite = suiteOf({ ...ref, suite: staged.dir, include: [ctx.taskId] }, config);
+      const suite = await suiteOf({ ...ref, suite: staged.dir, include: [ctx.taskId] }, config);
       loaded = suite.tasks[0] ??
         suite.invalid[0] ?? { taskId: ctx.taskId, field: 'instance_id', rule: 'must still exist' };
     } else {
-      loaded = loadIssueTask(staged.dir, { maxTaskMb: config.maxTaskMb });
+      loaded = await loadIssueTask(staged.dir, { maxTaskMb: config.maxTaskMb });
     }
     if ('rule' in loaded) throw invalidTaskError(loaded);
     ctx.log.info({ taskId: ctx.taskId }, 'task files staged again');

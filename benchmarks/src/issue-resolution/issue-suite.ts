@@ -1,6 +1,14 @@
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, statSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { errorCode, invalidArgument, parseUntrustedText, TroupeError } from '@troupe/proto';
+import {
+  errorCode,
+  invalidArgument,
+  isTroupeError,
+  parseUntrustedTextAsync,
+  readUntrustedTextFile,
+  TroupeError,
+} from '@troupe/proto';
 import { TASK_ID_PATTERN } from '@troupe/coordinator';
 import {
   type InvalidIssueTask,
@@ -26,7 +34,7 @@ export interface IssueSuite {
 }
 
 /** Largest task.yaml read (its instruction is at most 64 KiB). */
-export const MAX_TASK_FILE_BYTES = 1024 * 1024;
+export const MAX_TASK_FILE_BYTES = 256 * 1024;
 
 /**
  * A valid task id naming a task folder whose own name is not one (`my task` → `my-task`), so an
@@ -46,12 +54,13 @@ export interface LoadIssueTaskOptions {
 
 /**
  * Reads one task folder. Returns the loaded task, or why it is invalid (`field` names the
- * task.yaml field or the file that broke a rule).
+ * task.yaml field or the file that broke a rule). Files are read asynchronously and a large
+ * task.yaml is parsed in a worker thread: a job's validation runs on the coordinator's loop.
  */
-export function loadIssueTask(
+export async function loadIssueTask(
   taskDir: string,
   options: LoadIssueTaskOptions = {},
-): LoadedIssueTask | InvalidIssueTask {
+): Promise<LoadedIssueTask | InvalidIssueTask> {
   const folder = path.basename(taskDir);
   const bad = (field: string, rule: string): InvalidIssueTask => ({
     taskId: safeTaskId(folder),
@@ -60,13 +69,23 @@ export function loadIssueTask(
   });
   let text: string;
   try {
-    text = readFileSync(path.join(taskDir, 'task.yaml'), 'utf8');
-  } catch {
+    text = await readUntrustedTextFile(path.join(taskDir, 'task.yaml'), {
+      field: 'task.yaml',
+      maxBytes: MAX_TASK_FILE_BYTES,
+    });
+  } catch (err) {
+    if (isTroupeError(err)) {
+      const rule = err.details?.['rule'];
+      return bad('task.yaml', typeof rule === 'string' ? rule : err.message);
+    }
     return bad('task.yaml', 'must exist and be readable');
   }
   let raw: unknown;
   try {
-    raw = parseUntrustedText(text, { field: 'task.yaml', maxBytes: MAX_TASK_FILE_BYTES });
+    raw = await parseUntrustedTextAsync(text, {
+      field: 'task.yaml',
+      maxBytes: MAX_TASK_FILE_BYTES,
+    });
   } catch (err) {
     // Syntax, undefined or excessive aliases, size, depth: this task is invalid, the rest runs.
     if (!(err instanceof TroupeError) || errorCode(err) !== 'INVALID_ARGUMENT') throw err;
@@ -103,7 +122,7 @@ export function loadIssueTask(
   let solutionPatch: string | undefined;
   const patchFile = path.join(taskDir, 'solution.patch');
   if (existsSync(patchFile)) {
-    solutionPatch = readFileSync(patchFile, 'utf8');
+    solutionPatch = await readFile(patchFile, 'utf8');
     try {
       parsePatch(solutionPatch);
     } catch (err) {
@@ -132,7 +151,7 @@ export function loadIssueTask(
  * missing suite folder or an `include` naming no folder is an `INVALID_ARGUMENT` on `field`; an
  * invalid task is returned in `invalid`, so the rest of the suite still runs.
  */
-export function loadIssueSuite(
+export async function loadIssueSuite(
   suite: string,
   field: string,
   options: {
@@ -140,7 +159,7 @@ export function loadIssueSuite(
     cwd?: string;
     predictions?: string;
   } & LoadIssueTaskOptions = {},
-): IssueSuite {
+): Promise<IssueSuite> {
   const suiteDir = path.resolve(options.cwd ?? process.cwd(), suite);
   if (!existsSync(suiteDir) || !statSync(suiteDir).isDirectory()) {
     throw invalidArgument(`${field}.suite`, `must be a suite folder (no ${suiteDir})`, suite);
@@ -184,7 +203,7 @@ export function loadIssueSuite(
   const tasks: LoadedIssueTask[] = [];
   const invalid: InvalidIssueTask[] = [];
   for (const folder of chosen) {
-    const loaded = loadIssueTask(path.join(suiteDir, folder), options);
+    const loaded = await loadIssueTask(path.join(suiteDir, folder), options);
     if ('rule' in loaded) invalid.push(loaded);
     else tasks.push(loaded);
   }

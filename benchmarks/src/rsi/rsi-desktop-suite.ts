@@ -60,10 +60,14 @@ export interface RsiDesktopSuite {
  * @throws TroupeError `INVALID_ARGUMENT` naming the field: an unknown id, an id used twice (the
  *   development and held-out tasks must be disjoint), a missing desktop suite
  */
-export function parseRsiDesktopSuite(raw: unknown, baseDir: string, file: string): RsiDesktopSuite {
+export async function parseRsiDesktopSuite(
+  raw: unknown,
+  baseDir: string,
+  file: string,
+): Promise<RsiDesktopSuite> {
   const s = parseWith(RsiDesktopSuiteSchema, raw, { prefix: file });
   const tasks = new Map(
-    loadDesktopSuite(s.desktop.suite, baseDir, `${file}: desktop`).map((t) => [t.id, t]),
+    (await loadDesktopSuite(s.desktop.suite, baseDir, `${file}: desktop`)).map((t) => [t.id, t]),
   );
   const seen = new Map<string, string>();
   const resolve = (list: 'dev' | 'heldOut'): DesktopTask[] =>

@@ -148,7 +148,7 @@ export function createRsiDriver(options: RsiDriverOptions = {}): JobDriver<RsiCo
     name: 'rsi',
     description: 'RSIAgent studies: a memory bank developed by verified practice, then measured',
 
-    validate(spec) {
+    async validate(spec) {
       const config = configOf(spec);
       const models = options.models;
       for (const role of ['actor', 'verifier', 'curriculum'] as const) {
@@ -161,7 +161,9 @@ export function createRsiDriver(options: RsiDriverOptions = {}): JobDriver<RsiCo
           );
         }
       }
-      const suite = suiteOf(spec);
+      // Read and parsed off the event loop: validation runs on the coordinator for every submit.
+      const ref = parseWith(RsiSuiteRefSchema, spec.tasks, { prefix: 'spec.tasks' });
+      const suite = await loadRsiSuite(ref.suite, baseDir, 'spec.tasks');
       if (suite.environment === 'desktop' && !options.llm) {
         throw invalidArgument(
           'spec.tasks.suite',
@@ -175,7 +177,7 @@ export function createRsiDriver(options: RsiDriverOptions = {}): JobDriver<RsiCo
     },
 
     async runTask(ctx, config) {
-      const suite = suiteOf(ctx.spec);
+      const suite = await suiteOf(ctx.spec);
       const nats = ctx.nats;
       if (!nats) throw new TroupeError('UNAVAILABLE', 'this host gives drivers no NATS connection');
       const banks = await BankStore.open(nats.connection, {

@@ -1,6 +1,13 @@
-import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { invalidArgument, parseUntrustedText, parseWith } from '@troupe/proto';
+import {
+  invalidArgument,
+  isTroupeError,
+  parseUntrustedTextAsync,
+  type ParseUntrustedTextOptions,
+  parseWith,
+  readUntrustedTextFile,
+  type TroupeError,
+} from '@troupe/proto';
 import { ShellTaskSchema, type ShellTask } from '@troupe/rsi';
 import { z } from 'zod';
 import { parseRsiDesktopSuite, type RsiDesktopSuite } from './rsi-desktop-suite';
@@ -64,28 +71,39 @@ export interface RsiSuite {
   heldOut: ShellTask[];
 }
 
+/** Largest `tasks.yaml` of an RSI suite. */
+export const MAX_RSI_TASKS_FILE_BYTES = 1024 * 1024;
+
 /**
  * Reads and checks `<suite>/tasks.yaml` under `baseDir`: a shell suite, or with `environment:
- * desktop` a desktop suite (see `rsi-desktop-suite.ts`).
+ * desktop` a desktop suite (see `rsi-desktop-suite.ts`). Without holding the event loop (a job's
+ * validation runs on the coordinator): the file is read asynchronously and a large one parsed in
+ * a worker thread.
  * @throws TroupeError `INVALID_ARGUMENT` naming `<field>` for a missing file, and the file and
  *   field for a bad one (`tasks.yaml: dev[0].instruction: must not be empty`)
  */
-export function loadRsiSuite(
+export async function loadRsiSuite(
   suite: string,
   baseDir: string,
   field: string,
-): RsiSuite | RsiDesktopSuite {
+): Promise<RsiSuite | RsiDesktopSuite> {
   const file = path.resolve(baseDir, suite, 'tasks.yaml');
   let text: string;
   try {
-    text = readFileSync(file, 'utf8');
+    text = await readUntrustedTextFile(file, suiteParseOptions(suite));
   } catch (err) {
-    throw invalidArgument(
-      `${field}.suite`,
-      `must be a folder holding tasks.yaml (${(err as Error).message})`,
-    );
+    if (isTroupeError(err)) throw err;
+    throw missingSuite(field, err);
   }
-  const raw = parseUntrustedText(text, { format: 'yaml', field: `${suite}/tasks.yaml` });
+  return suiteFrom(await parseUntrustedTextAsync(text, suiteParseOptions(suite)), suite, baseDir);
+}
+
+/** A parsed `tasks.yaml` as a shell suite, or with `environment: desktop` a desktop suite. */
+async function suiteFrom(
+  raw: unknown,
+  suite: string,
+  baseDir: string,
+): Promise<RsiSuite | RsiDesktopSuite> {
   if (typeof raw === 'object' && raw !== null && 'environment' in raw) {
     if (raw.environment === 'desktop') {
       return parseRsiDesktopSuite(raw, baseDir, `${suite}/tasks.yaml`);
@@ -93,4 +111,15 @@ export function loadRsiSuite(
   }
   const parsed = parseWith(RsiSuiteSchema, raw, { prefix: `${suite}/tasks.yaml` });
   return { ...parsed, phase1Brief: parsed.phase1Brief ?? DEFAULT_PHASE1_BRIEF };
+}
+
+function missingSuite(field: string, err: unknown): TroupeError {
+  return invalidArgument(
+    `${field}.suite`,
+    `must be a folder holding tasks.yaml (${(err as Error).message})`,
+  );
+}
+
+function suiteParseOptions(suite: string): ParseUntrustedTextOptions & { maxBytes: number } {
+  return { format: 'yaml', field: `${suite}/tasks.yaml`, maxBytes: MAX_RSI_TASKS_FILE_BYTES };
 }

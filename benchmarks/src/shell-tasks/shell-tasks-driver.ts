@@ -2,7 +2,12 @@ import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { type UntypedActorRef } from '@troupe/actors';
 import { DEFAULT_BUILD_SCRIPT, isSecretLikeEnvKey } from '@troupe/node-agent';
-import { type JobDriver, type JobSpec, type TaskContext } from '@troupe/coordinator';
+import {
+  checkTaskCount,
+  type JobDriver,
+  type JobSpec,
+  type TaskContext,
+} from '@troupe/coordinator';
 import { errorCode, invalidArgument, isCancelled, parseWith, TroupeError } from '@troupe/proto';
 import { z } from 'zod';
 import {
@@ -131,6 +136,7 @@ function tail(text: string, max = DETAIL_TAIL_CHARS): string {
 function tasksOf(spec: JobSpec): ShellTask[] {
   const raw = spec.tasks;
   if (Array.isArray(raw)) {
+    checkTaskCount(raw, 'spec.tasks');
     const tasks = parseWith(ShellTaskListSchema, raw, { prefix: 'spec.tasks' });
     const seen = new Map<string, number>();
     tasks.forEach((t, i) => {

@@ -1,4 +1,4 @@
-import { TASK_ID_PATTERN, TASK_ID_RULE } from '@troupe/coordinator';
+import { MAX_TASKS_PER_JOB, TASK_ID_PATTERN, TASK_ID_RULE } from '@troupe/coordinator';
 import { z } from 'zod';
 
 /** Default image of shell tasks (built offline by `deploy/images/build.sh busybox`). */
@@ -130,7 +130,9 @@ export const ShellTaskGeneratorSchema = z
       .number({ error: 'must be a number' })
       .int({ error: 'must be an integer' })
       .min(1, { error: 'must be >= 1' })
-      .max(100_000, { error: 'must be <= 100000' }),
+      .max(MAX_TASKS_PER_JOB, {
+        error: `must be <= ${MAX_TASKS_PER_JOB} (a job holds at most ${MAX_TASKS_PER_JOB} tasks)`,
+      }),
     /** The command every task runs; `{i}` is replaced by the task number (0-based). */
     command: ShellCommandSchema,
     /** Task id prefix. @default 't' */
@@ -146,9 +148,9 @@ export const ShellTaskGeneratorSchema = z
   .strict();
 
 /** `spec.tasks` as a list (ids checked for uniqueness by the driver). */
-export const ShellTaskListSchema = z
-  .array(ShellTaskSchema)
-  .max(100_000, { error: 'at most 100000 tasks' });
+export const ShellTaskListSchema = z.array(ShellTaskSchema).max(MAX_TASKS_PER_JOB, {
+  error: `at most ${MAX_TASKS_PER_JOB} tasks (a job holds at most ${MAX_TASKS_PER_JOB})`,
+});
 
 /** What a task actor receives as the task's input. */
 export const ShellTaskInputSchema = z.object({

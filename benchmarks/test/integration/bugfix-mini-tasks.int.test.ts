@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { type Readable } from 'node:stream';
 import {
@@ -25,7 +25,12 @@ import { TestCluster } from '@troupe/test-cluster';
 jest.setTimeout(900_000);
 
 const SUITE = path.resolve(__dirname, '../../suites/bugfix-mini');
-const tasks = loadIssueSuite(SUITE, 'suite').tasks;
+// The task folders, listed synchronously for test.each (the loader is asynchronous).
+const TASK_IDS = readdirSync(SUITE, { withFileTypes: true })
+  .filter((e) => e.isDirectory())
+  .map((e) => e.name)
+  .sort();
+let tasks: LoadedIssueTask[];
 
 let tc: TestCluster;
 let evaluator: Evaluator;
@@ -33,6 +38,7 @@ let backend: DockerSandboxBackend;
 const images = new Map<string, string>();
 
 beforeAll(async () => {
+  tasks = (await loadIssueSuite(SUITE, 'suite')).tasks;
   // Only the Docker engine: the library Evaluator, no NATS.
   tc = await TestCluster.start({ nats: false, docker: true });
   const { docker, cluster } = tc;
@@ -84,9 +90,11 @@ test('the suite ships at least 8 tasks', () => {
   expect(tasks.length).toBeGreaterThanOrEqual(8);
 });
 
-test.each(tasks.map((t) => [t.task.id, t] as const))(
+test.each(TASK_IDS)(
   '%s: the unfixed repository fails its grader, the reference fix passes',
-  async (_id, task) => {
+  async (id) => {
+    const task = tasks.find((t) => t.task.id === id)!;
+    expect(task).toBeDefined();
     const grade = (fixed: boolean) =>
       evaluator.grade({
         workspaceTar: workspaceOf(task, fixed),

@@ -18,13 +18,14 @@ jest.setTimeout(1_800_000);
 
 const REPO = path.resolve(__dirname, '../../..');
 const SUITE_DIR = path.join(REPO, 'benchmarks/suites/desktop-mini');
-const TASK_IDS = loadDesktopSuite('benchmarks/suites/desktop-mini', REPO, 'suite')
-  .map((t) => t.id)
-  .sort();
+let TASK_IDS: string[];
 
 let tc: TestCluster;
 
 beforeAll(async () => {
+  TASK_IDS = (await loadDesktopSuite('benchmarks/suites/desktop-mini', REPO, 'suite'))
+    .map((t) => t.id)
+    .sort();
   tc = await TestCluster.start({
     coordinator: { drivers: [createDesktopTasksDriver({ baseDir: REPO })] },
     // Two warm guests: the vm jobs run two tasks at a time, each create restores a warm VM.
@@ -57,8 +58,8 @@ function every(status: string): Record<string, [string, string]> {
   return Object.fromEntries(TASK_IDS.map((id) => [id, [status, '']]));
 }
 
-test('the suite has at least ten tasks, two of them infeasible', () => {
-  const tasks = loadDesktopSuite('benchmarks/suites/desktop-mini', REPO, 'suite');
+test('the suite has at least ten tasks, two of them infeasible', async () => {
+  const tasks = await loadDesktopSuite('benchmarks/suites/desktop-mini', REPO, 'suite');
   expect(tasks.length).toBeGreaterThanOrEqual(10);
   expect(tasks.filter((t) => t.evaluator.metric.type === 'infeasible').length).toBeGreaterThan(1);
 });

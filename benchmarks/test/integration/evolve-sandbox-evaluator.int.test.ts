@@ -5,6 +5,7 @@ import type { EvaluatorResult } from '@troupe/evolve';
 import {
   EvaluatorGrantSchema,
   loadSuiteBundle,
+  type SuiteBundle,
   SandboxEvaluatorPool,
   serveEvaluatorLeases,
 } from '../../src/evolve';
@@ -16,7 +17,7 @@ import { TestCluster } from '@troupe/test-cluster';
 
 jest.setTimeout(300_000);
 
-const bundle = loadSuiteBundle(path.resolve(__dirname, 'evolve-fixtures/quick-suite'), 'suite');
+let bundle: SuiteBundle;
 
 let tc: TestCluster;
 let system: ActorSystem;
@@ -26,6 +27,7 @@ let connections = 0;
 let gateway = '172.17.0.1';
 
 beforeAll(async () => {
+  bundle = await loadSuiteBundle(path.resolve(__dirname, 'evolve-fixtures/quick-suite'), 'suite');
   tc = await TestCluster.start({ nodeAgent: { shutdownGraceMs: 1_000 } });
   const bridge = (await tc.docker.getNetwork('bridge').inspect()) as {
     IPAM?: { Config?: { Gateway?: string }[] };

@@ -1,12 +1,18 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { loadDesktopSuite } from '@troupe/benchmarks';
+import { MAX_DESKTOP_TASKS_FILE_BYTES } from '../../src/desktop-tasks/desktop-task-spec';
 import { parseAction } from '@troupe/node-agent';
 import { score } from '../../src/desktop-tasks/desktop-evaluator';
 
 const ROOT = path.resolve(__dirname, '../../..');
 
 describe('desktop-mini suite', () => {
-  const tasks = loadDesktopSuite('benchmarks/suites/desktop-mini', ROOT, 'spec.tasks');
+  let tasks: Awaited<ReturnType<typeof loadDesktopSuite>>;
+  beforeAll(async () => {
+    tasks = await loadDesktopSuite('benchmarks/suites/desktop-mini', ROOT, 'spec.tasks');
+  });
 
   test('has at least ten tasks, two of them infeasible, each with a gold script', () => {
     expect(tasks.length).toBeGreaterThanOrEqual(10);
@@ -21,6 +27,27 @@ describe('desktop-mini suite', () => {
         if ('run_command' in step) expect(t.allowCommands).toBe(true);
         else expect(() => parseAction(step, { width: 1280, height: 800 })).not.toThrow();
       }
+    }
+  });
+});
+
+describe('desktop suite files', () => {
+  test('a tasks.yaml over 1 MiB is refused by its size, naming the file', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'desktop-suite-'));
+    try {
+      writeFileSync(path.join(dir, 'tasks.yaml'), `# ${'x'.repeat(1024 * 1024)}\n- id: a\n`);
+      await expect(loadDesktopSuite('.', dir, 'spec.tasks')).rejects.toMatchObject({
+        code: 'INVALID_ARGUMENT',
+        details: {
+          field: `spec.tasks (${path.join(dir, 'tasks.yaml')})`,
+          rule: `must be at most ${MAX_DESKTOP_TASKS_FILE_BYTES} bytes (got ${1024 * 1024 + 11})`,
+        },
+      });
+      await expect(loadDesktopSuite('nope', dir, 'spec.tasks')).rejects.toMatchObject({
+        details: { field: 'spec.tasks.suite' },
+      });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });

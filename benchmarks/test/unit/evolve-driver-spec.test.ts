@@ -12,9 +12,9 @@ import {
 const SUITES = path.resolve(__dirname, '../../suites');
 const driver = createEvolveDriver({ cwd: path.resolve(__dirname, '../../..') });
 
-function messageOf(fn: () => unknown): string {
+async function messageOf(fn: () => unknown): Promise<string> {
   try {
-    fn();
+    await fn();
   } catch (err) {
     expect(errorCode(err)).toBe('INVALID_ARGUMENT');
     return (err as Error).message;
@@ -29,7 +29,7 @@ const spec = (over: Record<string, unknown>) =>
     ...over,
   });
 
-test('accepts the shipped job files’ shape and plans one task per search task', () => {
+test('accepts the shipped job files’ shape and plans one task per search task', async () => {
   const s = spec({
     config: { evaluatorSlots: 3 },
     tasks: [
@@ -37,25 +37,28 @@ test('accepts the shipped job files’ shape and plans one task per search task'
       { id: 'circles', suite: path.join(SUITES, 'circle-packing-26'), search: { seed: 4 } },
     ],
   });
-  driver.validate(s);
-  const plan = driver.plan(s, {} as never) as { id: string; input: Record<string, unknown> }[];
+  await driver.validate(s);
+  const plan = (await driver.plan(s, {} as never)) as {
+    id: string;
+    input: Record<string, unknown>;
+  }[];
   expect(plan.map((t) => t.id)).toEqual(['or3', 'circles']);
   const files = Object.keys(plan[0]?.input['files'] as object);
   expect(files).toContain('grader/evaluate.py');
   expect(files).toContain('data/or3.json');
 });
 
-test('names the broken field of a task', () => {
-  expect(messageOf(() => driver.validate(spec({ tasks: [{ id: 'x' }] })))).toContain(
+test('names the broken field of a task', async () => {
+  expect(await messageOf(() => driver.validate(spec({ tasks: [{ id: 'x' }] })))).toContain(
     'spec.tasks[0].suite',
   );
   expect(
-    messageOf(() =>
+    await messageOf(() =>
       driver.validate(spec({ tasks: [{ id: 'x', suite: 'benchmarks/suites/nope' }] })),
     ),
   ).toMatch(/spec\.tasks\[0\]\.suite.*task\.yaml/);
   expect(
-    messageOf(() =>
+    await messageOf(() =>
       driver.validate(
         spec({
           tasks: [
@@ -66,7 +69,7 @@ test('names the broken field of a task', () => {
     ),
   ).toContain('spec.tasks[0].limits.maxEvaluations');
   expect(
-    messageOf(() =>
+    await messageOf(() =>
       driver.validate(
         spec({
           tasks: [{ id: 'x', suite: 'benchmarks/suites/binpacking-or3', search: { islandz: 2 } }],
@@ -75,7 +78,7 @@ test('names the broken field of a task', () => {
     ),
   ).toContain('islandz');
   expect(
-    messageOf(() =>
+    await messageOf(() =>
       driver.validate(
         spec({
           tasks: [
@@ -86,11 +89,11 @@ test('names the broken field of a task', () => {
       ),
     ),
   ).toContain('spec.tasks[1].id');
-  expect(messageOf(() => driver.validate(spec({ config: { evaluatorSlots: 0 } })))).toContain(
+  expect(await messageOf(() => driver.validate(spec({ config: { evaluatorSlots: 0 } })))).toContain(
     'spec.config.evaluatorSlots',
   );
   expect(
-    messageOf(() =>
+    await messageOf(() =>
       driver.validate(
         spec({
           tasks: [
@@ -102,8 +105,8 @@ test('names the broken field of a task', () => {
   ).toContain('spec.tasks[0].search.operators');
 });
 
-test('a validation sandbox gets only the validation phase’s files', () => {
-  const bundle = loadSuiteBundle(path.join(SUITES, 'binpacking-or3'), 'suite');
+test('a validation sandbox gets only the validation phase’s files', async () => {
+  const bundle = await loadSuiteBundle(path.join(SUITES, 'binpacking-or3'), 'suite');
   const validation = Object.keys(phaseFiles(bundle.spec, bundle.files, 'validation'));
   const test = Object.keys(phaseFiles(bundle.spec, bundle.files, 'test'));
   expect(validation.some((f) => f.startsWith('data/'))).toBe(false);
@@ -117,8 +120,8 @@ test('journal task ids are valid evolve task ids', () => {
   expect(long).toMatch(/^ev-[0-9a-f]{40}$/);
 });
 
-test('a job that names a model needs a registry that has it; agent selects LLM operators', () => {
-  expect(messageOf(() => driver.validate(spec({ agent: { model: 'coder' } })))).toContain(
+test('a job that names a model needs a registry that has it; agent selects LLM operators', async () => {
+  expect(await messageOf(() => driver.validate(spec({ agent: { model: 'coder' } })))).toContain(
     'spec.agent',
   );
   const models = new ModelRegistry({
@@ -131,13 +134,13 @@ test('a job that names a model needs a registry that has it; agent selects LLM o
     cwd: path.resolve(__dirname, '../../..'),
     llm: { client, models },
   });
-  expect(messageOf(() => withModels.validate(spec({ agent: { model: 'nope' } })))).toMatch(
+  expect(await messageOf(() => withModels.validate(spec({ agent: { model: 'nope' } })))).toMatch(
     /spec\.agent\.model.*coder/,
   );
-  withModels.validate(spec({ agent: { model: 'coder' } }));
+  await withModels.validate(spec({ agent: { model: 'coder' } }));
   // Without a model, operators: llm still needs one.
   expect(
-    messageOf(() =>
+    await messageOf(() =>
       withModels.validate(
         spec({
           tasks: [
@@ -149,7 +152,7 @@ test('a job that names a model needs a registry that has it; agent selects LLM o
   ).toContain('spec.tasks[0].search.operators');
 });
 
-test('a job override keeps the suite’s value of every option it does not name', () => {
+test('a job override keeps the suite’s value of every option it does not name', async () => {
   const s = spec({
     tasks: [
       {
@@ -160,7 +163,9 @@ test('a job override keeps the suite’s value of every option it does not name'
       },
     ],
   });
-  const plan = driver.plan(s, {} as never) as { input: { task: Record<string, unknown> } }[];
+  const plan = (await driver.plan(s, {} as never)) as {
+    input: { task: Record<string, unknown> };
+  }[];
   expect(plan[0]?.input.task['search']).toEqual({ seed: 5 });
   expect(plan[0]?.input.task['limits']).toEqual({ maxEvaluations: 7 });
 });

@@ -1,9 +1,11 @@
 import {
   cpSync,
   mkdirSync,
+  readdirSync,
   mkdtempSync,
   readFileSync,
   rmSync,
+  statSync,
   symlinkSync,
   writeFileSync,
 } from 'node:fs';
@@ -24,6 +26,7 @@ import {
   type TreeScan,
   type TaskAgentRunner,
   type LoadedIssueTask,
+  type IssueSuite,
 } from '../../src/issue-resolution';
 
 const SUITE = path.resolve(__dirname, '../../suites/bugfix-mini');
@@ -34,8 +37,17 @@ function fileText(task: LoadedIssueTask, rel: string): string {
 
 const relsOf = (scan: LoadedIssueTask['repo']): string[] => scan.entries.map((e) => e.rel);
 
+// The task folders, listed synchronously for test.each (the loader is asynchronous).
+const SHIPPED_IDS = readdirSync(SUITE, { withFileTypes: true })
+  .filter((e) => e.isDirectory())
+  .map((e) => e.name)
+  .sort();
+
 describe('the shipped bugfix-mini suite', () => {
-  const suite = loadIssueSuite(SUITE, 'spec.tasks');
+  let suite: IssueSuite;
+  beforeAll(async () => {
+    suite = await loadIssueSuite(SUITE, 'spec.tasks');
+  });
 
   test('has at least 8 valid tasks in Python, JavaScript and shell', () => {
     expect(suite.invalid).toEqual([]);
@@ -44,9 +56,11 @@ describe('the shipped bugfix-mini suite', () => {
     expect(images).toEqual(new Set(['python-slim', 'node', 'base']));
   });
 
-  test.each(loadIssueSuite(SUITE, 'x').tasks.map((t) => [t.task.id, t] as const))(
+  test.each(SHIPPED_IDS)(
     '%s: the patch applies, the grader is hidden, the repo has visible tests',
-    (_id, task) => {
+    (id) => {
+      const task = suite.tasks.find((t) => t.task.id === id)!;
+      expect(task).toBeDefined();
       expect(task.solutionPatch).toBeDefined();
       const patches = parsePatch(task.solutionPatch!);
       for (const p of patches) {
@@ -107,20 +121,20 @@ describe('malformed tasks', () => {
     writeFileSync(file, edit(readFileSync(file, 'utf8')));
   };
 
-  test('a bad field is reported with the task id, the field and the rule; the others load', () => {
+  test('a bad field is reported with the task id, the field and the rule; the others load', async () => {
     rewrite((t) =>
       t.replace('id: py-lru-cache', 'id: broken').replace('agentMs: 300000', 'agentMs: 5'),
     );
-    const suite = loadIssueSuite(dir, 'spec.tasks');
+    const suite = await loadIssueSuite(dir, 'spec.tasks');
     expect(suite.tasks.map((t) => t.task.id)).toEqual(['py-lru-cache']);
     expect(suite.invalid).toEqual([
       { taskId: 'broken', field: 'timeouts.agentMs', rule: 'must be >= 1000' },
     ]);
   });
 
-  test('YAML alias errors and invalid ids make that task invalid, under a valid id', () => {
+  test('YAML alias errors and invalid ids make that task invalid, under a valid id', async () => {
     rewrite((t) => t.replace('id: py-lru-cache', 'id: *nowhere'));
-    expect(loadIssueTask(path.join(dir, 'broken'))).toEqual({
+    expect(await loadIssueTask(path.join(dir, 'broken'))).toEqual({
       taskId: 'broken',
       field: 'task.yaml',
       rule: expect.stringMatching(/is not valid YAML: .*alias.*nowhere/),
@@ -128,31 +142,43 @@ describe('malformed tasks', () => {
     rewrite((t) => t.replace('id: *nowhere', 'a: &a [1, 1]\nb: [*a, *a]\nid: broken'));
     const many = Array.from({ length: 200 }, () => '*a').join(', ');
     rewrite((t) => t.replace('b: [*a, *a]', `b: [${many}]`));
-    expect(loadIssueTask(path.join(dir, 'broken'))).toMatchObject({
+    expect(await loadIssueTask(path.join(dir, 'broken'))).toMatchObject({
       taskId: 'broken',
       field: 'task.yaml',
       rule: 'must expand at most 100 aliases',
     });
     rewrite((t) => t.replace(/a: &a.*\nb: .*\nid: broken/, "id: 'not a valid id!'"));
-    expect(loadIssueTask(path.join(dir, 'broken'))).toMatchObject({
+    expect(await loadIssueTask(path.join(dir, 'broken'))).toMatchObject({
       taskId: 'broken',
       field: 'id',
       rule: expect.stringMatching(/must match/),
     });
     // The rest of the suite still loads.
-    expect(loadIssueSuite(dir, 'spec.tasks').tasks.map((t) => t.task.id)).toEqual(['py-lru-cache']);
+    expect((await loadIssueSuite(dir, 'spec.tasks')).tasks.map((t) => t.task.id)).toEqual([
+      'py-lru-cache',
+    ]);
   });
 
-  test('a task folder whose name is not a task id is reported under a valid id', () => {
+  test('a task.yaml over 256 KiB is invalid, refused by its size', async () => {
+    rewrite((t) => `${t.replace('id: py-lru-cache', 'id: broken')}\n# ${'x'.repeat(300_000)}\n`);
+    const size = statSync(path.join(dir, 'broken', 'task.yaml')).size;
+    expect(await loadIssueTask(path.join(dir, 'broken'))).toEqual({
+      taskId: 'broken',
+      field: 'task.yaml',
+      rule: `must be at most 262144 bytes (got ${size})`,
+    });
+  });
+
+  test('a task folder whose name is not a task id is reported under a valid id', async () => {
     cpSync(path.join(dir, 'broken'), path.join(dir, 'my task'), { recursive: true });
-    expect(loadIssueTask(path.join(dir, 'my task'))).toMatchObject({ taskId: 'my-task' });
+    expect(await loadIssueTask(path.join(dir, 'my task'))).toMatchObject({ taskId: 'my-task' });
   });
 
-  test('unknown keys, unknown images, ids that are not the folder, missing graders', () => {
+  test('unknown keys, unknown images, ids that are not the folder, missing graders', async () => {
     rewrite((t) => t.replace('id: py-lru-cache', 'id: broken\ncolour: red'));
-    expect(loadIssueTask(path.join(dir, 'broken'))).toMatchObject({ taskId: 'broken' });
+    expect(await loadIssueTask(path.join(dir, 'broken'))).toMatchObject({ taskId: 'broken' });
     rewrite((t) => t.replace('colour: red', '').replace('image: python-slim', 'image: ubuntu'));
-    expect(loadIssueTask(path.join(dir, 'broken'))).toMatchObject({
+    expect(await loadIssueTask(path.join(dir, 'broken'))).toMatchObject({
       taskId: 'broken',
       field: 'image',
       rule: expect.stringMatching(/must be one of base, python, python-slim, node/),
@@ -160,13 +186,13 @@ describe('malformed tasks', () => {
     rewrite((t) =>
       t.replace('image: ubuntu', 'image: python-slim').replace('id: broken', 'id: other'),
     );
-    expect(loadIssueTask(path.join(dir, 'broken'))).toMatchObject({
+    expect(await loadIssueTask(path.join(dir, 'broken'))).toMatchObject({
       taskId: 'broken',
       field: 'id',
     });
     rewrite((t) => t.replace('id: other', 'id: broken'));
     rmSync(path.join(dir, 'broken', 'grader', 'run-tests.sh'));
-    expect(loadIssueTask(path.join(dir, 'broken'))).toEqual({
+    expect(await loadIssueTask(path.join(dir, 'broken'))).toEqual({
       taskId: 'broken',
       field: 'grader/run-tests.sh',
       rule: 'must exist (the hidden grader)',
@@ -235,10 +261,10 @@ describe('task trees', () => {
     expect(() => scanTree(dir, 'repo/')).toThrow(/repo\/lib\/abs: is a symlink pointing outside/);
   });
 
-  test('a task over maxTaskMb is invalid, naming the limit', () => {
+  test('a task over maxTaskMb is invalid, naming the limit', async () => {
     cpSync(path.join(SUITE, 'py-lru-cache'), path.join(dir, 'py-lru-cache'), { recursive: true });
     writeFileSync(path.join(dir, 'py-lru-cache/repo/blob.bin'), Buffer.alloc(1024 * 1024 + 1));
-    const loaded = loadIssueTask(path.join(dir, 'py-lru-cache'), { maxTaskMb: 1 });
+    const loaded = await loadIssueTask(path.join(dir, 'py-lru-cache'), { maxTaskMb: 1 });
     expect(loaded).toMatchObject({ taskId: 'py-lru-cache', field: 'repo/' });
     expect((loaded as { rule: string }).rule).toMatch(/more than config\.maxTaskMb \(1 MB\)/);
   });
@@ -253,17 +279,21 @@ describe('issue-resolution job specs', () => {
     ...over,
   });
 
-  test('gold and none are accepted', () => {
-    expect(registry.validate(spec()).kind).toBe('issue-resolution');
-    expect(() => registry.validate(spec({ config: { agent: { kind: 'none' } } }))).not.toThrow();
+  test('gold and none are accepted', async () => {
+    expect((await registry.validate(spec())).kind).toBe('issue-resolution');
+    await expect(
+      registry.validate(spec({ config: { agent: { kind: 'none' } } })),
+    ).resolves.toBeDefined();
   });
 
-  test('model agents are refused at submit until a runner is wired', () => {
-    expect(() =>
+  test('model agents are refused at submit until a runner is wired', async () => {
+    await expect(
       registry.validate(spec({ config: { agent: { kind: 'model' } }, agent: { model: 'gpt-x' } })),
-    ).toThrow(MODEL_AGENT_UNAVAILABLE);
+    ).rejects.toThrow(MODEL_AGENT_UNAVAILABLE);
     try {
-      registry.validate(spec({ config: { agent: { kind: 'model' } }, agent: { model: 'gpt-x' } }));
+      await registry.validate(
+        spec({ config: { agent: { kind: 'model' } }, agent: { model: 'gpt-x' } }),
+      );
     } catch (err) {
       expect((err as { code?: string }).code).toBe('INVALID_ARGUMENT');
     }
@@ -274,28 +304,28 @@ describe('issue-resolution job specs', () => {
     const wired = new DriverRegistry().register(
       createIssueResolutionDriver({ agentRunners: [model] }),
     );
-    expect(() =>
+    await expect(
       wired.validate(spec({ config: { agent: { kind: 'model' } }, agent: { model: 'gpt-x' } })),
-    ).not.toThrow();
-    expect(() => wired.validate(spec({ config: { agent: { kind: 'model' } } }))).toThrow(
+    ).resolves.toBeDefined();
+    await expect(wired.validate(spec({ config: { agent: { kind: 'model' } } }))).rejects.toThrow(
       /spec\.agent.*is required for model agents/,
     );
   });
 
-  test('bad fields are named', () => {
-    expect(() => registry.validate(spec({ config: { agent: { kind: 'robot' } } }))).toThrow(
+  test('bad fields are named', async () => {
+    await expect(registry.validate(spec({ config: { agent: { kind: 'robot' } } }))).rejects.toThrow(
       /spec\.config\.agent\.kind`: must be one of gold, none, predictions, model/,
     );
-    expect(() =>
+    await expect(
       registry.validate(spec({ config: { agent: { kind: 'gold' }, repeat: 0 } })),
-    ).toThrow(/spec\.config\.repeat: must be >= 1/);
-    expect(() => registry.validate(spec({ tasks: { suite: '/nonexistent/suite' } }))).toThrow(
-      /spec\.tasks\.suite/,
-    );
-    expect(() => registry.validate(spec({ tasks: { suite: SUITE, include: ['nope'] } }))).toThrow(
-      /spec\.tasks\.include\[0\]`: names no task folder/,
-    );
-    expect(() => registry.validate(spec({ agent: { model: 'gpt-x' } }))).toThrow(
+    ).rejects.toThrow(/spec\.config\.repeat: must be >= 1/);
+    await expect(
+      registry.validate(spec({ tasks: { suite: '/nonexistent/suite' } })),
+    ).rejects.toThrow(/spec\.tasks\.suite/);
+    await expect(
+      registry.validate(spec({ tasks: { suite: SUITE, include: ['nope'] } })),
+    ).rejects.toThrow(/spec\.tasks\.include\[0\]`: names no task folder/);
+    await expect(registry.validate(spec({ agent: { model: 'gpt-x' } }))).rejects.toThrow(
       /spec\.agent.*gold agent calls no model/,
     );
   });

@@ -25,9 +25,9 @@ function suite(name: string, body: string): string {
   return name;
 }
 
-function refusal(name: string): string {
+async function refusal(name: string): Promise<string> {
   try {
-    loadRsiSuite(name, dir, 'spec.tasks');
+    await loadRsiSuite(name, dir, 'spec.tasks');
   } catch (err) {
     expect(errorCode(err)).toBe('INVALID_ARGUMENT');
     return String(err);
@@ -35,8 +35,8 @@ function refusal(name: string): string {
   throw new Error('the suite loaded');
 }
 
-test('the shipped rsi-desktop-mini suite loads desktop-mini tasks by id', () => {
-  const s = loadRsiSuite('benchmarks/suites/rsi-desktop-mini', REPO, 'spec.tasks');
+test('the shipped rsi-desktop-mini suite loads desktop-mini tasks by id', async () => {
+  const s = await loadRsiSuite('benchmarks/suites/rsi-desktop-mini', REPO, 'spec.tasks');
   if (s.environment !== 'desktop') throw new Error('not a desktop suite');
   expect(s.dev.map((t) => t.id)).toEqual(['write-hello']);
   expect(s.heldOut.map((t) => t.id)).toEqual(['count-lines', 'rename-report']);
@@ -46,24 +46,24 @@ test('the shipped rsi-desktop-mini suite loads desktop-mini tasks by id', () => 
   expect(s.phase1Brief).toContain('Linux desktop');
 });
 
-test('an unknown task id is refused naming the list and the index', () => {
-  const msg = refusal(suite('unknown', 'dev: [write-hello]\nheldOut: [count-lines, nope]\n'));
+test('an unknown task id is refused naming the list and the index', async () => {
+  const msg = await refusal(suite('unknown', 'dev: [write-hello]\nheldOut: [count-lines, nope]\n'));
   expect(msg).toContain('heldOut[1]');
   expect(msg).toContain('nope');
 });
 
-test('a task in both lists is refused: dev and heldOut must be disjoint', () => {
-  const msg = refusal(suite('overlap', 'dev: [write-hello]\nheldOut: [write-hello]\n'));
+test('a task in both lists is refused: dev and heldOut must be disjoint', async () => {
+  const msg = await refusal(suite('overlap', 'dev: [write-hello]\nheldOut: [write-hello]\n'));
   expect(msg).toContain('heldOut[0]');
   expect(msg).toContain('disjoint');
 });
 
-test('a missing desktop suite and a bad field are refused naming them', () => {
+test('a missing desktop suite and a bad field are refused naming them', async () => {
   mkdirSync(path.join(dir, 'missing'));
   writeFileSync(
     path.join(dir, 'missing', 'tasks.yaml'),
     'environment: desktop\ndesktop: { suite: /nonexistent }\ndev: [a]\nheldOut: [b]\n',
   );
-  expect(refusal('missing')).toContain('desktop');
-  expect(refusal(suite('kind', 'dev: [write-hello]\nheldOut: []\n'))).toContain('heldOut');
+  expect(await refusal('missing')).toContain('desktop');
+  expect(await refusal(suite('kind', 'dev: [write-hello]\nheldOut: []\n'))).toContain('heldOut');
 });

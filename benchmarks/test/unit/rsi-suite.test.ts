@@ -22,9 +22,9 @@ function suite(name: string, yaml: string): string {
   return name;
 }
 
-function refusal(name: string): string {
+async function refusal(name: string): Promise<string> {
   try {
-    loadRsiSuite(name, dir, 'spec.tasks');
+    await loadRsiSuite(name, dir, 'spec.tasks');
   } catch (err) {
     expect(errorCode(err)).toBe('INVALID_ARGUMENT');
     return String(err);
@@ -32,28 +32,28 @@ function refusal(name: string): string {
   throw new Error('the suite loaded');
 }
 
-test('the shipped rsi-shell-mini suite loads', () => {
-  const s = loadRsiSuite('benchmarks/suites/rsi-shell-mini', REPO, 'spec.tasks');
+test('the shipped rsi-shell-mini suite loads', async () => {
+  const s = await loadRsiSuite('benchmarks/suites/rsi-shell-mini', REPO, 'spec.tasks');
   expect(s.dev.map((t) => t.id)).toEqual(['greeting', 'count-lines']);
   expect(s.heldOut.map((t) => t.id)).toEqual(['farewell', 'count-words']);
   expect(Object.keys(s.seedBank)).toEqual(['README.md']);
   expect(s.phase1Brief).toContain('busybox sandbox');
 });
 
-test('a suite without phase1Brief gets the default brief; an empty one is refused', () => {
+test('a suite without phase1Brief gets the default brief; an empty one is refused', async () => {
   const name = suite(
     'no-brief',
     'dev: [{id: a, instruction: x, evaluator: "true"}]\nheldOut: [{id: b, instruction: y, evaluator: "true"}]\n',
   );
-  expect(loadRsiSuite(name, dir, 'spec.tasks').phase1Brief).toBe(DEFAULT_PHASE1_BRIEF);
+  expect((await loadRsiSuite(name, dir, 'spec.tasks')).phase1Brief).toBe(DEFAULT_PHASE1_BRIEF);
   suite(
     'empty-brief',
     'phase1Brief: " "\ndev: [{id: a, instruction: x, evaluator: "true"}]\nheldOut: [{id: b, instruction: y, evaluator: "true"}]\n',
   );
-  expect(refusal('empty-brief')).toContain('phase1Brief: must not be empty');
+  expect(await refusal('empty-brief')).toContain('phase1Brief: must not be empty');
 });
 
-test('spec.config.phase1 has defaults; maxWaves 0 skips practice; bad values name the field', () => {
+test('spec.config.phase1 has defaults; maxWaves 0 skips practice; bad values name the field', async () => {
   const models = { actor: 'a', verifier: 'v', curriculum: 'c' };
   expect(parseWith(RsiConfigSchema, { models }).phase1).toEqual({
     maxWaves: 3,
@@ -90,7 +90,7 @@ test.each([
     'must not contain ".." segments',
   ],
   ['bad-yaml', 'dev: [unclosed\n', 'tasks.yaml'],
-])('%s is refused naming the field', (name, yaml, field) => {
+])('%s is refused naming the field', async (name, yaml, field) => {
   if (yaml !== null) suite(name, yaml);
-  expect(refusal(name)).toContain(field);
+  expect(await refusal(name)).toContain(field);
 });

@@ -1,5 +1,6 @@
 import { createShellTasksDriver, registerBuiltinDrivers } from '@troupe/benchmarks';
-import { DriverRegistry, parseJobSpec } from '@troupe/coordinator';
+import { DriverRegistry, MAX_TASKS_PER_JOB, parseJobSpec } from '@troupe/coordinator';
+import type { TroupeError } from '@troupe/proto';
 import { noopLogger } from '@troupe/actors';
 
 const driver = createShellTasksDriver();
@@ -30,7 +31,7 @@ describe('shell-tasks driver', () => {
       tasks: { count: 3, command: 'echo {i}', idPrefix: 'n' },
       config: { memoryMb: 64 },
     });
-    driver.validate(spec);
+    await driver.validate(spec);
     const plan = await driver.plan(spec, planCtx);
     expect(plan.map((t) => t.id)).toEqual(['n0', 'n1', 'n2']);
     expect(plan[2]?.input).toMatchObject({
@@ -80,6 +81,39 @@ describe('shell-tasks driver', () => {
   ])('names the field: %j', (over, expected) => {
     const spec = parseJobSpec({ kind: 'shell-tasks', ...over });
     expect(() => driver.validate(spec)).toThrow(expected);
+  });
+
+  it('refuses a task list longer than a job holds before checking its elements', () => {
+    // 50,000 wrong elements took ~0.8 s to refuse (one issue each, a 3 MB message).
+    const spec = parseJobSpec({
+      kind: 'shell-tasks',
+      tasks: Array.from({ length: 50_000 }, (_, i) => i),
+    });
+    let err: TroupeError | undefined;
+    try {
+      driver.validate(spec) as void;
+    } catch (e) {
+      err = e as TroupeError;
+    }
+    expect(err?.code).toBe('INVALID_ARGUMENT');
+    expect(err?.details).toEqual({
+      field: 'spec.tasks',
+      rule: `must hold at most ${MAX_TASKS_PER_JOB} tasks (got 50000): a job holds at most ${MAX_TASKS_PER_JOB}, split the task set into several jobs`,
+    });
+    // Within the limit, a list of wrong elements is refused with a bounded message.
+    const within = parseJobSpec({
+      kind: 'shell-tasks',
+      tasks: Array.from({ length: 2_000 }, () => 1),
+    });
+    expect(() => driver.validate(within)).toThrow(/spec\.tasks\[0\]: .* and 1980 more issues$/);
+    expect(() =>
+      driver.validate(
+        parseJobSpec({
+          kind: 'shell-tasks',
+          tasks: { count: MAX_TASKS_PER_JOB + 1, command: 'x' },
+        }),
+      ),
+    ).toThrow(`spec.tasks.count: must be <= ${MAX_TASKS_PER_JOB}`);
   });
 
   it('is registered by registerBuiltinDrivers, with evolve, issue-resolution, desktop-tasks and rsi', () => {

@@ -37,8 +37,8 @@ const base = {
   PASS_TO_PASS: [],
 };
 
-test('the shipped lib-fixes suite loads ten valid instances, JavaScript and Python', () => {
-  const suite = loadIssueSuite(LIB_FIXES, 'spec.tasks');
+test('the shipped lib-fixes suite loads ten valid instances, JavaScript and Python', async () => {
+  const suite = await loadIssueSuite(LIB_FIXES, 'spec.tasks');
   expect(suite.invalid).toEqual([]);
   expect(suite.tasks).toHaveLength(10);
   const js = suite.tasks.filter((t) => t.tests?.logParser === 'mocha');
@@ -71,7 +71,7 @@ test('the shipped lib-fixes suite loads ten valid instances, JavaScript and Pyth
   }
 });
 
-test('repositories come from a git mirror at base_commit; bad instances name their field', () => {
+test('repositories come from a git mirror at base_commit; bad instances name their field', async () => {
   const git = path.join(dir, 'mirror', 'acme__calc');
   mkdirSync(git, { recursive: true });
   const sh = (...args: string[]) =>
@@ -101,7 +101,7 @@ test('repositories come from a git mirror at base_commit; bad instances name the
     { ...base, instance_id: 'no-repo', repo: 'acme/missing', base_commit: baseCommit },
     'not json',
   ]);
-  const suite = loadIssueSuite(dir, 'spec.tasks');
+  const suite = await loadIssueSuite(dir, 'spec.tasks');
   expect(suite.tasks.map((t) => t.task.id)).toEqual(['acme__calc-1']);
   const [task] = suite.tasks;
   expect(readFileSync(path.join(task!.repo.root, 'calc.py'), 'utf8')).toBe(
@@ -121,7 +121,7 @@ test('repositories come from a git mirror at base_commit; bad instances name the
   expect(suite.invalid[2]!.rule).toContain('acme__missing');
 });
 
-test('instances go through the faithful tree reader: dot files, node_modules, symlinks, the limit', () => {
+test('instances go through the faithful tree reader: dot files, node_modules, symlinks, the limit', async () => {
   const plain = (id: string) => path.join(dir, 'mirror', id);
   mkdirSync(path.join(plain('acme__calc-1'), 'node_modules', 'dep'), { recursive: true });
   writeFileSync(path.join(plain('acme__calc-1'), 'calc.py'), 'def add(a, b): return a - b\n');
@@ -137,7 +137,7 @@ test('instances go through the faithful tree reader: dot files, node_modules, sy
     { ...base, instance_id: 'acme__calc-2', base_commit: 'abc1234' },
     { ...base, instance_id: 'acme__calc-3', base_commit: 'abc1234' },
   ]);
-  const suite = loadIssueSuite(dir, 'spec.tasks', { maxTaskMb: 1 });
+  const suite = await loadIssueSuite(dir, 'spec.tasks', { maxTaskMb: 1 });
   expect(suite.tasks.map((t) => t.task.id)).toEqual(['acme__calc-1']);
   expect(suite.tasks[0]!.repo.entries.map((e) => [e.rel, e.type, e.linkname])).toEqual([
     ['.env.example', 'file', undefined],
@@ -157,7 +157,7 @@ test('instances go through the faithful tree reader: dot files, node_modules, sy
   ]);
 });
 
-test('a predictions file is attached to its instances; a bad line names the line and field', () => {
+test('a predictions file is attached to its instances; a bad line names the line and field', async () => {
   const preds = path.join(dir, 'preds.jsonl');
   writeFileSync(
     preds,
@@ -167,13 +167,13 @@ test('a predictions file is attached to its instances; a bad line names the line
       model_name_or_path: 'm',
     }) + '\n',
   );
-  const suite = loadIssueSuite(LIB_FIXES, 'spec.tasks', { predictions: preds });
+  const suite = await loadIssueSuite(LIB_FIXES, 'spec.tasks', { predictions: preds });
   const withPrediction = suite.tasks.filter((t) => t.prediction !== undefined);
   expect(withPrediction.map((t) => [t.task.id, t.prediction])).toEqual([
     ['visionmedia__bytes.js-3.1.2', { patch: 'x', model: 'm' }],
   ]);
   writeFileSync(preds, JSON.stringify({ instance_id: 'a', model_patch: 3 }) + '\n');
-  expect(() => loadIssueSuite(LIB_FIXES, 'spec.tasks', { predictions: preds })).toThrow(
+  await expect(loadIssueSuite(LIB_FIXES, 'spec.tasks', { predictions: preds })).rejects.toThrow(
     /spec\.tasks\.predictions line 1 model_patch/,
   );
 });

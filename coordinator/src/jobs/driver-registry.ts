@@ -53,11 +53,12 @@ export class DriverRegistry {
 
   /**
    * Validates a parsed spec document completely: the driver-agnostic fields, the kind, then the
-   * driver's own fields. Throws `INVALID_ARGUMENT` naming the field and the rule.
+   * driver's own fields (which may read files, asynchronously). Rejects with `INVALID_ARGUMENT`
+   * naming the field and the rule.
    */
-  validate(raw: unknown): JobSpec {
+  async validate(raw: unknown): Promise<JobSpec> {
     const spec = parseJobSpec(raw);
-    this.get(spec.kind).validate(spec);
+    await this.get(spec.kind).validate(spec);
     return spec;
   }
 }

@@ -499,7 +499,7 @@ async function collectExtra(
         ...(r?.details ? { details: r.details } : {}),
       };
     });
-    return driver.collect(s.spec, tasks);
+    return await driver.collect(s.spec, tasks);
   } catch (err) {
     rt.log.warn({ err, jobId: s.jobId }, 'driver collect failed');
     return { collectError: err instanceof Error ? err.message : String(err) };

@@ -175,21 +175,25 @@ export class JobApiServer {
       };
 
     const jobHandlers: JobServiceHandlers = {
-      SubmitJob: unary<SubmitJobRequest__Output, SubmitJobResponse>('SubmitJob', async (req) => {
-        const format =
-          req.specFormat === 'SPEC_FORMAT_JSON'
-            ? 'json'
-            : req.specFormat === 'SPEC_FORMAT_YAML'
-              ? 'yaml'
-              : 'auto';
-        const record = await jobs.submit({
-          spec: req.spec,
-          format,
-          ...(req.idempotencyKey ? { idempotencyKey: req.idempotencyKey } : {}),
-          ...(req.resumeJobId ? { resumeJobId: req.resumeJobId } : {}),
-        });
-        return { jobId: record.jobId, job: toWireJob(record) };
-      }),
+      SubmitJob: unary<SubmitJobRequest__Output, SubmitJobResponse>(
+        'SubmitJob',
+        async (req, signal) => {
+          const format =
+            req.specFormat === 'SPEC_FORMAT_JSON'
+              ? 'json'
+              : req.specFormat === 'SPEC_FORMAT_YAML'
+                ? 'yaml'
+                : 'auto';
+          const record = await jobs.submit({
+            spec: req.spec,
+            format,
+            ...(req.idempotencyKey ? { idempotencyKey: req.idempotencyKey } : {}),
+            ...(req.resumeJobId ? { resumeJobId: req.resumeJobId } : {}),
+            signal,
+          });
+          return { jobId: record.jobId, job: toWireJob(record) };
+        },
+      ),
       GetJob: unary<GetJobRequest__Output, Job>('GetJob', async (req) =>
         toWireJob(await jobs.get(requireJobId(req.jobId))),
       ),

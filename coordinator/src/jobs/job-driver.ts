@@ -1,6 +1,6 @@
 import { type NatsConnection } from '@nats-io/transport-node';
 import { type AnyActorDefinition, type Logger, type RefFactory } from '@troupe/actors';
-import { errorCode, type ErrorCode } from '@troupe/proto';
+import { errorCode, type ErrorCode, invalidArgument } from '@troupe/proto';
 import { type JobSpec } from './job-spec';
 
 /** What task ids must match (they appear in events, results and artifact paths). */
@@ -14,6 +14,20 @@ export const TASK_ID_RULE = 'must match [A-Za-z0-9][A-Za-z0-9._-]{0,127}';
  * is split into several jobs.
  */
 export const MAX_TASKS_PER_JOB = 2_000;
+
+/**
+ * Refuses a task list longer than {@link MAX_TASKS_PER_JOB} before its elements are validated:
+ * a schema reports every broken element, so a huge list of wrong elements would cost seconds to
+ * refuse (and a message of megabytes). Anything that is not a list passes (the schema names it).
+ */
+export function checkTaskCount(value: unknown, field: string): void {
+  if (Array.isArray(value) && value.length > MAX_TASKS_PER_JOB) {
+    throw invalidArgument(
+      field,
+      `must hold at most ${MAX_TASKS_PER_JOB} tasks (got ${value.length}): a job holds at most ${MAX_TASKS_PER_JOB}, split the task set into several jobs`,
+    );
+  }
+}
 
 /** One task of a job's plan. */
 export interface PlannedTask {
@@ -186,10 +200,13 @@ export interface JobDriver<TInput = unknown, TRun = unknown> {
   /** One line for `INVALID_ARGUMENT` listings and docs. */
   readonly description: string;
   /**
-   * Checks the driver-specific parts of a spec (`tasks`, `config`, `agent`); throws an
-   * `INVALID_ARGUMENT` naming the field (`spec.tasks[3].command: must be a non-empty string`).
+   * Checks the driver-specific parts of a spec (`tasks`, `config`, `agent`); throws (or rejects
+   * with) an `INVALID_ARGUMENT` naming the field (`spec.tasks[3].command: must be a non-empty
+   * string`). It runs on the coordinator's event loop for every submission: a driver that reads
+   * files (a suite folder) returns a promise and reads them asynchronously, parsing documents
+   * with `parseUntrustedTextAsync`.
    */
-  validate(spec: JobSpec): void;
+  validate(spec: JobSpec): void | Promise<void>;
   /** Expands the spec into tasks (ids unique). */
   plan(spec: JobSpec, ctx: PlanContext): Promise<PlannedTask[]> | PlannedTask[];
   /** Does the work of one attempt and returns what the grader needs (JSON-serialisable). */
@@ -198,8 +215,13 @@ export interface JobDriver<TInput = unknown, TRun = unknown> {
   grade(ctx: TaskContext, input: TInput, run: TRun | undefined): Promise<TaskGrade>;
   /** Releases what the attempt created (sandboxes); runs after every attempt, even failed ones. */
   cleanup?(ctx: TaskContext, input: TInput): Promise<void>;
-  /** Benchmark-specific aggregate metrics over the final results. */
-  collect?(spec: JobSpec, tasks: readonly CollectedTask[]): Record<string, unknown>;
+  /**
+   * Benchmark-specific aggregate metrics over the final results (a promise when it reads files).
+   */
+  collect?(
+    spec: JobSpec,
+    tasks: readonly CollectedTask[],
+  ): Record<string, unknown> | Promise<Record<string, unknown>>;
   /**
    * Actor kinds the driver's tasks use (the `evolve` driver's island actors), hosted by every
    * process that hosts the job and task actors (each coordinator: `troupe dev`, `troupe

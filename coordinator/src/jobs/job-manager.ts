@@ -26,7 +26,7 @@ import {
   checkSpecSize,
   jobDisplayName,
   maxSpecBytesFor,
-  parseSpecText,
+  parseSpecTextAsync,
   type SpecTextFormat,
 } from './job-spec';
 import { emptyJobState, JobStateSchema, type TaskPhase } from './job-state';
@@ -81,6 +81,8 @@ export interface SubmitJobOptions {
   idempotencyKey?: string;
   /** Re-run the unfinished tasks of this finished job instead of creating a new one. */
   resumeJobId?: string;
+  /** Stops parsing a large spec when the caller gives up (the gRPC call's deadline). */
+  signal?: AbortSignal;
 }
 
 /** Filters and paging of {@link JobManager.list}. */
@@ -309,8 +311,10 @@ export class JobManager {
     const { store, refs, nc } = this.need();
     const maxSpecBytes = maxSpecBytesFor(nc.info?.max_payload);
     const raw =
-      typeof req.spec === 'string' ? parseSpecText(req.spec, req.format, maxSpecBytes) : req.spec;
-    const spec = this.drivers.validate(raw);
+      typeof req.spec === 'string'
+        ? await parseSpecTextAsync(req.spec, req.format, maxSpecBytes, req.signal)
+        : req.spec;
+    const spec = await this.drivers.validate(raw);
     checkSpecSize(spec, maxSpecBytes);
     const key = req.idempotencyKey ?? '';
     if (key.length > 128) throw invalidArgument('idempotency_key', 'at most 128 characters');
@@ -404,8 +408,14 @@ export class JobManager {
     const page = start < 0 ? [] : all.slice(start, start + pageSize);
     const last = page[page.length - 1];
     const more = start >= 0 && start + pageSize < all.length;
+    // Only the returned records are checked in full (a record this version cannot read is left
+    // out; the page token still follows the listing's order).
+    const jobs = page.flatMap((j) => {
+      const parsed = JobRecordSchema.safeParse(j.stored);
+      return parsed.success ? [parsed.data] : [];
+    });
     return {
-      jobs: page,
+      jobs,
       nextPageToken:
         more && last
           ? encodePageToken({ c: last.createdUnixMs, j: last.jobId, f: filterHash })

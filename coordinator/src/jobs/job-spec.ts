@@ -1,4 +1,9 @@
-import { invalidArgument, parseUntrustedText, parseWith } from '@troupe/proto';
+import {
+  invalidArgument,
+  parseUntrustedText,
+  parseUntrustedTextAsync,
+  parseWith,
+} from '@troupe/proto';
 import { z } from 'zod';
 
 // The driver-agnostic part of a job spec. The driver named by `kind` validates `tasks` and
@@ -206,6 +211,29 @@ export function parseSpecText(
     maxBytes,
     maxDepth: MAX_SPEC_DEPTH,
     maxAliases: MAX_SPEC_ALIASES,
+  });
+}
+
+/**
+ * {@link parseSpecText} without holding the event loop: a large document is parsed in a worker
+ * thread (`parseUntrustedTextAsync`), with the same limits and the same errors on field `spec`.
+ * What `JobManager.submit` uses.
+ */
+export async function parseSpecTextAsync(
+  text: string,
+  format: SpecTextFormat = 'auto',
+  maxBytes: number = DEFAULT_MAX_SPEC_BYTES,
+  signal?: AbortSignal,
+): Promise<unknown> {
+  if (text.trim() === '')
+    throw invalidArgument('spec', 'must be a non-empty YAML or JSON document');
+  return parseUntrustedTextAsync(text, {
+    field: 'spec',
+    format: format === 'json' ? 'json' : 'yaml',
+    maxBytes,
+    maxDepth: MAX_SPEC_DEPTH,
+    maxAliases: MAX_SPEC_ALIASES,
+    ...(signal ? { signal } : {}),
   });
 }
 

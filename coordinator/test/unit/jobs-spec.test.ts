@@ -6,8 +6,9 @@ import {
   maxSpecBytesFor,
   parseJobSpec,
   parseSpecText,
+  parseSpecTextAsync,
 } from '@troupe/coordinator';
-import { invalidArgument, type TroupeError } from '@troupe/proto';
+import { closeUntrustedTextWorkers, invalidArgument, type TroupeError } from '@troupe/proto';
 
 const echo: JobDriver = {
   name: 'echo',
@@ -27,6 +28,15 @@ function errorOf(fn: () => unknown): TroupeError {
     return err as TroupeError;
   }
   throw new Error('expected an error');
+}
+
+async function rejectionOf(p: Promise<unknown>): Promise<TroupeError> {
+  try {
+    await p;
+  } catch (err) {
+    return err as TroupeError;
+  }
+  throw new Error('expected a rejection');
 }
 
 describe('job spec', () => {
@@ -109,17 +119,41 @@ describe('job spec', () => {
   });
 });
 
+describe('parseSpecTextAsync', () => {
+  afterAll(async () => {
+    await closeUntrustedTextWorkers();
+  });
+
+  it('parses a large spec off the loop with the limits and errors of parseSpecText', async () => {
+    const tasks = Array.from({ length: 1_500 }, (_, i) => `  - {id: t${i}, command: echo ${i}}`);
+    const text = ['kind: echo', 'tasks:', ...tasks].join('\n');
+    expect(text.length).toBeGreaterThan(32 * 1024);
+    expect(await parseSpecTextAsync(text)).toEqual(parseSpecText(text));
+    for (const bad of [`${text}\n  - [`, `${text}\nkind: again`, `a:${' ['.repeat(40)}`]) {
+      const sync = errorOf(() => parseSpecText(bad));
+      const off = await rejectionOf(parseSpecTextAsync(bad));
+      expect(off.code).toBe('INVALID_ARGUMENT');
+      expect(off.message).toBe(sync.message);
+      expect(off.details).toEqual(sync.details);
+    }
+    const big = await rejectionOf(parseSpecTextAsync(text, 'auto', 40_000));
+    expect(big.details).toMatchObject({ field: 'spec' });
+    expect(big.message).toMatch(/must be at most 40000 bytes/);
+    expect((await rejectionOf(parseSpecTextAsync('  '))).message).toMatch(/non-empty/);
+  });
+});
+
 describe('driver registry', () => {
   const registry = new DriverRegistry().register(echo);
 
-  it('validates the common fields, then the driver fields', () => {
-    expect(registry.validate({ kind: 'echo', tasks: [] }).kind).toBe('echo');
-    const err = errorOf(() => registry.validate({ kind: 'echo', tasks: 'x' }));
+  it('validates the common fields, then the driver fields', async () => {
+    expect((await registry.validate({ kind: 'echo', tasks: [] })).kind).toBe('echo');
+    const err = await rejectionOf(registry.validate({ kind: 'echo', tasks: 'x' }));
     expect(err.message).toBe('`spec.tasks`: must be a list');
   });
 
-  it('refuses an unknown kind, listing the known ones', () => {
-    const err = errorOf(() => registry.validate({ kind: 'nope', tasks: [] }));
+  it('refuses an unknown kind, listing the known ones', async () => {
+    const err = await rejectionOf(registry.validate({ kind: 'nope', tasks: [] }));
     expect(err.code).toBe('INVALID_ARGUMENT');
     expect(err.message).toContain('`spec.kind`: unknown job kind (known: echo)');
     expect(err.details).toMatchObject({ field: 'spec.kind', knownKinds: ['echo'] });

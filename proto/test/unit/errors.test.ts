@@ -5,6 +5,7 @@ import {
   errorCode,
   fromAbortSignal,
   fromZodError,
+  MAX_LISTED_ISSUES,
   hasErrorCode,
   hasReason,
   invalidArgument,
@@ -426,6 +427,19 @@ describe('zod errors', () => {
       expect(err.message).toContain(`${field}: ${rule}`);
     }
     expect(err.message.split('; ')).toHaveLength(3);
+  });
+
+  it('fromZodError lists at most MAX_LISTED_ISSUES issues and counts the rest', () => {
+    const result = z
+      .array(z.object({ id: z.string() }))
+      .safeParse(Array.from({ length: 5_000 }, (_, i) => i));
+    const err = fromZodError(result.error!, { prefix: 'spec.tasks' });
+    const details = err.details as { issues: { field: string }[]; issueCount: number };
+    expect(details.issues).toHaveLength(MAX_LISTED_ISSUES);
+    expect(details.issues[0]!.field).toBe('spec.tasks[0]');
+    expect(details.issueCount).toBe(5_000);
+    expect(err.message).toMatch(/^spec\.tasks\[0\]: .*; … and 4980 more issues$/);
+    expect(err.message.length).toBeLessThan(3_000);
   });
 
   it('reports root issues and paths without a prefix', () => {

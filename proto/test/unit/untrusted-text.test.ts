@@ -98,9 +98,31 @@ describe('parseUntrustedText duplicate keys', () => {
     // yaml's own uniqueKeys check compared every key with all earlier ones: 35 s for this.
     const text = Array.from({ length: 30_000 }, (_, i) => `k${i}: ${i}`).join('\n');
     const t0 = performance.now();
-    expect(Object.keys(parseUntrustedText(text, { field: 'spec' }) as object)).toHaveLength(30_000);
+    const options = { field: 'spec', maxEntries: 30_000 };
+    expect(Object.keys(parseUntrustedText(text, options) as object)).toHaveLength(30_000);
     expect(performance.now() - t0).toBeLessThan(5_000);
     const dup = `${text}\nk17: again\n`;
-    expect(() => parseUntrustedText(dup, { field: 'spec' })).toThrow(/"k17" at line 30001/);
+    expect(() => parseUntrustedText(dup, options)).toThrow(/"k17" at line 30001/);
+  });
+});
+
+describe('parseUntrustedText entries', () => {
+  it('refuses a list or mapping with more entries than maxEntries, naming where', () => {
+    // A desktop task whose gold actions were 33,484 numbers took 0.3-0.4 s for zod to refuse.
+    const gold = Array.from({ length: 2_001 }, (_, i) => i).join(', ');
+    const text = `- id: a\n  gold: [${gold}]\n`;
+    const err = errorOf(() => parseUntrustedText(text, { field: 'spec.tasks' }));
+    expect(err.code).toBe('INVALID_ARGUMENT');
+    expect(err.details).toEqual({
+      field: 'spec.tasks',
+      rule: 'must hold at most 2000 entries in one list or mapping ([0].gold has 2001)',
+    });
+    const keys = Array.from({ length: 11 }, (_, i) => `k${i}: 1`).join(', ');
+    expect(() => parseUntrustedText(`a: {b: {${keys}}}`, { field: 'f', maxEntries: 10 })).toThrow(
+      '`f`: must hold at most 10 entries in one list or mapping (.a.b has 11)',
+    );
+    expect(parseUntrustedText(`[${gold.replace(/, 2000$/, '')}]`, { field: 'f' })).toHaveLength(
+      2_000,
+    );
   });
 });
