@@ -235,8 +235,10 @@ describe('builders', () => {
         'directory',
         'jobs',
         'leases',
+        'memory',
         'nodes',
         'reminders',
+        'skills',
         'state',
       ].sort(),
     );
