@@ -4,13 +4,14 @@
  * is real: `troupe run` starts an embedded cluster (nats-server, coordinator, node agent hosting
  * Docker desktop environments — the desktop image is built offline on first use), submits the
  * suite's job.yaml and prints the results. This script prints the command, the bank per phase
- * (Phase 1's seed, each development task's input → output bank, the frozen bank), each held-out
+ * (the seed, Phase 1's output after its practice waves, each development task's input → output
+ * bank, the frozen bank), each held-out
  * score and the Phase 3 aggregate, and the wall time of the `troupe run`.
  *
  *   npm run -s perf -- rsi-desktop        (or: node perf/dist/rsi-desktop/index.js after a build)
  *
  * Metrics: `wall_s` (the whole `troupe run`: cluster start, the study, cluster stop),
- * `phase3_mean`, `phase3_scored`, `phase3_unscored`, `fake_requests` (model calls).
+ * `phase1_waves`, `phase3_mean`, `phase3_scored`, `phase3_unscored`, `fake_requests` (model calls).
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -69,7 +70,13 @@ async function main(): Promise<void> {
 
     const results = JSON.parse(stdout) as {
       jobId: string;
-      tasks: { taskId: string; status: string; score: number; error?: string }[];
+      tasks: {
+        taskId: string;
+        status: string;
+        score: number;
+        error?: string;
+        details?: { seedTreeHash?: string };
+      }[];
     };
     const study = results.tasks.find((t) => t.taskId === 'study');
     if (!study || study.status !== 'TASK_PASSED') {
@@ -78,7 +85,7 @@ async function main(): Promise<void> {
     const files = `${html}.files/study`;
     const read = <T>(name: string): T =>
       JSON.parse(readFileSync(path.join(files, name), 'utf8')) as T;
-    const phase1 = read<{ output: BankVersion; ended: string }>('phase1.json');
+    const phase1 = read<{ output: BankVersion; ended: string; waves: number }>('phase1.json');
     const phase2 = read<{
       tasks: {
         taskId: string;
@@ -101,7 +108,10 @@ async function main(): Promise<void> {
 
     const v = (b: BankVersion) => `v${b.version} ${b.treeHash}`;
     console.log(`\njob ${results.jobId}: study ${study.status}, score ${study.score}`);
-    console.log(`Phase 1 (${phase1.ended}): bank ${v(phase1.output)}`);
+    console.log(`seed bank: v1 ${study.details?.seedTreeHash ?? '?'}`);
+    console.log(
+      `Phase 1 (${phase1.ended} after ${phase1.waves} wave${phase1.waves === 1 ? '' : 's'}): bank ${v(phase1.output)}`,
+    );
     for (const t of phase2.tasks) {
       console.log(
         `Phase 2 ${t.taskId}: ${t.status} ${t.verdict}, ${t.attempts} attempts, ${t.projects} projects; bank ${v(t.bankIn)} -> ${v(t.bankOut)}`,
@@ -120,6 +130,7 @@ async function main(): Promise<void> {
     console.log(`wall time of troupe run: ${wallS.toFixed(1)} s`);
     printResult('rsi-desktop', {
       wall_s: round(wallS, 1),
+      phase1_waves: phase1.waves,
       phase3_mean: phase3.meanScore,
       phase3_scored: phase3.scored,
       phase3_unscored: phase3.unscored,

@@ -4,7 +4,11 @@
  * task text, step from the replies since). Shared by `perf/rsi-desktop` (the timed end-to-end
  * run) and `benchmarks/test/integration/rsi-desktop.int.test.ts`.
  *
- * - Development task `write-hello`: the first attempt (seed bank, no lessons) types the wrong text
+ * - Phase 1: the Phase-1 Curriculum proposes one wave of one project, `warmup/w1` (count a
+ *   fixture's lines through the terminal), which the Actor solves on a fresh desktop and the
+ *   Verifier confirms (PASS, lesson `lessons/warmup-w1.md`: bank v2); asked for wave 2, it answers
+ *   READY.
+ * - Development task `write-hello`: the first attempt (no lesson about exact text) types the wrong text
  *   and says EVOLVE; the Verifier reads `~/hello.txt` and says EVOLVE (FAIL). The Actor proposes
  *   `lessons/exact-text.md`; the Curriculum publishes `practice/p1` (copy a phrase file), which
  *   the practice Actor solves through the terminal and the Verifier confirms (PASS, lesson
@@ -23,6 +27,12 @@ export const SCRIPTED_LESSONS: Readonly<Record<string, string>> = {
   'lessons/practice-p1.md': 'Copy quoted text from a file with cat instead of retyping it.\n',
 };
 
+/** The lesson Phase 1's practised project teaches (bank path → text). */
+export const PHASE1_LESSONS: Readonly<Record<string, string>> = {
+  'lessons/warmup-w1.md':
+    'Count the lines of a file with wc -l < file: it prints the number alone.\n',
+};
+
 /** The seed bank of the suite (its `seedBank`). */
 export const SEED_BANK: Readonly<Record<string, string>> = {
   'README.md':
@@ -35,6 +45,13 @@ export const PRACTICE = {
   root: 'practice/p1',
   body: 'Use the terminal to write the text of practice/p1/phrase.txt into practice/p1/out.txt.',
   fixtures: { 'practice/p1/phrase.txt': 'hello world\n' },
+};
+
+/** Phase 1's wave: its one project. */
+export const WARMUP = {
+  root: 'warmup/w1',
+  body: 'Use the terminal to write the number of lines of warmup/w1/list.txt into warmup/w1/count.txt.',
+  fixtures: { 'warmup/w1/list.txt': 'alpha\nbeta\ngamma\n' },
 };
 
 type Part = { type?: string; text?: string };
@@ -94,8 +111,11 @@ function actor(req: ChatRequest): FakeCompletion {
     const write = (path: string) =>
       call('write_file', {
         path: `/tmp/rsi/proposal/${path}`,
-        content: SCRIPTED_LESSONS[path],
+        content: SCRIPTED_LESSONS[path] ?? PHASE1_LESSONS[path],
       });
+    if (conversation.includes(WARMUP.root)) {
+      return steps(step, [write('lessons/warmup-w1.md'), finish('one lesson: count with wc')]);
+    }
     if (conversation.includes('Practice project')) {
       return steps(step, [write('lessons/practice-p1.md'), finish('one lesson: copy with cat')]);
     }
@@ -104,6 +124,12 @@ function actor(req: ChatRequest): FakeCompletion {
     }
     return finish('nothing new to keep');
   }
+  if (task.includes('Practice project') && task.includes(WARMUP.root)) {
+    return steps(step, [
+      type('wc -l < ~/warmup/w1/list.txt > ~/warmup/w1/count.txt\n'),
+      finish('DONE\ncounted the lines'),
+    ]);
+  }
   if (task.includes('Practice project')) {
     return steps(step, [
       type('cat ~/practice/p1/phrase.txt > ~/practice/p1/out.txt\n'),
@@ -111,7 +137,7 @@ function actor(req: ChatRequest): FakeCompletion {
     ]);
   }
   if (task.includes('hello.txt')) {
-    if (!task.includes('/tmp/rsi/bank/lessons/')) {
+    if (!task.includes('lessons/exact-text.md')) {
       return steps(step, [
         call('read_file', { path: 'README.md' }),
         type("echo 'hello' > ~/hello.txt\n"),
@@ -139,9 +165,11 @@ function actor(req: ChatRequest): FakeCompletion {
 
 function verifier(req: ChatRequest): FakeCompletion {
   const { task, step, lastTool } = runOf(req);
-  const [file, want] = task.includes('practice/p1')
-    ? ['~/practice/p1/out.txt', 'hello world']
-    : ['~/hello.txt', 'hello world'];
+  const [file, want] = task.includes(WARMUP.root)
+    ? ['~/warmup/w1/count.txt', '3']
+    : task.includes('practice/p1')
+      ? ['~/practice/p1/out.txt', 'hello world']
+      : ['~/hello.txt', 'hello world'];
   if (step === 0) return call('run_command', { command: `cat ${file}` });
   const got = lastTool.split('\n').slice(1).join('\n').trim();
   return got === want
@@ -151,6 +179,12 @@ function verifier(req: ChatRequest): FakeCompletion {
 
 function curriculum(req: ChatRequest): FakeCompletion {
   const { task } = runOf(req);
+  const system = textOf((req.body.messages as Msg[])[0]?.content);
+  if (system.startsWith('You are the Curriculum of Phase 1')) {
+    return task.includes('This is wave 1;')
+      ? finish(JSON.stringify({ decision: 'wave', projects: [WARMUP] }))
+      : finish(JSON.stringify({ decision: 'READY' }));
+  }
   return task.includes('No practice project has run yet.')
     ? finish(JSON.stringify(PRACTICE))
     : finish(JSON.stringify({ decision: 'READY' }));

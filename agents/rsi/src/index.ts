@@ -191,7 +191,14 @@ export {
   phase1CurriculumTask,
   Phase1DecisionSchema,
 } from './shell/phase1-curriculum';
-export { type Phase1Project, ShellPhase1, type ShellPhase1Options } from './shell/shell-phase1';
+export {
+  type Phase1CurriculumTurn,
+  Phase1Practice,
+  type Phase1PracticeOptions,
+  type Phase1Project,
+  type Phase1RolesFactory,
+  type Phase1Wave,
+} from './phases/phase1-practice';
 export {
   MachineBank,
   type MachineCommandResult,
@@ -227,6 +234,10 @@ export {
   DesktopRsiRoles,
   type DesktopSetup,
 } from './desktop/desktop-roles';
+export {
+  desktopPhase1Curriculum,
+  type DesktopPhase1CurriculumOptions,
+} from './desktop/desktop-phase1';
 export {
   BANK_DIR,
   ShellMachine,

@@ -15,8 +15,8 @@ export const RsiDesktopSuiteSchema = z.strictObject({
   /** Files of the bank Phase 1 starts from (path → text). @default none */
   seedBank: z.record(z.string(), z.string()).default({}),
   /**
-   * What Phase 1's Curriculum is told about the domain (Phase 1 practice waves do not run on
-   * desktops yet). @default {@link DEFAULT_DESKTOP_PHASE1_BRIEF}
+   * What Phase 1's Curriculum is told about the domain, and the instruction of its waves' pseudo
+   * targets. @default {@link DEFAULT_DESKTOP_PHASE1_BRIEF}
    */
   phase1Brief: z.string().trim().min(1, 'must not be empty').max(20_000).optional(),
   /** Where the tasks come from, and the environment every machine is created as. */

@@ -106,10 +106,11 @@ async function seedVersion(
 
 /**
  * The `rsi` driver: one RSIAgent study per job (its single task `study`). Phase 1 builds the bank
- * from the suite's seed in waves of practice projects the Curriculum proposes (each practised in
- * its own sandbox, committed in the Curriculum's order; see `rsi-phase1.ts`); Phase 2 runs the
- * development tasks serially through the target loop with the roles as agent sessions on shell
- * sandboxes; Phase 3 runs each held-out task's Actor on the frozen bank (no Verifier, no lessons,
+ * from the suite's seed in waves of practice projects the Curriculum proposes (each practised on
+ * its own machine of the suite's environment kind, committed in the Curriculum's order; see
+ * `rsi-phase1.ts`); Phase 2 runs the development tasks serially through the target loop with the
+ * roles of the suite's environment kind (agent sessions on shell sandboxes, or desktop roles);
+ * Phase 3 runs each held-out task's Actor on the frozen bank (no Verifier, no lessons,
  * no Curriculum) and scores it with the task's evaluator, which no role ever sees. Phase
  * boundaries are write-once records next to the study's bank, so a replay of the task after a
  * crash goes on from the last boundary. Artifacts: `phase1.json`, `phase2.json`, `phase3.json`
@@ -208,9 +209,8 @@ export function createRsiDriver(options: RsiDriverOptions = {}): JobDriver<RsiCo
         execution: `${ctx.resourceId}-p1`,
         models: config.models,
         brief: suite.phase1Brief,
-        // Phase 1's practice branches run on shell sandboxes: a desktop study does not run them
-        // yet (its Phase 1 commits the seed, as with maxWaves 0).
-        config: suite.environment === 'desktop' ? { ...config.phase1, maxWaves: 0 } : config.phase1,
+        ...(study.phase1 ? { binding: study.phase1(`${ctx.resourceId}-p1`) } : {}),
+        config: config.phase1,
         maxRefusedPublications: config.maxRefusedPublications,
         ...(ctx.budgetScope ? { budgetScope: ctx.budgetScope } : {}),
         log: ctx.log,

@@ -4,13 +4,14 @@ import {
   type BankStore,
   type BankVersion,
   type Phase1Result,
+  Phase1Practice,
   runPhase1,
-  ShellPhase1,
   type ShellRoleModels,
   type StudyRecords,
   type WaveRecord,
 } from '@troupe/rsi';
 import { z } from 'zod';
+import { type RsiPhase1Binding } from './rsi-study';
 
 /** `spec.config.phase1` of an `rsi` job: Phase 1's practice waves. */
 export const RsiPhase1ConfigSchema = z.strictObject({
@@ -40,6 +41,8 @@ export interface RsiPhase1Input {
   execution: string;
   models: ShellRoleModels;
   brief: string;
+  /** The roles and Curriculum turns of the study's environment kind. @default shell's */
+  binding?: RsiPhase1Binding;
   config: RsiPhase1Config;
   /** Refused waves before the Curriculum counts as STALLED. */
   maxRefusedPublications: number;
@@ -49,19 +52,21 @@ export interface RsiPhase1Input {
 }
 
 /**
- * The study's Phase 1: `runPhase1` with the Curriculum, Actor and Verifier as agent sessions on
- * shell sandboxes ({@link ShellPhase1}); waves are committed in the Curriculum's order and the
- * `phase1.ready` record is Phase 2's input.
+ * The study's Phase 1: `runPhase1` with the hooks of {@link Phase1Practice} — by default the
+ * Curriculum, Actor and Verifier as agent sessions on shell sandboxes; a desktop study's
+ * `binding` gives its desktop roles and Curriculum turns. Waves are committed in the Curriculum's
+ * order and the `phase1.ready` record is Phase 2's input.
  */
 export function runRsiPhase1(input: RsiPhase1Input): Promise<Phase1Result> {
   const { log } = input;
-  const phase1 = new ShellPhase1({
+  const phase1 = new Phase1Practice({
     system: input.system,
     trajectories: input.trajectories,
     jobId: input.jobId,
     execution: input.execution,
     models: input.models,
     brief: input.brief,
+    ...(input.binding ?? {}),
     maxProjectsPerWave: input.config.maxProjectsPerWave,
     maxRefusedPublications: input.maxRefusedPublications,
     ...(input.budgetScope !== undefined ? { budgetScope: input.budgetScope } : {}),

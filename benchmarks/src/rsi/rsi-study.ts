@@ -2,6 +2,8 @@ import { type TaskContext } from '@troupe/coordinator';
 import { type TrajectoryStore } from '@troupe/agents';
 import {
   type MemoryBank,
+  type Phase1CurriculumTurn,
+  type Phase1RolesFactory,
   type Phase3Evaluation,
   type RsiBank,
   rsiBank,
@@ -26,6 +28,19 @@ export interface RsiStudyEnvironment {
   rolesFor(taskId: string, execution: string): RsiRoles<unknown, RsiBank, ShellPublication>;
   /** Scores held-out task `taskId` on `bank`; infrastructure failures throw (unscored). */
   evaluate(taskId: string, bank: MemoryBank, signal?: AbortSignal): Promise<Phase3Evaluation>;
+  /**
+   * Phase 1's practice on this environment kind, in one execution of the study's task: the roles
+   * of a wave and the Curriculum's turns. @default shell sandboxes and agent sessions
+   */
+  phase1?(execution: string): RsiPhase1Binding;
+}
+
+/** How Phase 1 practises on an environment kind (see `Phase1PracticeOptions`). */
+export interface RsiPhase1Binding {
+  roles: Phase1RolesFactory;
+  curriculumTurn: Phase1CurriculumTurn;
+  /** The directory project roots are relative to, as the Curriculum is told. */
+  workDir: string;
 }
 
 /** Looks a task up by id (the ids come from the same suite, so a miss is a bug). */

@@ -2,10 +2,17 @@ import path from 'node:path';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { type JobEventRecord } from '@troupe/coordinator';
 import { LlmClient, ModelRegistry } from '@troupe/llm';
-import { BankStore, MemoryBank, type Phase3TaskRecord, StudyRecords } from '@troupe/rsi';
+import {
+  BankStore,
+  MemoryBank,
+  type Phase3TaskRecord,
+  StudyRecords,
+  type WaveRecord,
+} from '@troupe/rsi';
 import { FakeOpenAI } from '@troupe/testkit';
 import { TestCluster } from '@troupe/test-cluster';
 import {
+  PHASE1_LESSONS,
   roleOf,
   SCRIPTED_LESSONS,
   scriptedStudy,
@@ -15,7 +22,10 @@ import { createRsiDriver, rsiBankId } from '../../src';
 
 // The `rsi` driver on desktop environments, end to end on the shipped rsi-desktop-mini suite: a
 // real coordinator and node agent hosting Docker desktops (Xvfb, xterm); every role's model is
-// the testkit's FakeOpenAI, scripted per role (perf/rsi-desktop/role-script.ts). Phase 2: the
+// the testkit's FakeOpenAI, scripted per role (perf/rsi-desktop/role-script.ts). Phase 1: the
+// Phase-1 Curriculum proposes one wave of one project, practised on a fresh desktop with its
+// fixtures (the Verifier confirms it from the machine, the Actor learns: bank v2), then READY.
+// Phase 2: the
 // Actor fails write-hello (a grounded FAIL, judged by the Verifier from the file on the machine),
 // learns, practises the Curriculum's project on a fresh desktop with its fixtures, learns again,
 // and passes the fresh attempt. Phase 3 runs the held-out Actors on the frozen bank and scores
@@ -75,7 +85,7 @@ function textOf(messages: Msg[]): string {
     .join('\n');
 }
 
-test('a scripted study runs Phase 1 to 3 on desktops, the Verifier blind to the Actor and the bank', async () => {
+test('a scripted study practises a Phase-1 wave and runs Phases 2 and 3 on desktops, the Verifier blind to the Actor and the bank', async () => {
   fake.setHandler(scriptedStudy);
   const jobs = tc.coordinator.jobs!;
   const record = await jobs.submit({
@@ -101,6 +111,9 @@ test('a scripted study runs Phase 1 to 3 on desktops, the Verifier blind to the 
   const details = study.details as {
     bankId: string;
     seedTreeHash: string;
+    phase1TreeHash: string;
+    phase1Waves: number;
+    phase1Ended: string;
     frozenTreeHash: string;
     frozenVersion: number;
     phase2: { task: string; status: string; verdict: string; attempts: number; projects: number }[];
@@ -110,17 +123,41 @@ test('a scripted study runs Phase 1 to 3 on desktops, the Verifier blind to the 
   };
   expect(details.bankId).toBe(rsiBankId(record.jobId));
 
-  // Bank per phase: Phase 1 = the seed (v1); Phase 2's write-hello FAIL → practice → PASS taught
-  // exactly the two scripted lessons (the passing attempt proposed nothing): the frozen bank, v2.
+  // Bank per phase: the seed (v1); Phase 1's one wave practised warmup/w1 and committed its
+  // lesson (v2); Phase 2's write-hello FAIL → practice → PASS taught exactly the two scripted
+  // lessons (the passing attempt proposed nothing): the frozen bank, v3.
   const seed = MemoryBank.create({ ...SEED_BANK });
-  const frozen = MemoryBank.create({ ...SEED_BANK, ...SCRIPTED_LESSONS });
+  const ready = MemoryBank.create({ ...SEED_BANK, ...PHASE1_LESSONS });
+  const frozen = MemoryBank.create({ ...SEED_BANK, ...PHASE1_LESSONS, ...SCRIPTED_LESSONS });
   expect(details.seedTreeHash).toBe(seed.treeHash);
+  expect([details.phase1TreeHash, details.phase1Waves, details.phase1Ended]).toEqual([
+    ready.treeHash,
+    1,
+    'READY',
+  ]);
   const banks = await BankStore.open(nc, { cluster: tc.cluster });
+  const records = new StudyRecords(banks.kv, details.bankId);
+  const wave = await records.get<WaveRecord>('phase1', 'wave-1');
+  expect([wave?.input.treeHash, wave?.output.version, wave?.output.treeHash]).toEqual([
+    seed.treeHash,
+    2,
+    ready.treeHash,
+  ]);
+  expect(wave?.branches).toEqual([
+    expect.objectContaining({
+      index: 1,
+      project: 'warmup/w1',
+      status: 'practised',
+      verdict: 'PASS',
+      committed: true,
+      changed: ['lessons/warmup-w1.md'],
+    }),
+  ]);
   const head = await banks.load(details.bankId, 'head');
   expect(
     Object.fromEntries(head.bank.paths.map((p) => [p, Buffer.from(head.bank.read(p)!).toString()])),
-  ).toEqual({ ...SEED_BANK, ...SCRIPTED_LESSONS });
-  expect([details.frozenVersion, details.frozenTreeHash]).toEqual([2, frozen.treeHash]);
+  ).toEqual({ ...SEED_BANK, ...PHASE1_LESSONS, ...SCRIPTED_LESSONS });
+  expect([details.frozenVersion, details.frozenTreeHash]).toEqual([3, frozen.treeHash]);
   expect(details.phase2).toEqual([
     expect.objectContaining({
       task: 'write-hello',
@@ -133,12 +170,12 @@ test('a scripted study runs Phase 1 to 3 on desktops, the Verifier blind to the 
   const history = await banks.history(details.bankId);
   expect(history.map((c) => [c.version, c.treeHash])).toEqual([
     [1, seed.treeHash],
-    [2, frozen.treeHash],
+    [2, ready.treeHash],
+    [3, frozen.treeHash],
   ]);
 
   // Phase 3: desktop-mini's evaluators read the machines — count-lines right, rename-report not.
   expect([details.meanScore, details.scored, details.unscored]).toEqual([0.5, 2, 0]);
-  const records = new StudyRecords(banks.kv, details.bankId);
   const scores: Record<string, [string, number | undefined, string]> = {};
   for (const id of ['count-lines', 'rename-report']) {
     const r = await records.get<Phase3TaskRecord>('phase3', id);
@@ -159,7 +196,7 @@ test('a scripted study runs Phase 1 to 3 on desktops, the Verifier blind to the 
   const byRole = (role: string) =>
     chats.filter((r) => roleOf(r) === role).map((r) => r.body.messages as Msg[]);
   const verifier = byRole('verifier');
-  expect(verifier.length).toBeGreaterThanOrEqual(6); // three judged machines, two steps each
+  expect(verifier.length).toBeGreaterThanOrEqual(8); // four judged machines, two steps each
   const actorOutputs = new Set<string>();
   for (const messages of byRole('actor')) {
     for (const m of messages.filter((x) => x.role === 'assistant')) {
@@ -172,14 +209,22 @@ test('a scripted study runs Phase 1 to 3 on desktops, the Verifier blind to the 
     ...actorOutputs,
     ...Object.values(SEED_BANK).map((t) => t.trim()),
     ...Object.values(SCRIPTED_LESSONS).map((t) => t.trim()),
+    ...Object.values(PHASE1_LESSONS).map((t) => t.trim()),
     '/tmp/rsi/bank',
   ];
   for (const messages of verifier) {
     const text = textOf(messages);
     for (const f of forbidden) expect(text).not.toContain(f);
   }
-  // ... and it judged from the machine: the failing attempt's file held "hello".
+  // ... and it judged from the machine: the failing attempt's file held "hello", the Phase-1
+  // project's count file "3".
   expect(verifier.some((m) => textOf(m).includes('exit 0\nhello\n'))).toBe(true);
+  expect(verifier.some((m) => textOf(m).includes('exit 0\n3\n'))).toBe(true);
+  // The Phase-1 Curriculum ran as a desktop role session (FakeOpenAI saw its two turns).
+  const phase1Curriculum = chats.filter((r) =>
+    textOf((r.body.messages as Msg[]).slice(0, 1)).startsWith('You are the Curriculum of Phase 1'),
+  );
+  expect(phase1Curriculum.length).toBe(2);
   // The held-out Actors worked with the frozen bank installed; no role saw an evaluator.
   const heldOut = byRole('actor').filter((m) => textOf(m).includes('data.txt'));
   expect(heldOut.length).toBeGreaterThan(0);

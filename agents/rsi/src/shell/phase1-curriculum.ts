@@ -155,13 +155,15 @@ export function phase1CurriculumTask(input: {
   maxProjects: number;
   bank: MemoryBank;
   history: readonly WaveRecord[];
+  /** The directory project roots are relative to. @default `/workspace` (shell sandboxes) */
+  workDir?: string;
   correction?: string;
 }): string {
   return [
     ...(input.correction !== undefined
       ? [`Your last reply was refused: ${input.correction}`, '']
       : []),
-    `Domain of the development tasks (working directory ${WORKSPACE}):\n${input.brief}`,
+    `Domain of the development tasks (working directory ${input.workDir ?? WORKSPACE}):\n${input.brief}`,
     '',
     `This is wave ${input.wave}; a wave holds at most ${input.maxProjects} projects.`,
     bankInventory(input.bank),

@@ -116,6 +116,18 @@ test('the task text carries the brief, the inventory and the earlier waves, neve
   expect(task).toContain('1. practice/a: FAIL; committed (lessons/a.md)');
   expect(task).toContain('Verifier report: a.txt is empty');
   expect(task).not.toContain('SECRET LESSON TEXT');
+  expect(task).toContain('(working directory /workspace)');
+  // A desktop study's roots are relative to the home directory.
+  const desktop = phase1CurriculumTask({
+    brief: 'b',
+    wave: 1,
+    maxProjects: 1,
+    bank,
+    history: [],
+    workDir: '~',
+  });
+  expect(desktop).toContain('Domain of the development tasks (working directory ~):');
+  expect(desktop).toContain('No wave has run yet.');
 });
 
 test('clip keeps short text and cuts long text with an ellipsis', () => {
