@@ -15,7 +15,7 @@ import { judgeMachine } from '../desktop-tasks/desktop-evaluator';
 import { runSetupSteps } from '../desktop-tasks/desktop-setup';
 import { type DesktopTask } from '../desktop-tasks/desktop-task-spec';
 import { type RsiDesktopSuite } from './rsi-desktop-suite';
-import { type RsiStudyEnvironment, taskById } from './rsi-study';
+import { phase3Execution, type RsiStudyEnvironment, taskById } from './rsi-study';
 
 /** The cluster's models as the desktop roles call them (they run in the driver's process). */
 export interface RsiDesktopModels {
@@ -136,9 +136,9 @@ export function desktopStudy(o: DesktopStudyOptions): RsiStudyEnvironment {
       }),
       workDir: DESKTOP_PLACE.workDir,
     }),
-    async evaluate(taskId, bank, sig) {
+    async evaluate(taskId, bank, sig, attempt) {
       const task = taskById(suite.heldOut, taskId);
-      const r = roles(task, `${ctx.resourceId}-p3`);
+      const r = roles(task, phase3Execution(ctx.resourceId, attempt));
       const work = { kind: 'target' as const, targetId: task.id, attempt: 1, final: true };
       const handle = rsiBank(bank);
       const env = await r.openTarget(work, handle, sig);

@@ -254,7 +254,7 @@ export function createRsiDriver(options: RsiDriverOptions = {}): JobDriver<RsiCo
         tasks: study.heldOut,
         tasksField: 'spec.tasks.suite (heldOut)',
         signal,
-        evaluate: (task, bank, sig) => study.evaluate(task.id, bank, sig),
+        evaluate: (task, bank, sig, attempt) => study.evaluate(task.id, bank, sig, attempt),
         onTask: (e) => ctx.log.info({ ...e.record, reused: e.reused }, 'rsi phase 3 task'),
       });
 

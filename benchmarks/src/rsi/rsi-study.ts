@@ -26,8 +26,16 @@ export interface RsiStudyEnvironment {
   heldOut: readonly { id: string }[];
   /** The roles of target `taskId` in one execution of the study's task. */
   rolesFor(taskId: string, execution: string): RsiRoles<unknown, RsiBank, ShellPublication>;
-  /** Scores held-out task `taskId` on `bank`; infrastructure failures throw (unscored). */
-  evaluate(taskId: string, bank: MemoryBank, signal?: AbortSignal): Promise<Phase3Evaluation>;
+  /**
+   * Scores held-out task `taskId` on `bank`; infrastructure failures throw (Phase 3 retries a
+   * retryable one, then leaves the task unscored). `attempt` (1-based) picks fresh role ids.
+   */
+  evaluate(
+    taskId: string,
+    bank: MemoryBank,
+    signal: AbortSignal | undefined,
+    attempt: number,
+  ): Promise<Phase3Evaluation>;
   /**
    * Phase 1's practice on this environment kind, in one execution of the study's task: the roles
    * of a wave and the Curriculum's turns. @default shell sandboxes and agent sessions
@@ -60,6 +68,14 @@ export interface ShellStudyOptions {
 }
 
 /**
+ * The execution id of Phase-3 evaluation `attempt` in one execution of the study's task: a retry
+ * after an infrastructure failure gets fresh sessions and machines, not the lost ones.
+ */
+export function phase3Execution(resourceId: string, attempt: number): string {
+  return attempt <= 1 ? `${resourceId}-p3` : `${resourceId}-p3-a${attempt}`;
+}
+
+/**
  * Shell tasks: the roles are agent sessions on sandboxes (`ShellRsiRoles`); Phase 3 runs the
  * task's `evaluator` command in the Actor's sandbox (exit 0 scores 1).
  */
@@ -81,9 +97,9 @@ export function shellStudy(o: ShellStudyOptions): RsiStudyEnvironment {
     dev: o.dev,
     heldOut: o.heldOut,
     rolesFor: (taskId, execution) => roles(taskById(all, taskId), execution),
-    async evaluate(taskId, bank, sig) {
+    async evaluate(taskId, bank, sig, attempt) {
       const task = taskById(o.heldOut, taskId);
-      const r = roles(task, `${ctx.resourceId}-p3`);
+      const r = roles(task, phase3Execution(ctx.resourceId, attempt));
       const work = { kind: 'target' as const, targetId: task.id, attempt: 1, final: true };
       const handle = rsiBank(bank);
       const env = await r.openTarget(work, handle, sig);

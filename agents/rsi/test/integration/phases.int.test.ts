@@ -1,5 +1,5 @@
 import { connect, type NatsConnection } from '@nats-io/transport-node';
-import { ErrorReason, hasErrorCode, hasReason } from '@troupe/proto';
+import { ErrorCode, ErrorReason, hasErrorCode, hasReason, TroupeError } from '@troupe/proto';
 import {
   applyBankChanges,
   BankStore,
@@ -19,7 +19,8 @@ import { type NatsServerHandle, randomClusterName, startNatsServer } from '@trou
 // development tasks' banks and freezes the last; a rerun after a crash reuses every accepted
 // task (also one whose bank was committed just before the crash) and runs the rest; a target
 // that is not transition-ready stops the phase; a conflicting frozen output is refused; Phase 3
-// checks disjointness, scores held-out tasks, leaves infrastructure failures unscored, and
+// checks disjointness, scores held-out tasks, retries a retryable infrastructure failure on a
+// fresh attempt, leaves a persistent or non-retryable one unscored, and
 // detects a frozen bank mutated behind its back.
 
 let server: NatsServerHandle;
@@ -224,6 +225,59 @@ test('Phase 3 scores held-out tasks on the frozen bank; infrastructure failures 
     evaluate: () => Promise.reject(new Error('must not run')),
   });
   expect(again.meanScore).toBe(0.5);
+});
+
+test('Phase 3 retries a retryable infrastructure failure, then leaves the task unscored', async () => {
+  const s = await study();
+  await runPhase2({ ...s, tasks: dev, runTask: learns([]) });
+  const lost = () =>
+    new TroupeError(ErrorCode.UNAVAILABLE, 'sandbox host lost', { retryable: true });
+  const seen: string[] = [];
+  const h2At: number[] = [];
+  const r = await runPhase3({
+    ...s,
+    tasks: [{ id: 'h1' }, { id: 'h2' }, { id: 'h3' }],
+    evaluationAttempts: 3,
+    evaluationBackoffMs: 40,
+    evaluate: async (task, _bank, _signal, attempt) => {
+      seen.push(`${task.id}#${attempt}`);
+      if (task.id === 'h2') h2At.push(performance.now());
+      // h1's first machine is lost, its second scores; h2's is lost every time; h3 is refused
+      // for good (not retryable): one attempt.
+      if (task.id === 'h1' && attempt === 1) throw lost();
+      if (task.id === 'h2') throw lost();
+      if (task.id === 'h3') {
+        throw new TroupeError(ErrorCode.INVALID_ARGUMENT, 'bad evaluator', { retryable: false });
+      }
+      return { status: 'scored', score: 1 };
+    },
+  });
+  expect(seen).toEqual(['h1#1', 'h1#2', 'h2#1', 'h2#2', 'h2#3', 'h3#1']);
+  expect(r.tasks.map((t) => [t.taskId, t.status, t.attempts])).toEqual([
+    ['h1', 'scored', 2],
+    ['h2', 'unscored', 3],
+    ['h3', 'unscored', 1],
+  ]);
+  expect(r).toMatchObject({ scored: 1, unscored: 2, meanScore: 1 });
+  expect(r.tasks[1]).toMatchObject({ reason: 'sandbox host lost' });
+  // The waits between attempts double: 40 ms, then 80 ms.
+  expect(h2At[1]! - h2At[0]!).toBeGreaterThanOrEqual(39);
+  expect(h2At[2]! - h2At[1]!).toBeGreaterThanOrEqual(79);
+
+  // evaluationAttempts bounds the retries.
+  const s2 = await study('study-one-attempt');
+  await runPhase2({ ...s2, tasks: dev, runTask: learns([]) });
+  const once: number[] = [];
+  const r2 = await runPhase3({
+    ...s2,
+    tasks: [{ id: 'h1' }],
+    evaluationAttempts: 1,
+    evaluate: async (_task, _bank, _signal, attempt) => {
+      once.push(attempt);
+      throw lost();
+    },
+  });
+  expect([once, r2.unscored]).toEqual([[1], 1]);
 });
 
 test('Phase 3 refuses held-out tasks that overlap the development tasks, naming the field', async () => {
