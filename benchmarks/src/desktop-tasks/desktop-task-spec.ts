@@ -101,8 +101,11 @@ export const DesktopTaskSchema = z
       .object({
         getter: GetterSchema,
         metric: MetricSchema,
-        /** Re-read for up to this long until the metric passes (applications saving late). */
-        settleMs: z.int().min(0).max(30_000).default(2_000),
+        /**
+         * Re-read for up to this long until the metric passes (applications saving late, or
+         * starting late: a first Mousepad start in a TCG guest on a busy host takes 20 s+).
+         */
+        settleMs: z.int().min(0).max(120_000).default(2_000),
       })
       .strict(),
     /** The reference solution: actions the `gold` agent replays. */
