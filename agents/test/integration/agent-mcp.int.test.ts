@@ -5,7 +5,7 @@ import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { type FakeCompletion } from '@troupe/testkit';
+import { type FakeCompletion, waitFor } from '@troupe/testkit';
 import { z } from 'zod';
 import { runAgentSession } from '../../src/agent/agent-session';
 import { type AgentCluster, startAgentCluster, toolResults } from './agent-cluster';
@@ -87,6 +87,12 @@ async function nodeSandbox(id: string): Promise<void> {
 
 const calc = { name: 'calc', stdio: { command: 'node', args: ['mcp-server.js'] } };
 
+/** Pids of the test server's processes alive in the sandbox (by their command line). */
+async function serverPids(sandboxId: string): Promise<string[]> {
+  const r = await c.sh(sandboxId, 'grep -l "mcp-serve[r].js" /proc/[0-9]*/cmdline || true');
+  return r.stdout.split('\n').filter((l) => l.startsWith('/proc/'));
+}
+
 test('a stdio MCP server in the sandbox: schemas, validation, a crash mid-call, a hang', async () => {
   const sandboxId = `mcp-sb-${randomUUID().slice(0, 8)}`;
   await nodeSandbox(sandboxId);
@@ -160,6 +166,8 @@ test('a stdio MCP server in the sandbox: schemas, validation, a crash mid-call, 
   // It ran inside the sandbox's workspace: two starts recorded there.
   const starts = await c.sh(sandboxId, 'cat mcp-starts.log');
   expect(starts.stdout.trim().split('\n')).toHaveLength(2);
+  // The hung server was killed when its call timed out: no server process is left.
+  expect(await serverPids(sandboxId)).toEqual([]);
   // The trajectory records the calls and the server's state changes.
   const events = await c.trajectories.read(sessionId);
   const toolCalls = events.filter((e) => e.type === 'tool_call').map((e) => e.data?.['name']);
@@ -249,4 +257,11 @@ test('a subagent gets only the MCP servers its parent grants; HTTP servers work 
   expect(helperResults['h1']).toMatch(/^error: unknown tool 'mcp__calc__add'/);
   expect(helperResults['h2']).toBe('HI');
   expect(httpCalls).toBe(1);
+  // The parent's stdio server lives with its session: killed when the session is passivated
+  // (the test host passivates after 5 s idle).
+  expect(await serverPids(sandboxId)).toHaveLength(1);
+  await waitFor(async () => (await serverPids(sandboxId)).length === 0, {
+    timeoutMs: 60_000,
+    message: 'the stdio MCP server is killed when its session is passivated',
+  });
 }, 180_000);
