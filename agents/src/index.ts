@@ -35,3 +35,20 @@ export {
   rankMemory,
   type VersionedMemoryEntry,
 } from './memory/memory-store';
+export {
+  MCP_SERVER_NAME,
+  MCP_TOOL_PREFIX,
+  type McpConfig,
+  type McpConfigInput,
+  McpConfigSchema,
+  type McpServerConfig,
+  McpServerSchema,
+  mcpServerOf,
+  mcpToolName,
+} from './mcp/mcp-config';
+export { mcpArgumentsProblem } from './mcp/mcp-args';
+export { McpSessions } from './mcp/mcp-sessions';
+export {
+  SandboxStdioTransport,
+  type SandboxStdioTransportOptions,
+} from './mcp/sandbox-stdio-transport';

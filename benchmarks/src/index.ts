@@ -32,6 +32,7 @@ export {
   createGoldAgentRunner,
   createIssueResolutionDriver,
   createModelAgentRunner,
+  jobMcp,
   createNoneAgentRunner,
   ISSUE_SOLVER_INSTRUCTION,
   issueSessionId,

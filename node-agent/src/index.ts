@@ -50,6 +50,8 @@ export {
   SandboxSpecInputSchema,
   SnapshotMessageSchema,
   StartBackgroundMessageSchema,
+  ReadOutputMessageSchema,
+  WriteStdinMessageSchema,
   StoredSandboxSpecSchema,
   TaskMessageSchema,
   WaitMessageSchema,
@@ -73,6 +75,7 @@ export {
   type StartBackgroundMessage,
   type StartBackgroundReply,
   type TaskStatusReply,
+  type ReadOutputReply,
   type WireFile,
 } from './sandbox-actor-messages';
 export {
@@ -147,6 +150,8 @@ export type {
   BackgroundExecOptions,
   BackgroundTaskState,
   BackgroundTaskStatus,
+  ReadOutputOptions,
+  TaskOutput,
   Command,
   ExecOptions,
   ExecResult,

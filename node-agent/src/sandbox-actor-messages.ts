@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { ArtifactNameSchema } from './artifact-store';
 import type {
   BackgroundTaskStatus,
+  TaskOutput,
   ExecResult,
   SandboxMetadata,
   SandboxSnapshot,
@@ -96,6 +97,43 @@ export const StartBackgroundMessageSchema = z
     ...execFields,
     /** Kill the task's whole process tree after this long. @default no limit */
     timeoutMs: z.int().min(1).optional(),
+    /** Keep stdin open (`writeStdin`) and stdout readable by offset (`readOutput`). @default false */
+    interactive: z.boolean().optional(),
+  })
+  .strict();
+/** `writeStdin`: writes to an interactive task's stdin. */
+export const WriteStdinMessageSchema = z
+  .object({
+    taskId: z.string().min(1).max(128),
+    /** Text to write. */
+    data: z.string().max(512 * 1024),
+    /** Close stdin after writing. @default false */
+    close: z.boolean().optional(),
+  })
+  .strict();
+/**
+ * `readOutput`: an interactive task's stdout from `fromOffset`, waiting up to `waitMs` for new
+ * output. `write` is written to stdin first: the actor handles one message at a time, so a
+ * separate `writeStdin` could not pass a read that waits; one message sends a request and waits
+ * for its answer.
+ */
+export const ReadOutputMessageSchema = z
+  .object({
+    taskId: z.string().min(1).max(128),
+    fromOffset: z.int().min(0),
+    /** @default 0 */
+    waitMs: z.int().min(0).max(30_000).optional(),
+    /** @default 262144 */
+    maxBytes: z
+      .int()
+      .min(1)
+      .max(256 * 1024)
+      .optional(),
+    /** Written to stdin before reading. */
+    write: z
+      .string()
+      .max(512 * 1024)
+      .optional(),
   })
   .strict();
 /** `poll` and `kill`: one background task. */
@@ -165,6 +203,8 @@ export const SandboxMessages = {
   poll: TaskMessageSchema,
   wait: WaitMessageSchema,
   kill: TaskMessageSchema,
+  writeStdin: WriteStdinMessageSchema,
+  readOutput: ReadOutputMessageSchema,
   putFiles: PutFilesMessageSchema,
   getFiles: GetFilesMessageSchema,
   exportFiles: ExportFilesMessageSchema,
@@ -265,6 +305,8 @@ export const ExecReplySchema = z.looseObject({
 export interface StartBackgroundReply {
   taskId: string;
 }
+/** Reply to `readOutput` (see `Sandbox.readOutput`). */
+export type ReadOutputReply = TaskOutput;
 /** Reply to `poll`, `wait` and `kill`. */
 export type TaskStatusReply = BackgroundTaskStatus;
 /** Reply to `putFiles`. */

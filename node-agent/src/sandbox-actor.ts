@@ -48,6 +48,9 @@ import {
   type StartBackgroundMessageSchema,
   type StartBackgroundReply,
   type TaskMessageSchema,
+  type ReadOutputMessageSchema,
+  type ReadOutputReply,
+  type WriteStdinMessageSchema,
   type TaskStatusReply,
   type WaitMessageSchema,
 } from './sandbox-actor-messages';
@@ -337,6 +340,29 @@ export function createSandboxActor(options: SandboxActorOptions) {
     return { reply: fitOutput(status, maxReplyBytes) };
   };
 
+  const writeStdin = async (
+    ctx: Ctx,
+    msg: z.output<typeof WriteStdinMessageSchema>,
+    state: State,
+  ): Result<Record<string, never>> => {
+    const { sandbox } = requireLive(ctx, state);
+    await sandbox.writeStdin(msg.taskId, msg.data, msg.close ? { close: true } : {});
+    return { reply: {} };
+  };
+
+  const readOutput = async (
+    ctx: Ctx,
+    msg: z.output<typeof ReadOutputMessageSchema>,
+    state: State,
+  ): Result<ReadOutputReply> => {
+    const { sandbox } = requireLive(ctx, state);
+    if (msg.write !== undefined && msg.write.length > 0) {
+      await sandbox.writeStdin(msg.taskId, msg.write);
+    }
+    const { taskId, write: _w, ...opts } = msg;
+    return { reply: await sandbox.readOutput(taskId, { ...opts, signal: ctx.signal }) };
+  };
+
   const putFiles = async (
     ctx: Ctx,
     msg: z.output<typeof PutFilesMessageSchema>,
@@ -481,6 +507,8 @@ export function createSandboxActor(options: SandboxActorOptions) {
       poll: guarded(poll),
       wait: guarded(wait),
       kill: guarded(kill),
+      writeStdin: guarded(writeStdin),
+      readOutput: guarded(readOutput),
       putFiles: guarded(putFiles),
       getFiles: guarded(getFiles),
       exportFiles: guarded(exportFiles),

@@ -66,6 +66,37 @@ export interface BackgroundExecOptions {
   maxOutputBytes?: number;
   /** Aborts starting the task (not the task once started: use {@link Sandbox.kill}). */
   signal?: AbortSignal;
+  /**
+   * Keep the task's stdin open ({@link Sandbox.writeStdin}) and its stdout readable by offset
+   * ({@link Sandbox.readOutput}): a long-lived stdio server such as an MCP server. @default false
+   */
+  interactive?: boolean;
+}
+
+/** Options of {@link Sandbox.readOutput}. */
+export interface ReadOutputOptions {
+  /** Byte offset of the task's stdout to read from (the previous read's `nextOffset`). */
+  fromOffset: number;
+  /** With nothing new yet, wait up to this long for output or the task's end. @default 0 */
+  waitMs?: number;
+  /** Largest read. @default 262144 */
+  maxBytes?: number;
+  /** Aborts the wait. */
+  signal?: AbortSignal;
+}
+
+/** What {@link Sandbox.readOutput} returns. */
+export interface TaskOutput {
+  /** The task's stdout from `offset` (UTF-8, whole characters). */
+  data: string;
+  /** Offset of `data` (later than asked when bytes older than the kept window were dropped). */
+  offset: number;
+  /** Offset to read from next. */
+  nextOffset: number;
+  /** `running`, or how the task ended. */
+  state: BackgroundTaskState;
+  /** Exit status once ended. */
+  exitCode?: number;
 }
 
 /** State of a background task. */
@@ -202,6 +233,14 @@ export interface Sandbox {
   startBackground(cmd: Command, options?: BackgroundExecOptions): Promise<string>;
   /** State and output so far of a background task. */
   poll(taskId: string): Promise<BackgroundTaskStatus>;
+  /**
+   * Writes to an interactive task's stdin (`close`: then closes it).
+   * @throws TroupeError `INVALID_ARGUMENT` for a task not started `interactive`, `UNAVAILABLE`
+   *   once it has ended
+   */
+  writeStdin(taskId: string, data: string, options?: { close?: boolean }): Promise<void>;
+  /** An interactive task's stdout from an offset, waiting a while for new output. */
+  readOutput(taskId: string, options: ReadOutputOptions): Promise<TaskOutput>;
   /** Waits for a background task to finish. */
   wait(taskId: string, options?: WaitOptions): Promise<BackgroundTaskStatus>;
   /** Kills a background task's whole process tree; resolves with its final status. */

@@ -1,7 +1,12 @@
 import { type RefFactory, type UntypedActorRef } from '@troupe/actors';
 import { ErrorCode, TroupeError } from '@troupe/proto';
 import { z } from 'zod';
-import type { SandboxExecResult, SandboxJobStatus, SandboxPort } from './sandbox-port';
+import type {
+  SandboxExecResult,
+  SandboxJobStatus,
+  SandboxOutput,
+  SandboxPort,
+} from './sandbox-port';
 
 /** Actor kind of the node agent's sandboxes (the `sandbox` actor). */
 export const SANDBOX_ACTOR_KIND = 'sandbox';
@@ -15,6 +20,13 @@ const ExecReplySchema = z.looseObject({
   timedOut: z.boolean(),
 });
 const StartReplySchema = z.looseObject({ taskId: z.string() });
+const OutputReplySchema = z.looseObject({
+  data: z.string(),
+  offset: z.int(),
+  nextOffset: z.int(),
+  state: z.string(),
+  exitCode: z.int().optional(),
+});
 const TaskReplySchema = z.looseObject({
   taskId: z.string(),
   state: z.string(),
@@ -55,7 +67,7 @@ function toJob(r: z.output<typeof TaskReplySchema>): SandboxJobStatus {
 
 /**
  * A {@link SandboxPort} over a node agent's `sandbox` actor, by message shape: `exec`,
- * `startBackground`, `poll`, `kill`. Files are read with `cat` and written through `exec` stdin,
+ * `startBackground`, `poll`, `kill`, `readOutput`. Files are read with `cat` and written through `exec` stdin,
  * so paths follow the same rules as commands (relative to the workspace).
  */
 export class ActorSandboxPort implements SandboxPort {
@@ -119,6 +131,50 @@ export class ActorSandboxPort implements SandboxPort {
       { timeoutMs: this.marginMs, ...(options.signal ? { signal: options.signal } : {}) },
     );
     return toJob(parseReply(TaskReplySchema, reply, 'kill'));
+  }
+
+  async startInteractive(
+    argv: readonly string[],
+    options: { env?: Record<string, string>; cwd?: string; signal?: AbortSignal },
+  ): Promise<string> {
+    const reply = await this.ref.ask(
+      'startBackground',
+      {
+        cmd: [...argv],
+        interactive: true,
+        ...(options.env && Object.keys(options.env).length > 0 ? { env: options.env } : {}),
+        ...(options.cwd !== undefined ? { cwd: options.cwd } : {}),
+      },
+      { timeoutMs: this.marginMs, ...(options.signal ? { signal: options.signal } : {}) },
+    );
+    return parseReply(StartReplySchema, reply, 'startBackground').taskId;
+  }
+
+  async readOutput(
+    jobId: string,
+    options: { fromOffset: number; waitMs: number; write?: string; signal?: AbortSignal },
+  ): Promise<SandboxOutput> {
+    const reply = await this.ref.ask(
+      'readOutput',
+      {
+        taskId: jobId,
+        fromOffset: options.fromOffset,
+        waitMs: options.waitMs,
+        ...(options.write !== undefined ? { write: options.write } : {}),
+      },
+      {
+        timeoutMs: options.waitMs + this.marginMs,
+        ...(options.signal ? { signal: options.signal } : {}),
+      },
+    );
+    const r = parseReply(OutputReplySchema, reply, 'readOutput');
+    return {
+      data: r.data,
+      offset: r.offset,
+      nextOffset: r.nextOffset,
+      state: r.state,
+      ...(r.exitCode !== undefined ? { exitCode: r.exitCode } : {}),
+    };
   }
 
   async readFile(path: string, options: { signal?: AbortSignal }): Promise<string> {

@@ -12,6 +12,7 @@ import { AgentTurn, type AgentTurnDeps } from './agent-turn';
 import type { MiddlewarePlugins } from './middleware/build-chain';
 import type { SkillSource } from '../skills/skill-store';
 import type { MemoryStore } from '../memory/memory-store';
+import { McpSessions } from '../mcp/mcp-sessions';
 import type { SandboxPort } from './sandbox-port';
 import type { TrajectoryStore } from './trajectory-store';
 
@@ -85,19 +86,23 @@ export interface AgentActorOptions {
  * @throws TroupeError `INVALID_ARGUMENT` naming `maxAttempts`
  */
 export function createAgentActor(options: AgentActorOptions) {
+  const log = (options.logger ?? noopLogger).child({ component: 'agent' });
+  // Per session, lazily opened; closed when the session is passivated (onDeactivate).
+  const mcp = new McpSessions(log.child({ component: 'mcp' }));
   const deps: AgentTurnDeps = {
     llm: options.llm,
     trajectories: options.trajectories,
     budget: options.budget,
     sandbox:
       options.sandbox ?? ((ctx, sandboxId) => new ActorSandboxPort({ refs: ctx.refs, sandboxId })),
-    log: (options.logger ?? noopLogger).child({ component: 'agent' }),
+    log,
     subagentTimeoutMs: options.subagentTimeoutMs ?? 3_600_000,
     now: options.now ?? Date.now,
     maxStateBytes: options.maxStateBytes ?? 512 * 1024,
     plugins: options.plugins ?? {},
     skills: options.skills,
     memory: options.memory,
+    mcp,
   };
   const turn = (ctx: ActorContext<AgentSessionState>, state: AgentSessionState): AgentTurn =>
     new AgentTurn(ctx, structuredClone(state), deps);
@@ -168,6 +173,8 @@ export function createAgentActor(options: AgentActorOptions) {
     // validates it at the end of every turn and on load.
     validateCheckpoints: false,
     idleTimeoutMs: options.idleTimeoutMs ?? 60_000,
+    // A session's MCP servers live with its activation (stdio ones are killed in the sandbox).
+    onDeactivate: (ctx) => mcp.closeSession(ctx.self.id),
     // A `run` with an invalid payload is dead-lettered by the runtime; record its refusal first,
     // or whoever waits for its `run_end` (waitForRunEnd, a parent agent) waits until its deadline.
     onInvalid: async (ctx, { type, payload, error }, state) => {

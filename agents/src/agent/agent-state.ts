@@ -89,6 +89,8 @@ export const SubagentRecordSchema = z.object({
   tools: z.array(z.enum(AGENT_TOOL_NAMES as [AgentToolName, ...AgentToolName[]])),
   /** Skills it may load (a subset of the creator's). @default none */
   skills: z.array(z.string()).optional(),
+  /** MCP servers it gets (a subset of the creator's, by name). @default none */
+  mcp: z.array(z.string()).optional(),
   /** The call in progress (sync or async), until its result arrived. */
   activeCallId: z.string().optional(),
   /** Run id of the call in progress. */

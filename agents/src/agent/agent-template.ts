@@ -5,6 +5,7 @@ import { AGENT_TOOL_NAMES, AgentToolName } from './agent-tool-name';
 import { ContinuationConfigSchema, MiddlewareConfigSchema } from './middleware/middleware-config';
 import { SkillNameSchema } from '../skills/skill';
 import { MemoryScopeSchema } from '../memory/memory-store';
+import { McpConfigSchema, mcpServerOf } from '../mcp/mcp-config';
 
 /** A subagent or template name: `[a-z][a-z0-9_-]{0,31}`. */
 export const AGENT_NAME_PATTERN = /^[a-z][a-z0-9_-]{0,31}$/;
@@ -107,6 +108,11 @@ export const AgentTemplateSchema = z.strictObject({
       write: z.boolean().default(true),
     })
     .optional(),
+  /**
+   * MCP tool servers: `stdio` ones run inside the session's sandbox, `url` ones are reached over
+   * streamable HTTP; their tools reach the model as `mcp__<server>__<tool>`. @default none
+   */
+  mcp: McpConfigSchema.optional(),
 });
 /** A template as a caller writes it. */
 export type AgentTemplateInput = z.input<typeof AgentTemplateSchema>;
@@ -133,6 +139,12 @@ export function holdsTool(template: AgentTemplate, tool: string): boolean {
       (tool === AgentToolName.MEMORY_SEARCH ||
         tool === AgentToolName.MEMORY_READ ||
         (tool === AgentToolName.MEMORY_WRITE && template.memory.write))) ||
-    (template.tools as string[]).includes(tool)
+    (template.tools as string[]).includes(tool) ||
+    holdsMcpServer(template, mcpServerOf(tool))
   );
+}
+
+/** Whether `template` names MCP server `server` (the tools of its own `mcp` field). */
+export function holdsMcpServer(template: AgentTemplate, server: string | undefined): boolean {
+  return server !== undefined && (template.mcp?.servers.some((s) => s.name === server) ?? false);
 }

@@ -34,6 +34,7 @@ import { skillCatalogue } from '../skills/skill-catalogue';
 import type { SkillSource } from '../skills/skill-store';
 import type { MemoryStore } from '../memory/memory-store';
 import { memoryPrompt } from '../memory/memory-tools';
+import { type McpSessions, type SessionMcp, sessionMcp } from '../mcp/mcp-sessions';
 import { limitReached, modelFailureStop } from './run-limits';
 import { runResult } from './run-result';
 import { startRun } from './run-start';
@@ -63,6 +64,8 @@ export interface AgentTurnDeps {
   skills: SkillSource | undefined;
   /** The cluster's memory store (templates' `memory`, the memory tools). */
   memory: MemoryStore | undefined;
+  /** The sessions' MCP connections on this host (templates' `mcp`). */
+  mcp?: McpSessions | undefined;
 }
 
 /**
@@ -140,6 +143,21 @@ export class AgentTurn {
       subagents: this.subagents,
       skills: deps.skills,
       memory: deps.memory,
+      mcp: (s) => this.mcp(s),
+    });
+  }
+
+  /** The session's MCP tools for this turn (trajectory events go to its run). */
+  private mcp(s: RunningSession): SessionMcp | undefined {
+    return sessionMcp(this.deps.mcp, this.sessionId, {
+      config: s.template.mcp,
+      sandbox: () => {
+        if (!s.sandboxId) throw new Error('this session has no sandbox'); // refused at run start
+        return this.deps.sandbox(this.ctx, s.sandboxId);
+      },
+      signal: this.signal,
+      onEvent: (e) =>
+        this.events.emit(s.run.runId, TrajectoryEventType.MCP_SERVER, undefined, { ...e }),
     });
   }
 
@@ -416,6 +434,7 @@ export class AgentTurn {
           if (before.stop) return this.endStoppedByMiddleware(run, before.stop);
           messages = before.messages;
         }
+        const extraTools = await this.mcp(s)?.definitions();
         const reply = await modelStep(s, {
           llm: this.deps.llm,
           sessionId: this.sessionId,
@@ -424,6 +443,7 @@ export class AgentTurn {
           budget,
           elapsedMs: elapsed,
           ...(messages ? { messages } : {}),
+          ...(extraTools ? { extraTools } : {}),
         });
         if (middleware) {
           const after = await middleware.chain.afterModel(middleware.ctx, reply);

@@ -1,4 +1,4 @@
-import type { BudgetHook, ChatMessage, LlmClient } from '@troupe/llm';
+import type { BudgetHook, ChatMessage, LlmClient, ToolDefinition } from '@troupe/llm';
 import type { AgentSessionState, RunningSession, StoredMessage } from './agent-state';
 import { heldToolDefinitions } from './agent-tool-args';
 import type { Checkpointer } from './checkpointer';
@@ -17,6 +17,8 @@ export interface ModelStepOptions {
   elapsedMs: number;
   /** The messages to send instead of the conversation (a middleware's rewrite of this call). */
   messages?: ChatMessage[];
+  /** Tools offered besides the template's own (the session's MCP tools). @default none */
+  extraTools?: ToolDefinition[];
 }
 
 /**
@@ -33,7 +35,7 @@ export async function modelStep(
   const result = await o.llm.chat({
     model: template.model,
     messages: o.messages ?? s.messages.map(toChat),
-    tools: heldToolDefinitions(template),
+    tools: [...heldToolDefinitions(template), ...(o.extraTools ?? [])],
     ...(template.maxTokensPerCall ? { maxTokens: template.maxTokensPerCall } : {}),
     signal: o.signal,
     budget: o.budget,

@@ -46,7 +46,10 @@ export function startRun(
   const problem = middlewareProblem(template, models, plugins);
   if (problem) return { ok: false, code: ErrorCode.INVALID_ARGUMENT, why: problem };
   const sandboxId = msg.sandboxId ?? s.sandboxId;
-  const needsSandbox = template.tools.filter((t) => SANDBOX_TOOLS.has(t));
+  const needsSandbox: string[] = template.tools.filter((t) => SANDBOX_TOOLS.has(t));
+  // Stdio MCP servers run inside the sandbox, never on the agent host.
+  for (const m of template.mcp?.servers ?? [])
+    if (m.stdio) needsSandbox.push(`mcp server ${m.name}`);
   if (needsSandbox.length > 0 && !sandboxId) {
     return {
       ok: false,

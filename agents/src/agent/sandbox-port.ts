@@ -24,6 +24,20 @@ export interface SandboxJobStatus {
   stderr: string;
 }
 
+/** A read of an interactive job's stdout ({@link SandboxPort.readOutput}). */
+export interface SandboxOutput {
+  /** Stdout from `offset` (UTF-8). */
+  data: string;
+  /** Offset of `data` (later than asked when older output was dropped). */
+  offset: number;
+  /** Offset to read from next. */
+  nextOffset: number;
+  /** `running`, or how the job ended. */
+  state: string;
+  /** Exit status once it ended. */
+  exitCode?: number;
+}
+
 /**
  * What the agent's tools need from a sandbox. Injected so that `@troupe/agents` never imports
  * the node agent: {@link ActorSandboxPort} talks to a `sandbox` actor over NATS; tests and perf
@@ -45,4 +59,20 @@ export interface SandboxPort {
   readFile(path: string, options: { signal?: AbortSignal }): Promise<string>;
   /** Writes a text file, creating its directory. */
   writeFile(path: string, content: string, options: { signal?: AbortSignal }): Promise<void>;
+  /**
+   * Starts `argv` in the background with its stdin open (a stdio MCP server); returns its job
+   * id. Optional: a port without it cannot host stdio MCP servers.
+   */
+  startInteractive?(
+    argv: readonly string[],
+    options: { env?: Record<string, string>; cwd?: string; signal?: AbortSignal },
+  ): Promise<string>;
+  /**
+   * Writes `write` (if any) to an interactive job's stdin, then reads its stdout from
+   * `fromOffset`, waiting up to `waitMs` for new output or the job's end.
+   */
+  readOutput?(
+    jobId: string,
+    options: { fromOffset: number; waitMs: number; write?: string; signal?: AbortSignal },
+  ): Promise<SandboxOutput>;
 }

@@ -10,6 +10,7 @@ import {
 import { AgentStopReason } from './agent-stop-reason';
 import type { TrajectoryStore } from './trajectory-store';
 import { type ToolOutcome, toolError } from './tools/tool-outcome';
+import type { McpConfig } from '../mcp/mcp-config';
 
 /** What {@link SubagentCalls} works with (from its agent turn). */
 export interface SubagentCallsOptions {
@@ -114,6 +115,8 @@ export class SubagentCalls {
           tools: child.tools,
           compaction: parent.compaction,
           skills: child.skills ?? [],
+          // Only the servers it was given, never more than the parent holds.
+          mcp: childMcp(parent.mcp, child.mcp),
         },
         ...(s.sandboxId ? { sandboxId: s.sandboxId } : {}),
         parentSessionId: sessionId,
@@ -208,4 +211,11 @@ function clearCall(child: SubagentRecord): void {
 function formatResult(r: AgentRunResult): string {
   const head = `finished: ${r.stopReason} after ${r.steps} steps`;
   return r.error ? `${head} (${r.error})\n${r.finalText}` : `${head}\n${r.finalText}`;
+}
+
+/** The parent's `mcp` cut to the servers a subagent was given (undefined for none). */
+function childMcp(parent: McpConfig | undefined, names: readonly string[] | undefined) {
+  const given = new Set(names ?? []);
+  const servers = parent?.servers.filter((m) => given.has(m.name)) ?? [];
+  return parent && servers.length > 0 ? { ...parent, servers } : undefined;
 }

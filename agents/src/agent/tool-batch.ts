@@ -10,7 +10,7 @@ import type { SandboxPort } from './sandbox-port';
 import type { SubagentCalls } from './subagent-calls';
 import type { SkillSource } from '../skills/skill-store';
 import type { MemoryStore } from '../memory/memory-store';
-import type { ModelNames, ToolContext } from './tools/agent-tool';
+import type { McpToolRunner, ModelNames, ToolContext } from './tools/agent-tool';
 import type { ToolOutcome } from './tools/tool-outcome';
 import { isEffectFree, runToolCall } from './tools/agent-tools';
 import { TrajectoryEventType } from './trajectory-event';
@@ -32,6 +32,8 @@ export interface ToolBatchOptions {
   subagents: SubagentCalls;
   skills: SkillSource | undefined;
   memory: MemoryStore | undefined;
+  /** The session's MCP tools for a running session (undefined without MCP). */
+  mcp?: (s: RunningSession) => McpToolRunner | undefined;
 }
 
 /**
@@ -165,6 +167,7 @@ export class ToolBatch {
       subagents,
       skills,
       memory,
+      mcp: this.o.mcp?.(s),
     };
   }
 }

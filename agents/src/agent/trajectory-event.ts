@@ -26,6 +26,11 @@ export const TrajectoryEventType = {
    * with `data.why`: it names another run, or that run already ended).
    */
   CANCEL: 'cancel',
+  /**
+   * An MCP server of the session changed state: `data.server`, `data.state` (`connected`, with
+   * its tools in `data.detail`; `down`, with why), for the run in progress.
+   */
+  MCP_SERVER: 'mcp_server',
   /** The run stopped; `data.result` is its {@link AgentRunResult}. */
   RUN_END: 'run_end',
 } as const;

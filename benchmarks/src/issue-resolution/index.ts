@@ -11,6 +11,7 @@ export { createGoldAgentRunner } from './gold-agent-runner';
 export {
   cancelsAgentSession,
   createModelAgentRunner,
+  jobMcp,
   ISSUE_SOLVER_INSTRUCTION,
   issueSessionId,
   type ModelAgentRunnerOptions,

@@ -3,12 +3,21 @@ import {
   AgentStopReason,
   AgentToolName,
   type AgentTemplateInput,
+  type McpConfig,
+  McpConfigSchema,
   startAgentSession,
   TrajectoryStore,
   trajectoryToRecord,
 } from '@troupe/agents';
 import type { ModelRegistry } from '@troupe/llm';
-import { CancelReason, ErrorCode, hasErrorCode, invalidArgument, TroupeError } from '@troupe/proto';
+import {
+  CancelReason,
+  ErrorCode,
+  hasErrorCode,
+  invalidArgument,
+  parseWith,
+  TroupeError,
+} from '@troupe/proto';
 import {
   type TaskAgentRunContext,
   type TaskAgentRunResult,
@@ -65,6 +74,16 @@ export function issueSessionId(jobId: string, taskId: string, attempt: number): 
 }
 
 /**
+ * The MCP servers a job gives its agents (`spec.agent.params.mcp`, the template's `mcp` field),
+ * or undefined. @throws TroupeError `INVALID_ARGUMENT` naming the field
+ */
+export function jobMcp(agent: AgentConfig): McpConfig | undefined {
+  const raw = agent.params?.['mcp'];
+  if (raw === undefined) return undefined;
+  return parseWith(McpConfigSchema, raw, { prefix: 'spec.agent.params.mcp' });
+}
+
+/**
  * The `model` agent kind: an agent session (the `agent` actor of `@troupe/agents`, hosted by an
  * agent host of the cluster) with the terminal and file tools on the task's sandbox, the job's
  * model and limits, charged to the job's budget scope. Its trajectory becomes the task's
@@ -85,6 +104,7 @@ export function createModelAgentRunner(options: ModelAgentRunnerOptions): TaskAg
           agent.model,
         );
       }
+      jobMcp(agent);
     },
     async run(ctx: TaskAgentRunContext): Promise<TaskAgentRunResult> {
       const agent = ctx.agent;
@@ -98,6 +118,7 @@ export function createModelAgentRunner(options: ModelAgentRunnerOptions): TaskAg
         ...(ctx.nats.replicas !== undefined ? { replicas: ctx.nats.replicas } : {}),
       });
       const { task } = ctx;
+      const mcp = jobMcp(agent);
       const template: AgentTemplateInput = {
         name: agent.template ?? 'issue-solver',
         instruction: ISSUE_SOLVER_INSTRUCTION,
@@ -114,6 +135,7 @@ export function createModelAgentRunner(options: ModelAgentRunnerOptions): TaskAg
           ...(task.limits.maxCostUsd !== undefined ? { maxCostUsd: task.limits.maxCostUsd } : {}),
         },
         ...(agent.maxTokens !== undefined ? { maxTokensPerCall: agent.maxTokens } : {}),
+        ...(mcp ? { mcp } : {}),
       };
       const sessionId = issueSessionId(ctx.jobId, ctx.taskId, ctx.attempt);
       const handle = await startAgentSession({

@@ -3,6 +3,7 @@ import type Docker from 'dockerode';
 import { delay } from '@troupe/proto';
 import { dockerError } from './docker-errors';
 import { OutputCapture } from './output-capture';
+import { INTERACTIVE_LOG_BYTES, StreamLog } from './stream-log';
 
 /** One exec to start. */
 export interface RawExecRequest {
@@ -13,6 +14,8 @@ export interface RawExecRequest {
   stdin?: Buffer;
   maxOutputBytes: number;
   signal?: AbortSignal;
+  /** Keep stdin open (`RunningExec.stdin`) and log stdout by offset (`stdoutLog`). */
+  interactive?: boolean;
 }
 
 /** How a started exec ended. */
@@ -33,6 +36,10 @@ export interface RunningExec {
   readonly done: Promise<RawExecEnd>;
   /** Closes our end of the stream (the process keeps running until killed). */
   detach(): void;
+  /** An interactive exec's open stdin. */
+  readonly stdin?: { write(b: Buffer): unknown; end(): void };
+  /** An interactive exec's stdout by offset. */
+  readonly stdoutLog?: StreamLog;
 }
 
 /**
@@ -53,14 +60,17 @@ export async function startExec(
       User: req.user,
       Env: req.env,
       WorkingDir: req.cwd,
-      AttachStdin: req.stdin !== undefined,
+      AttachStdin: req.stdin !== undefined || req.interactive === true,
       AttachStdout: true,
       AttachStderr: true,
       Tty: false,
       abortSignal: req.signal,
     });
     // No abortSignal here: cancelling must kill the process tree, not just drop our socket.
-    stream = await exec.start({ hijack: true, stdin: req.stdin !== undefined });
+    stream = await exec.start({
+      hijack: true,
+      stdin: req.stdin !== undefined || req.interactive === true,
+    });
   } catch (err) {
     throw dockerError('docker exec', err);
   }
@@ -68,14 +78,19 @@ export async function startExec(
   const stdout = new OutputCapture(req.maxOutputBytes);
   const stderr = new OutputCapture(req.maxOutputBytes);
   // demuxStream only calls write(): two captures stand in for writable streams.
-  const sink = (capture: OutputCapture): NodeJS.WritableStream =>
-    ({ write: (b: Buffer) => (capture.write(b), true) }) as unknown as NodeJS.WritableStream;
-  docker.modem.demuxStream(stream, sink(stdout), sink(stderr));
+  const stdoutLog = req.interactive ? new StreamLog(INTERACTIVE_LOG_BYTES) : undefined;
+  const sink = (capture: OutputCapture, log?: StreamLog): NodeJS.WritableStream =>
+    ({
+      write: (b: Buffer) => (capture.write(b), log?.write(b), true),
+    }) as unknown as NodeJS.WritableStream;
+  docker.modem.demuxStream(stream, sink(stdout, stdoutLog), sink(stderr));
   const closed = new Promise<void>((resolve) => {
     stream.once('end', resolve);
     stream.once('close', resolve);
     stream.once('error', () => resolve());
   });
+  // A write after the process exited fails: that is the process's end, not the exec's failure.
+  if (req.interactive) stream.on('error', () => undefined);
   if (req.stdin !== undefined) {
     // The process may exit without reading its input: a write error is not the exec's failure.
     stream.on('error', () => undefined);
@@ -105,5 +120,12 @@ export async function startExec(
     stderr,
     done,
     detach: () => stream.destroy(),
+    ...(req.interactive
+      ? {
+          // Half-close: the engine closes the process's stdin, its output still comes back.
+          stdin: { write: (b: Buffer) => stream.write(b), end: () => stream.end() },
+          stdoutLog,
+        }
+      : {}),
   };
 }

@@ -21,10 +21,12 @@ import type {
   ExecResult,
   FileSource,
   PutFilesOptions,
+  ReadOutputOptions,
   Sandbox,
   SandboxMetadata,
   SandboxSnapshot,
   SandboxStatus,
+  TaskOutput,
   WaitOptions,
 } from '../sandbox';
 import { userIds, type SandboxSpec } from '../sandbox-spec';
@@ -36,6 +38,7 @@ import { randomId } from './ids';
 import { KILL_TREE_SCRIPT, TASK_ENV_KEY } from './kill-tree-script';
 import { oomEventBetween } from './oom-record';
 import { tarStreamOf, type TarOwner } from './tar';
+import { readOutputOptions } from './stream-log';
 import { TaskTable, type TaskRun } from './task-table';
 
 /** Settings a docker sandbox needs from its backend. */
@@ -498,6 +501,7 @@ export class DockerSandbox implements Sandbox {
       cwd: opts.cwd ?? this.spec.workdir,
       maxOutputBytes: opts.maxOutputBytes ?? this.ctx.maxOutputBytes,
       signal,
+      ...(opts.interactive ? { interactive: true } : {}),
     });
     this.tasks.add(taskId, run, opts.timeoutMs);
     return taskId;
@@ -505,6 +509,14 @@ export class DockerSandbox implements Sandbox {
 
   async poll(taskId: string): Promise<BackgroundTaskStatus> {
     return this.tasks.status(taskId);
+  }
+
+  async writeStdin(taskId: string, data: string, options: { close?: boolean } = {}): Promise<void> {
+    this.tasks.writeStdin(taskId, data, options.close);
+  }
+
+  async readOutput(taskId: string, options: ReadOutputOptions): Promise<TaskOutput> {
+    return this.tasks.readOutput(taskId, readOutputOptions(options));
   }
 
   async wait(taskId: string, options: WaitOptions = {}): Promise<BackgroundTaskStatus> {

@@ -35,7 +35,9 @@ export const ExecOptionsSchema = z
   .strict();
 
 /** Validates {@link BackgroundExecOptions} (all but `signal`). */
-export const BackgroundExecOptionsSchema = ExecOptionsSchema.omit({ stdin: true });
+export const BackgroundExecOptionsSchema = ExecOptionsSchema.omit({ stdin: true }).extend({
+  interactive: z.boolean().optional(),
+});
 
 /**
  * `KEY=value` entries of an exec's extra environment, refusing secret-looking keys the spec did

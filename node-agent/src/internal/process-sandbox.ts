@@ -21,10 +21,12 @@ import type {
   ExecResult,
   FileSource,
   PutFilesOptions,
+  ReadOutputOptions,
   Sandbox,
   SandboxMetadata,
   SandboxSnapshot,
   SandboxStatus,
+  TaskOutput,
   WaitOptions,
 } from '../sandbox';
 import type { SandboxSpec } from '../sandbox-spec';
@@ -34,6 +36,7 @@ import { randomId } from './ids';
 import { KILL_TREE_SCRIPT, TASK_ENV_KEY } from './kill-tree-script';
 import { OutputCapture } from './output-capture';
 import { extractTarTo, packDirectory, tarStreamOf } from './tar';
+import { INTERACTIVE_LOG_BYTES, readOutputOptions, StreamLog } from './stream-log';
 import { TaskTable, type TaskRun } from './task-table';
 
 /** Settings a process sandbox needs from its backend. */
@@ -176,6 +179,7 @@ export class ProcessSandbox implements Sandbox {
       env?: Record<string, string>;
       stdin?: string | Uint8Array;
       maxOutputBytes?: number;
+      interactive?: boolean;
     },
   ): TaskRun {
     const env: Record<string, string> = {
@@ -194,6 +198,7 @@ export class ProcessSandbox implements Sandbox {
     const max = opts.maxOutputBytes ?? this.ctx.maxOutputBytes;
     const stdout = new OutputCapture(max);
     const stderr = new OutputCapture(max);
+    const stdoutLog = opts.interactive ? new StreamLog(INTERACTIVE_LOG_BYTES) : undefined;
     const startedAt = performance.now();
     const [file, ...args] = argv as [string, ...string[]];
     // detached: the child leads its own process group, so the group can be killed as one.
@@ -201,9 +206,14 @@ export class ProcessSandbox implements Sandbox {
       cwd,
       env,
       detached: true,
-      stdio: [opts.stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
+      stdio: [opts.stdin === undefined && !opts.interactive ? 'ignore' : 'pipe', 'pipe', 'pipe'],
     });
-    child.stdout?.on('data', (b: Buffer) => stdout.write(b));
+    child.stdout?.on('data', (b: Buffer) => {
+      stdout.write(b);
+      stdoutLog?.write(b);
+    });
+    // A write after the task exited fails with EPIPE: that is the task's end, not ours.
+    if (opts.interactive) child.stdin?.on('error', () => undefined);
     child.stderr?.on('data', (b: Buffer) => stderr.write(b));
     if (opts.stdin !== undefined && child.stdin) {
       child.stdin.on('error', () => undefined);
@@ -229,6 +239,7 @@ export class ProcessSandbox implements Sandbox {
         child.stdout?.destroy();
         child.stderr?.destroy();
       },
+      ...(opts.interactive && child.stdin ? { stdin: child.stdin, stdoutLog } : {}),
     };
   }
 
@@ -306,6 +317,14 @@ export class ProcessSandbox implements Sandbox {
 
   async poll(taskId: string): Promise<BackgroundTaskStatus> {
     return this.tasks.status(taskId);
+  }
+
+  async writeStdin(taskId: string, data: string, options: { close?: boolean } = {}): Promise<void> {
+    this.tasks.writeStdin(taskId, data, options.close);
+  }
+
+  async readOutput(taskId: string, options: ReadOutputOptions): Promise<TaskOutput> {
+    return this.tasks.readOutput(taskId, readOutputOptions(options));
   }
 
   async wait(taskId: string, options: WaitOptions = {}): Promise<BackgroundTaskStatus> {

@@ -2,6 +2,7 @@ import { ErrorCode, raceSignal, timeoutError, TroupeError } from '@troupe/proto'
 import type { BackgroundTaskState, BackgroundTaskStatus, WaitOptions } from '../sandbox';
 import { anySignal } from './abort';
 import type { OutputCapture } from './output-capture';
+import type { StreamLog } from './stream-log';
 
 /** A started process (docker exec or child process) as the task table sees it. */
 export interface TaskRun {
@@ -12,6 +13,24 @@ export interface TaskRun {
   readonly done: Promise<{ exitCode: number; endedAt: number }>;
   /** Stops reading its output. */
   detach(): void;
+  /** An interactive task's open stdin. */
+  readonly stdin?: { write(b: Buffer): unknown; end(): void };
+  /** An interactive task's stdout by offset (besides {@link stdout}'s head and tail). */
+  readonly stdoutLog?: StreamLog;
+}
+
+/** What {@link TaskTable.readOutput} returns. */
+export interface TaskOutputRead {
+  /** The task's stdout from `offset` (UTF-8; whole characters). */
+  data: string;
+  /** Offset (bytes) of `data`'s first byte: later than asked when older bytes were discarded. */
+  offset: number;
+  /** Offset to read from next. */
+  nextOffset: number;
+  /** `running`, or how the task ended. */
+  state: BackgroundTaskState;
+  /** Exit status once ended. */
+  exitCode?: number;
 }
 
 /** What a task table needs from its sandbox. */
@@ -57,6 +76,7 @@ export class TaskTable {
       }, timeoutMs);
     }
     void run.done.then(async (end) => {
+      run.stdoutLog?.close();
       if (task.timer) clearTimeout(task.timer);
       if (task.state === 'killed') return; // kill() finishes it
       const oom =
@@ -119,6 +139,58 @@ export class TaskTable {
       if (task.oomKilled !== undefined) s.oomKilled = task.oomKilled;
     }
     return s;
+  }
+
+  /**
+   * Writes `data` to an interactive task's stdin (then closes it with `close`).
+   * @throws TroupeError `INVALID_ARGUMENT` when the task was not started `interactive`,
+   *   `NOT_FOUND` for an unknown task, `UNAVAILABLE` when it has ended
+   */
+  writeStdin(taskId: string, data: string, close = false): void {
+    const task = this.get(taskId);
+    const stdin = task.run.stdin;
+    if (!stdin) {
+      throw new TroupeError(
+        ErrorCode.INVALID_ARGUMENT,
+        `\`taskId\`: task ${taskId} was not started interactive (no open stdin)`,
+      );
+    }
+    if (task.endedAt !== undefined) {
+      throw new TroupeError(ErrorCode.UNAVAILABLE, `task ${taskId} has ended (${task.state})`, {
+        retryable: false,
+        details: { taskId, exitCode: task.exitCode },
+      });
+    }
+    if (data.length > 0) stdin.write(Buffer.from(data));
+    if (close) stdin.end();
+  }
+
+  /**
+   * An interactive task's stdout from byte `fromOffset`; when there is none yet, waits up to
+   * `waitMs` for some (or for the task's end).
+   * @throws TroupeError `INVALID_ARGUMENT` when the task was not started `interactive`
+   */
+  async readOutput(
+    taskId: string,
+    options: { fromOffset: number; waitMs: number; maxBytes: number; signal?: AbortSignal },
+  ): Promise<TaskOutputRead> {
+    const task = this.get(taskId);
+    const log = task.run.stdoutLog;
+    if (!log) {
+      throw new TroupeError(
+        ErrorCode.INVALID_ARGUMENT,
+        `\`taskId\`: task ${taskId} was not started interactive (use poll)`,
+      );
+    }
+    const r = await log.read(options.fromOffset, options);
+    const ended = task.endedAt !== undefined;
+    return {
+      data: r.data.toString('utf8'),
+      offset: r.offset,
+      nextOffset: r.nextOffset,
+      state: ended ? task.state : 'running',
+      ...(ended && task.exitCode !== undefined ? { exitCode: task.exitCode } : {}),
+    };
   }
 
   /** Waits for the task to finish; `TIMEOUT` (task left running) when `timeoutMs` passes. */

@@ -107,6 +107,36 @@ describe('ProcessSandboxBackend', () => {
     }
   });
 
+  test('an interactive task: stdin stays open, stdout is read by offset', async () => {
+    const sb = await backend.create({ image: 'x', labels });
+    try {
+      // `cat` echoes each line: a stand-in for a stdio server answering requests.
+      const id = await sb.startBackground(['cat'], { interactive: true });
+      await sb.writeStdin(id, 'héllo\n');
+      const first = await sb.readOutput(id, { fromOffset: 0, waitMs: 10_000 });
+      expect(first).toMatchObject({ data: 'héllo\n', offset: 0, state: 'running' });
+      // Nothing new yet: a short wait returns empty, at the same offset.
+      const none = await sb.readOutput(id, { fromOffset: first.nextOffset, waitMs: 50 });
+      expect(none).toMatchObject({ data: '', nextOffset: first.nextOffset });
+      await sb.writeStdin(id, 'second\n', { close: true });
+      const rest = await waitFor(
+        async () => {
+          const r = await sb.readOutput(id, { fromOffset: first.nextOffset, waitMs: 1_000 });
+          return r.state === 'exited' ? r : undefined;
+        },
+        { timeoutMs: 10_000 },
+      );
+      expect(rest).toMatchObject({ data: 'second\n', exitCode: 0 });
+      await expect(sb.writeStdin(id, 'late')).rejects.toMatchObject({ code: 'UNAVAILABLE' });
+      const plain = await sb.startBackground('true');
+      await expect(sb.readOutput(plain, { fromOffset: 0 })).rejects.toMatchObject({
+        code: 'INVALID_ARGUMENT',
+      });
+    } finally {
+      await sb.destroy();
+    }
+  });
+
   test('background tasks, files, snapshots and forks', async () => {
     const sb = await backend.create({ image: 'x', labels });
     try {

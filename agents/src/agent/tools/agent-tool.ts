@@ -9,6 +9,11 @@ import type { SkillSource } from '../../skills/skill-store';
 import type { MemoryStore } from '../../memory/memory-store';
 import { type ToolOutcome, toolError } from './tool-outcome';
 
+/** Runs a held MCP tool by its model-facing name (`mcp__<server>__<tool>`). */
+export interface McpToolRunner {
+  call(name: string, args: unknown): Promise<ToolOutcome>;
+}
+
 /** The model names a session may use (the LLM client's registry). */
 export interface ModelNames {
   has(name: string): boolean;
@@ -39,6 +44,8 @@ export interface ToolContext {
   readonly skills: SkillSource | undefined;
   /** The cluster's memory store, when this host has one. */
   readonly memory: MemoryStore | undefined;
+  /** The session's MCP tools, when this host offers MCP and the template names servers. */
+  readonly mcp?: McpToolRunner | undefined;
 }
 
 /** A tool as its file writes it: name, model-facing description, argument schema, handler. */

@@ -1,7 +1,8 @@
 import { toTroupeError } from '@troupe/proto';
 import type { z } from 'zod';
 import type { ToolCall } from '@troupe/llm';
-import { type AgentTemplate, holdsTool } from '../agent-template';
+import { type AgentTemplate, holdsMcpServer, holdsTool } from '../agent-template';
+import { mcpServerOf } from '../../mcp/mcp-config';
 import {
   AGENT_TOOL_NAMES,
   type AgentToolName as ToolName,
@@ -57,6 +58,9 @@ export const SANDBOX_TOOLS: ReadonlySet<string> = new Set(
  * without running anything).
  */
 export function isEffectFree(template: AgentTemplate, name: string): boolean {
+  // An MCP tool may do anything its server does.
+  const server = mcpServerOf(name);
+  if (server !== undefined) return !holdsMcpServer(template, server);
   return agentTool(name)?.effect !== true || !holdsTool(template, name);
 }
 
@@ -72,20 +76,26 @@ export async function runToolCall(
 ): Promise<ToolOutcome> {
   const template = ctx.session.template;
   const tool = agentTool(call.name);
-  if (!tool || !holdsTool(template, call.name)) {
+  const mcp = ctx.mcp && holdsMcpServer(template, mcpServerOf(call.name)) ? ctx.mcp : undefined;
+  if (!mcp && (!tool || !holdsTool(template, call.name))) {
     const held = AGENT_TOOL_NAMES.filter((n) => holdsTool(template, n));
-    return toolError(`unknown tool '${call.name}'; your tools: ${held.join(', ')}`);
+    const servers = template.mcp?.servers.map((s) => s.name) ?? [];
+    const mcpNote =
+      servers.length > 0 ? ` and the mcp__<server>__ tools of ${servers.join(', ')}` : '';
+    return toolError(`unknown tool '${call.name}'; your tools: ${held.join(', ')}${mcpNote}`);
   }
   let raw: unknown;
   try {
     raw = call.argumentsText.trim() === '' ? {} : JSON.parse(call.argumentsText);
   } catch (err) {
     return toolError(
-      `the arguments of ${tool.name} are not valid JSON (${(err as Error).message}); send a JSON object`,
+      `the arguments of ${call.name} are not valid JSON (${(err as Error).message}); send a JSON object`,
     );
   }
   try {
-    return await tool.invoke(ctx, raw);
+    // MCP calls answer their own errors (server down, timeout) and throw only on the turn's abort.
+    if (mcp) return await mcp.call(call.name, raw);
+    return await (tool as NonNullable<typeof tool>).invoke(ctx, raw);
   } catch (err) {
     if (halt.aborted) throw err;
     const e = toTroupeError(err);

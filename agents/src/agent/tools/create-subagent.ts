@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { MODEL_NAME } from '@troupe/llm';
 import { AgentNameSchema, holdsTool } from '../agent-template';
 import { SkillNameSchema } from '../../skills/skill';
+import { McpServerNameSchema } from '../../mcp/mcp-config';
 import {
   AGENT_TOOL_NAMES,
   type AgentToolName as ToolName,
@@ -17,7 +18,7 @@ import { toolError } from './tool-outcome';
 export const createSubagent = defineTool({
   name: AgentToolName.CREATE_SUBAGENT,
   description:
-    'Create a named subagent with its own instruction, a model (or inherit), a subset of your tools and a subset of your skills.',
+    'Create a named subagent with its own instruction, a model (or inherit), a subset of your tools, a subset of your skills and a subset of your MCP servers.',
   schema: z.strictObject({
     name: AgentNameSchema,
     instruction: z.string().min(1),
@@ -28,6 +29,10 @@ export const createSubagent = defineTool({
       .describe('registry model name, or "inherit"'),
     tools: z.array(z.enum(AGENT_TOOL_NAMES as [ToolName, ...ToolName[]])).default([]),
     skills: z.array(SkillNameSchema).default([]).describe('a subset of your skills'),
+    mcp: z
+      .array(McpServerNameSchema)
+      .default([])
+      .describe('names of your MCP servers it may use (all their tools)'),
   }),
   effect: false,
   sandbox: false,
@@ -46,6 +51,13 @@ export const createSubagent = defineTool({
     if (lackingSkills.length > 0) {
       return toolError(
         `PERMISSION_DENIED: \`arguments.skills\`: a subagent may only get skills you have; you lack ${lackingSkills.join(', ')}`,
+      );
+    }
+    const myServers = new Set(s.template.mcp?.servers.map((m) => m.name) ?? []);
+    const lackingServers = a.mcp.filter((m) => !myServers.has(m));
+    if (lackingServers.length > 0) {
+      return toolError(
+        `PERMISSION_DENIED: \`arguments.mcp\`: a subagent may only get MCP servers you hold; you lack ${lackingServers.join(', ')}`,
       );
     }
     const model = a.model === 'inherit' ? s.template.model : a.model;
@@ -68,10 +80,11 @@ export const createSubagent = defineTool({
       model,
       tools: a.tools,
       ...(a.skills.length > 0 ? { skills: [...new Set(a.skills)] } : {}),
+      ...(a.mcp.length > 0 ? { mcp: [...new Set(a.mcp)] } : {}),
     };
     return {
       ok: true,
-      content: `created subagent ${a.name} (session ${sessionId}, model ${model}, tools [${a.tools.join(', ')}]${a.skills.length > 0 ? `, skills [${a.skills.join(', ')}]` : ''})`,
+      content: `created subagent ${a.name} (session ${sessionId}, model ${model}, tools [${a.tools.join(', ')}]${a.skills.length > 0 ? `, skills [${a.skills.join(', ')}]` : ''}${a.mcp.length > 0 ? `, mcp [${a.mcp.join(', ')}]` : ''})`,
     };
   },
 });
