@@ -13,6 +13,7 @@ import type { MiddlewarePlugins } from './middleware/build-chain';
 import type { SkillSource } from '../skills/skill-store';
 import type { MemoryStore } from '../memory/memory-store';
 import type { SandboxPort } from './sandbox-port';
+import { ActorSandboxProvisioner, type SandboxProvisioner } from '../sandboxes/sandbox-provisioner';
 import type { TrajectoryStore } from './trajectory-store';
 
 /** What a host passes to {@link createAgentActor}. */
@@ -31,6 +32,11 @@ export interface AgentActorOptions {
    * @default an {@link ActorSandboxPort} to the node agent's `sandbox` actor, over NATS
    */
   sandbox?: (ctx: ActorContext<AgentSessionState>, sandboxId: string) => SandboxPort;
+  /**
+   * Creates and destroys the sandboxes a template declares (`template.sandboxes`).
+   * @default an {@link ActorSandboxProvisioner} to the node agent's `sandbox` actor, over NATS
+   */
+  provisioner?: (ctx: ActorContext<AgentSessionState>) => SandboxProvisioner;
   /** Longest a sync `call_subagent` waits for the child's result. @default 3600000 */
   subagentTimeoutMs?: number;
   /** Passivate a session after this long without a message. @default 60000 */
@@ -91,6 +97,7 @@ export function createAgentActor(options: AgentActorOptions) {
     budget: options.budget,
     sandbox:
       options.sandbox ?? ((ctx, sandboxId) => new ActorSandboxPort({ refs: ctx.refs, sandboxId })),
+    provisioner: options.provisioner ?? ((ctx) => new ActorSandboxProvisioner({ refs: ctx.refs })),
     log: (options.logger ?? noopLogger).child({ component: 'agent' }),
     subagentTimeoutMs: options.subagentTimeoutMs ?? 3_600_000,
     now: options.now ?? Date.now,

@@ -5,6 +5,7 @@ import { AGENT_TOOL_NAMES, AgentToolName } from './agent-tool-name';
 import { ContinuationConfigSchema, MiddlewareConfigSchema } from './middleware/middleware-config';
 import { SkillNameSchema } from '../skills/skill';
 import { MemoryScopeSchema } from '../memory/memory-store';
+import { TemplateSandboxesSchema } from '../sandboxes/sandbox-template';
 
 /** A subagent or template name: `[a-z][a-z0-9_-]{0,31}`. */
 export const AGENT_NAME_PATTERN = /^[a-z][a-z0-9_-]{0,31}$/;
@@ -107,6 +108,14 @@ export const AgentTemplateSchema = z.strictObject({
       write: z.boolean().default(true),
     })
     .optional(),
+  /**
+   * Sandboxes the agent creates for itself, by name (`[a-z][a-z0-9-]{0,31}`, e.g. `main` and
+   * `tools`), each from its own image with its own limits: created on first use through the node
+   * agent's `sandbox` actor with the standard policy, destroyed when the run ends. The sandbox
+   * tools pick one with their `sandbox` argument (default `main`); subagents get the ones
+   * `create_subagent` grants, shared. @default none (only sandboxes the caller gives)
+   */
+  sandboxes: TemplateSandboxesSchema.optional(),
 });
 /** A template as a caller writes it. */
 export type AgentTemplateInput = z.input<typeof AgentTemplateSchema>;

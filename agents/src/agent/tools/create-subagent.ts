@@ -2,6 +2,8 @@ import { z } from 'zod';
 import { MODEL_NAME } from '@troupe/llm';
 import { AgentNameSchema, holdsTool } from '../agent-template';
 import { SkillNameSchema } from '../../skills/skill';
+import { MAIN_SANDBOX, SandboxNameSchema } from '../../sandboxes/sandbox-template';
+import { heldList } from '../../sandboxes/session-sandboxes';
 import {
   AGENT_TOOL_NAMES,
   type AgentToolName as ToolName,
@@ -17,7 +19,7 @@ import { toolError } from './tool-outcome';
 export const createSubagent = defineTool({
   name: AgentToolName.CREATE_SUBAGENT,
   description:
-    'Create a named subagent with its own instruction, a model (or inherit), a subset of your tools and a subset of your skills.',
+    'Create a named subagent with its own instruction, a model (or inherit), a subset of your tools, a subset of your skills and a subset of your sandboxes (shared with it).',
   schema: z.strictObject({
     name: AgentNameSchema,
     instruction: z.string().min(1),
@@ -28,6 +30,10 @@ export const createSubagent = defineTool({
       .describe('registry model name, or "inherit"'),
     tools: z.array(z.enum(AGENT_TOOL_NAMES as [ToolName, ...ToolName[]])).default([]),
     skills: z.array(SkillNameSchema).default([]).describe('a subset of your skills'),
+    sandboxes: z
+      .array(SandboxNameSchema)
+      .optional()
+      .describe('names of your sandboxes it may use, shared with it (default: your main one)'),
   }),
   effect: false,
   sandbox: false,
@@ -48,6 +54,17 @@ export const createSubagent = defineTool({
         `PERMISSION_DENIED: \`arguments.skills\`: a subagent may only get skills you have; you lack ${lackingSkills.join(', ')}`,
       );
     }
+    const held = s.sandboxes ?? {};
+    const lackingSandboxes = (a.sandboxes ?? []).filter((n) => !Object.hasOwn(held, n));
+    if (lackingSandboxes.length > 0) {
+      return toolError(
+        `PERMISSION_DENIED: \`arguments.sandboxes\`: a subagent may only get sandboxes you hold; you lack ${lackingSandboxes.join(', ')} (yours: ${heldList(held)})`,
+      );
+    }
+    if (a.sandboxes && new Set(a.sandboxes).size !== a.sandboxes.length) {
+      return toolError('`arguments.sandboxes`: must not repeat a sandbox');
+    }
+    const granted = a.sandboxes ?? (Object.hasOwn(held, MAIN_SANDBOX) ? [MAIN_SANDBOX] : []);
     const model = a.model === 'inherit' ? s.template.model : a.model;
     if (!models.has(model)) {
       return toolError(
@@ -68,10 +85,11 @@ export const createSubagent = defineTool({
       model,
       tools: a.tools,
       ...(a.skills.length > 0 ? { skills: [...new Set(a.skills)] } : {}),
+      ...(a.sandboxes ? { sandboxes: a.sandboxes } : {}),
     };
     return {
       ok: true,
-      content: `created subagent ${a.name} (session ${sessionId}, model ${model}, tools [${a.tools.join(', ')}]${a.skills.length > 0 ? `, skills [${a.skills.join(', ')}]` : ''})`,
+      content: `created subagent ${a.name} (session ${sessionId}, model ${model}, tools [${a.tools.join(', ')}]${a.skills.length > 0 ? `, skills [${a.skills.join(', ')}]` : ''}${granted.length > 0 ? `, sandboxes [${granted.join(', ')}]` : ''})`,
     };
   },
 });
