@@ -120,6 +120,7 @@ export class AgentTurn {
       sessionId,
       port: (sandboxId) => deps.sandbox(ctx, sandboxId),
       provisioner: deps.provisioner(ctx),
+      commit: () => events.commit(),
       halt: ctx.signal,
       log,
     });

@@ -94,8 +94,13 @@ export const HeldSandboxSchema = z.object({
    * when the run ends. Given sandboxes (by the caller or a parent) belong to whoever gave them.
    */
   owned: z.boolean().optional(),
-  /** An owned sandbox was created (destroyed at the run's end). */
+  /**
+   * The creation of an owned sandbox was started (committed before its `create` is sent): the
+   * run's end destroys it, whichever turn ends the run.
+   */
   created: z.boolean().optional(),
+  /** An owned sandbox's `create` answered: it exists. */
+  ready: z.boolean().optional(),
 });
 /** A sandbox a session holds. */
 export type HeldSandbox = z.infer<typeof HeldSandboxSchema>;

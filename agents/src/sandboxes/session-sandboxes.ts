@@ -143,6 +143,8 @@ export interface SessionSandboxesOptions {
   /** The port to an existing sandbox. */
   port: (sandboxId: string) => SandboxPort;
   provisioner: SandboxProvisioner;
+  /** Commits the session's working state (before a sandbox is created: see {@link ensure}). */
+  commit: () => Promise<void>;
   /** Aborted only when the turn itself must stop (destroying still happens after a cancel). */
   halt: AbortSignal;
   log: Logger;
@@ -192,7 +194,7 @@ export class SessionSandboxes {
         `no sandbox '${name}'; yours: ${heldList(held)}`,
       );
     }
-    if (!h.owned || h.created) return h;
+    if (!h.owned || h.ready) return h;
     let pending = this.creating.get(name);
     if (!pending) {
       pending = this.create(name, h, options.signal);
@@ -206,11 +208,17 @@ export class SessionSandboxes {
     const spec = this.o.session.template?.sandboxes?.[name];
     if (!spec) throw invalidArgument('template.sandboxes', `declares no sandbox '${name}'`);
     const jobId = this.o.session.run?.jobId;
+    // Recorded and committed before the create is sent: whatever ends the run — this turn, or a
+    // later one from the committed state (a cancel taken in its own turn, a crash) — destroys it.
+    if (!h.created) {
+      h.created = true;
+      await this.o.commit();
+    }
     await this.o.provisioner.create(h.id, spec, {
       ...(jobId !== undefined ? { jobId } : {}),
       ...(signal ? { signal } : {}),
     });
-    h.created = true;
+    h.ready = true;
     this.o.log.info(
       { session: this.o.sessionId, sandbox: h.id, name, image: spec.image },
       'sandbox created',
@@ -252,6 +260,7 @@ export class SessionSandboxes {
         try {
           await this.o.provisioner.destroy(h.id, { signal: this.o.halt });
           h.created = false;
+          h.ready = false;
           this.o.log.info({ session: this.o.sessionId, sandbox: h.id, name }, 'sandbox destroyed');
         } catch (err) {
           this.o.log.warn(

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { type ChatRequest, type ScriptedResponse } from '@troupe/testkit';
-import { runAgentSession } from '../../src/agent/agent-session';
+import { type ChatRequest, type ScriptedResponse, waitFor } from '@troupe/testkit';
+import { runAgentSession, startAgentSession } from '../../src/agent/agent-session';
 import { TrajectoryEventType } from '../../src/agent/trajectory-event';
 import { type AgentCluster, startAgentCluster, toolResults } from './agent-cluster';
 
@@ -214,3 +214,42 @@ test('two sandboxes with different images: each runs its own commands, a subagen
   }
   expect(await c.containers([`troupe.job=${jobId}`])).toEqual([]);
 }, 300_000);
+
+test('a cancelled run destroys the sandbox it created while a command runs in it', async () => {
+  const sessionId = `sbxc-${randomUUID().slice(0, 8)}`;
+  const jobId = `job-${randomUUID().slice(0, 8)}`;
+  scripts({ SLOW: [tool('s1', 'run_terminal_command', { command: 'sleep 20' })] });
+  const handle = await startAgentSession({
+    system: c.client,
+    trajectories: c.trajectories,
+    sessionId,
+    jobId,
+    template: {
+      name: 'slow',
+      instruction: 'SLOW',
+      model: 'fake',
+      tools: ['run_terminal_command'],
+      sandboxes: { main: { image: 'troupe-busybox' } },
+    },
+    task: 'Wait.',
+    signal: AbortSignal.timeout(120_000),
+  });
+  // The command runs in the sandbox the session created for itself.
+  await waitFor(async () => (await c.containers([`troupe.job=${jobId}`])).length === 1, {
+    timeoutMs: 60_000,
+    message: 'sandbox created',
+  });
+  await handle.cancel('enough');
+  const result = await handle.result;
+  expect(result).toMatchObject({ stopReason: 'CANCELLED', error: 'cancelled: enough' });
+  const events = await c.trajectories.read(sessionId);
+  const start = events.find((e) => e.type === TrajectoryEventType.RUN_START);
+  const id = (start?.data['sandboxes'] as Record<string, { id: string }>)['main']?.id ?? '';
+  // Destroyed before the end was recorded, whichever turn took the cancel: the start of the
+  // creation was committed before the sandbox was created.
+  const status = (await c.client
+    .refOf({ kind: 'sandbox', id })
+    .ask('status', {}, { timeoutMs: 30_000 })) as { status: string };
+  expect(status.status).toBe('destroyed');
+  expect(await c.containers([`troupe.job=${jobId}`])).toEqual([]);
+}, 180_000);
