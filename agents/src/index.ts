@@ -15,6 +15,12 @@ export { type TrajectoryEvent } from './agent/trajectory-event';
 export { trajectoriesToJsonl, trajectoryToRecord } from './agent/trajectory-jsonl';
 export { TrajectoryStore } from './agent/trajectory-store';
 export {
+  ActorSandboxProvisioner,
+  type ActorSandboxProvisionerOptions,
+  type SandboxProvisioner,
+} from './sandboxes/sandbox-provisioner';
+export { type SandboxGrant, type TemplateSandbox } from './sandboxes/sandbox-template';
+export {
   type AgentMiddleware,
   type AfterModelVerdict,
   type AfterToolVerdict,

@@ -14,6 +14,7 @@ import type { SkillSource } from '../skills/skill-store';
 import type { MemoryStore } from '../memory/memory-store';
 import { McpSessions } from '../mcp/mcp-sessions';
 import type { SandboxPort } from './sandbox-port';
+import { ActorSandboxProvisioner, type SandboxProvisioner } from '../sandboxes/sandbox-provisioner';
 import type { TrajectoryStore } from './trajectory-store';
 
 /** What a host passes to {@link createAgentActor}. */
@@ -32,6 +33,11 @@ export interface AgentActorOptions {
    * @default an {@link ActorSandboxPort} to the node agent's `sandbox` actor, over NATS
    */
   sandbox?: (ctx: ActorContext<AgentSessionState>, sandboxId: string) => SandboxPort;
+  /**
+   * Creates and destroys the sandboxes a template declares (`template.sandboxes`).
+   * @default an {@link ActorSandboxProvisioner} to the node agent's `sandbox` actor, over NATS
+   */
+  provisioner?: (ctx: ActorContext<AgentSessionState>) => SandboxProvisioner;
   /** Longest a sync `call_subagent` waits for the child's result. @default 3600000 */
   subagentTimeoutMs?: number;
   /** Passivate a session after this long without a message. @default 60000 */
@@ -95,6 +101,7 @@ export function createAgentActor(options: AgentActorOptions) {
     budget: options.budget,
     sandbox:
       options.sandbox ?? ((ctx, sandboxId) => new ActorSandboxPort({ refs: ctx.refs, sandboxId })),
+    provisioner: options.provisioner ?? ((ctx) => new ActorSandboxProvisioner({ refs: ctx.refs })),
     log,
     subagentTimeoutMs: options.subagentTimeoutMs ?? 3_600_000,
     now: options.now ?? Date.now,

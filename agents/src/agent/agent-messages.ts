@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { AgentStopReason } from './agent-stop-reason';
 import { ReplyToSchema, StoredMessageSchema } from './agent-state';
 import { AgentTemplateSchema } from './agent-template';
+import { RunSandboxesSchema } from '../sandboxes/sandbox-template';
 
 /** Actor kind of agent sessions. */
 export const AGENT_KIND = 'agent';
@@ -22,6 +23,13 @@ export const RunMessageSchema = z.strictObject({
   template: AgentTemplateSchema.optional(),
   /** Sandbox actor id the tools act on. Required when the template holds a sandbox tool. */
   sandboxId: z.string().regex(NamePattern.ACTOR_ID, 'must match [A-Za-z0-9_-]{1,128}').optional(),
+  /**
+   * Existing sandboxes by name (`sandboxId` is `main`), kept for later runs like `sandboxId`. A
+   * parent agent gives its subagents the ones it grants this way.
+   */
+  sandboxes: RunSandboxesSchema.optional(),
+  /** Job the run works for: the sandboxes the template declares are labelled with it. */
+  jobId: z.string().regex(NamePattern.JOB_ID, 'must match [A-Za-z0-9_-]{1,128}').optional(),
   /** Set by a parent agent on its subagents. */
   parentSessionId: z.string().optional(),
   /** Set by a parent agent: the names of its other subagents, which `send_message` may address. */

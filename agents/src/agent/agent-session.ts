@@ -7,9 +7,11 @@ import {
   AgentRunResultSchema,
   CancelMessageSchema,
   RunIdSchema,
+  RunMessageSchema,
 } from './agent-messages';
 import { type AgentTemplateInput, parseAgentTemplate } from './agent-template';
 import type { TrajectoryStore } from './trajectory-store';
+import { RunSandboxesSchema, type SandboxGrant } from '../sandboxes/sandbox-template';
 
 /** What a caller passes to {@link startAgentSession}. */
 export interface AgentSessionOptions {
@@ -23,8 +25,19 @@ export interface AgentSessionOptions {
   template?: AgentTemplateInput;
   /** The task text. */
   task: string;
-  /** Sandbox actor id the tools act on (create it first with the sandbox actor's `create`). */
+  /**
+   * Sandbox actor id the tools act on: the `main` sandbox (create it first with the sandbox
+   * actor's `create`).
+   */
   sandboxId?: string;
+  /**
+   * Existing sandboxes by name (`[a-z][a-z0-9-]{0,31}`): an id, or `{id, image?, description?}`
+   * (told to the model). The template's `sandboxes` are created by the session itself.
+   * @default none
+   */
+  sandboxes?: Record<string, SandboxGrant>;
+  /** Job the run works for: the sandboxes its template declares are labelled with it. */
+  jobId?: string;
   /** Budget ledger scope the run's model calls are charged to (e.g. `job:<jobId>`). @default the host hook's */
   budgetScope?: string;
   /** Run id; posting the same run id again does not start a second run. @default a UUID */
@@ -103,6 +116,14 @@ export async function startAgentSession(options: AgentSessionOptions): Promise<A
   const template =
     options.template === undefined ? undefined : parseAgentTemplate(options.template);
   const runId = parseWith(RunIdSchema, options.runId ?? randomUUID(), { prefix: 'runId' });
+  const sandboxes =
+    options.sandboxes === undefined
+      ? undefined
+      : parseWith(RunSandboxesSchema, options.sandboxes, { prefix: 'sandboxes' });
+  const jobId =
+    options.jobId === undefined
+      ? undefined
+      : parseWith(RunMessageSchema.shape.jobId, options.jobId, { prefix: 'jobId' });
   const ref = options.system.refOf({ kind: AGENT_KIND, id: options.sessionId });
   const cancel = (reason?: string, o: { signal?: AbortSignal } = {}): Promise<void> =>
     cancelAgentRun({
@@ -149,6 +170,8 @@ export async function startAgentSession(options: AgentSessionOptions): Promise<A
       task: options.task,
       ...(template ? { template } : {}),
       ...(options.sandboxId ? { sandboxId: options.sandboxId } : {}),
+      ...(sandboxes ? { sandboxes } : {}),
+      ...(jobId ? { jobId } : {}),
       ...(options.budgetScope ? { budgetScope: options.budgetScope } : {}),
     },
     { dedupeId: `run:${runId}`, ...(options.signal ? { signal: options.signal } : {}) },

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { AGENT_TOOL_NAMES, type AgentToolName } from './agent-tool-name';
 import { AgentStopReason } from './agent-stop-reason';
 import { type AgentTemplate, AgentTemplateSchema } from './agent-template';
+import { HeldSandboxSchema } from '../sandboxes/sandbox-template';
 
 const ToolCallSchema = z.object({ id: z.string(), name: z.string(), argumentsText: z.string() });
 
@@ -59,6 +60,8 @@ export const AgentRunStateSchema = z.object({
   replyTo: ReplyToSchema.optional(),
   /** Budget ledger scope of the run's model calls (from the `run` message). */
   budgetScope: z.string().optional(),
+  /** Job of the run (from the `run` message): the label of the sandboxes it creates. */
+  jobId: z.string().optional(),
   stopReason: z.enum(AgentStopReason).optional(),
   finalText: z.string().optional(),
   /** `finish_task`'s summary, once its result is committed (the run ends at the next check). */
@@ -91,6 +94,8 @@ export const SubagentRecordSchema = z.object({
   skills: z.array(z.string()).optional(),
   /** MCP servers it gets (a subset of the creator's, by name). @default none */
   mcp: z.array(z.string()).optional(),
+  /** Sandboxes it is granted by name (shared, not copied). @default the creator's `main` */
+  sandboxes: z.array(z.string()).optional(),
   /** The call in progress (sync or async), until its result arrived. */
   activeCallId: z.string().optional(),
   /** Run id of the call in progress. */
@@ -109,8 +114,10 @@ export const AgentSessionStateSchema = z.object({
   parentSessionId: z.string().optional(),
   /** The parent's other subagents (by name) as of the parent's last call: `send_message` targets. */
   siblings: z.array(z.string()).optional(),
-  /** The sandbox the tools act on. */
+  /** The `main` sandbox of sessions from before named sandboxes (read as a given `main`). */
   sandboxId: z.string().optional(),
+  /** The sandboxes the session holds, by name (the sandbox tools' `sandbox` argument). */
+  sandboxes: z.record(z.string(), HeldSandboxSchema).optional(),
   /** The conversation as the model sees it (compacted; the full one is in the trajectory). */
   messages: z.array(StoredMessageSchema),
   /** Sequence number of the last trajectory event. */

@@ -6,6 +6,7 @@ import { ContinuationConfigSchema, MiddlewareConfigSchema } from './middleware/m
 import { SkillNameSchema } from '../skills/skill';
 import { MemoryScopeSchema } from '../memory/memory-store';
 import { McpConfigSchema, mcpServerOf } from '../mcp/mcp-config';
+import { TemplateSandboxesSchema } from '../sandboxes/sandbox-template';
 
 /** A subagent or template name: `[a-z][a-z0-9_-]{0,31}`. */
 export const AGENT_NAME_PATTERN = /^[a-z][a-z0-9_-]{0,31}$/;
@@ -113,6 +114,14 @@ export const AgentTemplateSchema = z.strictObject({
    * streamable HTTP; their tools reach the model as `mcp__<server>__<tool>`. @default none
    */
   mcp: McpConfigSchema.optional(),
+  /**
+   * Sandboxes the agent creates for itself, by name (`[a-z][a-z0-9-]{0,31}`, e.g. `main` and
+   * `tools`), each from its own image with its own limits: created on first use through the node
+   * agent's `sandbox` actor with the standard policy, destroyed when the run ends. The sandbox
+   * tools pick one with their `sandbox` argument (default `main`); subagents get the ones
+   * `create_subagent` grants, shared. @default none (only sandboxes the caller gives)
+   */
+  sandboxes: TemplateSandboxesSchema.optional(),
 });
 /** A template as a caller writes it. */
 export type AgentTemplateInput = z.input<typeof AgentTemplateSchema>;

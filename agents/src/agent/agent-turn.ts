@@ -39,6 +39,9 @@ import { limitReached, modelFailureStop } from './run-limits';
 import { runResult } from './run-result';
 import { startRun } from './run-start';
 import type { SandboxPort } from './sandbox-port';
+import type { SandboxProvisioner } from '../sandboxes/sandbox-provisioner';
+import { SessionSandboxes } from '../sandboxes/session-sandboxes';
+import { MAIN_SANDBOX } from '../sandboxes/sandbox-template';
 import { SessionBudget } from './session-budget';
 import { SubagentCalls } from './subagent-calls';
 import { ToolBatch } from './tool-batch';
@@ -52,6 +55,8 @@ export interface AgentTurnDeps {
   llm: LlmClient;
   trajectories: TrajectoryStore;
   sandbox: (ctx: ActorContext<AgentSessionState>, sandboxId: string) => SandboxPort;
+  /** Creates and destroys the sandboxes templates declare. */
+  provisioner: (ctx: ActorContext<AgentSessionState>) => SandboxProvisioner;
   budget: BudgetHook | undefined;
   log: Logger;
   subagentTimeoutMs: number;
@@ -86,6 +91,7 @@ export class AgentTurn {
   private readonly subagents: SubagentCalls;
   private readonly fitter: ContextFitter;
   private readonly tools: ToolBatch;
+  private readonly sandboxes: SessionSandboxes;
 
   constructor(
     private readonly ctx: ActorContext<AgentSessionState>,
@@ -113,8 +119,18 @@ export class AgentTurn {
       onCancel: (msg) => this.takeCancel(msg),
       onRun: (msg, runId) => this.refuseBusy(msg, runId),
     });
+    this.sandboxes = new SessionSandboxes({
+      session: s,
+      sessionId,
+      port: (sandboxId) => deps.sandbox(ctx, sandboxId),
+      provisioner: deps.provisioner(ctx),
+      commit: () => events.commit(),
+      halt: ctx.signal,
+      log,
+    });
     this.subagents = new SubagentCalls({
       session: s,
+      sandboxes: this.sandboxes,
       sessionId,
       refs: ctx.refs,
       trajectories: deps.trajectories,
@@ -137,7 +153,7 @@ export class AgentTurn {
       drain: (runId) => this.inbox.drain(runId),
       signal,
       halt: ctx.signal,
-      sandbox: (sandboxId) => deps.sandbox(ctx, sandboxId),
+      sandboxes: this.sandboxes,
       refs: ctx.refs,
       models: deps.llm.registry,
       subagents: this.subagents,
@@ -151,10 +167,8 @@ export class AgentTurn {
   private mcp(s: RunningSession): SessionMcp | undefined {
     return sessionMcp(this.deps.mcp, this.sessionId, {
       config: s.template.mcp,
-      sandbox: () => {
-        if (!s.sandboxId) throw new Error('this session has no sandbox'); // refused at run start
-        return this.deps.sandbox(this.ctx, s.sandboxId);
-      },
+      // A session with stdio servers holds `main` (refused at run start otherwise).
+      sandbox: () => this.sandboxes.port(MAIN_SANDBOX, { signal: this.signal }),
       signal: this.signal,
       onEvent: (e) =>
         this.events.emit(s.run.runId, TrajectoryEventType.MCP_SERVER, undefined, { ...e }),
@@ -190,20 +204,20 @@ export class AgentTurn {
       return this.reject(msg, ErrorCode.INVALID_ARGUMENT, why);
     }
     const extra = [skills.text, requested?.memory ? memoryPrompt(requested.memory) : undefined];
-    const start = startRun(
-      s,
-      msg,
-      this.deps.llm.registry,
-      this.deps.now,
-      this.deps.plugins,
-      extra.filter((t) => t !== undefined).join('\n\n') || undefined,
-    );
+    const start = startRun(s, msg, {
+      sessionId: this.sessionId,
+      models: this.deps.llm.registry,
+      now: this.deps.now,
+      plugins: this.deps.plugins,
+      promptExtra: extra.filter((t) => t !== undefined).join('\n\n') || undefined,
+    });
     if (!start.ok) return this.reject(msg, start.code, start.why);
     const { template, added } = start;
     this.events.emit(msg.runId, TrajectoryEventType.RUN_START, added, {
       template: template.name,
       model: template.model,
       tools: heldToolDefinitions(template).map((d) => ({ type: 'function', function: d })),
+      ...(s.sandboxes ? { sandboxes: structuredClone(s.sandboxes) } : {}),
     });
     await this.events.commit();
     await this.loop();
@@ -559,6 +573,12 @@ export class AgentTurn {
     finalText?: string,
     error?: string,
   ): Promise<void> {
+    // Before the end is recorded: whoever waits for it finds the run's own sandboxes gone. MCP
+    // connections go first: a stdio server runs in `main`, which may be one of them.
+    if (Object.values(this.sandboxes.held()).some((h) => h.owned && h.created)) {
+      await this.deps.mcp?.closeSession(this.sessionId);
+    }
+    await this.sandboxes.destroyOwned();
     run.status = 'done';
     run.stopReason = reason;
     run.finalText = finalText ?? lastAssistantText(this.s.messages);

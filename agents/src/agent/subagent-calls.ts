@@ -9,6 +9,7 @@ import {
 } from './agent-state';
 import { AgentStopReason } from './agent-stop-reason';
 import type { TrajectoryStore } from './trajectory-store';
+import type { SessionSandboxes } from '../sandboxes/session-sandboxes';
 import { type ToolOutcome, toolError } from './tools/tool-outcome';
 import type { McpConfig } from '../mcp/mcp-config';
 
@@ -16,6 +17,8 @@ import type { McpConfig } from '../mcp/mcp-config';
 export interface SubagentCallsOptions {
   /** The calling session's working state (its subagents, conversation, run). */
   session: AgentSessionState;
+  /** The calling session's sandboxes (granted to its subagents by name). */
+  sandboxes: Pick<SessionSandboxes, 'grant'>;
   sessionId: string;
   refs: RefFactory;
   /** Where a sync call waits for the child's `run_end`. */
@@ -74,6 +77,12 @@ export class SubagentCalls {
     }
     const ref = this.o.refs.refOf({ kind: AGENT_KIND, id: child.sessionId });
     const runId = this.runIdOf(site.callId);
+    // The granted sandboxes, created first when this session owns them and has not used them yet
+    // (a name the session no longer holds, or a failed creation, is this call's error).
+    const sandboxes = await this.o.sandboxes.grant(child.sandboxes, {
+      field: `subagent ${child.name}'s sandboxes`,
+      signal: this.o.signal(),
+    });
     if (child.activeCallId !== site.callId) {
       if (child.activeCallId) {
         return toolError(
@@ -98,7 +107,8 @@ export class SubagentCalls {
       // Remember the call before starting it, so a resumed turn waits instead of calling again.
       await this.o.commit();
     }
-    const parent = s.template;
+    // The child's own template declares no sandboxes: it uses the ones granted, shared.
+    const { sandboxes: _declared, ...parent } = s.template;
     const history = a.useParentHistory
       ? s.messages.slice(0, site.assistantIndex).filter((m) => m.role !== 'system')
       : undefined;
@@ -118,7 +128,7 @@ export class SubagentCalls {
           // Only the servers it was given, never more than the parent holds.
           mcp: childMcp(parent.mcp, child.mcp),
         },
-        ...(s.sandboxId ? { sandboxId: s.sandboxId } : {}),
+        ...(Object.keys(sandboxes).length > 0 ? { sandboxes } : {}),
         parentSessionId: sessionId,
         siblings: Object.keys(s.subagents).filter((n) => n !== child.name),
         ...(s.run.budgetScope ? { budgetScope: s.run.budgetScope } : {}),

@@ -1,12 +1,11 @@
 import type { RefFactory } from '@troupe/actors';
-import { ErrorCode, TroupeError } from '@troupe/proto';
 import type { ToolCall } from '@troupe/llm';
 import type { AgentSessionState, RunningSession, StoredMessage } from './agent-state';
 import type { RunMiddleware } from './middleware/middleware';
 import type { AgentStopReason } from './agent-stop-reason';
 import type { Checkpointer } from './checkpointer';
 import { headTail } from './replace-exact';
-import type { SandboxPort } from './sandbox-port';
+import type { SessionSandboxes } from '../sandboxes/session-sandboxes';
 import type { SubagentCalls } from './subagent-calls';
 import type { SkillSource } from '../skills/skill-store';
 import type { MemoryStore } from '../memory/memory-store';
@@ -25,8 +24,8 @@ export interface ToolBatchOptions {
   signal: () => AbortSignal;
   /** Aborted only when the turn itself must stop: a tool's error is then thrown, not answered. */
   halt: AbortSignal;
-  /** The sandbox port for a sandbox id. */
-  sandbox: (sandboxId: string) => SandboxPort;
+  /** The session's sandboxes, by name. */
+  sandboxes: SessionSandboxes;
   refs: RefFactory;
   models: ModelNames;
   subagents: SubagentCalls;
@@ -149,19 +148,15 @@ export class ToolBatch {
 
   /** What a tool sees of session `s` while it runs tool call `callId`. */
   private context(s: RunningSession, callId: string, assistantIndex: number): ToolContext {
-    const { sessionId, sandbox, refs, models, subagents, skills, memory } = this.o;
+    const { sessionId, sandboxes, refs, models, subagents, skills, memory } = this.o;
+    const signal = this.o.signal();
     return {
       session: s,
       sessionId,
-      signal: this.o.signal(),
+      signal,
       callId,
       assistantIndex,
-      sandbox: () => {
-        if (!s.sandboxId) {
-          throw new TroupeError(ErrorCode.INVALID_ARGUMENT, 'this session has no sandbox');
-        }
-        return sandbox(s.sandboxId);
-      },
+      sandbox: (name) => sandboxes.port(name, { signal }),
       refs,
       models,
       subagents,

@@ -15,8 +15,8 @@ const MAX_CONNECTS = 2;
 export interface McpConnectionOptions {
   /** The template's `mcp` field (timeouts). */
   config: McpConfig;
-  /** The session's sandbox (stdio servers run in it). */
-  sandbox: () => SandboxPort;
+  /** The session's `main` sandbox, created first if the template declares it (stdio servers). */
+  sandbox: () => Promise<SandboxPort>;
   log: Logger;
   /** Told when the server is connected (its tools) or goes down (why), for the trajectory. */
   onEvent?: (state: 'connected' | 'down', detail: string) => void;
@@ -77,7 +77,7 @@ export class McpConnection {
     }
     this.connects++;
     const client = new Client({ name: 'troupe-agent', version: '0.1.0' });
-    const transport = this.transportFor(server);
+    const transport = await this.transportFor(server);
     client.onclose = () => {
       if (this.client === client) this.markDown(this.exitOf(transport) ?? 'connection closed');
     };
@@ -113,7 +113,7 @@ export class McpConnection {
     }
   }
 
-  private transportFor(server: McpServerConfig): Transport {
+  private async transportFor(server: McpServerConfig): Promise<Transport> {
     if (server.url !== undefined) {
       return new StreamableHTTPClientTransport(new URL(server.url), {
         ...(server.headers ? { requestInit: { headers: server.headers } } : {}),
@@ -121,7 +121,7 @@ export class McpConnection {
     }
     const stdio = server.stdio as NonNullable<McpServerConfig['stdio']>;
     return new SandboxStdioTransport({
-      port: this.o.sandbox(),
+      port: await this.o.sandbox(),
       argv: [stdio.command, ...stdio.args],
       env: stdio.env,
       ...(stdio.cwd !== undefined ? { cwd: stdio.cwd } : {}),

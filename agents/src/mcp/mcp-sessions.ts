@@ -11,8 +11,8 @@ import { McpConnection } from './mcp-connection';
 export interface McpUse {
   /** The template's `mcp` field. */
   config: McpConfig;
-  /** The session's sandbox (stdio servers). */
-  sandbox: () => SandboxPort;
+  /** The session's `main` sandbox (stdio servers), created first if the template declares it. */
+  sandbox: () => Promise<SandboxPort>;
   /** The turn's signal. */
   signal: AbortSignal;
   /** Told when a server goes down or is connected (trajectory). */

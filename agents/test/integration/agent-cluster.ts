@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { type NatsConnection } from '@nats-io/transport-node';
 import { type ActorSystem } from '@troupe/actors';
+import type Docker from 'dockerode';
 import { spawnNodeProcess, TestCluster, type TestProcess } from '@troupe/test-cluster';
 import { FakeOpenAI, type NatsClusterHandle, type NatsServerHandle } from '@troupe/testkit';
 import { TrajectoryStore } from '../../src/agent/trajectory-store';
@@ -58,6 +59,10 @@ export interface AgentCluster {
   createSandbox(id: string, files: Record<string, string>): Promise<void>;
   /** Runs a shell command in a sandbox (through the sandbox actor). */
   sh(id: string, command: string): Promise<{ exitCode: number; stdout: string }>;
+  /** This cluster's Docker containers (running or not) with these `key=value` labels. */
+  containers(labels: readonly string[]): Promise<Docker.ContainerInfo[]>;
+  /** The Docker engine's view of a container. */
+  inspect(containerId: string): Promise<Docker.ContainerInspectInfo>;
   stop(): Promise<void>;
 }
 
@@ -124,6 +129,15 @@ export async function startAgentCluster(options: {
         stdout: string;
       };
       return r;
+    },
+    async containers(labels) {
+      return tc.docker.listContainers({
+        all: true,
+        filters: { label: [`troupe.cluster=${tc.cluster}`, ...labels] },
+      });
+    },
+    async inspect(containerId) {
+      return tc.docker.getContainer(containerId).inspect();
     },
     async stop() {
       await tc.actors.shutdown().catch(() => undefined);

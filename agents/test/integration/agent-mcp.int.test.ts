@@ -265,3 +265,52 @@ test('a subagent gets only the MCP servers its parent grants; HTTP servers work 
     message: 'the stdio MCP server is killed when its session is passivated',
   });
 }, 180_000);
+
+test('a stdio server in a declared main sandbox: each run starts it in its own sandbox', async () => {
+  const jobId = `job-${randomUUID().slice(0, 8)}`;
+  const sessionId = `mcpd-${randomUUID().slice(0, 8)}`;
+  const template = {
+    name: 'declared',
+    instruction: 'You compute.',
+    model: 'fake',
+    // `main` is the agent's own (created on first use, destroyed at the run end): the server
+    // comes from the template itself, as `node -e`, since a declared sandbox has no files.
+    sandboxes: { main: { image: 'troupe-node' } },
+    mcp: { servers: [{ name: 'calc', stdio: { command: 'node', args: ['-e', SERVER_JS] } }] },
+  };
+  const runs: Record<string, string>[] = [];
+  for (const [i, [a, b]] of [
+    [2, 3],
+    [40, 2],
+  ].entries()) {
+    c.fake.reset();
+    c.fake.enqueue(
+      call(`r${i}a`, 'mcp__calc__add', { a, b }),
+      call(`r${i}f`, 'finish_task', { summary: `run ${i} done` }),
+    );
+    const result = await runAgentSession({
+      system: c.client,
+      trajectories: c.trajectories,
+      sessionId,
+      jobId,
+      template,
+      task: `Add ${a} and ${b}.`,
+      signal: AbortSignal.timeout(120_000),
+    });
+    expect(result).toMatchObject({ stopReason: 'FINISHED', finalText: `run ${i} done` });
+    runs.push(
+      Object.assign({}, ...c.fake.chatRequests.map((r) => toolResults(r.body))) as Record<
+        string,
+        string
+      >,
+    );
+    // The run's own sandbox (and the server in it) is gone when the run has ended.
+    expect(await c.containers([`troupe.job=${jobId}`])).toEqual([]);
+  }
+  // The second run reached a server in its new sandbox, not the destroyed one's dead connection.
+  expect([runs[0]?.['r0a'], runs[1]?.['r1a']]).toEqual(['5', '42']);
+  const connects = (await c.trajectories.read(sessionId)).filter(
+    (e) => e.type === 'mcp_server' && e.data?.['state'] === 'connected',
+  );
+  expect(connects).toHaveLength(2);
+}, 240_000);

@@ -32,8 +32,13 @@ export interface ToolContext {
   readonly callId: string;
   /** Index in the conversation of the model reply that made the call. */
   readonly assistantIndex: number;
-  /** The session's sandbox. @throws TroupeError `INVALID_ARGUMENT` when it has none */
-  readonly sandbox: () => SandboxPort;
+  /**
+   * The session's sandbox `name` (default `main`), created first when the template declares it
+   * and it was not yet.
+   * @throws TroupeError `INVALID_ARGUMENT` naming `arguments.sandbox` (and the held names) for a
+   *   name the session does not hold; the node agent's error when creating fails
+   */
+  readonly sandbox: (name?: string) => Promise<SandboxPort>;
   /** Refs to other actors (sends carry the session as sender). */
   readonly refs: RefFactory;
   /** The registered model names. */

@@ -3,6 +3,8 @@ import { MODEL_NAME } from '@troupe/llm';
 import { AgentNameSchema, holdsTool } from '../agent-template';
 import { SkillNameSchema } from '../../skills/skill';
 import { McpServerNameSchema } from '../../mcp/mcp-config';
+import { MAIN_SANDBOX, SandboxNameSchema } from '../../sandboxes/sandbox-template';
+import { heldList } from '../../sandboxes/session-sandboxes';
 import {
   AGENT_TOOL_NAMES,
   type AgentToolName as ToolName,
@@ -18,7 +20,7 @@ import { toolError } from './tool-outcome';
 export const createSubagent = defineTool({
   name: AgentToolName.CREATE_SUBAGENT,
   description:
-    'Create a named subagent with its own instruction, a model (or inherit), a subset of your tools, a subset of your skills and a subset of your MCP servers.',
+    'Create a named subagent with its own instruction, a model (or inherit), a subset of your tools, a subset of your skills, a subset of your MCP servers and a subset of your sandboxes (shared with it).',
   schema: z.strictObject({
     name: AgentNameSchema,
     instruction: z.string().min(1),
@@ -33,6 +35,10 @@ export const createSubagent = defineTool({
       .array(McpServerNameSchema)
       .default([])
       .describe('names of your MCP servers it may use (all their tools)'),
+    sandboxes: z
+      .array(SandboxNameSchema)
+      .optional()
+      .describe('names of your sandboxes it may use, shared with it (default: your main one)'),
   }),
   effect: false,
   sandbox: false,
@@ -60,6 +66,17 @@ export const createSubagent = defineTool({
         `PERMISSION_DENIED: \`arguments.mcp\`: a subagent may only get MCP servers you hold; you lack ${lackingServers.join(', ')}`,
       );
     }
+    const held = s.sandboxes ?? {};
+    const lackingSandboxes = (a.sandboxes ?? []).filter((n) => !Object.hasOwn(held, n));
+    if (lackingSandboxes.length > 0) {
+      return toolError(
+        `PERMISSION_DENIED: \`arguments.sandboxes\`: a subagent may only get sandboxes you hold; you lack ${lackingSandboxes.join(', ')} (yours: ${heldList(held)})`,
+      );
+    }
+    if (a.sandboxes && new Set(a.sandboxes).size !== a.sandboxes.length) {
+      return toolError('`arguments.sandboxes`: must not repeat a sandbox');
+    }
+    const granted = a.sandboxes ?? (Object.hasOwn(held, MAIN_SANDBOX) ? [MAIN_SANDBOX] : []);
     const model = a.model === 'inherit' ? s.template.model : a.model;
     if (!models.has(model)) {
       return toolError(
@@ -81,10 +98,11 @@ export const createSubagent = defineTool({
       tools: a.tools,
       ...(a.skills.length > 0 ? { skills: [...new Set(a.skills)] } : {}),
       ...(a.mcp.length > 0 ? { mcp: [...new Set(a.mcp)] } : {}),
+      ...(a.sandboxes ? { sandboxes: a.sandboxes } : {}),
     };
     return {
       ok: true,
-      content: `created subagent ${a.name} (session ${sessionId}, model ${model}, tools [${a.tools.join(', ')}]${a.skills.length > 0 ? `, skills [${a.skills.join(', ')}]` : ''}${a.mcp.length > 0 ? `, mcp [${a.mcp.join(', ')}]` : ''})`,
+      content: `created subagent ${a.name} (session ${sessionId}, model ${model}, tools [${a.tools.join(', ')}]${a.skills.length > 0 ? `, skills [${a.skills.join(', ')}]` : ''}${a.mcp.length > 0 ? `, mcp [${a.mcp.join(', ')}]` : ''}${granted.length > 0 ? `, sandboxes [${granted.join(', ')}]` : ''})`,
     };
   },
 });

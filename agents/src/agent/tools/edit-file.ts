@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { AgentToolName } from '../agent-tool-name';
 import { replaceExact } from '../replace-exact';
 import { defineTool } from './agent-tool';
+import { SandboxArgSchema } from '../../sandboxes/sandbox-template';
 
 /** `edit_file`: replaces the single exact occurrence of a text in a sandbox file. */
 export const editFile = defineTool({
@@ -12,11 +13,12 @@ export const editFile = defineTool({
     path: z.string().min(1),
     old_text: z.string().min(1).describe('exact text to replace; must occur exactly once'),
     new_text: z.string(),
+    sandbox: SandboxArgSchema,
   }),
   effect: true,
   sandbox: true,
   async run({ sandbox, signal }, a) {
-    const port = sandbox();
+    const port = await sandbox(a.sandbox);
     const text = await port.readFile(a.path, { signal });
     const next = replaceExact(text, a.old_text, a.new_text, a.path);
     await port.writeFile(a.path, next, { signal });

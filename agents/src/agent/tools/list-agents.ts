@@ -6,14 +6,14 @@ import { defineTool } from './agent-tool';
 export const listAgents = defineTool({
   name: AgentToolName.LIST_AGENTS,
   description:
-    'List your subagents, their tools and whether they are busy, your parent and your siblings.',
+    'List your subagents, their tools and sandboxes and whether they are busy, your parent and your siblings.',
   schema: z.strictObject({}),
   effect: false,
   sandbox: false,
   run({ session: s }) {
     const rows = Object.values(s.subagents).map(
       (a) =>
-        `- ${a.name} (session ${a.sessionId}, model ${a.model}, tools [${a.tools.join(', ')}])${a.activeCallId ? ' BUSY' : ''}`,
+        `- ${a.name} (session ${a.sessionId}, model ${a.model}, tools [${a.tools.join(', ')}]${a.sandboxes ? `, sandboxes [${a.sandboxes.join(', ')}]` : ''})${a.activeCallId ? ' BUSY' : ''}`,
     );
     const parent = s.parentSessionId ? `parent: ${s.parentSessionId}\n` : '';
     const siblings = s.siblings?.length ? `siblings: ${s.siblings.join(', ')}\n` : '';

@@ -1,12 +1,13 @@
 import { z } from 'zod';
 import { AgentToolName } from '../agent-tool-name';
 import { defineTool } from './agent-tool';
+import { SandboxArgSchema } from '../../sandboxes/sandbox-template';
 
 /** `run_terminal_command`: a shell command in the sandbox, foreground or background. */
 export const runTerminalCommand = defineTool({
   name: AgentToolName.RUN_TERMINAL_COMMAND,
   description:
-    'Run a shell command in the sandbox workspace (foreground with timeout), or start one in the background and poll/kill it by job_id.',
+    'Run a shell command in a sandbox workspace (foreground with timeout), or start one in the background and poll/kill it by job_id.',
   schema: z
     .strictObject({
       command: z.string().min(1).optional().describe('Shell command (run with /bin/sh -c)'),
@@ -17,6 +18,7 @@ export const runTerminalCommand = defineTool({
       background: z.boolean().default(false).describe('start in the background; returns job_id'),
       job_id: z.string().min(1).optional().describe('background job to poll or kill'),
       timeout_s: z.int().min(1).max(3_600).default(120).describe('foreground timeout, seconds'),
+      sandbox: SandboxArgSchema,
     })
     .superRefine((a, ctx) => {
       if (a.action === 'run' && a.command === undefined) {
@@ -29,7 +31,7 @@ export const runTerminalCommand = defineTool({
   effect: true,
   sandbox: true,
   async run({ sandbox, signal }, a) {
-    const port = sandbox();
+    const port = await sandbox(a.sandbox);
     if (a.action === 'poll' || a.action === 'kill') {
       // The schema requires job_id for poll and kill.
       const jobId = a.job_id as string;

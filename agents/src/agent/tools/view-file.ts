@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { AgentToolName } from '../agent-tool-name';
 import { defineTool } from './agent-tool';
+import { SandboxArgSchema } from '../../sandboxes/sandbox-template';
 import { toolError } from './tool-outcome';
 
 /** `view_file`: a sandbox file with line numbers, or a range of its lines. */
@@ -11,11 +12,12 @@ export const viewFile = defineTool({
     path: z.string().min(1),
     start_line: z.int().min(1).optional(),
     end_line: z.int().min(1).optional(),
+    sandbox: SandboxArgSchema,
   }),
   effect: false,
   sandbox: true,
   async run({ sandbox, signal }, a) {
-    const text = await sandbox().readFile(a.path, { signal });
+    const text = await (await sandbox(a.sandbox)).readFile(a.path, { signal });
     const lines = text.split('\n');
     if (lines.at(-1) === '') lines.pop();
     const from = a.start_line ?? 1;

@@ -1,16 +1,21 @@
 import { z } from 'zod';
 import { AgentToolName } from '../agent-tool-name';
 import { defineTool } from './agent-tool';
+import { SandboxArgSchema } from '../../sandboxes/sandbox-template';
 
 /** `write_file`: creates or overwrites a sandbox file. */
 export const writeFile = defineTool({
   name: AgentToolName.WRITE_FILE,
   description: 'Create or overwrite a text file.',
-  schema: z.strictObject({ path: z.string().min(1), content: z.string() }),
+  schema: z.strictObject({
+    path: z.string().min(1),
+    content: z.string(),
+    sandbox: SandboxArgSchema,
+  }),
   effect: true,
   sandbox: true,
   async run({ sandbox, signal }, a) {
-    await sandbox().writeFile(a.path, a.content, { signal });
+    await (await sandbox(a.sandbox)).writeFile(a.path, a.content, { signal });
     return { ok: true, content: `wrote ${Buffer.byteLength(a.content)} bytes to ${a.path}` };
   },
 });
