@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { type JobEventRecord } from '@troupe/coordinator';
-import { LlmClient, ModelRegistry } from '@troupe/llm';
+import { LlmClient } from '@troupe/llm';
 import {
   BankStore,
   MemoryBank,
@@ -19,6 +19,7 @@ import {
   SEED_BANK,
 } from '../../../perf/rsi-desktop/role-script';
 import { createRsiDriver, rsiBankId } from '../../src';
+import { rsiModelRegistry } from './rsi-fixtures/study-harness';
 
 // The `rsi` driver on desktop environments, end to end on the shipped rsi-desktop-mini suite: a
 // real coordinator and node agent hosting Docker desktops (Xvfb, xterm); every role's model is
@@ -42,16 +43,7 @@ let nc: NatsConnection;
 
 beforeAll(async () => {
   fake = await FakeOpenAI.start();
-  const model = () => ({
-    baseURL: fake.baseURL,
-    model: 'fake-model',
-    inputUsdPer1M: 0,
-    outputUsdPer1M: 0,
-    maxTokens: 512,
-  });
-  const registry = new ModelRegistry({
-    models: { actor: model(), verifier: model(), curriculum: model() },
-  });
+  const registry = rsiModelRegistry(fake);
   const client = new LlmClient({ registry, retry: { maxAttempts: 1 } });
   tc = await TestCluster.start({
     coordinator: {

@@ -5,13 +5,14 @@ import { ActorSystem } from '@troupe/actors';
 import { createAgentActor, TrajectoryStore } from '@troupe/agents';
 import { registerBuiltinDrivers } from '@troupe/benchmarks';
 import { DriverRegistry, type JobEventRecord } from '@troupe/coordinator';
-import { LlmClient, ModelRegistry } from '@troupe/llm';
+import { LlmClient } from '@troupe/llm';
 import { errorCode } from '@troupe/proto';
 import { BankStore, type FrozenBank, type Phase1Result, type Phase3Result } from '@troupe/rsi';
 import { type ChatRequest, FakeOpenAI, waitFor } from '@troupe/testkit';
 import { spawnNodeProcess, TestCluster, type TestProcess } from '@troupe/test-cluster';
 import { rsiBankId } from '../../src';
 import { bankWith, readRequest, rsiScript } from './rsi-fixtures/rsi-script';
+import { rsiModelRegistry, watchStudyRecords } from './rsi-fixtures/study-harness';
 
 // Resume after kill -9 at every phase boundary, process level: the study runs in a coordinator
 // process (the rsi driver from dist/, rsi-fixtures/coordinator-process.js); the roles' agent
@@ -56,16 +57,7 @@ function countParts(fake: FakeOpenAI): Record<string, number> {
   async () => {
     const fake = await FakeOpenAI.start();
     fake.setHandler(rsiScript);
-    const model = () => ({
-      baseURL: fake.baseURL,
-      model: 'fake-model',
-      inputUsdPer1M: 0,
-      outputUsdPer1M: 0,
-      maxTokens: 512,
-    });
-    const registry = new ModelRegistry({
-      models: { actor: model(), verifier: model(), curriculum: model() },
-    });
+    const registry = rsiModelRegistry(fake);
     // No coordinator here until the end: the killed hosts are processes. Sandbox slots leave
     // room for the sandboxes of killed executions (their orphaned runs go on for a while).
     const tc = await TestCluster.start({
@@ -103,16 +95,8 @@ function countParts(fake: FakeOpenAI): Record<string, number> {
       const bankId = rsiBankId(jobId);
       const banks = await BankStore.open(nc, { cluster: tc.cluster });
 
-      // Every value each study record key ever had, as the bucket's watch delivers them.
-      const written = new Map<string, string[]>();
-      const watch = await banks.kv.watch({ key: `${bankId}.study.>` });
-      void (async () => {
-        for await (const e of watch) {
-          if (e.operation !== 'PUT') continue;
-          written.set(e.key, [...(written.get(e.key) ?? []), e.string()]);
-        }
-      })();
-      const key = (name: string) => `${bankId}.study.${name}`;
+      const records = await watchStudyRecords(banks, bankId);
+      const { written, key } = records;
 
       // Kill right after each boundary; the part that boundary finished must not grow afterwards.
       const boundaries = [
@@ -187,8 +171,8 @@ function countParts(fake: FakeOpenAI): Record<string, number> {
         expect({ key: k, history }).toEqual({ key: k, history: written.get(k) });
         expect({ key: k, revisions: history.length }).toEqual({ key: k, revisions: 1 });
       }
-      watch.stop();
-      const record = <T>(name: string) => JSON.parse(written.get(key(name))![0]!) as T;
+      records.stop();
+      const record = records.first;
       expect(record<Phase1Result>('phase1.ready')).toMatchObject({ ended: 'READY', waves: 1 });
       expect(record<FrozenBank>('phase2.frozen').treeHash).toBe(expected.treeHash);
       expect(record<Phase3Result>('phase3.result')).toMatchObject({

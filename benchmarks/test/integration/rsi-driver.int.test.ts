@@ -3,7 +3,7 @@ import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { ActorSystem } from '@troupe/actors';
 import { createAgentActor, TrajectoryStore } from '@troupe/agents';
 import { type JobEventRecord } from '@troupe/coordinator';
-import { LlmClient, ModelRegistry } from '@troupe/llm';
+import { LlmClient } from '@troupe/llm';
 import { errorCode } from '@troupe/proto';
 import { BankStore, type Phase1Result, StudyRecords, type WaveRecord } from '@troupe/rsi';
 import { FakeOpenAI } from '@troupe/testkit';
@@ -16,6 +16,7 @@ import {
   rsiScript as script,
   WORK,
 } from './rsi-fixtures/rsi-script';
+import { rsiModelRegistry } from './rsi-fixtures/study-harness';
 
 // The `rsi` driver end to end on the shipped rsi-shell-mini suite: a real coordinator, node
 // agent (Docker sandboxes) and agent host; every role's model is the testkit's FakeOpenAI,
@@ -38,16 +39,7 @@ let host: ActorSystem;
 
 beforeAll(async () => {
   fake = await FakeOpenAI.start();
-  const model = () => ({
-    baseURL: fake.baseURL,
-    model: 'fake-model',
-    inputUsdPer1M: 0,
-    outputUsdPer1M: 0,
-    maxTokens: 512,
-  });
-  const registry = new ModelRegistry({
-    models: { actor: model(), verifier: model(), curriculum: model() },
-  });
+  const registry = rsiModelRegistry(fake);
   tc = await TestCluster.start({
     coordinator: { drivers: [createRsiDriver({ models: registry, baseDir: REPO })] },
     nodeAgent: { slots: { sandbox: 4, evaluator: 0 } },

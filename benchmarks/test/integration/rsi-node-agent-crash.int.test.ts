@@ -3,13 +3,14 @@ import { ActorSystem } from '@troupe/actors';
 import { createAgentActor, TrajectoryStore } from '@troupe/agents';
 import { registerBuiltinDrivers } from '@troupe/benchmarks';
 import { DriverRegistry, type JobEventRecord } from '@troupe/coordinator';
-import { LlmClient, ModelRegistry } from '@troupe/llm';
+import { LlmClient } from '@troupe/llm';
 import { BankStore, type Phase3Result } from '@troupe/rsi';
 import { FakeOpenAI, waitFor } from '@troupe/testkit';
 import { TestCluster, type TestProcess } from '@troupe/test-cluster';
 import path from 'node:path';
 import { rsiBankId } from '../../src';
 import { bankWith, readRequest, rsiScript } from './rsi-fixtures/rsi-script';
+import { rsiModelRegistry, watchStudyRecords } from './rsi-fixtures/study-harness';
 
 // Resume after kill -9 of the node agent at every phase boundary, process level: the machines of
 // the study's roles are sandboxes on a `troupe-node-agent` process, which the test kills with
@@ -45,16 +46,7 @@ test('kill -9 of the node agent after each phase boundary: the study resumes on 
     }
     return counts;
   };
-  const model = () => ({
-    baseURL: fake.baseURL,
-    model: 'fake-model',
-    inputUsdPer1M: 0,
-    outputUsdPer1M: 0,
-    maxTokens: 512,
-  });
-  const registry = new ModelRegistry({
-    models: { actor: model(), verifier: model(), curriculum: model() },
-  });
+  const registry = rsiModelRegistry(fake);
   const tc = await TestCluster.start({
     docker: true,
     coordinator: {
@@ -104,15 +96,8 @@ test('kill -9 of the node agent after each phase boundary: the study resumes on 
 
     const bankId = rsiBankId(jobId);
     const banks = await BankStore.open(nc, { cluster: tc.cluster });
-    const written = new Map<string, string[]>();
-    const watch = await banks.kv.watch({ key: `${bankId}.study.>` });
-    void (async () => {
-      for await (const e of watch) {
-        if (e.operation !== 'PUT') continue;
-        written.set(e.key, [...(written.get(e.key) ?? []), e.string()]);
-      }
-    })();
-    const key = (name: string) => `${bankId}.study.${name}`;
+    const records = await watchStudyRecords(banks, bankId);
+    const { written, key } = records;
 
     // Kill the host right after each boundary; the part that boundary finished must not grow.
     const boundaries = [
@@ -173,8 +158,8 @@ test('kill -9 of the node agent after each phase boundary: the study resumes on 
     expect([...written.keys()].sort()).toEqual([...keys].sort());
     for (const k of keys)
       expect({ key: k, writes: written.get(k)!.length }).toEqual({ key: k, writes: 1 });
-    watch.stop();
-    const result = JSON.parse(written.get(key('phase3.result'))![0]!) as Phase3Result;
+    records.stop();
+    const result = records.first<Phase3Result>('phase3.result');
     expect(result).toMatchObject({ scored: 2, unscored: 0, meanScore: 0.5 });
 
     // No finished part ran again: its model requests are what they were at its host's kill.
