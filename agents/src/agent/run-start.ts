@@ -7,6 +7,7 @@ import { middlewareProblem, type MiddlewarePlugins } from './middleware/build-ch
 import type { ModelNames } from './tools/agent-tool';
 import { SANDBOX_TOOLS } from './tools/agent-tools';
 import { resolveSandboxes } from '../sandboxes/session-sandboxes';
+import { MAIN_SANDBOX } from '../sandboxes/sandbox-template';
 
 /** A new run's start: refused (why), or begun (the messages it added to the conversation). */
 export type RunStart =
@@ -71,7 +72,7 @@ export function startRun(
     [c.promptExtra, sandboxes.prompt].filter((t) => t !== undefined).join('\n\n') || undefined;
   // Stdio MCP servers run inside the session's `main` sandbox, never on the agent host.
   const stdioServers = (template.mcp?.servers ?? []).filter((m) => m.stdio).map((m) => m.name);
-  if (stdioServers.length > 0 && !Object.hasOwn(sandboxes.held, 'main')) {
+  if (stdioServers.length > 0 && !Object.hasOwn(sandboxes.held, MAIN_SANDBOX)) {
     return {
       ok: false,
       code: ErrorCode.INVALID_ARGUMENT,

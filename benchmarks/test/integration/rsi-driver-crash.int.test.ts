@@ -8,11 +8,17 @@ import { DriverRegistry, type JobEventRecord } from '@troupe/coordinator';
 import { LlmClient } from '@troupe/llm';
 import { errorCode } from '@troupe/proto';
 import { BankStore, type FrozenBank, type Phase1Result, type Phase3Result } from '@troupe/rsi';
-import { type ChatRequest, FakeOpenAI, waitFor } from '@troupe/testkit';
+import { FakeOpenAI, waitFor } from '@troupe/testkit';
 import { spawnNodeProcess, TestCluster, type TestProcess } from '@troupe/test-cluster';
 import { rsiBankId } from '../../src';
-import { bankWith, readRequest, rsiScript } from './rsi-fixtures/rsi-script';
-import { rsiModelRegistry, watchStudyRecords } from './rsi-fixtures/study-harness';
+import { bankWith, rsiScript } from './rsi-fixtures/rsi-script';
+import {
+  countParts,
+  rsiModelRegistry,
+  SHELL_MINI_RECORDS,
+  type ShellMiniPart,
+  watchStudyRecords,
+} from './rsi-fixtures/study-harness';
 
 // Resume after kill -9 at every phase boundary, process level: the study runs in a coordinator
 // process (the rsi driver from dist/, rsi-fixtures/coordinator-process.js); the roles' agent
@@ -31,26 +37,6 @@ const REPO = path.resolve(__dirname, '../../..');
 const SUITE = 'benchmarks/suites/rsi-shell-mini';
 const HOST = path.join(__dirname, 'rsi-fixtures', 'coordinator-process.js');
 const builtPackages = existsSync(path.resolve(__dirname, '../../dist/index.js'));
-
-/** Which part of the study a model request belongs to (from the files its conversation names). */
-function partOf(req: ChatRequest): 'phase1' | 'greeting' | 'count-lines' | 'held-out' | 'other' {
-  const { role } = readRequest(req);
-  const body = JSON.stringify(req.body.messages);
-  if (role === 'phase1-curriculum' || /practice\/p[12]\//.test(body)) return 'phase1';
-  if (body.includes('greeting.txt')) return 'greeting';
-  if (body.includes('count.txt')) return 'count-lines';
-  if (body.includes('farewell.txt') || body.includes('wc.txt')) return 'held-out';
-  return 'other';
-}
-
-function countParts(fake: FakeOpenAI): Record<string, number> {
-  const counts: Record<string, number> = {};
-  for (const r of fake.chatRequests) {
-    const part = partOf(r);
-    counts[part] = (counts[part] ?? 0) + 1;
-  }
-  return counts;
-}
 
 (builtPackages ? test : test.skip)(
   'kill -9 of the coordinator after each phase boundary: the study resumes, freezes the same bank, writes every record once and reruns no finished phase',
@@ -105,7 +91,7 @@ function countParts(fake: FakeOpenAI): Record<string, number> {
         ['phase2.frozen', 'count-lines'],
         ['phase3.result', 'held-out'],
       ] as const;
-      const atKill: { boundary: string; part: string; requests: number }[] = [];
+      const atKill: { boundary: string; part: ShellMiniPart; requests: number }[] = [];
       for (const [i, [boundary, part]] of boundaries.entries()) {
         await waitFor(() => written.has(key(boundary)), {
           timeoutMs: 90_000,
@@ -150,16 +136,7 @@ function countParts(fake: FakeOpenAI): Record<string, number> {
       ).toBe('NOT_FOUND');
 
       // Every boundary record was written once, and never with other content.
-      const keys = [
-        'phase1.wave-1',
-        'phase1.ready',
-        'phase2.greeting',
-        'phase2.count-lines',
-        'phase2.frozen',
-        'phase3.farewell',
-        'phase3.count-words',
-        'phase3.result',
-      ].map(key);
+      const keys = SHELL_MINI_RECORDS.map(key);
       await waitFor(() => keys.every((k) => written.has(k)), {
         timeoutMs: 10_000,
         message: 'every record seen by the watch',

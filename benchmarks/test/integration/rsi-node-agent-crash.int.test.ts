@@ -9,8 +9,14 @@ import { FakeOpenAI, waitFor } from '@troupe/testkit';
 import { TestCluster, type TestProcess } from '@troupe/test-cluster';
 import path from 'node:path';
 import { rsiBankId } from '../../src';
-import { bankWith, readRequest, rsiScript } from './rsi-fixtures/rsi-script';
-import { rsiModelRegistry, watchStudyRecords } from './rsi-fixtures/study-harness';
+import { bankWith, rsiScript } from './rsi-fixtures/rsi-script';
+import {
+  countParts,
+  rsiModelRegistry,
+  SHELL_MINI_RECORDS,
+  type ShellMiniPart,
+  watchStudyRecords,
+} from './rsi-fixtures/study-harness';
 
 // Resume after kill -9 of the node agent at every phase boundary, process level: the machines of
 // the study's roles are sandboxes on a `troupe-node-agent` process, which the test kills with
@@ -27,25 +33,9 @@ jest.setTimeout(600_000);
 const REPO = path.resolve(__dirname, '../../..');
 const SUITE = 'benchmarks/suites/rsi-shell-mini';
 
-/** Which part of the study a model request belongs to (from the files its conversation names). */
-function partOf(body: string, role: string): 'phase1' | 'greeting' | 'count-lines' | 'other' {
-  if (role === 'phase1-curriculum' || /practice\/p[12]\//.test(body)) return 'phase1';
-  if (body.includes('greeting.txt')) return 'greeting';
-  if (body.includes('count.txt')) return 'count-lines';
-  return 'other';
-}
-
 test('kill -9 of the node agent after each phase boundary: the study resumes on a fresh host and freezes the same bank', async () => {
   const fake = await FakeOpenAI.start();
   fake.setHandler(rsiScript);
-  const parts = () => {
-    const counts: Record<string, number> = {};
-    for (const r of fake.chatRequests) {
-      const part = partOf(JSON.stringify(r.body.messages), readRequest(r).role);
-      counts[part] = (counts[part] ?? 0) + 1;
-    }
-    return counts;
-  };
   const registry = rsiModelRegistry(fake);
   const tc = await TestCluster.start({
     docker: true,
@@ -105,7 +95,7 @@ test('kill -9 of the node agent after each phase boundary: the study resumes on 
       ['phase2.greeting', 'greeting'],
       ['phase2.frozen', 'count-lines'],
     ] as const;
-    const atKill: { boundary: string; part: string; requests: number }[] = [];
+    const atKill: { boundary: string; part: ShellMiniPart; requests: number }[] = [];
     for (const [i, [boundary, part]] of boundaries.entries()) {
       await waitFor(() => written.has(key(boundary)), {
         timeoutMs: 240_000,
@@ -113,7 +103,7 @@ test('kill -9 of the node agent after each phase boundary: the study resumes on 
         message: `${boundary} written (node agent ${i + 1} output:\n${host.output().slice(-3_000)})`,
       });
       expect(await host.kill('SIGKILL')).toBe('SIGKILL');
-      atKill.push({ boundary, part, requests: parts()[part] ?? 0 });
+      atKill.push({ boundary, part, requests: countParts(fake)[part] ?? 0 });
       // The next host starts only once the coordinator has declared this one dead: work that
       // reaches for a machine meanwhile finds none (or the dead host) and must be redone.
       const dead = `rsi-node-${i + 1}`;
@@ -141,16 +131,7 @@ test('kill -9 of the node agent after each phase boundary: the study resumes on 
 
     // Every boundary record written once; both held-out tasks scored, none left unscored by the
     // lost host (an evaluation it interrupted was retried on a fresh machine).
-    const keys = [
-      'phase1.wave-1',
-      'phase1.ready',
-      'phase2.greeting',
-      'phase2.count-lines',
-      'phase2.frozen',
-      'phase3.farewell',
-      'phase3.count-words',
-      'phase3.result',
-    ].map(key);
+    const keys = SHELL_MINI_RECORDS.map(key);
     await waitFor(() => keys.every((k) => written.has(k)), {
       timeoutMs: 10_000,
       message: 'every record seen by the watch',
@@ -163,7 +144,7 @@ test('kill -9 of the node agent after each phase boundary: the study resumes on 
     expect(result).toMatchObject({ scored: 2, unscored: 0, meanScore: 0.5 });
 
     // No finished part ran again: its model requests are what they were at its host's kill.
-    const final = parts();
+    const final = countParts(fake);
     expect(atKill.map((k) => [k.boundary, final[k.part]])).toEqual(
       atKill.map((k) => [k.boundary, k.requests]),
     );

@@ -1,9 +1,11 @@
 import { type BankStore } from '@troupe/rsi';
 import { ModelRegistry } from '@troupe/llm';
-import { type FakeOpenAI } from '@troupe/testkit';
+import { type ChatRequest, type FakeOpenAI } from '@troupe/testkit';
+import { readRequest } from './rsi-script';
 
 // What the rsi driver's integration tests share besides the role script: the three role models
-// on one FakeOpenAI server, and a watch on a study's boundary records.
+// on one FakeOpenAI server, a watch on a study's boundary records, the records a study of the
+// shipped rsi-shell-mini suite writes, and which part of that study each model request served.
 
 /** The `actor`, `verifier` and `curriculum` models, all served by `fake` at no cost. */
 export function rsiModelRegistry(fake: FakeOpenAI): ModelRegistry {
@@ -48,4 +50,40 @@ export async function watchStudyRecords(
     first: <T>(name: string) => JSON.parse(written.get(key(name))![0]!) as T,
     stop: () => watch.stop(),
   };
+}
+
+/** The record names a study of rsi-shell-mini writes (one wave, two dev and two held-out tasks). */
+export const SHELL_MINI_RECORDS = [
+  'phase1.wave-1',
+  'phase1.ready',
+  'phase2.greeting',
+  'phase2.count-lines',
+  'phase2.frozen',
+  'phase3.farewell',
+  'phase3.count-words',
+  'phase3.result',
+] as const;
+
+/** A part of an rsi-shell-mini study, as its model requests show it. */
+export type ShellMiniPart = 'phase1' | 'greeting' | 'count-lines' | 'held-out' | 'other';
+
+/** Which part of the study a model request belongs to (from the files its conversation names). */
+export function partOf(req: ChatRequest): ShellMiniPart {
+  const { role } = readRequest(req);
+  const body = JSON.stringify(req.body.messages);
+  if (role === 'phase1-curriculum' || /practice\/p[12]\//.test(body)) return 'phase1';
+  if (body.includes('greeting.txt')) return 'greeting';
+  if (body.includes('count.txt')) return 'count-lines';
+  if (body.includes('farewell.txt') || body.includes('wc.txt')) return 'held-out';
+  return 'other';
+}
+
+/** The model requests `fake` has served so far, counted by {@link partOf}. */
+export function countParts(fake: FakeOpenAI): Partial<Record<ShellMiniPart, number>> {
+  const counts: Partial<Record<ShellMiniPart, number>> = {};
+  for (const r of fake.chatRequests) {
+    const part = partOf(r);
+    counts[part] = (counts[part] ?? 0) + 1;
+  }
+  return counts;
 }
