@@ -66,7 +66,7 @@ export const SandboxSpecSchema = z
       .string()
       .min(1)
       .max(256)
-      .regex(/^[A-Za-z0-9][A-Za-z0-9._/:@-]*$/, 'must be a Docker image reference or id'),
+      .regex(NamePattern.IMAGE_REF, 'must be a Docker image reference or id'),
     /** The writable workspace: a per-sandbox volume mounted here. @default '/workspace' */
     workdir: mountPath.default('/workspace'),
     /** Memory limit (no swap beyond it). @default 512 */

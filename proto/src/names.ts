@@ -19,6 +19,11 @@ export const NamePattern = {
   JOB_ID: /^[A-Za-z0-9_-]{1,128}$/,
   /** Verb of a host or coordinator subject: a lowercase letter, then lowercase letters, digits, `-`. */
   VERB: /^[a-z][a-z0-9-]*$/,
+  /**
+   * Docker image reference or id, as the sandbox layer accepts it (`name[:tag][@digest]`); the
+   * length is each schema's own bound.
+   */
+  IMAGE_REF: /^[A-Za-z0-9][A-Za-z0-9._/:@-]*$/,
 } as const;
 
 const RULE = {
@@ -28,6 +33,7 @@ const RULE = {
   HOST_ID: 'must match [A-Za-z0-9_-]{1,64}',
   JOB_ID: 'must match [A-Za-z0-9_-]{1,128}',
   VERB: 'must match [a-z][a-z0-9-]*',
+  IMAGE_REF: 'must be a Docker image reference or id',
 } as const satisfies Record<keyof typeof NamePattern, string>;
 
 function check(kind: keyof typeof NamePattern, field: string, value: unknown): string {

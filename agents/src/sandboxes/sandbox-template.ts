@@ -29,7 +29,7 @@ export const TemplateSandboxSchema = z.strictObject({
     .string()
     .min(1)
     .max(256)
-    .regex(/^[A-Za-z0-9][A-Za-z0-9._/:@-]*$/, 'must be a Docker image reference or id'),
+    .regex(NamePattern.IMAGE_REF, 'must be a Docker image reference or id'),
   /** What the sandbox is for, told to the model with its name and image. @default none */
   description: z.string().min(1).max(500).optional(),
   /** CPU limit in cores. @default the node agent's (1) */

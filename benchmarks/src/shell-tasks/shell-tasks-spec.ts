@@ -1,4 +1,5 @@
 import { MAX_TASKS_PER_JOB, TASK_ID_PATTERN, TASK_ID_RULE } from '@troupe/coordinator';
+import { NamePattern } from '@troupe/proto';
 import { z } from 'zod';
 
 /** Default image of shell tasks (built offline by `deploy/images/build.sh busybox`). */
@@ -6,9 +7,6 @@ export const DEFAULT_SHELL_IMAGE = 'troupe-busybox:latest';
 
 const ENV_KEY = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
 const FILE_PATH = /^[A-Za-z0-9._-]+(\/[A-Za-z0-9._-]+)*$/;
-
-/** Docker image references the sandbox layer accepts (`name[:tag][@digest]` or an id). */
-const IMAGE_REF = /^[A-Za-z0-9][A-Za-z0-9._/:@-]*$/;
 
 const EnvSchema = z.record(
   z.string().regex(ENV_KEY, { error: 'env keys must match [A-Za-z_][A-Za-z0-9_]{0,127}' }),
@@ -36,7 +34,7 @@ export const ShellTasksConfigSchema = z
       .string()
       .min(1, { error: 'must not be empty' })
       .max(256, { error: 'must be at most 256 characters' })
-      .regex(IMAGE_REF, { error: 'must be a Docker image reference' })
+      .regex(NamePattern.IMAGE_REF, { error: 'must be a Docker image reference' })
       .default(DEFAULT_SHELL_IMAGE),
     /** Memory limit of each sandbox. @default 256 */
     memoryMb: z
@@ -115,7 +113,7 @@ export const ShellTaskSchema = z
     image: z
       .string()
       .max(256, { error: 'must be at most 256 characters' })
-      .regex(IMAGE_REF, { error: 'must be a Docker image reference' })
+      .regex(NamePattern.IMAGE_REF, { error: 'must be a Docker image reference' })
       .optional(),
   })
   .strict();

@@ -1,4 +1,4 @@
-import { parseWith } from '@troupe/proto';
+import { NamePattern, parseWith } from '@troupe/proto';
 import { z } from 'zod';
 
 /** The image RSI shell tasks run in unless they name another (built from deploy/images/busybox). */
@@ -68,7 +68,8 @@ export const ShellTaskSchema = z.strictObject({
   /** Sandbox image. @default {@link DEFAULT_SHELL_TASK_IMAGE} */
   image: z
     .string()
-    .regex(/^[A-Za-z0-9][A-Za-z0-9._/:@-]{0,255}$/, 'must be a Docker image reference')
+    .max(256, 'must be a Docker image reference')
+    .regex(NamePattern.IMAGE_REF, 'must be a Docker image reference')
     .default(DEFAULT_SHELL_TASK_IMAGE),
   /** Limits (see {@link ShellTaskLimitsSchema}). @default every limit's default */
   limits: ShellTaskLimitsSchema.default(ShellTaskLimitsSchema.parse({})),
