@@ -10,6 +10,10 @@ import {
 } from './issue-resolution/issue-resolution-driver';
 import { createRsiDriver, type RsiDriverOptions } from './rsi/rsi-driver';
 import {
+  createSkillSequenceDriver,
+  type SkillSequenceDriverOptions,
+} from './skill-sequence/skill-sequence-driver';
+import {
   createShellTasksDriver,
   type ShellTasksDriverOptions,
 } from './shell-tasks/shell-tasks-driver';
@@ -33,11 +37,13 @@ export interface BuiltinDriverOptions {
   desktopTasks?: DesktopTasksDriverOptions;
   /** Options of the `rsi` driver (`models`: the registry its roles' models must be in). */
   rsi?: RsiDriverOptions;
+  /** Options of the `skill-sequence` driver (`models` enables its model agent). */
+  skillSequence?: SkillSequenceDriverOptions;
 }
 
 /**
  * Registers the drivers shipped with `@troupe/benchmarks` (`shell-tasks`, `evolve`,
- * `issue-resolution`, `desktop-tasks`, `rsi`) with a coordinator's registry; returns the registry.
+ * `issue-resolution`, `desktop-tasks`, `rsi`, `skill-sequence`) with a coordinator's registry; returns the registry.
  */
 export function registerBuiltinDrivers(
   registry: DriverRegistry,
@@ -47,5 +53,6 @@ export function registerBuiltinDrivers(
   registry.register(createIssueResolutionDriver(options.issueResolution));
   registry.register(createDesktopTasksDriver(options.desktopTasks));
   registry.register(createRsiDriver(options.rsi));
+  registry.register(createSkillSequenceDriver(options.skillSequence));
   return registry.register(createEvolveDriver(options.evolve));
 }

@@ -180,6 +180,8 @@ export const KvBucket = {
   SKILLS: 'skills',
   /** Agents' long-term memory entries, keyed `<scope>.<key>`. */
   MEMORY: 'memory',
+  /** Progress journals of `skill-sequence` scenarios, keyed `<jobId>.<scenario>.<arm>.<taskId>`. */
+  SEQUENCES: 'sequences',
 } as const;
 
 /** One of the {@link KvBucket} values. */

@@ -164,7 +164,7 @@ export class ModelHosting {
    */
   driverOptions(): Pick<
     BuiltinDriverOptions,
-    'evolve' | 'issueResolution' | 'desktopTasks' | 'rsi'
+    'evolve' | 'issueResolution' | 'desktopTasks' | 'rsi' | 'skillSequence'
   > {
     const ledgerHook = (
       ctx: { jobId: string; taskId: string; budgetScope?: string } & Pick<
@@ -182,6 +182,9 @@ export class ModelHosting {
     return {
       issueResolution: { agentRunners: [createModelAgentRunner({ models: this.registry })] },
       desktopTasks: { models: { client: this.llm, models: this.registry, budgetFor: ledgerHook } },
+      skillSequence: {
+        models: { client: this.llm, models: this.registry, budgetFor: ledgerHook },
+      },
       rsi: { models: this.registry, llm: { client: this.llm, budgetFor: ledgerHook } },
       evolve: {
         llm: {

@@ -238,6 +238,7 @@ describe('builders', () => {
         'memory',
         'nodes',
         'reminders',
+        'sequences',
         'skills',
         'state',
       ].sort(),
