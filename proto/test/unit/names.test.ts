@@ -238,6 +238,7 @@ describe('builders', () => {
         'memory',
         'nodes',
         'reminders',
+        'skill_library',
         'skills',
         'state',
       ].sort(),
