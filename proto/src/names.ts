@@ -182,6 +182,8 @@ export const KvBucket = {
   MEMORY: 'memory',
   /** Progress journals of `skill-sequence` scenarios, keyed `<jobId>.<scenario>.<arm>.<taskId>`. */
   SEQUENCES: 'sequences',
+  /** SAGE skill libraries: Python functions by version, keyed `<libraryId>.<name>.<version>`. */
+  SKILL_LIBRARY: 'skill_library',
 } as const;
 
 /** One of the {@link KvBucket} values. */

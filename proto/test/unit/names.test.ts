@@ -239,6 +239,7 @@ describe('builders', () => {
         'nodes',
         'reminders',
         'sequences',
+        'skill_library',
         'skills',
         'state',
       ].sort(),
