@@ -102,6 +102,7 @@ function armSummary(a: SequenceArmRun): Record<string, unknown> {
       promptTokens: t.promptTokens,
       completionTokens: t.completionTokens,
       costUsd: t.costUsd,
+      durationMs: t.durationMs,
       skills: t.skills,
     })),
   };

@@ -10,7 +10,7 @@ import { REPO, type ScenarioResult, SUITE } from './skill-sequence-fixtures/sequ
 
 // kill -9 of the node agent in the middle of a scenario: the sandboxes of the scenario's tasks
 // live on a `troupe-node-agent` process, which the test SIGKILLs as soon as the journal holds
-// task 1's record (task 2 is then starting). The job's retry runs the scenario again on a fresh
+// task 1's record and task 2's sandbox is up. The job's retry runs the scenario again on a fresh
 // host: it must resume at task 2 (task 1 read back from the journal, not redone) and find task
 // 1's functions in the library (KV), which they entered once, at version 1.
 
@@ -23,7 +23,11 @@ test('kill -9 of the host mid-scenario: the retry resumes at the next task with 
     docker: true,
     coordinator: {
       drivers: () =>
-        registerBuiltinDrivers(new DriverRegistry(), { skillSequence: { baseDir: REPO } }),
+        registerBuiltinDrivers(new DriverRegistry(), {
+          // A call in flight on the killed host waits for its own deadline (it must not run
+          // twice): with the image built, a sandbox is created in seconds, so bound the wait.
+          skillSequence: { baseDir: REPO, createTimeoutMs: 60_000 },
+        }),
       deps: { jobs: { watchdogMs: 1000 } },
     },
   });
@@ -64,6 +68,17 @@ test('kill -9 of the host mid-scenario: the retry resumes at the next task with 
       message: `task 1 journaled (node agent output:\n${host.output().slice(-3_000)})`,
     });
     const task1 = (await kv.get(key(1)))!.json<{ durationMs: number }>();
+    // Task 2's sandbox (`…-l1`) is up: its world is being seeded or worked on.
+    await waitFor(
+      async () =>
+        (
+          await tc.docker.listContainers({
+            all: true,
+            filters: { label: [`troupe.cluster=${tc.cluster}`] },
+          })
+        ).some((c) => /-l1$/.test(c.Labels['troupe.actor'] ?? '')),
+      { timeoutMs: 60_000, intervalMs: 20, message: "task 2's sandbox started" },
+    );
     expect(await kv.get(key(2))).toBeNull();
     expect(await host.kill('SIGKILL')).toBe('SIGKILL');
     await waitFor(
