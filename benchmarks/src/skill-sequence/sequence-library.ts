@@ -1,3 +1,5 @@
+import type { NatsConnection } from '@nats-io/transport-node';
+
 /**
  * What the `skill-sequence` driver needs of a skill library (issue 19's contract §3): the subset
  * of `SkillLibrary` from `@troupe/agents` it calls, so the driver's logic does not depend on how
@@ -51,7 +53,7 @@ export interface SequenceLibrary {
 /** Opens the library a job uses. */
 export type OpenSequenceLibrary = (o: {
   nats: {
-    connection: import('@nats-io/transport-node').NatsConnection;
+    connection: NatsConnection;
     cluster: string;
     replicas?: number;
   };

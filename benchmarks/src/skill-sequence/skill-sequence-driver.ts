@@ -344,7 +344,7 @@ export function collectSkillSequence(
     if (typeof arms !== 'object' || arms === null) continue;
     const side: Record<string, unknown> = {};
     for (const [arm, raw] of Object.entries(arms as Record<string, Record<string, unknown>>)) {
-      const n = (k: string): number => (typeof raw[k] === 'number' ? (raw[k] as number) : 0);
+      const n = (k: string): number => (typeof raw[k] === 'number' ? raw[k] : 0);
       const tot = (totals[arm] ??= {
         scenarios: 0,
         goalsCompleted: 0,

@@ -189,7 +189,7 @@ export class WorldSandbox {
         `world init (seed ${seed}) failed: exit ${r.exitCode}: ${(r.stderr || r.stdout).slice(-800)}`,
       );
     }
-    return { supervisor: ok.data.supervisor as WorldInit['supervisor'] };
+    return { supervisor: ok.data.supervisor };
   }
 
   /** Starts the REPL on the seeded world. */

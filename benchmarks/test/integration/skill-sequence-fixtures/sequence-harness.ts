@@ -119,7 +119,8 @@ export function sageScript(log: ScriptLog, skillName: string): FakeOpenAIHandler
     const task = tasks.find((t) => prompt.includes(t.instruction));
     if (!task) throw new Error(`no suite task in the prompt: ${prompt.slice(0, 300)}`);
     const turn = messages.filter((m) => m.role === 'assistant').length;
-    const first = typeof messages[1]?.content === 'string' ? (messages[1].content as string) : '';
+    const content = messages[1]?.content;
+    const first = typeof content === 'string' ? content : '';
     const withSkills = first.includes(`def ${skillName}(`);
     log.requests.push({ taskId: task.id, turn, withSkills });
     const { defs, call } = splitSolution(task.id);
