@@ -116,13 +116,14 @@ describe('shell-tasks driver', () => {
     ).toThrow(`spec.tasks.count: must be <= ${MAX_TASKS_PER_JOB}`);
   });
 
-  it('is registered by registerBuiltinDrivers, with evolve, issue-resolution, desktop-tasks and rsi', () => {
+  it('is registered by registerBuiltinDrivers, with evolve, issue-resolution, desktop-tasks, rsi and skill-sequence', () => {
     expect(registerBuiltinDrivers(new DriverRegistry()).names()).toEqual([
       'desktop-tasks',
       'evolve',
       'issue-resolution',
       'rsi',
       'shell-tasks',
+      'skill-sequence',
     ]);
   });
 });
