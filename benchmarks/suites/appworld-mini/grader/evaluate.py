@@ -98,7 +98,8 @@ def explain(gold: dict, agent: dict) -> str:
 
 
 def grade(world_dir: str, db_path: str, answer_path: str, task_id: str, seed: int) -> dict:
-    sys.path.insert(0, world_dir)
+    # Appended, not prepended: files the agent left beside the world cannot shadow the stdlib.
+    sys.path.append(world_dir)
     from appworld_lite import World, generate
     from appworld_lite.runner import run_cell
     from appworld_lite.world import IGNORED_TABLES, VOLATILE_COLUMNS
