@@ -5,7 +5,9 @@
 For every task in tasks.yaml: seeds a world with `python3 -m appworld_lite.init`, runs the gold
 solution through the REPL protocol (`python3 -u -m appworld_lite.repl`), grades it with
 grader/evaluate.py (must pass); grades an untouched world (must fail) and a world where only
-complete_task() was called (must fail). Then exercises the REPL itself: check_skill (a good skill
+complete_task() was called (must fail); for each scenario's first task, also gold plus an
+unrequested change (must fail) and, for question tasks, an equivalently written answer (must
+pass) and a wrong one (must fail). Then exercises the REPL itself: check_skill (a good skill
 passes; a missing API, an unknown keyword, an undefined name fail and are removed), bad request
 lines, timeouts, output capture and a persistent namespace, and checks that a seed always gives
 the same world.
@@ -130,7 +132,48 @@ def test_task(c: Checks, tmp: str, task: str, seed: int) -> tuple[bool, bool, bo
     l_ = grade(lazy, task, seed)
     lazy_fails = c.expect(f"{task}: completed without work fails", r["completed"] and not l_["passed"],
                           l_["reason"])
+    if task.endswith("_1"):
+        test_grader_strictness(c, tmp, task, seed, code)
     return gold_ok, untouched_fails, lazy_fails
+
+
+COLLATERAL = """
+_email = apis.supervisor.show_profile()["email"]
+_pw = {p["account_name"]: p["password"] for p in apis.supervisor.show_account_passwords()}
+_t = apis.notes.login(username=_email, password=_pw["notes"])["access_token"]
+apis.notes.create_note(access_token=_t, title="scratch", content="not asked for")
+"""
+
+
+def run_and_grade(tmp: str, label: str, task: str, seed: int, *cells: str) -> dict[str, Any]:
+    state = os.path.join(tmp, task, label)
+    init_world(state, seed)
+    repl = Repl(state)
+    for cell in cells:
+        r = repl.request("exec", code=cell, timeoutS=60)
+        if not r["ok"]:
+            raise RuntimeError(f"{task} {label}: {r['error']}\n{r['output']}")
+    repl.close()
+    return grade(state, task, seed)
+
+
+def test_grader_strictness(c: Checks, tmp: str, task: str, seed: int, code: str) -> None:
+    """Extra changes fail; for question tasks an equivalent answer passes and a wrong one fails."""
+    g = run_and_grade(tmp, "collateral", task, seed, code, COLLATERAL)
+    c.expect(f"{task}: gold plus an unrequested note fails", not g["passed"] and any(
+        ch["name"] == "state" and not ch["passed"] for ch in g["checks"]), g["reason"])
+    final = "apis.supervisor.complete_task(answer=answer)"
+    if final not in code:
+        return
+    body = code.replace(final, "")
+    equivalent = ("answer = f'$ {answer}' if isinstance(answer, float) else "
+                  "[a.upper() for a in reversed(answer)]\n" + final)
+    wrong = ("answer = answer + 1 if isinstance(answer, float) else answer[:-1]\n" + final)
+    g = run_and_grade(tmp, "equivalent", task, seed, body, equivalent)
+    c.expect(f"{task}: an equivalently written answer passes", g["passed"], g["reason"])
+    g = run_and_grade(tmp, "wrong", task, seed, body, wrong)
+    c.expect(f"{task}: a wrong answer fails", not g["passed"] and any(
+        ch["name"] == "answer" and not ch["passed"] for ch in g["checks"]), g["reason"])
 
 
 GOOD_SKILL = '''def access_token(app_name):
@@ -151,6 +194,16 @@ BAD_KEYWORD = '''def bad_kw(token):
 UNDEFINED = '''def uses_helper(x):
     return helper_that_does_not_exist(x) + len(x)
 '''
+
+DOCS_COMPLETE = """
+docs = apis.api_docs
+missing = [f"{a['name']}.{d['name']}.{p['name']}"
+           for a in docs.show_app_descriptions()
+           for d in docs.show_api_descriptions(app_name=a["name"])
+           for p in docs.show_api_doc(app_name=a["name"], api_name=d["name"])["parameters"]
+           if not p["description"]]
+print(len(docs.show_app_descriptions()), missing)
+"""
 
 
 def test_repl(c: Checks, tmp: str) -> None:
@@ -185,6 +238,9 @@ def test_repl(c: Checks, tmp: str) -> None:
         r = repl.send_line(line)
         c.expect(f"bad request {line!r} is refused",
                  r["ok"] is False and r["error"].startswith("bad request:") and why in r["error"], r)
+    r = repl.request("exec", code=DOCS_COMPLETE)
+    c.expect("api_docs: 7 apps, every parameter of every API documented",
+             r["ok"] and r["output"] == "7 []\n", r)
     r = repl.request("exec", code="x = 41\nprint('hello')")
     c.expect("exec: prints are captured", r["ok"] and r["output"] == "hello\n" and not r["completed"], r)
     r = repl.request("exec", code="x + 1")

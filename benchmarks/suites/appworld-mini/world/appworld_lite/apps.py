@@ -96,7 +96,7 @@ class ApiDocs(App):
             api_name: an API name from show_api_descriptions(app_name=...).
         Returns:
             {"app_name", "api_name", "signature", "description", "parameters": [{"name",
-            "default" (absent when required), "required"}], "doc"}.
+            "description", "required", "default" (absent when required)}], "doc"}.
         """
         app = self._app("show_api_doc", app_name)
         if api_name not in type(app).api_names():
@@ -105,8 +105,10 @@ class ApiDocs(App):
         fn = getattr(app, api_name)
         sig = inspect.signature(fn)
         params = []
+        described = _arg_docs(inspect.getdoc(fn) or "")
         for p in sig.parameters.values():
-            entry: dict[str, Any] = {"name": p.name, "required": p.default is inspect.Parameter.empty}
+            entry: dict[str, Any] = {"name": p.name, "description": described.get(p.name, ""),
+                                     "required": p.default is inspect.Parameter.empty}
             if not entry["required"]:
                 entry["default"] = p.default
             params.append(entry)
@@ -125,6 +127,25 @@ class ApiDocs(App):
 def _doc(fn: Any) -> tuple[str, str]:
     doc = inspect.getdoc(fn) or ""
     return doc.split("\n", 1)[0], doc
+
+
+def _arg_docs(doc: str) -> dict[str, str]:
+    """The `Args:` section of a docstring as {name: description} (continuation lines joined)."""
+    out: dict[str, str] = {}
+    section, current = False, None
+    for line in doc.splitlines():
+        if line.strip() in ("Args:", "Returns:"):
+            section, current = line.strip() == "Args:", None
+            continue
+        if not section or not line.strip():
+            continue
+        head, sep, rest = line.strip().partition(": ")
+        if line.startswith("    ") and not line.startswith("        ") and sep and head.isidentifier():
+            current = head
+            out[head] = rest.strip()
+        elif current is not None:
+            out[current] += " " + line.strip()
+    return out
 
 
 def _plain_signature(sig: inspect.Signature) -> str:
