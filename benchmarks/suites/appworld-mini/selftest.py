@@ -249,6 +249,12 @@ def test_repl(c: Checks, tmp: str) -> None:
     r = repl.request("exec", code="import os, sys\nos.write(1, b'raw fd 1\\n')\n"
                                   "sys.__stdout__.write('dunder\\n')\nprint('after')")
     c.expect("exec: writes to fd 1 never reach the protocol", r["ok"] and "after" in r["output"], r)
+    r = repl.request("exec", code="input()")
+    c.expect("exec: input() cannot read the protocol's requests",
+             not r["ok"] and r["error"].startswith("EOFError"), r)
+    r = repl.request("exec", code="import subprocess\nsubprocess.run(['cat'])\nprint('cat done')")
+    c.expect("exec: a child process cannot read the protocol's requests",
+             r["ok"] and r["output"] == "cat done\n", r)
     r = repl.request("exec", code="apis.mail.no_such_method()")
     c.expect("exec: an API error names the API",
              not r["ok"] and r["error"].startswith("ApiError") and "no_such_method" in r["error"]

@@ -11,8 +11,9 @@ Protocol: one JSON request per stdin line, exactly one JSON reply line per reque
                     "error": "bad request: <why>"}
 
 The namespace persists across requests and starts with `apis` bound. Nothing but reply lines
-ever reaches stdout: the real stdout is moved to a private descriptor at start and file
-descriptor 1 is pointed at stderr, so prints and child processes cannot corrupt the protocol.
+ever reaches stdout: the real stdout and stdin are moved to private descriptors at start, file
+descriptor 1 is pointed at stderr and 0 at /dev/null, so prints, input() and child processes
+cannot corrupt the protocol.
 Blank lines are ignored; end of input ends the REPL (exit 0).
 """
 
@@ -110,14 +111,20 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python3 -m appworld_lite.repl")
     parser.add_argument("--db", required=True, help="path of the world's SQLite file")
     args = parser.parse_args(argv)
-    # Keep the protocol channel private: fd 1 becomes stderr for everything else.
-    reply_fd = os.dup(1)
+    # Keep the protocol channels private: fd 1 becomes stderr and fd 0 /dev/null for everything
+    # else, so neither a print nor an input() in agent code can touch a request or a reply.
+    reply_fd, request_fd = os.dup(1), os.dup(0)
     os.dup2(2, 1)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
     replies = os.fdopen(reply_fd, "w", encoding="utf-8", buffering=1)
+    requests = os.fdopen(request_fd, "r", encoding="utf-8")
     sys.stdout = sys.stderr
+    sys.stdin = open(os.devnull, encoding="utf-8")
     world = World(args.db)
     session = Session(world)
-    for line in sys.stdin:
+    for line in requests:
         if not line.strip():
             continue
         reply = session.handle(line)
