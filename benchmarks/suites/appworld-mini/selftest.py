@@ -53,11 +53,13 @@ def init_world(state: str, seed: int) -> dict[str, Any]:
     return json.loads(lines[0])
 
 
-def grade(state: str, task: str, seed: int) -> dict[str, Any]:
-    p = subprocess.run([sys.executable, os.path.join(SUITE, "grader", "evaluate.py"),
+def grade(state: str, task: str, seed: int, env: dict[str, str] = ENV,
+          isolated: bool = True) -> dict[str, Any]:
+    p = subprocess.run([sys.executable, *(["-I"] if isolated else []),
+                        os.path.join(SUITE, "grader", "evaluate.py"),
                         "--world", WORLD, "--db", os.path.join(state, "world.db"),
                         "--answer", os.path.join(state, "answer.json"), "--task", task,
-                        "--seed", str(seed)], env=ENV, capture_output=True, text=True)
+                        "--seed", str(seed)], env=env, capture_output=True, text=True)
     if p.returncode != 0:
         raise RuntimeError(f"grader error for {task} (exit {p.returncode}): {p.stdout}{p.stderr}")
     return json.loads(p.stdout.splitlines()[-1])
@@ -271,6 +273,24 @@ def test_repl(c: Checks, tmp: str) -> None:
     c.expect("exec: later replies still carry the completion", r["completed"] and r["output"] == "2\n", r)
     rc = repl.close()
     c.expect("repl: end of input exits 0", rc == 0, rc)
+
+    # Files an agent could leave on PYTHONPATH (/workspace/world) must not stand in for the stdlib.
+    plant = os.path.join(tmp, "plant")
+    os.makedirs(plant)
+    for module in ("json", "sqlite3", "tempfile", "collections"):
+        with open(os.path.join(plant, f"{module}.py"), "w", encoding="utf-8") as f:
+            f.write("raise SystemExit('planted module imported')\n")
+    with open(os.path.join(plant, "sitecustomize.py"), "w", encoding="utf-8") as f:
+        f.write("raise SystemExit('planted sitecustomize imported')\n")
+    planted_env = {**ENV, "PYTHONPATH": os.pathsep.join([plant, WORLD])}
+    task, seed = "city_contacts_1", 1801
+    untouched = os.path.join(tmp, "planted")
+    init_world(untouched, seed)
+    # Only isolated mode is safe: without -I, site (and any .pth file) imports stdlib modules
+    # from PYTHONPATH before evaluate.py runs a line.
+    g = grade(untouched, task, seed, env=planted_env, isolated=True)
+    c.expect("grader (python3 -I) ignores modules planted on PYTHONPATH",
+             g["passed"] is False and "completed" in g["reason"], g)
 
     a, b = os.path.join(tmp, "same-a"), os.path.join(tmp, "same-b")
     init_world(a, 77)
