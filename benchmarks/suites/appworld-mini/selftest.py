@@ -265,6 +265,17 @@ def test_repl(c: Checks, tmp: str) -> None:
     c.expect("exec: a login error names the argument", not r["ok"] and "'username'" in r["error"], r)
     r = repl.request("exec", code="while True:\n    pass", timeoutS=1)
     c.expect("exec: a timeout is an error", not r["ok"] and r["error"].startswith("TimeoutError"), r)
+    r = repl.request("exec", code="print('x' * 200_000)\nraise ValueError('the end')")
+    c.expect("exec: long output is capped, keeping the traceback",
+             not r["ok"] and len(r["output"]) < 60_000 and "characters dropped" in r["output"]
+             and r["output"].rstrip().endswith("ValueError: the end"), r["output"][-300:])
+    r = repl.request("exec", code="import copy\nprint(hasattr(apis, '__deepcopy__'), "
+                                  "hasattr(apis.mail, '__wrapped__'))")
+    c.expect("exec: probing dunders on apis is a plain AttributeError",
+             r["ok"] and r["output"] == "False False\n", r)
+    r = repl.request("exec", code="apis.supervisor.complete_task(answer=float('nan'))")
+    c.expect("exec: a non-JSON answer is refused naming the argument",
+             not r["ok"] and "'answer'" in r["error"] and not r["completed"], r)
     r = repl.request("exec", code="raise SystemExit(3)")
     c.expect("exec: SystemExit does not end the REPL", not r["ok"] and "SystemExit" in r["error"], r)
     r = repl.request("exec", code="apis.supervisor.complete_task(answer=[1, 'two'])")

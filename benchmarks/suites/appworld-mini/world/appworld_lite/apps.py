@@ -6,6 +6,7 @@ from __future__ import annotations
 import inspect
 import json
 import os
+import re
 from typing import Any
 
 from .core import MAX_PAGE_SIZE, App, ApiError, fail
@@ -50,11 +51,12 @@ class Supervisor(App):
             {"completed": true}.
         """
         try:
-            json.dumps(answer)
+            json.dumps(answer, allow_nan=False)
         except (TypeError, ValueError):
             raise fail("supervisor.complete_task", "answer",
-                       "must be JSON-serialisable (None, bool, number, string, list or dict)",
-                       type(answer).__name__) from None
+                       "must be JSON-serialisable (None, bool, finite number, string, list or "
+                       "dict)", answer if isinstance(answer, float) else type(answer).__name__
+                       ) from None
         if self._world.completion()["completed"]:
             raise ApiError("supervisor.complete_task: the task is already completed")
         tmp = self._world.answer_path + ".tmp"
@@ -155,6 +157,7 @@ def _plain_signature(sig: inspect.Signature) -> str:
     return f"({', '.join(parts)})"
 
 
+PHONE_RE = re.compile(r"\+?[0-9][0-9 -]{5,18}[0-9]")
 CONTACT_COLUMNS = ("id", "first_name", "last_name", "email", "phone", "relationship", "birthday",
                    "city")
 
@@ -300,8 +303,7 @@ class Contacts(App):
 
 
 def _phone(api: str, value: Any) -> str:
-    import re
-    if not isinstance(value, str) or not re.fullmatch(r"\+?[0-9][0-9 -]{5,18}[0-9]", value):
+    if not isinstance(value, str) or not PHONE_RE.fullmatch(value):
         raise fail(f"contacts.{api}", "phone",
                    "must be a phone number of digits, spaces and '-' like '555-123-4567'", value)
     return value

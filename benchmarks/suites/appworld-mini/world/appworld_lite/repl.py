@@ -14,7 +14,8 @@ The namespace persists across requests and starts with `apis` bound. Nothing but
 ever reaches stdout: the real stdout and stdin are moved to private descriptors at start, file
 descriptor 1 is pointed at stderr and 0 at /dev/null, so prints, input() and child processes
 cannot corrupt the protocol.
-Blank lines are ignored; end of input ends the REPL (exit 0).
+Blank lines are ignored; end of input ends the REPL (exit 0). `output` is capped at 50,000
+characters (head and tail kept, the middle replaced by a "[... N characters dropped ...]" line).
 """
 
 from __future__ import annotations
@@ -31,6 +32,17 @@ from .world import World
 
 DEFAULT_TIMEOUT_S = 30.0
 MAX_TIMEOUT_S = 3600.0
+# Replies travel in messages of bounded size; an agent never needs more than this of one cell.
+MAX_OUTPUT_CHARS = 50_000
+
+
+def cap(output: str) -> str:
+    """At most MAX_OUTPUT_CHARS: the head and the (longer) tail, where a traceback ends."""
+    if len(output) <= MAX_OUTPUT_CHARS:
+        return output
+    head, tail = MAX_OUTPUT_CHARS // 5, MAX_OUTPUT_CHARS * 4 // 5
+    dropped = len(output) - head - tail
+    return f"{output[:head]}\n[... {dropped} characters dropped ...]\n{output[-tail:]}"
 
 
 class BadRequest(Exception):
@@ -85,7 +97,7 @@ class Session:
             raise BadRequest(f"'timeoutS' must be a number in (0, {MAX_TIMEOUT_S:g}]")
         result = run_cell(code, self.namespace, float(timeout))
         done = self.world.completion()
-        return {"id": rid, "ok": result.ok, "output": result.output, "error": result.error,
+        return {"id": rid, "ok": result.ok, "output": cap(result.output), "error": result.error,
                 "completed": done["completed"], "answer": done["answer"]}
 
     def check_skill(self, req: dict[str, Any]) -> dict[str, Any]:
