@@ -7,7 +7,8 @@ solution through the REPL protocol (`python3 -u -m appworld_lite.repl`), grades 
 grader/evaluate.py (must pass); grades an untouched world (must fail) and a world where only
 complete_task() was called (must fail); for each scenario's first task, also gold plus an
 unrequested change (must fail) and, for question tasks, an equivalently written answer (must
-pass) and a wrong one (must fail). Then exercises the REPL itself: check_skill (a good skill
+pass) and a wrong one (must fail); the three solutions of a scenario define the same functions
+(the skills task 1 teaches are the ones tasks 2-3 need). Then exercises the REPL itself: check_skill (a good skill
 passes; a missing API, an unknown keyword, an undefined name fail and are removed), bad request
 lines, timeouts, output capture and a persistent namespace, and checks that a seed always gives
 the same world.
@@ -42,6 +43,15 @@ def load_tasks() -> tuple[list[str], list[tuple[str, int, str]]]:
         else:
             tasks.append((m.group(3), int(m.group(4)), current))
     return scenarios, tasks
+
+
+def solution_functions(task: str) -> dict[str, str]:
+    """The top-level functions of a gold solution: name -> source."""
+    import ast
+    path = os.path.join(SUITE, "grader", "solutions", f"{task}.py")
+    source = open(path, encoding="utf-8").read()
+    return {n.name: ast.get_source_segment(source, n) or "" for n in ast.parse(source).body
+            if isinstance(n, ast.FunctionDef)}
 
 
 def init_world(state: str, seed: int) -> dict[str, Any]:
@@ -320,6 +330,11 @@ def main() -> int:
         ids = [t for t, _, sc in tasks if sc == s]
         c.expect(f"suite: {s} has tasks {s}_1..{s}_3",
                  len(ids) >= 3 and ids == [f"{s}_{i}" for i in range(1, len(ids) + 1)], ids)
+    for s in scenarios:
+        defs = [solution_functions(t) for t, _, sc in tasks if sc == s]
+        c.expect(f"suite: {s} solutions define the same functions (reusable skills)",
+                 bool(defs) and bool(defs[0]) and all(d == defs[0] for d in defs),
+                 [sorted(d) for d in defs])
     gold = untouched = lazy = 0
     with tempfile.TemporaryDirectory(prefix="appworld-selftest-") as tmp:
         for task, seed, _ in tasks:
