@@ -133,6 +133,9 @@ export class SkillLibrary {
    */
   async retrieve(query: SkillQuery & { limit?: number }): Promise<SkillRecord[]> {
     const limit = query.limit ?? DEFAULT_RETRIEVE_LIMIT;
+    if (!Number.isInteger(limit) || limit < 0) {
+      throw invalidArgument('limit', 'must be a non-negative integer', limit);
+    }
     const q: SkillQuery = { scenario: query.scenario, text: query.text };
     const byName = new Map<string, SkillRecord>();
     const records = (await this.list()).filter((r) => !r.dropped);
