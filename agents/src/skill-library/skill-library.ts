@@ -9,7 +9,7 @@ import {
   parseWith,
   TroupeError,
 } from '@troupe/proto';
-import { Bm25Retriever, type SkillQuery, type SkillRetriever } from './bm25-retriever';
+import { Bm25Retriever } from './bm25-retriever';
 import { type ExtractedFunction } from './extract-functions';
 import {
   PYTHON_BUILTINS,
@@ -23,6 +23,7 @@ import {
   SkillSourceSchema,
   skillSourceHash,
 } from './skill-record';
+import { type SkillQuery, type SkillRetriever } from './skill-retriever';
 
 /** Which tasks' functions enter the library: every task's, or only those of passed tasks. */
 export const AdmissionPolicy = { ALWAYS: 'always', PASSED: 'passed' } as const;
