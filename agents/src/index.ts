@@ -61,8 +61,6 @@ export {
 export {
   Bm25Retriever,
   type Bm25RetrieverOptions,
-  type SkillQuery,
-  type SkillRetriever,
   skillTerms,
 } from './skill-library/bm25-retriever';
 export { type ExtractedFunction, extractFunctions } from './skill-library/extract-functions';
@@ -81,3 +79,4 @@ export {
   SkillLibraryLimits,
   skillSourceHash,
 } from './skill-library/skill-record';
+export { type SkillQuery, type SkillRetriever } from './skill-library/skill-retriever';

@@ -1,18 +1,5 @@
+import { type SkillQuery, type SkillRetriever } from './skill-retriever';
 import { type SkillRecord } from './skill-record';
-
-/** A retrieval query: the scenario and the text of the task at hand. */
-export interface SkillQuery {
-  scenario: string;
-  text: string;
-}
-
-/**
- * Ranks skills for a query — the library's pluggable (semantic) retrieval. Returns at most
- * `limit` of `skills`, best first; it may leave out skills it finds irrelevant.
- */
-export interface SkillRetriever {
-  rank(query: SkillQuery, skills: SkillRecord[], limit: number): Promise<SkillRecord[]>;
-}
 
 /** Words that say nothing about what a function does. */
 const STOP_WORDS: ReadonlySet<string> = new Set(
@@ -58,7 +45,11 @@ export class Bm25Retriever implements SkillRetriever {
   }
 
   rank(query: SkillQuery, skills: SkillRecord[], limit: number): Promise<SkillRecord[]> {
-    return Promise.resolve(this.rankSync(query.text, skills).slice(0, Math.max(0, limit)));
+    return Promise.resolve(
+      this.scores(query.text, skills)
+        .slice(0, Math.max(0, limit))
+        .map((s) => s.skill),
+    );
   }
 
   /** Every skill with a positive score for `text`, best first, with its score. */
@@ -100,9 +91,5 @@ export class Bm25Retriever implements SkillRetriever {
         y.skill.version - x.skill.version ||
         x.skill.name.localeCompare(y.skill.name),
     );
-  }
-
-  private rankSync(text: string, skills: readonly SkillRecord[]): SkillRecord[] {
-    return this.scores(text, skills).map((s) => s.skill);
   }
 }

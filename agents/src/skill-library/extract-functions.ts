@@ -27,7 +27,7 @@ export interface ExtractedFunction {
 export function extractFunctions(code: string): ExtractedFunction[] {
   const text = dedent(code.replace(/\r\n?/g, '\n'));
   const tree = parser.parse(text);
-  if (hasError(tree)) return [];
+  if (hasError(tree) || !topLevelAtColumnZero(tree, text)) return [];
   const out: ExtractedFunction[] = [];
   for (let n = tree.topNode.firstChild; n; n = n.nextSibling) {
     const def =
@@ -89,6 +89,17 @@ function hasError(tree: Tree): boolean {
     },
   });
   return bad;
+}
+
+/**
+ * Lezer accepts a statement indented less than the block before it but more than column 0,
+ * which Python rejects ("unindent does not match any outer indentation level").
+ */
+function topLevelAtColumnZero(tree: Tree, text: string): boolean {
+  for (let n = tree.topNode.firstChild; n; n = n.nextSibling) {
+    if (n.name !== 'Comment' && lineStart(text, n.from) !== n.from) return false;
+  }
+  return true;
 }
 
 function lineStart(text: string, pos: number): number {

@@ -9,7 +9,7 @@ import {
   parseWith,
   TroupeError,
 } from '@troupe/proto';
-import { Bm25Retriever, type SkillQuery, type SkillRetriever } from './bm25-retriever';
+import { Bm25Retriever } from './bm25-retriever';
 import { type ExtractedFunction } from './extract-functions';
 import {
   PYTHON_BUILTINS,
@@ -23,6 +23,7 @@ import {
   SkillSourceSchema,
   skillSourceHash,
 } from './skill-record';
+import { type SkillQuery, type SkillRetriever } from './skill-retriever';
 
 /** Which tasks' functions enter the library: every task's, or only those of passed tasks. */
 export const AdmissionPolicy = { ALWAYS: 'always', PASSED: 'passed' } as const;
@@ -133,6 +134,9 @@ export class SkillLibrary {
    */
   async retrieve(query: SkillQuery & { limit?: number }): Promise<SkillRecord[]> {
     const limit = query.limit ?? DEFAULT_RETRIEVE_LIMIT;
+    if (!Number.isInteger(limit) || limit < 0) {
+      throw invalidArgument('limit', 'must be a non-negative integer', limit);
+    }
     const q: SkillQuery = { scenario: query.scenario, text: query.text };
     const byName = new Map<string, SkillRecord>();
     const records = (await this.list()).filter((r) => !r.dropped);

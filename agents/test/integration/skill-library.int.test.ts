@@ -184,6 +184,10 @@ test('drops a version with its reason; retrieval falls back and pulls in depende
   ]);
   await expect(lib.drop('request_payment', 9, 'x', by)).rejects.toThrow('no version 9');
   await expect(lib.drop('request_payment', 1, '', by)).rejects.toThrow('`reason`');
+  await expect(lib.retrieve({ scenario: 'x', text: 'y', limit: -1 })).rejects.toThrow(
+    '`limit`: must be a non-negative integer (got -1)',
+  );
+  expect(await lib.retrieve({ scenario: 'split_bill', text: 'bill', limit: 0 })).toEqual([]);
 });
 
 test('retrieval prefers the version written in the query scenario', async () => {

@@ -102,6 +102,13 @@ describe('extractFunctions', () => {
     expect(extractFunctions('def ok():\n    return 1\n\ndef broken(:\n    pass\n')).toEqual([]);
     expect(extractFunctions('def f(\n')).toEqual([]);
     expect(extractFunctions('x = = 1\ndef f():\n    pass\n')).toEqual([]);
+    // An unindent to no outer level: Python raises IndentationError.
+    expect(extractFunctions('def f():\n    return 1\n  x = 2\n')).toEqual([]);
+  });
+
+  it('accepts statements joined by semicolons and continued lines around defs', () => {
+    const code = 'a = 1; b = (2,\n  3)\ndef f(): return a; pass\nimport os; import re\n';
+    expect(extractFunctions(code).map((f) => f.source)).toEqual(['def f(): return a; pass\n']);
   });
 
   it('yields nothing for code without functions', () => {

@@ -5,7 +5,10 @@
 For every task in tasks.yaml: seeds a world with `python3 -m appworld_lite.init`, runs the gold
 solution through the REPL protocol (`python3 -u -m appworld_lite.repl`), grades it with
 grader/evaluate.py (must pass); grades an untouched world (must fail) and a world where only
-complete_task() was called (must fail). Then exercises the REPL itself: check_skill (a good skill
+complete_task() was called (must fail); for each scenario's first task, also gold plus an
+unrequested change (must fail) and, for question tasks, an equivalently written answer (must
+pass) and a wrong one (must fail); the three solutions of a scenario define the same functions
+(the skills task 1 teaches are the ones tasks 2-3 need). Then exercises the REPL itself: check_skill (a good skill
 passes; a missing API, an unknown keyword, an undefined name fail and are removed), bad request
 lines, timeouts, output capture and a persistent namespace, and checks that a seed always gives
 the same world.
@@ -42,6 +45,15 @@ def load_tasks() -> tuple[list[str], list[tuple[str, int, str]]]:
     return scenarios, tasks
 
 
+def solution_functions(task: str) -> dict[str, str]:
+    """The top-level functions of a gold solution: name -> source."""
+    import ast
+    path = os.path.join(SUITE, "grader", "solutions", f"{task}.py")
+    source = open(path, encoding="utf-8").read()
+    return {n.name: ast.get_source_segment(source, n) or "" for n in ast.parse(source).body
+            if isinstance(n, ast.FunctionDef)}
+
+
 def init_world(state: str, seed: int) -> dict[str, Any]:
     out = subprocess.run([sys.executable, "-m", "appworld_lite.init", "--db",
                           os.path.join(state, "world.db"), "--seed", str(seed)],
@@ -51,11 +63,13 @@ def init_world(state: str, seed: int) -> dict[str, Any]:
     return json.loads(lines[0])
 
 
-def grade(state: str, task: str, seed: int) -> dict[str, Any]:
-    p = subprocess.run([sys.executable, os.path.join(SUITE, "grader", "evaluate.py"),
+def grade(state: str, task: str, seed: int, env: dict[str, str] = ENV,
+          isolated: bool = True) -> dict[str, Any]:
+    p = subprocess.run([sys.executable, *(["-I"] if isolated else []),
+                        os.path.join(SUITE, "grader", "evaluate.py"),
                         "--world", WORLD, "--db", os.path.join(state, "world.db"),
                         "--answer", os.path.join(state, "answer.json"), "--task", task,
-                        "--seed", str(seed)], env=ENV, capture_output=True, text=True)
+                        "--seed", str(seed)], env=env, capture_output=True, text=True)
     if p.returncode != 0:
         raise RuntimeError(f"grader error for {task} (exit {p.returncode}): {p.stdout}{p.stderr}")
     return json.loads(p.stdout.splitlines()[-1])
@@ -130,7 +144,48 @@ def test_task(c: Checks, tmp: str, task: str, seed: int) -> tuple[bool, bool, bo
     l_ = grade(lazy, task, seed)
     lazy_fails = c.expect(f"{task}: completed without work fails", r["completed"] and not l_["passed"],
                           l_["reason"])
+    if task.endswith("_1"):
+        test_grader_strictness(c, tmp, task, seed, code)
     return gold_ok, untouched_fails, lazy_fails
+
+
+COLLATERAL = """
+_email = apis.supervisor.show_profile()["email"]
+_pw = {p["account_name"]: p["password"] for p in apis.supervisor.show_account_passwords()}
+_t = apis.notes.login(username=_email, password=_pw["notes"])["access_token"]
+apis.notes.create_note(access_token=_t, title="scratch", content="not asked for")
+"""
+
+
+def run_and_grade(tmp: str, label: str, task: str, seed: int, *cells: str) -> dict[str, Any]:
+    state = os.path.join(tmp, task, label)
+    init_world(state, seed)
+    repl = Repl(state)
+    for cell in cells:
+        r = repl.request("exec", code=cell, timeoutS=60)
+        if not r["ok"]:
+            raise RuntimeError(f"{task} {label}: {r['error']}\n{r['output']}")
+    repl.close()
+    return grade(state, task, seed)
+
+
+def test_grader_strictness(c: Checks, tmp: str, task: str, seed: int, code: str) -> None:
+    """Extra changes fail; for question tasks an equivalent answer passes and a wrong one fails."""
+    g = run_and_grade(tmp, "collateral", task, seed, code, COLLATERAL)
+    c.expect(f"{task}: gold plus an unrequested note fails", not g["passed"] and any(
+        ch["name"] == "state" and not ch["passed"] for ch in g["checks"]), g["reason"])
+    final = "apis.supervisor.complete_task(answer=answer)"
+    if final not in code:
+        return
+    body = code.replace(final, "")
+    equivalent = ("answer = f'$ {answer}' if isinstance(answer, float) else "
+                  "[a.upper() for a in reversed(answer)]\n" + final)
+    wrong = ("answer = answer + 1 if isinstance(answer, float) else answer[:-1]\n" + final)
+    g = run_and_grade(tmp, "equivalent", task, seed, body, equivalent)
+    c.expect(f"{task}: an equivalently written answer passes", g["passed"], g["reason"])
+    g = run_and_grade(tmp, "wrong", task, seed, body, wrong)
+    c.expect(f"{task}: a wrong answer fails", not g["passed"] and any(
+        ch["name"] == "answer" and not ch["passed"] for ch in g["checks"]), g["reason"])
 
 
 GOOD_SKILL = '''def access_token(app_name):
@@ -151,6 +206,16 @@ BAD_KEYWORD = '''def bad_kw(token):
 UNDEFINED = '''def uses_helper(x):
     return helper_that_does_not_exist(x) + len(x)
 '''
+
+DOCS_COMPLETE = """
+docs = apis.api_docs
+missing = [f"{a['name']}.{d['name']}.{p['name']}"
+           for a in docs.show_app_descriptions()
+           for d in docs.show_api_descriptions(app_name=a["name"])
+           for p in docs.show_api_doc(app_name=a["name"], api_name=d["name"])["parameters"]
+           if not p["description"]]
+print(len(docs.show_app_descriptions()), missing)
+"""
 
 
 def test_repl(c: Checks, tmp: str) -> None:
@@ -185,6 +250,9 @@ def test_repl(c: Checks, tmp: str) -> None:
         r = repl.send_line(line)
         c.expect(f"bad request {line!r} is refused",
                  r["ok"] is False and r["error"].startswith("bad request:") and why in r["error"], r)
+    r = repl.request("exec", code=DOCS_COMPLETE)
+    c.expect("api_docs: 7 apps, every parameter of every API documented",
+             r["ok"] and r["output"] == "7 []\n", r)
     r = repl.request("exec", code="x = 41\nprint('hello')")
     c.expect("exec: prints are captured", r["ok"] and r["output"] == "hello\n" and not r["completed"], r)
     r = repl.request("exec", code="x + 1")
@@ -193,6 +261,12 @@ def test_repl(c: Checks, tmp: str) -> None:
     r = repl.request("exec", code="import os, sys\nos.write(1, b'raw fd 1\\n')\n"
                                   "sys.__stdout__.write('dunder\\n')\nprint('after')")
     c.expect("exec: writes to fd 1 never reach the protocol", r["ok"] and "after" in r["output"], r)
+    r = repl.request("exec", code="input()")
+    c.expect("exec: input() cannot read the protocol's requests",
+             not r["ok"] and r["error"].startswith("EOFError"), r)
+    r = repl.request("exec", code="import subprocess\nsubprocess.run(['cat'])\nprint('cat done')")
+    c.expect("exec: a child process cannot read the protocol's requests",
+             r["ok"] and r["output"] == "cat done\n", r)
     r = repl.request("exec", code="apis.mail.no_such_method()")
     c.expect("exec: an API error names the API",
              not r["ok"] and r["error"].startswith("ApiError") and "no_such_method" in r["error"]
@@ -201,6 +275,17 @@ def test_repl(c: Checks, tmp: str) -> None:
     c.expect("exec: a login error names the argument", not r["ok"] and "'username'" in r["error"], r)
     r = repl.request("exec", code="while True:\n    pass", timeoutS=1)
     c.expect("exec: a timeout is an error", not r["ok"] and r["error"].startswith("TimeoutError"), r)
+    r = repl.request("exec", code="print('x' * 200_000)\nraise ValueError('the end')")
+    c.expect("exec: long output is capped, keeping the traceback",
+             not r["ok"] and len(r["output"]) < 60_000 and "characters dropped" in r["output"]
+             and r["output"].rstrip().endswith("ValueError: the end"), r["output"][-300:])
+    r = repl.request("exec", code="import copy\nprint(hasattr(apis, '__deepcopy__'), "
+                                  "hasattr(apis.mail, '__wrapped__'))")
+    c.expect("exec: probing dunders on apis is a plain AttributeError",
+             r["ok"] and r["output"] == "False False\n", r)
+    r = repl.request("exec", code="apis.supervisor.complete_task(answer=float('nan'))")
+    c.expect("exec: a non-JSON answer is refused naming the argument",
+             not r["ok"] and "'answer'" in r["error"] and not r["completed"], r)
     r = repl.request("exec", code="raise SystemExit(3)")
     c.expect("exec: SystemExit does not end the REPL", not r["ok"] and "SystemExit" in r["error"], r)
     r = repl.request("exec", code="apis.supervisor.complete_task(answer=[1, 'two'])")
@@ -209,6 +294,24 @@ def test_repl(c: Checks, tmp: str) -> None:
     c.expect("exec: later replies still carry the completion", r["completed"] and r["output"] == "2\n", r)
     rc = repl.close()
     c.expect("repl: end of input exits 0", rc == 0, rc)
+
+    # Files an agent could leave on PYTHONPATH (/workspace/world) must not stand in for the stdlib.
+    plant = os.path.join(tmp, "plant")
+    os.makedirs(plant)
+    for module in ("json", "sqlite3", "tempfile", "collections"):
+        with open(os.path.join(plant, f"{module}.py"), "w", encoding="utf-8") as f:
+            f.write("raise SystemExit('planted module imported')\n")
+    with open(os.path.join(plant, "sitecustomize.py"), "w", encoding="utf-8") as f:
+        f.write("raise SystemExit('planted sitecustomize imported')\n")
+    planted_env = {**ENV, "PYTHONPATH": os.pathsep.join([plant, WORLD])}
+    task, seed = "city_contacts_1", 1801
+    untouched = os.path.join(tmp, "planted")
+    init_world(untouched, seed)
+    # Only isolated mode is safe: without -I, site (and any .pth file) imports stdlib modules
+    # from PYTHONPATH before evaluate.py runs a line.
+    g = grade(untouched, task, seed, env=planted_env, isolated=True)
+    c.expect("grader (python3 -I) ignores modules planted on PYTHONPATH",
+             g["passed"] is False and "completed" in g["reason"], g)
 
     a, b = os.path.join(tmp, "same-a"), os.path.join(tmp, "same-b")
     init_world(a, 77)
@@ -227,10 +330,20 @@ def main() -> int:
         ids = [t for t, _, sc in tasks if sc == s]
         c.expect(f"suite: {s} has tasks {s}_1..{s}_3",
                  len(ids) >= 3 and ids == [f"{s}_{i}" for i in range(1, len(ids) + 1)], ids)
+    for s in scenarios:
+        defs = [solution_functions(t) for t, _, sc in tasks if sc == s]
+        c.expect(f"suite: {s} solutions define the same functions (reusable skills)",
+                 bool(defs) and bool(defs[0]) and all(d == defs[0] for d in defs),
+                 [sorted(d) for d in defs])
     gold = untouched = lazy = 0
     with tempfile.TemporaryDirectory(prefix="appworld-selftest-") as tmp:
         for task, seed, _ in tasks:
-            g, u, l_ = test_task(c, tmp, task, seed)
+            try:
+                g, u, l_ = test_task(c, tmp, task, seed)
+            except (RuntimeError, AssertionError, subprocess.SubprocessError, OSError,
+                    ValueError) as e:  # a broken task is a failed check, not a crashed selftest
+                c.expect(f"{task}: runs", False, e)
+                g = u = l_ = False
             gold, untouched, lazy = gold + g, untouched + u, lazy + l_
         test_repl(c, tmp)
     failed = [r for r in c.results if not r["passed"]]

@@ -1,6 +1,6 @@
 """Grades one task by state diff.
 
-    python3 evaluate.py --world /workspace/world --db /workspace/state/world.db \
+    python3 -I evaluate.py --world /workspace/world --db /workspace/state/world.db \
         --answer /workspace/state/answer.json --task <task_id> --seed <seed>
 
 A fresh world from `--seed` is built in a temp directory and the gold solution
@@ -13,14 +13,21 @@ never completed fails. Prints one JSON line {"passed", "reason", "checks"}; exit
 
 from __future__ import annotations
 
-import argparse
-import collections
-import json
 import os
-import sqlite3
 import sys
-import tempfile
-from typing import Any
+
+# Nothing the agent could have written may be imported in place of the stdlib. Run as
+# `python3 -I`: otherwise site (sitecustomize, .pth files) imports from PYTHONPATH (the sandbox
+# sets /workspace/world) before this line; dropping those entries here is a second line only.
+_untrusted = {os.path.abspath(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p}
+sys.path[:] = [p for p in sys.path if os.path.abspath(p) not in _untrusted]
+
+import argparse  # noqa: E402
+import collections  # noqa: E402
+import json  # noqa: E402
+import sqlite3  # noqa: E402
+import tempfile  # noqa: E402
+from typing import Any  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -98,7 +105,8 @@ def explain(gold: dict, agent: dict) -> str:
 
 
 def grade(world_dir: str, db_path: str, answer_path: str, task_id: str, seed: int) -> dict:
-    sys.path.insert(0, world_dir)
+    # Appended, not prepended: files the agent left beside the world cannot shadow the stdlib.
+    sys.path.append(world_dir)
     from appworld_lite import World, generate
     from appworld_lite.runner import run_cell
     from appworld_lite.world import IGNORED_TABLES, VOLATILE_COLUMNS

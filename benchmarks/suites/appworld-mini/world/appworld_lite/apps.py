@@ -6,6 +6,7 @@ from __future__ import annotations
 import inspect
 import json
 import os
+import re
 from typing import Any
 
 from .core import MAX_PAGE_SIZE, App, ApiError, fail
@@ -50,11 +51,12 @@ class Supervisor(App):
             {"completed": true}.
         """
         try:
-            json.dumps(answer)
+            json.dumps(answer, allow_nan=False)
         except (TypeError, ValueError):
             raise fail("supervisor.complete_task", "answer",
-                       "must be JSON-serialisable (None, bool, number, string, list or dict)",
-                       type(answer).__name__) from None
+                       "must be JSON-serialisable (None, bool, finite number, string, list or "
+                       "dict)", answer if isinstance(answer, float) else type(answer).__name__
+                       ) from None
         if self._world.completion()["completed"]:
             raise ApiError("supervisor.complete_task: the task is already completed")
         tmp = self._world.answer_path + ".tmp"
@@ -96,7 +98,7 @@ class ApiDocs(App):
             api_name: an API name from show_api_descriptions(app_name=...).
         Returns:
             {"app_name", "api_name", "signature", "description", "parameters": [{"name",
-            "default" (absent when required), "required"}], "doc"}.
+            "description", "required", "default" (absent when required)}], "doc"}.
         """
         app = self._app("show_api_doc", app_name)
         if api_name not in type(app).api_names():
@@ -105,8 +107,10 @@ class ApiDocs(App):
         fn = getattr(app, api_name)
         sig = inspect.signature(fn)
         params = []
+        described = _arg_docs(inspect.getdoc(fn) or "")
         for p in sig.parameters.values():
-            entry: dict[str, Any] = {"name": p.name, "required": p.default is inspect.Parameter.empty}
+            entry: dict[str, Any] = {"name": p.name, "description": described.get(p.name, ""),
+                                     "required": p.default is inspect.Parameter.empty}
             if not entry["required"]:
                 entry["default"] = p.default
             params.append(entry)
@@ -127,6 +131,25 @@ def _doc(fn: Any) -> tuple[str, str]:
     return doc.split("\n", 1)[0], doc
 
 
+def _arg_docs(doc: str) -> dict[str, str]:
+    """The `Args:` section of a docstring as {name: description} (continuation lines joined)."""
+    out: dict[str, str] = {}
+    section, current = False, None
+    for line in doc.splitlines():
+        if line.strip() in ("Args:", "Returns:"):
+            section, current = line.strip() == "Args:", None
+            continue
+        if not section or not line.strip():
+            continue
+        head, sep, rest = line.strip().partition(": ")
+        if line.startswith("    ") and not line.startswith("        ") and sep and head.isidentifier():
+            current = head
+            out[head] = rest.strip()
+        elif current is not None:
+            out[current] += " " + line.strip()
+    return out
+
+
 def _plain_signature(sig: inspect.Signature) -> str:
     parts = []
     for p in sig.parameters.values():
@@ -134,6 +157,7 @@ def _plain_signature(sig: inspect.Signature) -> str:
     return f"({', '.join(parts)})"
 
 
+PHONE_RE = re.compile(r"\+?[0-9][0-9 -]{5,18}[0-9]")
 CONTACT_COLUMNS = ("id", "first_name", "last_name", "email", "phone", "relationship", "birthday",
                    "city")
 
@@ -279,8 +303,7 @@ class Contacts(App):
 
 
 def _phone(api: str, value: Any) -> str:
-    import re
-    if not isinstance(value, str) or not re.fullmatch(r"\+?[0-9][0-9 -]{5,18}[0-9]", value):
+    if not isinstance(value, str) or not PHONE_RE.fullmatch(value):
         raise fail(f"contacts.{api}", "phone",
                    "must be a phone number of digits, spaces and '-' like '555-123-4567'", value)
     return value

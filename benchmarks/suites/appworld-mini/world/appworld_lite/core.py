@@ -185,6 +185,8 @@ class AppProxy:
 
     def __getattr__(self, api: str) -> Callable[..., Any]:
         app = object.__getattribute__(self, "_app")
+        if api.startswith("__"):  # copy, pickle, inspect probe dunders: a plain "no"
+            raise AttributeError(api)
         if api.startswith("_") or api not in type(app).api_names():
             raise ApiError(
                 f"apis.{app.name}: the app has no API '{api}'; list them with "
@@ -223,6 +225,8 @@ class Apis:
 
     def __getattr__(self, name: str) -> AppProxy:
         apps = object.__getattribute__(self, "_apps")
+        if name.startswith("__"):
+            raise AttributeError(name)
         if name not in apps:
             raise ApiError(f"apis: there is no app '{name}'; the apps are {', '.join(apps)} "
                            f"(see apis.api_docs.show_app_descriptions())")

@@ -11,9 +11,11 @@ Protocol: one JSON request per stdin line, exactly one JSON reply line per reque
                     "error": "bad request: <why>"}
 
 The namespace persists across requests and starts with `apis` bound. Nothing but reply lines
-ever reaches stdout: the real stdout is moved to a private descriptor at start and file
-descriptor 1 is pointed at stderr, so prints and child processes cannot corrupt the protocol.
-Blank lines are ignored; end of input ends the REPL (exit 0).
+ever reaches stdout: the real stdout and stdin are moved to private descriptors at start, file
+descriptor 1 is pointed at stderr and 0 at /dev/null, so prints, input() and child processes
+cannot corrupt the protocol.
+Blank lines are ignored; end of input ends the REPL (exit 0). `output` is capped at 50,000
+characters (head and tail kept, the middle replaced by a "[... N characters dropped ...]" line).
 """
 
 from __future__ import annotations
@@ -30,6 +32,17 @@ from .world import World
 
 DEFAULT_TIMEOUT_S = 30.0
 MAX_TIMEOUT_S = 3600.0
+# Replies travel in messages of bounded size; an agent never needs more than this of one cell.
+MAX_OUTPUT_CHARS = 50_000
+
+
+def cap(output: str) -> str:
+    """At most MAX_OUTPUT_CHARS: the head and the (longer) tail, where a traceback ends."""
+    if len(output) <= MAX_OUTPUT_CHARS:
+        return output
+    head, tail = MAX_OUTPUT_CHARS // 5, MAX_OUTPUT_CHARS * 4 // 5
+    dropped = len(output) - head - tail
+    return f"{output[:head]}\n[... {dropped} characters dropped ...]\n{output[-tail:]}"
 
 
 class BadRequest(Exception):
@@ -84,7 +97,7 @@ class Session:
             raise BadRequest(f"'timeoutS' must be a number in (0, {MAX_TIMEOUT_S:g}]")
         result = run_cell(code, self.namespace, float(timeout))
         done = self.world.completion()
-        return {"id": rid, "ok": result.ok, "output": result.output, "error": result.error,
+        return {"id": rid, "ok": result.ok, "output": cap(result.output), "error": result.error,
                 "completed": done["completed"], "answer": done["answer"]}
 
     def check_skill(self, req: dict[str, Any]) -> dict[str, Any]:
@@ -110,14 +123,20 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python3 -m appworld_lite.repl")
     parser.add_argument("--db", required=True, help="path of the world's SQLite file")
     args = parser.parse_args(argv)
-    # Keep the protocol channel private: fd 1 becomes stderr for everything else.
-    reply_fd = os.dup(1)
+    # Keep the protocol channels private: fd 1 becomes stderr and fd 0 /dev/null for everything
+    # else, so neither a print nor an input() in agent code can touch a request or a reply.
+    reply_fd, request_fd = os.dup(1), os.dup(0)
     os.dup2(2, 1)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
     replies = os.fdopen(reply_fd, "w", encoding="utf-8", buffering=1)
+    requests = os.fdopen(request_fd, "r", encoding="utf-8")
     sys.stdout = sys.stderr
+    sys.stdin = open(os.devnull, encoding="utf-8")
     world = World(args.db)
     session = Session(world)
-    for line in sys.stdin:
+    for line in requests:
         if not line.strip():
             continue
         reply = session.handle(line)
