@@ -142,6 +142,8 @@ test('a scripted SAGE model reuses task 1 functions: fewer steps with the librar
   const arms = scenario!.details.arms;
   expect(arms['library']!.steps).toBeLessThan(arms['baseline']!.steps);
   expect(arms['library']!.tokens).toBeLessThan(arms['baseline']!.tokens);
+  // The fake's usage: 1,000 + 100 per earlier turn prompt tokens and 50 completion tokens a call.
+  expect([arms['baseline']!.tokens, arms['library']!.tokens]).toEqual([14_400, 6_900]);
 
   // Task 1 admitted the solution's functions and the world-bound helper; the helper defined by
   // the failing action never entered.
