@@ -209,7 +209,7 @@ async function runTask(
         };
       },
     });
-    const grade = await world.grade(o.grader, task.id, task.seed);
+    const grade = await world.grade(o.grader, o.world, task.id, task.seed);
 
     // Admission: functions of actions that ran without error (the final one included), newest
     // definition of a name winning, with the graded outcome as provenance.

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { readdir, readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { type UntypedActorRef } from '@troupe/actors';
@@ -294,22 +295,34 @@ export class WorldSandbox {
   }
 
   /**
-   * Grades the world: copies the grader in (only now, after the agent), runs `evaluate.py` and
-   * parses its verdict. A grader that exits non-zero or prints no verdict is an error.
+   * Grades the world: copies the grader in (only now, after the agent), with a pristine copy of
+   * the world package beside it, into a fresh directory under {@link GRADER_DIR} the agent could
+   * not know, and runs `evaluate.py` in Python's isolated mode (`-I`: no PYTHONPATH, no script
+   * directory, no user site), so nothing the agent planted in `/workspace` is imported. A grader
+   * that exits non-zero or prints no verdict is an error.
    */
-  async grade(grader: Record<string, string>, taskId: string, seed: number): Promise<Grade> {
+  async grade(
+    grader: Record<string, string>,
+    world: Record<string, string>,
+    taskId: string,
+    seed: number,
+  ): Promise<Grade> {
     await this.stopRepl();
+    const dir = `${GRADER_DIR}/g-${randomUUID()}`;
+    const files: Record<string, string> = { ...grader };
+    for (const [rel, text] of Object.entries(world)) files[`world/${rel}`] = text;
     await this.sb.ask(
       'putFiles',
-      { destDir: GRADER_DIR, files: grader },
+      { destDir: dir, files, owner: 'root' },
       { timeoutMs: 60_000, signal: this.signal },
     );
     const r = await this.exec(
       [
         'python3',
-        `${GRADER_DIR}/evaluate.py`,
+        '-I',
+        `${dir}/evaluate.py`,
         '--world',
-        WORLD_DIR,
+        `${dir}/world`,
         '--db',
         WORLD_DB,
         '--answer',
