@@ -97,7 +97,7 @@ function reply(body: { messages: unknown[]; seed?: number | null }): ScriptedRes
 beforeAll(async () => {
   await ensureDocker();
   policy = await FakeOpenAI.start();
-  policy.setHandler((req) => reply(req.body as { messages: unknown[]; seed?: number }));
+  policy.setHandler((req) => reply(req.body));
   clusterModel = await FakeOpenAI.start({ apiKey: CLUSTER_KEY });
   dir = mkdtempSync(path.join(tmpdir(), 'troupe-rollouts-'));
   const modelsFile = path.join(dir, 'models.yaml');

@@ -25,7 +25,7 @@ function request(over: Partial<RolloutRequest__Output> = {}): RolloutRequest__Ou
 }
 
 function sampling(s: Record<string, unknown>): RolloutRequest__Output['sampling'] {
-  return { logprobs: false, ...s } as RolloutRequest__Output['sampling'];
+  return { logprobs: false, ...s };
 }
 
 function errorOf(fn: () => unknown): TroupeError {
@@ -129,7 +129,7 @@ describe('rolloutJobSpec', () => {
     [{ concurrency: 5_000 }, 'request.concurrency: must be from 0 to 1000'],
     [{ taskIds: ['ok', '../etc'] }, 'request.task_ids[1]: must match'],
   ])('refuses %j naming the field and the rule', (over, message) => {
-    const err = errorOf(() => rolloutJobSpec(request(over as Partial<RolloutRequest__Output>)));
+    const err = errorOf(() => rolloutJobSpec(request(over)));
     expect(err.code).toBe('INVALID_ARGUMENT');
     expect(err.message.replace(/`/g, '')).toContain(message);
   });
