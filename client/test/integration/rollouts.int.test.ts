@@ -9,7 +9,9 @@ import {
   type FakeTokenLogprob,
   type ScriptedResponse,
 } from '@troupe/testkit';
+import { PassThrough } from 'node:stream';
 import { EmbeddedCluster } from '../../src/cli/embedded-cluster';
+import { runCli } from '../../src/cli/run-cli';
 import { TroupeClient } from '../../src/troupe-client';
 
 // RL rollouts end to end on the embedded cluster (nats-server, coordinator, Docker node agent,
@@ -280,4 +282,44 @@ test('a bad request is refused naming the field, and nothing runs', async () => 
   } finally {
     client.close();
   }
+});
+
+test('troupe rollout runs an episode and prints its reward and trajectory as JSON', async () => {
+  const stdout = new PassThrough();
+  const stderr = new PassThrough();
+  let out = '';
+  let err = '';
+  stdout.on('data', (d: Buffer) => (out += d.toString()));
+  stderr.on('data', (d: Buffer) => (err += d.toString()));
+  const code = await runCli(
+    [
+      '--address',
+      cluster.address,
+      '--token',
+      cluster.token,
+      'rollout',
+      '--endpoint',
+      policy.baseURL,
+      '--model',
+      'org/policy-v7',
+      '--suite',
+      SUITE,
+      '--task',
+      'js-slugify',
+      '--seed',
+      '0',
+      '--logprobs',
+      '--max-steps',
+      '8',
+      '--timeout-ms',
+      '300000',
+    ],
+    { stdout, stderr, env: {}, cwd: dir, onInterrupt: () => () => undefined },
+  );
+  expect({ code, err }).toEqual({ code: 0, err: '' });
+  const res = JSON.parse(out) as RolloutResponse__Output;
+  expect(res.rollouts.map((r) => [r.rolloutId, r.reward, r.status])).toEqual([
+    ['js-slugify.s0', 1, 'TASK_PASSED'],
+  ]);
+  expect(JSON.parse(res.rollouts[0]!.trajectoryJson).logprobs.length).toBeGreaterThan(0);
 });
