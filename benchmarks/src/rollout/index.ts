@@ -4,4 +4,8 @@ export {
   ROLLOUT_AGENT_KIND,
   rolloutConfigOf,
 } from './rollout-agent-runner';
-export { createRolloutDriver, ROLLOUT_UNAVAILABLE, type RolloutDriverOptions } from './rollout-driver';
+export {
+  createRolloutDriver,
+  ROLLOUT_UNAVAILABLE,
+  type RolloutDriverOptions,
+} from './rollout-driver';

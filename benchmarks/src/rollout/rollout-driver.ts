@@ -81,7 +81,10 @@ export function createRolloutDriver(
 
     async validate(spec) {
       if (spec.agent !== undefined) {
-        throw invalidArgument('spec.agent', 'must be absent: a rollout names its endpoint in spec.config.endpoint');
+        throw invalidArgument(
+          'spec.agent',
+          'must be absent: a rollout names its endpoint in spec.config.endpoint',
+        );
       }
       const wrapped = innerSpec(spec);
       if (!options.agentHosts) throw invalidArgument('spec.kind', ROLLOUT_UNAVAILABLE, spec.kind);
