@@ -8,6 +8,7 @@ import {
   createIssueResolutionDriver,
   type IssueResolutionDriverOptions,
 } from './issue-resolution/issue-resolution-driver';
+import { createRolloutDriver, type RolloutDriverOptions } from './rollout/rollout-driver';
 import { createRsiDriver, type RsiDriverOptions } from './rsi/rsi-driver';
 import {
   createShellTasksDriver,
@@ -33,11 +34,13 @@ export interface BuiltinDriverOptions {
   desktopTasks?: DesktopTasksDriverOptions;
   /** Options of the `rsi` driver (`models`: the registry its roles' models must be in). */
   rsi?: RsiDriverOptions;
+  /** Options of the `rollout` driver (`agentHosts: true` enables it). */
+  rollout?: RolloutDriverOptions;
 }
 
 /**
  * Registers the drivers shipped with `@troupe/benchmarks` (`shell-tasks`, `evolve`,
- * `issue-resolution`, `desktop-tasks`, `rsi`) with a coordinator's registry; returns the registry.
+ * `issue-resolution`, `desktop-tasks`, `rsi`, `rollout`) with a coordinator's registry; returns the registry.
  */
 export function registerBuiltinDrivers(
   registry: DriverRegistry,
@@ -47,5 +50,6 @@ export function registerBuiltinDrivers(
   registry.register(createIssueResolutionDriver(options.issueResolution));
   registry.register(createDesktopTasksDriver(options.desktopTasks));
   registry.register(createRsiDriver(options.rsi));
+  registry.register(createRolloutDriver(options.rollout));
   return registry.register(createEvolveDriver(options.evolve));
 }
