@@ -8,11 +8,20 @@
 export { createAgentActor } from './agent/agent-actor';
 export { cancelAgentRun, runAgentSession, startAgentSession } from './agent/agent-session';
 export { AgentStopReason } from './agent/agent-stop-reason';
-export { type AgentTemplateInput } from './agent/agent-template';
+export {
+  type AgentTemplateInput,
+  ModelEndpointSchema,
+  type SamplingInput,
+  SamplingSchema,
+} from './agent/agent-template';
 export { toolDefinition } from './agent/agent-tool-args';
 export { AgentToolName } from './agent/agent-tool-name';
 export { type TrajectoryEvent } from './agent/trajectory-event';
-export { trajectoriesToJsonl, trajectoryToRecord } from './agent/trajectory-jsonl';
+export {
+  trajectoriesToJsonl,
+  type TrajectoryJsonlRecord,
+  trajectoryToRecord,
+} from './agent/trajectory-jsonl';
 export { TrajectoryStore } from './agent/trajectory-store';
 export {
   ActorSandboxProvisioner,

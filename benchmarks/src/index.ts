@@ -1,6 +1,14 @@
 /** @packageDocumentation @troupe/benchmarks: Benchmark drivers and shipped task suites. */
 export { registerBuiltinDrivers, type BuiltinDriverOptions } from './register-builtin-drivers';
 export {
+  createRolloutAgentRunner,
+  createRolloutDriver,
+  ROLLOUT_AGENT_KIND,
+  ROLLOUT_UNAVAILABLE,
+  rolloutConfigOf,
+  type RolloutDriverOptions,
+} from './rollout';
+export {
   createShellTasksDriver,
   shellSandboxId,
   type ShellRun,

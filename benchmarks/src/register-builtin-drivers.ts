@@ -8,6 +8,7 @@ import {
   createIssueResolutionDriver,
   type IssueResolutionDriverOptions,
 } from './issue-resolution/issue-resolution-driver';
+import { createRolloutDriver, type RolloutDriverOptions } from './rollout/rollout-driver';
 import { createRsiDriver, type RsiDriverOptions } from './rsi/rsi-driver';
 import {
   createSkillSequenceDriver,
@@ -37,13 +38,15 @@ export interface BuiltinDriverOptions {
   desktopTasks?: DesktopTasksDriverOptions;
   /** Options of the `rsi` driver (`models`: the registry its roles' models must be in). */
   rsi?: RsiDriverOptions;
+  /** Options of the `rollout` driver (`agentHosts: true` enables it). */
+  rollout?: RolloutDriverOptions;
   /** Options of the `skill-sequence` driver (`models` enables its model agent). */
   skillSequence?: SkillSequenceDriverOptions;
 }
 
 /**
  * Registers the drivers shipped with `@troupe/benchmarks` (`shell-tasks`, `evolve`,
- * `issue-resolution`, `desktop-tasks`, `rsi`, `skill-sequence`) with a coordinator's registry; returns the registry.
+ * `issue-resolution`, `desktop-tasks`, `rsi`, `rollout`, `skill-sequence`) with a coordinator's registry; returns the registry.
  */
 export function registerBuiltinDrivers(
   registry: DriverRegistry,
@@ -53,6 +56,7 @@ export function registerBuiltinDrivers(
   registry.register(createIssueResolutionDriver(options.issueResolution));
   registry.register(createDesktopTasksDriver(options.desktopTasks));
   registry.register(createRsiDriver(options.rsi));
+  registry.register(createRolloutDriver(options.rollout));
   registry.register(createSkillSequenceDriver(options.skillSequence));
   return registry.register(createEvolveDriver(options.evolve));
 }

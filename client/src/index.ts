@@ -1,6 +1,7 @@
 /** @packageDocumentation @troupe/client: gRPC client SDK and the troupe CLI. */
 export { toClientError } from './client-error';
 export {
+  DEFAULT_ROLLOUT_TIMEOUT_MS,
   TroupeClient,
   type CallOpts,
   type ClientRetryOptions,

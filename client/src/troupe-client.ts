@@ -19,6 +19,7 @@ import {
   fromAbortSignal,
   type GetJobRequest,
   type GetResultsRequest,
+  type GetRolloutsRequest,
   type Job__Output,
   type JobEvent__Output,
   type JobResults__Output,
@@ -31,6 +32,8 @@ import {
   loadJobApi,
   type Node__Output,
   type NodeServiceClient,
+  type RolloutRequest,
+  type RolloutResponse__Output,
   type SubmitJobRequest,
   type SubmitJobResponse__Output,
   TroupeError,
@@ -85,6 +88,9 @@ export interface CallOpts {
   /** Cancels the call. */
   signal?: AbortSignal;
 }
+
+/** Default deadline of a waiting {@link TroupeClient.rollout} call: one hour. */
+export const DEFAULT_ROLLOUT_TIMEOUT_MS = 3_600_000;
 
 /** A submission. */
 export interface SubmitOptions extends CallOpts {
@@ -269,6 +275,33 @@ export class TroupeClient {
   async getResults(jobId: string, options: CallOpts = {}): Promise<JobResults__Output> {
     return this.unary<GetResultsRequest, JobResults__Output>(
       this.jobs.GetResults.bind(this.jobs),
+      { jobId },
+      options,
+    );
+  }
+
+  /**
+   * Runs RL rollouts (`Rollout`): the request's episodes as one `rollout` job, waited for unless
+   * `noWait`, returned with trajectories, rewards and usage. The call's deadline (default
+   * {@link DEFAULT_ROLLOUT_TIMEOUT_MS}) bounds the wait; when it passes the server cancels the
+   * job. Retries after `UNAVAILABLE` reuse the request's `idempotencyKey` (a random one when
+   * empty), so they wait for the same job instead of starting another.
+   */
+  async rollout(request: RolloutRequest, options: CallOpts = {}): Promise<RolloutResponse__Output> {
+    return this.unary<RolloutRequest, RolloutResponse__Output>(
+      this.jobs.Rollout.bind(this.jobs),
+      { ...request, idempotencyKey: request.idempotencyKey || randomUUID() },
+      {
+        ...options,
+        timeoutMs: options.timeoutMs ?? (request.noWait ? undefined : DEFAULT_ROLLOUT_TIMEOUT_MS),
+      },
+    );
+  }
+
+  /** The rollouts of a `rollout` job so far (`GetRollouts`). */
+  async getRollouts(jobId: string, options: CallOpts = {}): Promise<RolloutResponse__Output> {
+    return this.unary<GetRolloutsRequest, RolloutResponse__Output>(
+      this.jobs.GetRollouts.bind(this.jobs),
       { jobId },
       options,
     );

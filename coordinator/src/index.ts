@@ -228,3 +228,14 @@ export {
   toWireNode,
   toWireResults,
 } from './jobs/job-wire';
+export {
+  MAX_ROLLOUT_TOKENS,
+  MAX_SAMPLES_PER_TASK,
+  parseRolloutTaskId,
+  ROLLOUT_JOB_KIND,
+  type RolloutConfig,
+  RolloutConfigSchema,
+  rolloutJobSpec,
+  rolloutTaskId,
+} from './jobs/rollout-spec';
+export { RolloutService, type RolloutServiceOptions } from './jobs/rollout-service';

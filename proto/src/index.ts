@@ -212,6 +212,19 @@ export type {
 } from './generated/troupe/v1/SubmitJobResponse';
 export type { TaskResult, TaskResult__Output } from './generated/troupe/v1/TaskResult';
 export type {
+  GetRolloutsRequest,
+  GetRolloutsRequest__Output,
+} from './generated/troupe/v1/GetRolloutsRequest';
+export type { ModelEndpoint, ModelEndpoint__Output } from './generated/troupe/v1/ModelEndpoint';
+export type { RolloutRequest, RolloutRequest__Output } from './generated/troupe/v1/RolloutRequest';
+export type {
+  RolloutResponse,
+  RolloutResponse__Output,
+} from './generated/troupe/v1/RolloutResponse';
+export type { RolloutResult, RolloutResult__Output } from './generated/troupe/v1/RolloutResult';
+export type { RolloutUsage, RolloutUsage__Output } from './generated/troupe/v1/RolloutUsage';
+export type { SamplingParams, SamplingParams__Output } from './generated/troupe/v1/SamplingParams';
+export type {
   WatchJobRequest,
   WatchJobRequest__Output,
 } from './generated/troupe/v1/WatchJobRequest';

@@ -20,6 +20,7 @@ export type {
   FakeMalformedResponse,
   FakeOpenAIHandler,
   FakeStatusResponse,
+  FakeTokenLogprob,
   FakeToolCall,
   FakeUsage,
   RecordedRequest,

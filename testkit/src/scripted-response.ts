@@ -24,6 +24,16 @@ export interface FakeUsage {
 /** Why the fake model stopped, as on the wire. */
 export type FakeFinishReason = 'stop' | 'tool_calls' | 'length' | 'content_filter';
 
+/** A token of a scripted reply with its log-probability (sent as `choices[0].logprobs`). */
+export interface FakeTokenLogprob {
+  /** The token text. */
+  token: string;
+  /** Its log-probability. */
+  logprob: number;
+  /** Alternatives at this position. @default [] */
+  topLogprobs?: { token: string; logprob: number }[];
+}
+
 /** A successful chat completion: assistant content and/or tool calls. */
 export interface FakeCompletion {
   /** Assistant text. @default null */
@@ -36,6 +46,11 @@ export interface FakeCompletion {
   finishReason?: FakeFinishReason;
   /** Model name in the reply. @default the request's `model` */
   model?: string;
+  /**
+   * Non-streamed replies only: per-token log-probabilities sent as
+   * `choices[0].logprobs.content` (bytes filled in from the token text). @default null, as before
+   */
+  logprobs?: FakeTokenLogprob[];
   /** Wait this long before sending the response headers. @default 0 */
   delayMs?: number;
   /** Streaming only: characters per content or arguments piece. @default the server's `streamChunkChars` */

@@ -1,5 +1,6 @@
 import type { BudgetHook } from './budget-hook';
 import type { ChatMessage, ToolChoice, ToolDefinition } from './chat-message';
+import type { ModelEndpoint } from './model-endpoint';
 
 /**
  * A piece of a streamed completion, for progress display. Pieces of a failed attempt are
@@ -43,6 +44,20 @@ export interface ChatOptions {
   maxTokens?: number;
   /** Sampling temperature, 0–2. @default provider default */
   temperature?: number;
+  /** Nucleus sampling mass, 0–1 (`top_p`). @default provider default */
+  topP?: number;
+  /** Sampling seed (`seed`), for servers that honour it. @default none */
+  seed?: number;
+  /** Ask for per-token log-probabilities of the reply (`logprobs: true`). @default false */
+  logprobs?: boolean;
+  /** Alternatives per token with their log-probabilities, 0–20 (`top_logprobs`). @default none */
+  topLogprobs?: number;
+  /**
+   * Send the call to this endpoint instead of the registry's entry for `model` (which then only
+   * names the call in records and budgets): no key, prices 0. See {@link ModelEndpoint}.
+   * @default the registry's model
+   */
+  endpoint?: ModelEndpoint;
   /** Stream the reply (reassembled before returning; see `onDelta`). @default false */
   stream?: boolean;
   /** Called with each streamed piece; its errors are logged and ignored. @default none */

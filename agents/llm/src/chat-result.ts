@@ -29,6 +29,18 @@ export interface LlmUsage {
   totalTokens: number;
 }
 
+/** One sampled token with its log-probability (OpenAI `choices[].logprobs.content[]`). */
+export interface TokenLogprob {
+  /** The token as text. */
+  token: string;
+  /** Natural log of its probability under the policy. */
+  logprob: number;
+  /** The token's UTF-8 bytes, when the server sends them. */
+  bytes?: number[];
+  /** The most likely alternatives at this position, when `topLogprobs` was asked for. */
+  topLogprobs?: { token: string; logprob: number }[];
+}
+
 /** What {@link LlmClient.chat} returns. */
 export interface ChatResult {
   /** The assistant turn; append it to the conversation as is. */
@@ -53,4 +65,9 @@ export interface ChatResult {
   requestId: string;
   /** The provider's `x-request-id`, for support tickets. @default absent when not sent */
   providerRequestId?: string;
+  /**
+   * Per-token log-probabilities of the reply's content, when the call asked for `logprobs` and
+   * the server returned them (non-streamed calls only). @default absent
+   */
+  logprobs?: TokenLogprob[];
 }

@@ -21,3 +21,5 @@ export type {
 export { InMemoryCallRecorder } from './in-memory-call-recorder';
 export { LlmClient } from './llm-client';
 export { MODEL_NAME, ModelRegistry } from './model-registry';
+export { endpointModelConfig, type ModelEndpoint } from './model-endpoint';
+export type { TokenLogprob } from './chat-result';

@@ -19,6 +19,7 @@ import { toOpenAIParams } from './internal/to-openai-params';
 import { validateChatOptions } from './internal/validate-chat-options';
 import type { ModelConfig } from './model-config';
 import type { ModelRegistry } from './model-registry';
+import { endpointModelConfig, endpointProviderKey, type ModelEndpoint } from './model-endpoint';
 import type { RateLimitHook } from './rate-limit-hook';
 import {
   backoffDelayMs,
@@ -208,10 +209,14 @@ export class LlmClient {
 
   #begin(options: ChatOptions, requestId: string, log: Logger): CallState {
     const name = options.model;
-    const model = this.registry.get(name);
+    const model = options.endpoint
+      ? endpointModelConfig(options.endpoint)
+      : this.registry.get(name);
     validateChatOptions(options, model);
     if (options.signal.aborted) throw fromAbortSignal(options.signal);
-    const provider = this.#provider(name, model);
+    const provider = options.endpoint
+      ? this.#endpointProvider(options.endpoint, model)
+      : this.#provider(name, model);
     const maxTokens = options.maxTokens ?? model.maxTokens;
     const promptTokensEstimate = estimatePromptTokens(
       options.messages,
@@ -223,6 +228,10 @@ export class LlmClient {
       tools: options.tools,
       toolChoice: options.toolChoice,
       temperature: options.temperature,
+      topP: options.topP,
+      seed: options.seed,
+      logprobs: options.logprobs,
+      topLogprobs: options.topLogprobs,
       maxTokens,
     });
     return {
@@ -439,6 +448,7 @@ export class LlmClient {
     if (outcome.providerRequestId !== undefined) {
       result.providerRequestId = outcome.providerRequestId;
     }
+    if (completion.logprobs !== undefined) result.logprobs = completion.logprobs;
     return result;
   }
 
@@ -525,6 +535,28 @@ export class LlmClient {
     } catch (err) {
       this.#logger.warn({ err, requestId: record.requestId }, 'call recorder threw; ignored');
     }
+  }
+
+  /**
+   * The SDK client of a call-supplied endpoint: never a key (the endpoint is the caller's, not
+   * the cluster's), cached per base URL.
+   */
+  #endpointProvider(endpoint: ModelEndpoint, model: ModelConfig): Provider {
+    const key = endpointProviderKey(endpoint);
+    const cached = this.#providers.get(key);
+    if (cached !== undefined) return cached;
+    const sdk = new OpenAI({
+      baseURL: model.baseURL,
+      apiKey: NO_KEY,
+      organization: null,
+      project: null,
+      maxRetries: 0,
+      timeout: model.timeoutMs,
+      logLevel: 'off',
+    });
+    const provider = { apiKey: NO_KEY, sdk };
+    this.#providers.set(key, provider);
+    return provider;
   }
 
   #semaphoreFor(name: string, model: ModelConfig): Semaphore | undefined {

@@ -47,6 +47,58 @@ export const CompactionSchema = z.strictObject({
 /** Compaction settings as a caller writes them. */
 export type CompactionInput = z.input<typeof CompactionSchema>;
 
+/** An `http:` or `https:` URL (what an endpoint's `baseURL` must be). */
+function isHttpUrl(value: string): boolean {
+  try {
+    const url = new URL(value);
+    return (
+      (url.protocol === 'http:' || url.protocol === 'https:') &&
+      url.username === '' &&
+      url.password === ''
+    );
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * A model endpoint given with the template instead of the registry (an RL trainer's policy
+ * server): OpenAI-compatible base URL and model id; called with no key and priced 0.
+ */
+export const ModelEndpointSchema = z.strictObject({
+  /** `http(s)://host[:port]/path`, without credentials. */
+  baseURL: z
+    .string()
+    .max(2_048, 'must be at most 2048 characters')
+    .refine(isHttpUrl, 'must be an http(s) URL without credentials, such as http://policy:8000/v1'),
+  /** Model id sent to the server. */
+  model: z.string().regex(MODEL_NAME, 'must match [A-Za-z0-9][A-Za-z0-9._:/-]{0,127}'),
+});
+
+/** Sampling settings of every model call of a run (an RL rollout's policy sampling). */
+export const SamplingSchema = z.strictObject({
+  /** Temperature, 0–2. @default the server's */
+  temperature: z.number().min(0, 'must be >= 0').max(2, 'must be <= 2').optional(),
+  /** Nucleus mass, 0–1 (exclusive of 0). @default the server's */
+  topP: z.number().gt(0, 'must be > 0').max(1, 'must be <= 1').optional(),
+  /** Seed, for servers that honour it. @default none */
+  seed: z
+    .int('must be an integer')
+    .min(0, 'must be >= 0')
+    .max(2 ** 31 - 1)
+    .optional(),
+  /** Ask for per-token log-probabilities (kept in the trajectory). @default false */
+  logprobs: z.boolean().default(false),
+  /** Alternatives per token, 0–20 (needs `logprobs`). @default none */
+  topLogprobs: z
+    .int('must be an integer')
+    .min(0, 'must be >= 0')
+    .max(20, 'must be <= 20')
+    .optional(),
+});
+/** Sampling settings as a caller writes them. */
+export type SamplingInput = z.input<typeof SamplingSchema>;
+
 /**
  * An agent template: the role of a session. The template name is the role; a session id names
  * one instance.
@@ -122,6 +174,17 @@ export const AgentTemplateSchema = z.strictObject({
    * `create_subagent` grants, shared. @default none (only sandboxes the caller gives)
    */
   sandboxes: TemplateSandboxesSchema.optional(),
+  /**
+   * Call this endpoint for the agent's own model calls instead of the registry's `model` (which
+   * then only names the calls in records): an RL trainer's policy server. Never sent a key.
+   * Middleware and compaction models still come from the registry. @default the registry's
+   */
+  endpoint: ModelEndpointSchema.optional(),
+  /**
+   * Sampling settings of the agent's own model calls; with `logprobs` each `model_call` event
+   * keeps the reply's per-token log-probabilities in `data.logprobs`. @default the server's
+   */
+  sampling: SamplingSchema.optional(),
 });
 /** A template as a caller writes it. */
 export type AgentTemplateInput = z.input<typeof AgentTemplateSchema>;

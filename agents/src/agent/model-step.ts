@@ -32,8 +32,17 @@ export async function modelStep(
 ): Promise<Extract<StoredMessage, { role: 'assistant' }>> {
   const { run, template } = s;
   const { maxWallMs } = template.limits;
+  const sampling = template.sampling;
   const result = await o.llm.chat({
     model: template.model,
+    ...(template.endpoint ? { endpoint: template.endpoint } : {}),
+    ...(sampling?.temperature !== undefined ? { temperature: sampling.temperature } : {}),
+    ...(sampling?.topP !== undefined ? { topP: sampling.topP } : {}),
+    ...(sampling?.seed !== undefined ? { seed: sampling.seed } : {}),
+    ...(sampling?.logprobs ? { logprobs: true } : {}),
+    ...(sampling?.logprobs && sampling.topLogprobs !== undefined
+      ? { topLogprobs: sampling.topLogprobs }
+      : {}),
     messages: o.messages ?? s.messages.map(toChat),
     tools: [...heldToolDefinitions(template), ...(o.extraTools ?? [])],
     ...(template.maxTokensPerCall ? { maxTokens: template.maxTokensPerCall } : {}),
@@ -70,6 +79,7 @@ export async function modelStep(
       latencyMs: result.latencyMs,
       attempts: result.attempts,
       finishReason: result.finishReason,
+      ...(result.logprobs ? { logprobs: result.logprobs } : {}),
     },
     { defer: true },
   );

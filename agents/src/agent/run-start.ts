@@ -49,7 +49,7 @@ export function startRun(
       why: '`run.template`: required on the first run of a session',
     };
   }
-  if (!models.has(template.model)) {
+  if (template.endpoint === undefined && !models.has(template.model)) {
     return {
       ok: false,
       code: ErrorCode.INVALID_ARGUMENT,

@@ -1,3 +1,4 @@
+import type { TokenLogprob } from '@troupe/llm';
 import type { StoredMessage } from './agent-state';
 import { type TrajectoryEvent, TrajectoryEventType } from './trajectory-event';
 import { latestPerSeq } from './trajectory-store';
@@ -22,6 +23,12 @@ export interface TrajectoryJsonlRecord {
   /** Tool definitions offered on the last run, OpenAI format. */
   tools?: unknown[];
   metadata: { sessionId: string; runs: { runId: string; stopReason?: string }[] };
+  /**
+   * Per-token log-probabilities of assistant messages, when the model calls asked for them
+   * (template `sampling.logprobs`): `messageIndex` is the message's position in `messages`.
+   * @default absent
+   */
+  logprobs?: { messageIndex: number; tokens: TokenLogprob[] }[];
 }
 
 /** A stored message in OpenAI wire format. */
@@ -60,7 +67,14 @@ export function trajectoryToRecord(
   const messages: OpenAIChatMessage[] = [];
   const runs: { runId: string; stopReason?: string }[] = [];
   let tools: unknown[] | undefined;
+  const logprobs: { messageIndex: number; tokens: TokenLogprob[] }[] = [];
   for (const e of latestPerSeq(events)) {
+    if (e.type === TrajectoryEventType.MODEL_CALL && Array.isArray(e.data['logprobs'])) {
+      logprobs.push({
+        messageIndex: messages.length,
+        tokens: e.data['logprobs'] as TokenLogprob[],
+      });
+    }
     for (const m of e.messages ?? []) messages.push(toOpenAIMessage(m));
     if (e.type === TrajectoryEventType.RUN_START) {
       runs.push({ runId: e.runId });
@@ -72,7 +86,12 @@ export function trajectoryToRecord(
       if (run && result?.stopReason) run.stopReason = result.stopReason;
     }
   }
-  return { messages, ...(tools ? { tools } : {}), metadata: { sessionId, runs } };
+  return {
+    messages,
+    ...(tools ? { tools } : {}),
+    metadata: { sessionId, runs },
+    ...(logprobs.length > 0 ? { logprobs } : {}),
+  };
 }
 
 /** JSONL text (one line per session) of the given sessions' trajectories. */

@@ -13,7 +13,9 @@ export {
   createModelAgentRunner,
   jobMcp,
   ISSUE_SOLVER_INSTRUCTION,
+  ISSUE_SOLVER_TOOLS,
   issueSessionId,
+  runTaskAgentSession,
   type ModelAgentRunnerOptions,
 } from './model-agent-runner';
 export { createNoneAgentRunner } from './none-agent-runner';

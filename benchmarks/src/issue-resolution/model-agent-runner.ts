@@ -109,26 +109,13 @@ export function createModelAgentRunner(options: ModelAgentRunnerOptions): TaskAg
     async run(ctx: TaskAgentRunContext): Promise<TaskAgentRunResult> {
       const agent = ctx.agent;
       if (!agent) throw invalidArgument('spec.agent', 'is required for model agents');
-      if (!ctx.nats) {
-        throw new TroupeError('UNAVAILABLE', 'this host gives drivers no NATS connection');
-      }
-      const trajectories = new TrajectoryStore({
-        connection: ctx.nats.connection,
-        cluster: ctx.nats.cluster,
-        ...(ctx.nats.replicas !== undefined ? { replicas: ctx.nats.replicas } : {}),
-      });
       const { task } = ctx;
       const mcp = jobMcp(agent);
-      const template: AgentTemplateInput = {
+      return runTaskAgentSession(ctx, {
         name: agent.template ?? 'issue-solver',
         instruction: ISSUE_SOLVER_INSTRUCTION,
         model: agent.model,
-        tools: [
-          AgentToolName.RUN_TERMINAL_COMMAND,
-          AgentToolName.VIEW_FILE,
-          AgentToolName.EDIT_FILE,
-          AgentToolName.WRITE_FILE,
-        ],
+        tools: ISSUE_SOLVER_TOOLS,
         limits: {
           maxSteps: agent.maxSteps ?? task.limits.maxSteps,
           maxWallMs: task.timeouts.agentMs,
@@ -136,37 +123,66 @@ export function createModelAgentRunner(options: ModelAgentRunnerOptions): TaskAg
         },
         ...(agent.maxTokens !== undefined ? { maxTokensPerCall: agent.maxTokens } : {}),
         ...(mcp ? { mcp } : {}),
-      };
-      const sessionId = issueSessionId(ctx.jobId, ctx.taskId, ctx.attempt);
-      const handle = await startAgentSession({
-        system: ctx.refs,
-        trajectories,
-        sessionId,
-        runId: sessionId,
-        template,
-        task: `Working directory: ${task.workdir}\n\n${task.instruction}`,
-        sandboxId: ctx.sandboxId,
-        ...(ctx.budgetScope ? { budgetScope: ctx.budgetScope } : {}),
-        signal: ctx.signal,
-        cancelOnAbort: cancelsAgentSession,
-        logger: ctx.log,
       });
-      const r = await handle.result;
-      const events = await trajectories.read(sessionId, { signal: AbortSignal.timeout(30_000) });
-      const record = trajectoryToRecord(sessionId, events);
-      ctx.log.info(
-        { taskId: ctx.taskId, sessionId, stopReason: r.stopReason, steps: r.steps },
-        'model agent stopped',
-      );
-      return {
-        stopReason: STOP_REASONS[r.stopReason],
-        finalText: r.error ? `${r.finalText}\n${r.error}`.trim() : r.finalText,
-        steps: r.steps,
-        usage: { promptTokens: r.usage.inputTokens, completionTokens: r.usage.outputTokens },
-        costUsd: r.costUsd,
-        model: agent.model,
-        trajectory: [record as unknown as Record<string, unknown>],
-      };
     },
+  };
+}
+
+/** The tools of the issue-solving agent: terminal and file tools on the task's sandbox. */
+export const ISSUE_SOLVER_TOOLS = [
+  AgentToolName.RUN_TERMINAL_COMMAND,
+  AgentToolName.VIEW_FILE,
+  AgentToolName.EDIT_FILE,
+  AgentToolName.WRITE_FILE,
+];
+
+/**
+ * Runs one agent session with `template` on the task's sandbox (the `agent` actor of
+ * `@troupe/agents`, hosted by an agent host of the cluster), charged to the job's budget scope,
+ * and returns its result with its trajectory (one JSONL record). What the `model` and `rollout`
+ * agent kinds share.
+ */
+export async function runTaskAgentSession(
+  ctx: TaskAgentRunContext,
+  template: AgentTemplateInput,
+): Promise<TaskAgentRunResult> {
+  if (!ctx.nats) {
+    throw new TroupeError('UNAVAILABLE', 'this host gives drivers no NATS connection');
+  }
+  const trajectories = new TrajectoryStore({
+    connection: ctx.nats.connection,
+    cluster: ctx.nats.cluster,
+    ...(ctx.nats.replicas !== undefined ? { replicas: ctx.nats.replicas } : {}),
+  });
+  const { task } = ctx;
+  const sessionId = issueSessionId(ctx.jobId, ctx.taskId, ctx.attempt);
+  const handle = await startAgentSession({
+    system: ctx.refs,
+    trajectories,
+    sessionId,
+    runId: sessionId,
+    template,
+    task: `Working directory: ${task.workdir}\n\n${task.instruction}`,
+    sandboxId: ctx.sandboxId,
+    ...(ctx.budgetScope ? { budgetScope: ctx.budgetScope } : {}),
+    signal: ctx.signal,
+    cancelOnAbort: cancelsAgentSession,
+    logger: ctx.log,
+  });
+  const r = await handle.result;
+  const events = await trajectories.read(sessionId, { signal: AbortSignal.timeout(30_000) });
+  const record = trajectoryToRecord(sessionId, events);
+  ctx.log.info(
+    { taskId: ctx.taskId, sessionId, stopReason: r.stopReason, steps: r.steps },
+    'model agent stopped',
+  );
+  return {
+    stopReason: STOP_REASONS[r.stopReason],
+    finalText: r.error ? `${r.finalText}\n${r.error}`.trim() : r.finalText,
+    steps: r.steps,
+    usage: { promptTokens: r.usage.inputTokens, completionTokens: r.usage.outputTokens },
+    costUsd: r.costUsd,
+    model: template.model,
+    trajectory: [record as unknown as Record<string, unknown>],
   };
 }

@@ -116,11 +116,12 @@ describe('shell-tasks driver', () => {
     ).toThrow(`spec.tasks.count: must be <= ${MAX_TASKS_PER_JOB}`);
   });
 
-  it('is registered by registerBuiltinDrivers, with evolve, issue-resolution, desktop-tasks, rsi and skill-sequence', () => {
+  it('is registered by registerBuiltinDrivers, with evolve, issue-resolution, desktop-tasks, rsi, rollout and skill-sequence', () => {
     expect(registerBuiltinDrivers(new DriverRegistry()).names()).toEqual([
       'desktop-tasks',
       'evolve',
       'issue-resolution',
+      'rollout',
       'rsi',
       'shell-tasks',
       'skill-sequence',

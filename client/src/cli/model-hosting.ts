@@ -164,7 +164,7 @@ export class ModelHosting {
    */
   driverOptions(): Pick<
     BuiltinDriverOptions,
-    'evolve' | 'issueResolution' | 'desktopTasks' | 'rsi' | 'skillSequence'
+    'evolve' | 'issueResolution' | 'desktopTasks' | 'rsi' | 'rollout' | 'skillSequence'
   > {
     const ledgerHook = (
       ctx: { jobId: string; taskId: string; budgetScope?: string } & Pick<
@@ -181,6 +181,8 @@ export class ModelHosting {
         : undefined;
     return {
       issueResolution: { agentRunners: [createModelAgentRunner({ models: this.registry })] },
+      // This process hosts agents, so rollout episodes have somewhere to run.
+      rollout: { agentHosts: true },
       desktopTasks: { models: { client: this.llm, models: this.registry, budgetFor: ledgerHook } },
       skillSequence: {
         models: { client: this.llm, models: this.registry, budgetFor: ledgerHook },

@@ -9,6 +9,7 @@ import { jobsCommand } from './commands/jobs';
 import { nodeAgentCommand } from './commands/node-agent';
 import { drainCommand, nodesCommand } from './commands/nodes';
 import { resultsCommand } from './commands/results';
+import { rolloutCommand } from './commands/rollout';
 import { runCommand } from './commands/run';
 import { submitCommand } from './commands/submit';
 import { watchCommand } from './commands/watch';
@@ -148,6 +149,27 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
         resultsCommand(c, jobId, opts),
       ),
     );
+  program
+    .command('rollout')
+    .description(
+      'RL rollouts: episodes of suite tasks against a policy endpoint, graded; prints JSON',
+    )
+    .requiredOption('--endpoint <url>', 'OpenAI-compatible base URL of the policy server')
+    .requiredOption('--model <id>', 'model id sent to the policy server')
+    .requiredOption('--suite <dir>', 'issue-resolution suite folder (on the coordinator host)')
+    .option('--task <id>', 'a task of the suite (repeatable; default every task)', collect)
+    .option('--samples <n>', 'episodes per task', '1')
+    .option('--temperature <x>', 'sampling temperature, 0..2')
+    .option('--top-p <x>', 'nucleus sampling mass, (0, 1]')
+    .option('--seed <n>', 'sampling seed')
+    .option('--logprobs', 'keep per-token log-probabilities in the trajectories')
+    .option('--top-logprobs <n>', 'alternatives per token, 0..20 (with --logprobs)')
+    .option('--max-tokens <n>', 'completion cap per model call')
+    .option('--max-steps <n>', 'model calls per episode')
+    .option('--concurrency <n>', 'episodes at once')
+    .option('--no-wait', 'return once the job is queued (then: troupe watch / results)')
+    .option('--timeout-ms <ms>', 'deadline of the call; the job is cancelled when it passes')
+    .action(action((c, opts: Parameters<typeof rolloutCommand>[1]) => rolloutCommand(c, opts)));
   program
     .command('cancel <jobId>')
     .description('cancel a job (running tasks are stopped, their sandboxes destroyed)')

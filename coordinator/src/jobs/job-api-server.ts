@@ -19,6 +19,7 @@ import {
   type GetArtifactRequest__Output,
   type GetJobRequest__Output,
   type GetResultsRequest__Output,
+  type GetRolloutsRequest__Output,
   invalidArgument,
   type Job,
   type JobEvent,
@@ -30,6 +31,8 @@ import {
   type ListNodesResponse,
   loadJobApi,
   type NodeServiceHandlers,
+  type RolloutRequest__Output,
+  type RolloutResponse,
   type SubmitJobRequest__Output,
   type SubmitJobResponse,
   timeoutError,
@@ -43,6 +46,7 @@ import { BearerAuth } from './bearer-auth';
 import { type GrpcConfig } from './grpc-config';
 import { type JobManager } from './job-manager';
 import { toWireEvent, toWireJob, toWireNode, toWireResults } from './job-wire';
+import { RolloutService } from './rollout-service';
 
 /** What NodeService reads: the coordinator's host registry (present on the leader only). */
 export interface NodeSource {
@@ -83,6 +87,10 @@ export class JobApiServer {
     const log = (options.logger ?? noopLogger).child({ component: 'job-api' });
     const auth = BearerAuth.fromConfig(config);
     const api = loadJobApi();
+    const rollouts = new RolloutService({
+      jobs,
+      ...(options.logger ? { logger: options.logger } : {}),
+    });
     const server = new Server({
       'grpc.max_receive_message_length': config.maxMessageBytes,
       'grpc.max_send_message_length': 64 * 1024 * 1024,
@@ -224,6 +232,13 @@ export class JobApiServer {
       ),
       GetResults: unary<GetResultsRequest__Output, JobResults>('GetResults', async (req, signal) =>
         toWireResults(await jobs.results(requireJobId(req.jobId), signal)),
+      ),
+      Rollout: unary<RolloutRequest__Output, RolloutResponse>('Rollout', (req, signal) =>
+        rollouts.rollout(req, signal),
+      ),
+      GetRollouts: unary<GetRolloutsRequest__Output, RolloutResponse>(
+        'GetRollouts',
+        (req, signal) => rollouts.get(requireJobId(req.jobId), signal),
       ),
       GetArtifact: stream<GetArtifactRequest__Output, ArtifactChunk>(
         'GetArtifact',

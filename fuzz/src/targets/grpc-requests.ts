@@ -34,7 +34,16 @@ export interface GrpcCase {
   how: string;
 }
 
-const UNARY = ['SubmitJob', 'GetJob', 'ListJobs', 'CancelJob', 'GetResults', 'DrainNode'];
+const UNARY = [
+  'SubmitJob',
+  'GetJob',
+  'ListJobs',
+  'CancelJob',
+  'GetResults',
+  'DrainNode',
+  'Rollout',
+  'GetRollouts',
+];
 const STREAMING = ['WatchJob', 'GetArtifact'];
 const SERVICE_OF: Record<string, string> = { DrainNode: 'NodeService', ListNodes: 'NodeService' };
 
@@ -68,7 +77,51 @@ function requests(specs: unknown[]): fc.Arbitrary<GrpcCase> {
         })),
       weight: 4,
     },
-    ...['GetJob', 'CancelJob', 'GetResults'].map((method) => ({
+    {
+      // RL rollouts: hostile endpoints, sampling out of range, odd suites and task ids.
+      arbitrary: fc
+        .record({
+          endpoint: fc.oneof(
+            fc.constant(null),
+            fc.record({
+              baseUrl: fc.oneof(
+                nastyString,
+                fc.constantFrom(
+                  'http://127.0.0.1:1/v1',
+                  'file:///etc/passwd',
+                  'http://user:pw@host/v1',
+                  'javascript:alert(1)',
+                ),
+              ),
+              model: fc.oneof(nastyString, fc.constant('policy-v1')),
+            }),
+          ),
+          suite: fc.oneof(
+            nastyString,
+            fc.constantFrom('benchmarks/suites/bugfix-mini', '../../etc', '/etc', ''),
+          ),
+          taskIds: fc.array(fc.oneof(nastyString, fc.constant('py-lru-cache')), { maxLength: 3 }),
+          samplesPerTask: fc.integer({ min: -5, max: 100 }),
+          sampling: fc.oneof(
+            fc.constant(null),
+            fc.record({
+              temperature: fc.double({ noNaN: false }),
+              topP: fc.double(),
+              seed: fc.integer({ min: -(2 ** 31), max: 2 ** 31 - 1 }),
+              logprobs: fc.boolean(),
+              topLogprobs: fc.integer({ min: -(2 ** 31), max: 2 ** 31 - 1 }),
+              maxTokens: fc.integer({ min: -(2 ** 31), max: 2 ** 31 - 1 }),
+            }),
+          ),
+          maxSteps: fc.integer({ min: -(2 ** 31), max: 2 ** 31 - 1 }),
+          concurrency: fc.integer({ min: -(2 ** 31), max: 2 ** 31 - 1 }),
+          noWait: fc.constant(true),
+          labels: fc.dictionary(nastyString, nastyString, { maxKeys: 2 }),
+        })
+        .map((request) => ({ method: 'Rollout', request, how: 'Rollout' })),
+      weight: 1,
+    },
+    ...['GetJob', 'CancelJob', 'GetResults', 'GetRollouts'].map((method) => ({
       arbitrary: fc
         .record({ jobId, reason: nastyString })
         .map((request) => ({ method, request, how: method })),

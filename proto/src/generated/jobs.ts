@@ -9,6 +9,7 @@ import type { DrainNodeResponse as _troupe_v1_DrainNodeResponse, DrainNodeRespon
 import type { GetArtifactRequest as _troupe_v1_GetArtifactRequest, GetArtifactRequest__Output as _troupe_v1_GetArtifactRequest__Output } from './troupe/v1/GetArtifactRequest';
 import type { GetJobRequest as _troupe_v1_GetJobRequest, GetJobRequest__Output as _troupe_v1_GetJobRequest__Output } from './troupe/v1/GetJobRequest';
 import type { GetResultsRequest as _troupe_v1_GetResultsRequest, GetResultsRequest__Output as _troupe_v1_GetResultsRequest__Output } from './troupe/v1/GetResultsRequest';
+import type { GetRolloutsRequest as _troupe_v1_GetRolloutsRequest, GetRolloutsRequest__Output as _troupe_v1_GetRolloutsRequest__Output } from './troupe/v1/GetRolloutsRequest';
 import type { Job as _troupe_v1_Job, Job__Output as _troupe_v1_Job__Output } from './troupe/v1/Job';
 import type { JobAggregate as _troupe_v1_JobAggregate, JobAggregate__Output as _troupe_v1_JobAggregate__Output } from './troupe/v1/JobAggregate';
 import type { JobEvent as _troupe_v1_JobEvent, JobEvent__Output as _troupe_v1_JobEvent__Output } from './troupe/v1/JobEvent';
@@ -19,8 +20,14 @@ import type { ListJobsRequest as _troupe_v1_ListJobsRequest, ListJobsRequest__Ou
 import type { ListJobsResponse as _troupe_v1_ListJobsResponse, ListJobsResponse__Output as _troupe_v1_ListJobsResponse__Output } from './troupe/v1/ListJobsResponse';
 import type { ListNodesRequest as _troupe_v1_ListNodesRequest, ListNodesRequest__Output as _troupe_v1_ListNodesRequest__Output } from './troupe/v1/ListNodesRequest';
 import type { ListNodesResponse as _troupe_v1_ListNodesResponse, ListNodesResponse__Output as _troupe_v1_ListNodesResponse__Output } from './troupe/v1/ListNodesResponse';
+import type { ModelEndpoint as _troupe_v1_ModelEndpoint, ModelEndpoint__Output as _troupe_v1_ModelEndpoint__Output } from './troupe/v1/ModelEndpoint';
 import type { Node as _troupe_v1_Node, Node__Output as _troupe_v1_Node__Output } from './troupe/v1/Node';
 import type { NodeServiceClient as _troupe_v1_NodeServiceClient, NodeServiceDefinition as _troupe_v1_NodeServiceDefinition } from './troupe/v1/NodeService';
+import type { RolloutRequest as _troupe_v1_RolloutRequest, RolloutRequest__Output as _troupe_v1_RolloutRequest__Output } from './troupe/v1/RolloutRequest';
+import type { RolloutResponse as _troupe_v1_RolloutResponse, RolloutResponse__Output as _troupe_v1_RolloutResponse__Output } from './troupe/v1/RolloutResponse';
+import type { RolloutResult as _troupe_v1_RolloutResult, RolloutResult__Output as _troupe_v1_RolloutResult__Output } from './troupe/v1/RolloutResult';
+import type { RolloutUsage as _troupe_v1_RolloutUsage, RolloutUsage__Output as _troupe_v1_RolloutUsage__Output } from './troupe/v1/RolloutUsage';
+import type { SamplingParams as _troupe_v1_SamplingParams, SamplingParams__Output as _troupe_v1_SamplingParams__Output } from './troupe/v1/SamplingParams';
 import type { SubmitJobRequest as _troupe_v1_SubmitJobRequest, SubmitJobRequest__Output as _troupe_v1_SubmitJobRequest__Output } from './troupe/v1/SubmitJobRequest';
 import type { SubmitJobResponse as _troupe_v1_SubmitJobResponse, SubmitJobResponse__Output as _troupe_v1_SubmitJobResponse__Output } from './troupe/v1/SubmitJobResponse';
 import type { TaskResult as _troupe_v1_TaskResult, TaskResult__Output as _troupe_v1_TaskResult__Output } from './troupe/v1/TaskResult';
@@ -41,6 +48,7 @@ export interface ProtoGrpcType {
       GetArtifactRequest: MessageTypeDefinition<_troupe_v1_GetArtifactRequest, _troupe_v1_GetArtifactRequest__Output>
       GetJobRequest: MessageTypeDefinition<_troupe_v1_GetJobRequest, _troupe_v1_GetJobRequest__Output>
       GetResultsRequest: MessageTypeDefinition<_troupe_v1_GetResultsRequest, _troupe_v1_GetResultsRequest__Output>
+      GetRolloutsRequest: MessageTypeDefinition<_troupe_v1_GetRolloutsRequest, _troupe_v1_GetRolloutsRequest__Output>
       Job: MessageTypeDefinition<_troupe_v1_Job, _troupe_v1_Job__Output>
       JobAggregate: MessageTypeDefinition<_troupe_v1_JobAggregate, _troupe_v1_JobAggregate__Output>
       JobEvent: MessageTypeDefinition<_troupe_v1_JobEvent, _troupe_v1_JobEvent__Output>
@@ -56,12 +64,18 @@ export interface ProtoGrpcType {
       ListJobsResponse: MessageTypeDefinition<_troupe_v1_ListJobsResponse, _troupe_v1_ListJobsResponse__Output>
       ListNodesRequest: MessageTypeDefinition<_troupe_v1_ListNodesRequest, _troupe_v1_ListNodesRequest__Output>
       ListNodesResponse: MessageTypeDefinition<_troupe_v1_ListNodesResponse, _troupe_v1_ListNodesResponse__Output>
+      ModelEndpoint: MessageTypeDefinition<_troupe_v1_ModelEndpoint, _troupe_v1_ModelEndpoint__Output>
       Node: MessageTypeDefinition<_troupe_v1_Node, _troupe_v1_Node__Output>
       /**
        * Lists and drains node agents. Served by the coordinator.
        */
       NodeService: SubtypeConstructor<typeof grpc.Client, _troupe_v1_NodeServiceClient> & { service: _troupe_v1_NodeServiceDefinition }
       NodeState: EnumTypeDefinition
+      RolloutRequest: MessageTypeDefinition<_troupe_v1_RolloutRequest, _troupe_v1_RolloutRequest__Output>
+      RolloutResponse: MessageTypeDefinition<_troupe_v1_RolloutResponse, _troupe_v1_RolloutResponse__Output>
+      RolloutResult: MessageTypeDefinition<_troupe_v1_RolloutResult, _troupe_v1_RolloutResult__Output>
+      RolloutUsage: MessageTypeDefinition<_troupe_v1_RolloutUsage, _troupe_v1_RolloutUsage__Output>
+      SamplingParams: MessageTypeDefinition<_troupe_v1_SamplingParams, _troupe_v1_SamplingParams__Output>
       SpecFormat: EnumTypeDefinition
       SubmitJobRequest: MessageTypeDefinition<_troupe_v1_SubmitJobRequest, _troupe_v1_SubmitJobRequest__Output>
       SubmitJobResponse: MessageTypeDefinition<_troupe_v1_SubmitJobResponse, _troupe_v1_SubmitJobResponse__Output>

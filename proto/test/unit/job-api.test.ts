@@ -36,7 +36,9 @@ describe('loadJobApi', () => {
         'GetArtifact',
         'GetJob',
         'GetResults',
+        'GetRollouts',
         'ListJobs',
+        'Rollout',
         'SubmitJob',
         'WatchJob',
       ].sort(),
@@ -48,6 +50,7 @@ describe('loadJobApi', () => {
       true,
     ]);
     expect([jobs.SubmitJob.requestStream, jobs.SubmitJob.responseStream]).toEqual([false, false]);
+    expect([jobs.Rollout.requestStream, jobs.Rollout.responseStream]).toEqual([false, false]);
     expect(Object.keys(api.NodeService.service).sort()).toEqual(['DrainNode', 'ListNodes']);
     expect(api.grpc.troupe.v1.JobService).toBe(api.JobService);
     expect(Object.keys(api.packageDefinition)).toContain('troupe.v1.Job');

@@ -5,7 +5,12 @@ import type {
   ChatCompletionMessageFunctionToolCall,
 } from 'openai/resources/chat/completions';
 import type { CompletionUsage } from 'openai/resources/completions';
-import type { FakeCompletion, FakeFinishReason, FakeUsage } from '../scripted-response';
+import type {
+  FakeCompletion,
+  FakeFinishReason,
+  FakeTokenLogprob,
+  FakeUsage,
+} from '../scripted-response';
 
 /** A scripted completion with every default filled in. */
 export interface ResolvedCompletion {
@@ -16,6 +21,7 @@ export interface ResolvedCompletion {
   toolCalls: { id: string; name: string; arguments: string }[];
   finishReason: FakeFinishReason;
   usage: CompletionUsage;
+  logprobs?: FakeTokenLogprob[];
 }
 
 /** Rough token estimate used when a script leaves usage out: about four characters a token. */
@@ -84,6 +90,7 @@ export function resolveCompletion(
     toolCalls,
     finishReason: scripted.finishReason ?? (toolCalls.length > 0 ? 'tool_calls' : 'stop'),
     usage: resolveUsage(scripted.usage, body, completionChars),
+    ...(scripted.logprobs ? { logprobs: scripted.logprobs } : {}),
   };
 }
 
@@ -111,7 +118,21 @@ export function completionBody(c: ResolvedCompletion): ChatCompletion {
           refusal: null,
           ...(c.toolCalls.length > 0 ? { tool_calls: toWireToolCalls(c) } : {}),
         },
-        logprobs: null,
+        logprobs: c.logprobs
+          ? {
+              content: c.logprobs.map((t) => ({
+                token: t.token,
+                logprob: t.logprob,
+                bytes: [...Buffer.from(t.token, 'utf8')],
+                top_logprobs: (t.topLogprobs ?? []).map((a) => ({
+                  token: a.token,
+                  logprob: a.logprob,
+                  bytes: [...Buffer.from(a.token, 'utf8')],
+                })),
+              })),
+              refusal: null,
+            }
+          : null,
         finish_reason: c.finishReason,
       },
     ],

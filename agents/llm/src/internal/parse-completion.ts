@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { ToolCall } from '../chat-message';
-import type { LlmUsage } from '../chat-result';
+import type { LlmUsage, TokenLogprob } from '../chat-result';
 import { MalformedResponseError } from './malformed-response-error';
 
 /** A completion reduced to what the client returns. */
@@ -10,6 +10,8 @@ export interface ParsedCompletion {
   finishReason: string;
   usage: LlmUsage | undefined;
   providerModel: string | undefined;
+  /** Per-token log-probabilities of the content, when the server sent them. */
+  logprobs?: TokenLogprob[];
 }
 
 // Lenient on purpose: OpenAI-compatible servers add fields and leave optional ones out; only what
@@ -37,11 +39,42 @@ const CompletionSchema = z.object({
             .nullish(),
         }),
         finish_reason: z.string().nullish(),
+        // Checked separately (toLogprobs): a server's odd logprobs never fail a completion.
+        logprobs: z.unknown().optional(),
       }),
     )
     .min(1),
   usage: UsageSchema.nullish(),
 });
+
+const LogprobsSchema = z.object({
+  content: z
+    .array(
+      z.object({
+        token: z.string(),
+        logprob: z.number(),
+        bytes: z.array(z.number()).nullish(),
+        top_logprobs: z
+          .array(z.object({ token: z.string(), logprob: z.number() }).loose())
+          .nullish(),
+      }),
+    )
+    .nullish(),
+});
+
+/** Token log-probabilities in client form, or undefined when absent or not logprobs-shaped. */
+export function toLogprobs(wire: unknown): TokenLogprob[] | undefined {
+  const parsed = LogprobsSchema.safeParse(wire);
+  if (!parsed.success || !parsed.data.content) return undefined;
+  return parsed.data.content.map((t) => ({
+    token: t.token,
+    logprob: t.logprob,
+    ...(t.bytes ? { bytes: t.bytes } : {}),
+    ...(t.top_logprobs
+      ? { topLogprobs: t.top_logprobs.map((a) => ({ token: a.token, logprob: a.logprob })) }
+      : {}),
+  }));
+}
 
 /** Usage in client form, or undefined when the wire value is absent or not usage-shaped. */
 export function toUsage(wire: unknown): LlmUsage | undefined {
@@ -75,7 +108,9 @@ export function parseCompletion(body: unknown, requestId: string): ParsedComplet
     );
   }
   const choice = parsed.data.choices[0]!;
+  const logprobs = toLogprobs(choice.logprobs);
   return {
+    ...(logprobs ? { logprobs } : {}),
     content: choice.message.content ?? null,
     toolCalls: (choice.message.tool_calls ?? []).map((call, index) => ({
       id: call.id ?? `call_${requestId}_${index}`,

@@ -13,6 +13,10 @@ export interface ParamsInput {
   tools?: readonly ToolDefinition[] | undefined;
   toolChoice?: ToolChoice | undefined;
   temperature?: number | undefined;
+  topP?: number | undefined;
+  seed?: number | undefined;
+  logprobs?: boolean | undefined;
+  topLogprobs?: number | undefined;
   maxTokens: number;
 }
 
@@ -84,5 +88,9 @@ export function toOpenAIParams(
   if (input.tools !== undefined && input.tools.length > 0) params.tools = input.tools.map(toTool);
   if (input.toolChoice !== undefined) params.tool_choice = toToolChoice(input.toolChoice);
   if (input.temperature !== undefined) params.temperature = input.temperature;
+  if (input.topP !== undefined) params.top_p = input.topP;
+  if (input.seed !== undefined) params.seed = input.seed;
+  if (input.logprobs === true) params.logprobs = true;
+  if (input.topLogprobs !== undefined) params.top_logprobs = input.topLogprobs;
   return params;
 }

@@ -73,6 +73,19 @@ export function validateChatOptions(options: ChatOptions, model: ModelConfig): v
   ) {
     throw invalidArgument('temperature', 'must be a number from 0 to 2', temperature);
   }
+  const { topP, seed, topLogprobs } = options;
+  if (topP !== undefined && (typeof topP !== 'number' || !(topP >= 0 && topP <= 1))) {
+    throw invalidArgument('topP', 'must be a number from 0 to 1', topP);
+  }
+  if (seed !== undefined && !Number.isSafeInteger(seed)) {
+    throw invalidArgument('seed', 'must be an integer', seed);
+  }
+  if (
+    topLogprobs !== undefined &&
+    (!Number.isInteger(topLogprobs) || topLogprobs < 0 || topLogprobs > 20)
+  ) {
+    throw invalidArgument('topLogprobs', 'must be an integer from 0 to 20', topLogprobs);
+  }
   if (
     totalTimeoutMs !== undefined &&
     (typeof totalTimeoutMs !== 'number' ||

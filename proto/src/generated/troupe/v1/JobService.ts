@@ -8,11 +8,14 @@ import type { CancelJobResponse as _troupe_v1_CancelJobResponse, CancelJobRespon
 import type { GetArtifactRequest as _troupe_v1_GetArtifactRequest, GetArtifactRequest__Output as _troupe_v1_GetArtifactRequest__Output } from '../../troupe/v1/GetArtifactRequest';
 import type { GetJobRequest as _troupe_v1_GetJobRequest, GetJobRequest__Output as _troupe_v1_GetJobRequest__Output } from '../../troupe/v1/GetJobRequest';
 import type { GetResultsRequest as _troupe_v1_GetResultsRequest, GetResultsRequest__Output as _troupe_v1_GetResultsRequest__Output } from '../../troupe/v1/GetResultsRequest';
+import type { GetRolloutsRequest as _troupe_v1_GetRolloutsRequest, GetRolloutsRequest__Output as _troupe_v1_GetRolloutsRequest__Output } from '../../troupe/v1/GetRolloutsRequest';
 import type { Job as _troupe_v1_Job, Job__Output as _troupe_v1_Job__Output } from '../../troupe/v1/Job';
 import type { JobEvent as _troupe_v1_JobEvent, JobEvent__Output as _troupe_v1_JobEvent__Output } from '../../troupe/v1/JobEvent';
 import type { JobResults as _troupe_v1_JobResults, JobResults__Output as _troupe_v1_JobResults__Output } from '../../troupe/v1/JobResults';
 import type { ListJobsRequest as _troupe_v1_ListJobsRequest, ListJobsRequest__Output as _troupe_v1_ListJobsRequest__Output } from '../../troupe/v1/ListJobsRequest';
 import type { ListJobsResponse as _troupe_v1_ListJobsResponse, ListJobsResponse__Output as _troupe_v1_ListJobsResponse__Output } from '../../troupe/v1/ListJobsResponse';
+import type { RolloutRequest as _troupe_v1_RolloutRequest, RolloutRequest__Output as _troupe_v1_RolloutRequest__Output } from '../../troupe/v1/RolloutRequest';
+import type { RolloutResponse as _troupe_v1_RolloutResponse, RolloutResponse__Output as _troupe_v1_RolloutResponse__Output } from '../../troupe/v1/RolloutResponse';
 import type { SubmitJobRequest as _troupe_v1_SubmitJobRequest, SubmitJobRequest__Output as _troupe_v1_SubmitJobRequest__Output } from '../../troupe/v1/SubmitJobRequest';
 import type { SubmitJobResponse as _troupe_v1_SubmitJobResponse, SubmitJobResponse__Output as _troupe_v1_SubmitJobResponse__Output } from '../../troupe/v1/SubmitJobResponse';
 import type { WatchJobRequest as _troupe_v1_WatchJobRequest, WatchJobRequest__Output as _troupe_v1_WatchJobRequest__Output } from '../../troupe/v1/WatchJobRequest';
@@ -84,6 +87,25 @@ export interface JobServiceClient extends grpc.Client {
   getResults(argument: _troupe_v1_GetResultsRequest, callback: grpc.requestCallback<_troupe_v1_JobResults__Output>): grpc.ClientUnaryCall;
   
   /**
+   * The rollouts of a `rollout` job so far (finished ones carry their
+   * trajectory). NOT_FOUND when no job has that id; INVALID_ARGUMENT when the
+   * job is of another kind.
+   */
+  GetRollouts(argument: _troupe_v1_GetRolloutsRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_troupe_v1_RolloutResponse__Output>): grpc.ClientUnaryCall;
+  GetRollouts(argument: _troupe_v1_GetRolloutsRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_troupe_v1_RolloutResponse__Output>): grpc.ClientUnaryCall;
+  GetRollouts(argument: _troupe_v1_GetRolloutsRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_troupe_v1_RolloutResponse__Output>): grpc.ClientUnaryCall;
+  GetRollouts(argument: _troupe_v1_GetRolloutsRequest, callback: grpc.requestCallback<_troupe_v1_RolloutResponse__Output>): grpc.ClientUnaryCall;
+  /**
+   * The rollouts of a `rollout` job so far (finished ones carry their
+   * trajectory). NOT_FOUND when no job has that id; INVALID_ARGUMENT when the
+   * job is of another kind.
+   */
+  getRollouts(argument: _troupe_v1_GetRolloutsRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_troupe_v1_RolloutResponse__Output>): grpc.ClientUnaryCall;
+  getRollouts(argument: _troupe_v1_GetRolloutsRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_troupe_v1_RolloutResponse__Output>): grpc.ClientUnaryCall;
+  getRollouts(argument: _troupe_v1_GetRolloutsRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_troupe_v1_RolloutResponse__Output>): grpc.ClientUnaryCall;
+  getRollouts(argument: _troupe_v1_GetRolloutsRequest, callback: grpc.requestCallback<_troupe_v1_RolloutResponse__Output>): grpc.ClientUnaryCall;
+  
+  /**
    * Lists jobs, newest first, one page at a time.
    */
   ListJobs(argument: _troupe_v1_ListJobsRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_troupe_v1_ListJobsResponse__Output>): grpc.ClientUnaryCall;
@@ -97,6 +119,37 @@ export interface JobServiceClient extends grpc.Client {
   listJobs(argument: _troupe_v1_ListJobsRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_troupe_v1_ListJobsResponse__Output>): grpc.ClientUnaryCall;
   listJobs(argument: _troupe_v1_ListJobsRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_troupe_v1_ListJobsResponse__Output>): grpc.ClientUnaryCall;
   listJobs(argument: _troupe_v1_ListJobsRequest, callback: grpc.requestCallback<_troupe_v1_ListJobsResponse__Output>): grpc.ClientUnaryCall;
+  
+  /**
+   * RL rollouts: runs `samples_per_task` agent episodes on each named task of
+   * an issue-resolution suite against the caller's policy server (an
+   * OpenAI-compatible endpoint), each graded by the task's hidden grader, as
+   * one job of kind `rollout` (watchable, cancellable, resumable like any
+   * job). Waits for the job to finish and returns every rollout with its
+   * trajectory, reward and usage; with `no_wait` returns at once (then call
+   * GetRollouts). The call's deadline bounds the wait: when it passes, the
+   * job is cancelled. INVALID_ARGUMENT names the request field and the rule
+   * (for example "request.sampling.temperature: must be <= 2").
+   */
+  Rollout(argument: _troupe_v1_RolloutRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_troupe_v1_RolloutResponse__Output>): grpc.ClientUnaryCall;
+  Rollout(argument: _troupe_v1_RolloutRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_troupe_v1_RolloutResponse__Output>): grpc.ClientUnaryCall;
+  Rollout(argument: _troupe_v1_RolloutRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_troupe_v1_RolloutResponse__Output>): grpc.ClientUnaryCall;
+  Rollout(argument: _troupe_v1_RolloutRequest, callback: grpc.requestCallback<_troupe_v1_RolloutResponse__Output>): grpc.ClientUnaryCall;
+  /**
+   * RL rollouts: runs `samples_per_task` agent episodes on each named task of
+   * an issue-resolution suite against the caller's policy server (an
+   * OpenAI-compatible endpoint), each graded by the task's hidden grader, as
+   * one job of kind `rollout` (watchable, cancellable, resumable like any
+   * job). Waits for the job to finish and returns every rollout with its
+   * trajectory, reward and usage; with `no_wait` returns at once (then call
+   * GetRollouts). The call's deadline bounds the wait: when it passes, the
+   * job is cancelled. INVALID_ARGUMENT names the request field and the rule
+   * (for example "request.sampling.temperature: must be <= 2").
+   */
+  rollout(argument: _troupe_v1_RolloutRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_troupe_v1_RolloutResponse__Output>): grpc.ClientUnaryCall;
+  rollout(argument: _troupe_v1_RolloutRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_troupe_v1_RolloutResponse__Output>): grpc.ClientUnaryCall;
+  rollout(argument: _troupe_v1_RolloutRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_troupe_v1_RolloutResponse__Output>): grpc.ClientUnaryCall;
+  rollout(argument: _troupe_v1_RolloutRequest, callback: grpc.requestCallback<_troupe_v1_RolloutResponse__Output>): grpc.ClientUnaryCall;
   
   /**
    * Validates and persists a job spec and queues the job. With an
@@ -164,9 +217,29 @@ export interface JobServiceHandlers extends grpc.UntypedServiceImplementation {
   GetResults: grpc.handleUnaryCall<_troupe_v1_GetResultsRequest__Output, _troupe_v1_JobResults>;
   
   /**
+   * The rollouts of a `rollout` job so far (finished ones carry their
+   * trajectory). NOT_FOUND when no job has that id; INVALID_ARGUMENT when the
+   * job is of another kind.
+   */
+  GetRollouts: grpc.handleUnaryCall<_troupe_v1_GetRolloutsRequest__Output, _troupe_v1_RolloutResponse>;
+  
+  /**
    * Lists jobs, newest first, one page at a time.
    */
   ListJobs: grpc.handleUnaryCall<_troupe_v1_ListJobsRequest__Output, _troupe_v1_ListJobsResponse>;
+  
+  /**
+   * RL rollouts: runs `samples_per_task` agent episodes on each named task of
+   * an issue-resolution suite against the caller's policy server (an
+   * OpenAI-compatible endpoint), each graded by the task's hidden grader, as
+   * one job of kind `rollout` (watchable, cancellable, resumable like any
+   * job). Waits for the job to finish and returns every rollout with its
+   * trajectory, reward and usage; with `no_wait` returns at once (then call
+   * GetRollouts). The call's deadline bounds the wait: when it passes, the
+   * job is cancelled. INVALID_ARGUMENT names the request field and the rule
+   * (for example "request.sampling.temperature: must be <= 2").
+   */
+  Rollout: grpc.handleUnaryCall<_troupe_v1_RolloutRequest__Output, _troupe_v1_RolloutResponse>;
   
   /**
    * Validates and persists a job spec and queues the job. With an
@@ -190,7 +263,9 @@ export interface JobServiceDefinition extends grpc.ServiceDefinition {
   GetArtifact: MethodDefinition<_troupe_v1_GetArtifactRequest, _troupe_v1_ArtifactChunk, _troupe_v1_GetArtifactRequest__Output, _troupe_v1_ArtifactChunk__Output>
   GetJob: MethodDefinition<_troupe_v1_GetJobRequest, _troupe_v1_Job, _troupe_v1_GetJobRequest__Output, _troupe_v1_Job__Output>
   GetResults: MethodDefinition<_troupe_v1_GetResultsRequest, _troupe_v1_JobResults, _troupe_v1_GetResultsRequest__Output, _troupe_v1_JobResults__Output>
+  GetRollouts: MethodDefinition<_troupe_v1_GetRolloutsRequest, _troupe_v1_RolloutResponse, _troupe_v1_GetRolloutsRequest__Output, _troupe_v1_RolloutResponse__Output>
   ListJobs: MethodDefinition<_troupe_v1_ListJobsRequest, _troupe_v1_ListJobsResponse, _troupe_v1_ListJobsRequest__Output, _troupe_v1_ListJobsResponse__Output>
+  Rollout: MethodDefinition<_troupe_v1_RolloutRequest, _troupe_v1_RolloutResponse, _troupe_v1_RolloutRequest__Output, _troupe_v1_RolloutResponse__Output>
   SubmitJob: MethodDefinition<_troupe_v1_SubmitJobRequest, _troupe_v1_SubmitJobResponse, _troupe_v1_SubmitJobRequest__Output, _troupe_v1_SubmitJobResponse__Output>
   WatchJob: MethodDefinition<_troupe_v1_WatchJobRequest, _troupe_v1_JobEvent, _troupe_v1_WatchJobRequest__Output, _troupe_v1_JobEvent__Output>
 }
