@@ -67,3 +67,25 @@ export {
   SandboxStdioTransport,
   type SandboxStdioTransportOptions,
 } from './mcp/sandbox-stdio-transport';
+export {
+  Bm25Retriever,
+  type Bm25RetrieverOptions,
+  skillTerms,
+} from './skill-library/bm25-retriever';
+export { type ExtractedFunction, extractFunctions } from './skill-library/extract-functions';
+export {
+  AdmissionPolicy,
+  type AdmitOutcome,
+  DEFAULT_RETRIEVE_LIMIT,
+  SkillLibrary,
+  type SkillLibraryOptions,
+} from './skill-library/skill-library';
+export {
+  type SkillProvenance,
+  SkillProvenanceSchema,
+  type SkillRecord,
+  SkillRecordSchema,
+  SkillLibraryLimits,
+  skillSourceHash,
+} from './skill-library/skill-record';
+export { type SkillQuery, type SkillRetriever } from './skill-library/skill-retriever';

@@ -151,3 +151,57 @@ export {
 export { desktopStudy, type DesktopStudyOptions, type RsiDesktopModels } from './rsi/rsi-desktop';
 export { type RsiStudyEnvironment, shellStudy, type ShellStudyOptions } from './rsi/rsi-study';
 export { runSetupSteps } from './desktop-tasks/desktop-setup';
+export {
+  collectSkillSequence,
+  createSkillSequenceDriver,
+  defaultLibraryId,
+  sequenceSandboxId,
+  type SkillSequenceDriverOptions,
+  type SkillSequenceRun,
+} from './skill-sequence/skill-sequence-driver';
+export {
+  goldSequenceAgent,
+  modelSequenceAgent,
+  noneSequenceAgent,
+  SEQUENCE_SYSTEM_PROMPT,
+  taskPrompt,
+  type ActionObservation,
+  type SequenceAgent,
+  type SequenceAgentContext,
+  type SequenceAgentResult,
+  type SequenceBudgetContext,
+  type SequenceModelAccess,
+} from './skill-sequence/sequence-agents';
+export {
+  loadSequenceSuite,
+  resolveSequenceImage,
+  ScenarioInputSchema,
+  ScenarioSchema,
+  selectScenarios,
+  SequenceSuiteFileSchema,
+  SequenceTaskSchema,
+  SkillSequenceConfigSchema,
+  type Scenario,
+  type ScenarioInput,
+  type SequenceSuite,
+  type SequenceSuiteFile,
+  type SequenceTask,
+  type SkillSequenceConfig,
+} from './skill-sequence/skill-sequence-spec';
+export { firstPythonBlock, truncateObservation } from './skill-sequence/code-action';
+export { ScenarioJournal, type SequenceArm } from './skill-sequence/scenario-journal';
+export {
+  type SequenceArmRun,
+  type SequenceTaskRun,
+  SequenceTaskRunSchema,
+} from './skill-sequence/sequence-task-run';
+export {
+  renderSkillSequenceReport,
+  type SkillSequenceReportInput,
+} from './skill-sequence/skill-sequence-report';
+export type {
+  ExtractSequenceFunctions,
+  OpenSequenceLibrary,
+  SequenceLibrary,
+  SequenceSkill,
+} from './skill-sequence/sequence-library';

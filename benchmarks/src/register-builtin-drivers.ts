@@ -11,6 +11,10 @@ import {
 import { createRolloutDriver, type RolloutDriverOptions } from './rollout/rollout-driver';
 import { createRsiDriver, type RsiDriverOptions } from './rsi/rsi-driver';
 import {
+  createSkillSequenceDriver,
+  type SkillSequenceDriverOptions,
+} from './skill-sequence/skill-sequence-driver';
+import {
   createShellTasksDriver,
   type ShellTasksDriverOptions,
 } from './shell-tasks/shell-tasks-driver';
@@ -36,11 +40,13 @@ export interface BuiltinDriverOptions {
   rsi?: RsiDriverOptions;
   /** Options of the `rollout` driver (`agentHosts: true` enables it). */
   rollout?: RolloutDriverOptions;
+  /** Options of the `skill-sequence` driver (`models` enables its model agent). */
+  skillSequence?: SkillSequenceDriverOptions;
 }
 
 /**
  * Registers the drivers shipped with `@troupe/benchmarks` (`shell-tasks`, `evolve`,
- * `issue-resolution`, `desktop-tasks`, `rsi`, `rollout`) with a coordinator's registry; returns the registry.
+ * `issue-resolution`, `desktop-tasks`, `rsi`, `rollout`, `skill-sequence`) with a coordinator's registry; returns the registry.
  */
 export function registerBuiltinDrivers(
   registry: DriverRegistry,
@@ -51,5 +57,6 @@ export function registerBuiltinDrivers(
   registry.register(createDesktopTasksDriver(options.desktopTasks));
   registry.register(createRsiDriver(options.rsi));
   registry.register(createRolloutDriver(options.rollout));
+  registry.register(createSkillSequenceDriver(options.skillSequence));
   return registry.register(createEvolveDriver(options.evolve));
 }

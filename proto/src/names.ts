@@ -180,6 +180,10 @@ export const KvBucket = {
   SKILLS: 'skills',
   /** Agents' long-term memory entries, keyed `<scope>.<key>`. */
   MEMORY: 'memory',
+  /** Progress journals of `skill-sequence` scenarios, keyed `<jobId>.<scenario>.<arm>.<taskId>`. */
+  SEQUENCES: 'sequences',
+  /** SAGE skill libraries: Python functions by version, keyed `<libraryId>.<name>.<version>`. */
+  SKILL_LIBRARY: 'skill_library',
 } as const;
 
 /** One of the {@link KvBucket} values. */

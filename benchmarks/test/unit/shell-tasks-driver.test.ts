@@ -116,7 +116,7 @@ describe('shell-tasks driver', () => {
     ).toThrow(`spec.tasks.count: must be <= ${MAX_TASKS_PER_JOB}`);
   });
 
-  it('is registered by registerBuiltinDrivers, with evolve, issue-resolution, desktop-tasks, rsi and rollout', () => {
+  it('is registered by registerBuiltinDrivers, with evolve, issue-resolution, desktop-tasks, rsi, rollout and skill-sequence', () => {
     expect(registerBuiltinDrivers(new DriverRegistry()).names()).toEqual([
       'desktop-tasks',
       'evolve',
@@ -124,6 +124,7 @@ describe('shell-tasks driver', () => {
       'rollout',
       'rsi',
       'shell-tasks',
+      'skill-sequence',
     ]);
   });
 });

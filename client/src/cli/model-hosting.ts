@@ -164,7 +164,7 @@ export class ModelHosting {
    */
   driverOptions(): Pick<
     BuiltinDriverOptions,
-    'evolve' | 'issueResolution' | 'desktopTasks' | 'rsi' | 'rollout'
+    'evolve' | 'issueResolution' | 'desktopTasks' | 'rsi' | 'rollout' | 'skillSequence'
   > {
     const ledgerHook = (
       ctx: { jobId: string; taskId: string; budgetScope?: string } & Pick<
@@ -184,6 +184,9 @@ export class ModelHosting {
       // This process hosts agents, so rollout episodes have somewhere to run.
       rollout: { agentHosts: true },
       desktopTasks: { models: { client: this.llm, models: this.registry, budgetFor: ledgerHook } },
+      skillSequence: {
+        models: { client: this.llm, models: this.registry, budgetFor: ledgerHook },
+      },
       rsi: { models: this.registry, llm: { client: this.llm, budgetFor: ledgerHook } },
       evolve: {
         llm: {

@@ -136,7 +136,7 @@ const MALFORMED: [string, string, 'yaml' | 'json'][] = [
   ['tasks: []', 'spec.kind: is required', 'yaml'],
   [
     'kind: nope\ntasks: []',
-    '`spec.kind`: unknown job kind (known: desktop-tasks, evolve, issue-resolution, rollout, rsi, shell-tasks)',
+    '`spec.kind`: unknown job kind (known: desktop-tasks, evolve, issue-resolution, rollout, rsi, shell-tasks, skill-sequence)',
     'yaml',
   ],
   ['kind: shell-tasks', 'spec.tasks: is required', 'yaml'],

@@ -238,6 +238,8 @@ describe('builders', () => {
         'memory',
         'nodes',
         'reminders',
+        'sequences',
+        'skill_library',
         'skills',
         'state',
       ].sort(),
