@@ -114,6 +114,8 @@ export {
   KvBucket,
   kvBucketName,
   NamePattern,
+  NameRule,
+  isHttpUrlWithoutCredentials,
   objectStoreName,
   bankObjectStoreName,
   parseActorKey,

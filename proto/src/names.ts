@@ -24,9 +24,16 @@ export const NamePattern = {
    * length is each schema's own bound.
    */
   IMAGE_REF: /^[A-Za-z0-9][A-Za-z0-9._/:@-]*$/,
+  /**
+   * Model name of the registry, and model id sent to an OpenAI-compatible endpoint: a letter or
+   * digit, then up to 127 letters, digits, `.`, `_`, `:`, `/` or `-` (`gpt-4o`, `qwen2.5:7b`,
+   * `Qwen/Qwen2.5-7B-Instruct`).
+   */
+  MODEL_NAME: /^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$/,
 } as const;
 
-const RULE = {
+/** The rule each {@link NamePattern} states, as error messages put it (`must …`). */
+export const NameRule = {
   CLUSTER: 'must match [a-z0-9-]{1,32}',
   ACTOR_KIND: 'must match [a-z][a-z0-9-]{0,31}',
   ACTOR_ID: 'must match [A-Za-z0-9_-]{1,128}',
@@ -34,12 +41,30 @@ const RULE = {
   JOB_ID: 'must match [A-Za-z0-9_-]{1,128}',
   VERB: 'must match [a-z][a-z0-9-]*',
   IMAGE_REF: 'must be a Docker image reference or id',
+  MODEL_NAME: 'must match [A-Za-z0-9][A-Za-z0-9._:/-]{0,127}',
 } as const satisfies Record<keyof typeof NamePattern, string>;
 
 function check(kind: keyof typeof NamePattern, field: string, value: unknown): string {
   if (typeof value !== 'string') throw invalidArgument(field, `must be a string`, value);
-  if (!NamePattern[kind].test(value)) throw invalidArgument(field, RULE[kind], value);
+  if (!NamePattern[kind].test(value)) throw invalidArgument(field, NameRule[kind], value);
   return value;
+}
+
+/**
+ * Whether `value` is an `http:` or `https:` URL without a user name or password: what a model
+ * endpoint's base URL must be (credentials in a URL would end up in logs and trajectories).
+ */
+export function isHttpUrlWithoutCredentials(value: string): boolean {
+  try {
+    const url = new URL(value);
+    return (
+      (url.protocol === 'http:' || url.protocol === 'https:') &&
+      url.username === '' &&
+      url.password === ''
+    );
+  } catch {
+    return false;
+  }
 }
 
 /** Where an actor lives logically: its kind (the definition) and its id (the instance). */

@@ -1,10 +1,10 @@
-import { type FieldIssue, invalidArgument, TroupeError } from '@troupe/proto';
+import { type FieldIssue, invalidArgument, NamePattern, TroupeError } from '@troupe/proto';
 import { parse as parseYaml, YAMLParseError } from 'yaml';
 import { z } from 'zod';
 import { type ModelConfig, ModelConfigSchema, type ModelOptions } from './model-config';
 
 /** Registry names: what agents and job specs refer to, e.g. `gpt-4o`, `local-qwen`, `qwen2.5:7b`. */
-export const MODEL_NAME = /^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$/;
+export const MODEL_NAME = NamePattern.MODEL_NAME;
 
 const ModelRegistrySchema = z.strictObject(
   {

@@ -1,4 +1,4 @@
-import { parseWith } from '@troupe/proto';
+import { isHttpUrlWithoutCredentials, NameRule, parseWith } from '@troupe/proto';
 import { z } from 'zod';
 import { MODEL_NAME } from '@troupe/llm';
 import { AGENT_TOOL_NAMES, AgentToolName } from './agent-tool-name';
@@ -47,20 +47,6 @@ export const CompactionSchema = z.strictObject({
 /** Compaction settings as a caller writes them. */
 export type CompactionInput = z.input<typeof CompactionSchema>;
 
-/** An `http:` or `https:` URL (what an endpoint's `baseURL` must be). */
-function isHttpUrl(value: string): boolean {
-  try {
-    const url = new URL(value);
-    return (
-      (url.protocol === 'http:' || url.protocol === 'https:') &&
-      url.username === '' &&
-      url.password === ''
-    );
-  } catch {
-    return false;
-  }
-}
-
 /**
  * A model endpoint given with the template instead of the registry (an RL trainer's policy
  * server): OpenAI-compatible base URL and model id; called with no key and priced 0.
@@ -70,9 +56,12 @@ export const ModelEndpointSchema = z.strictObject({
   baseURL: z
     .string()
     .max(2_048, 'must be at most 2048 characters')
-    .refine(isHttpUrl, 'must be an http(s) URL without credentials, such as http://policy:8000/v1'),
+    .refine(
+      isHttpUrlWithoutCredentials,
+      'must be an http(s) URL without credentials, such as http://policy:8000/v1',
+    ),
   /** Model id sent to the server. */
-  model: z.string().regex(MODEL_NAME, 'must match [A-Za-z0-9][A-Za-z0-9._:/-]{0,127}'),
+  model: z.string().regex(MODEL_NAME, NameRule.MODEL_NAME),
 });
 
 /** Sampling settings of every model call of a run (an RL rollout's policy sampling). */

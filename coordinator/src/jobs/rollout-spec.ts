@@ -1,4 +1,11 @@
-import { invalidArgument, parseWith, type RolloutRequest__Output } from '@troupe/proto';
+import {
+  invalidArgument,
+  isHttpUrlWithoutCredentials,
+  NamePattern,
+  NameRule,
+  parseWith,
+  type RolloutRequest__Output,
+} from '@troupe/proto';
 import { z } from 'zod';
 import { MAX_TASKS_PER_JOB, TASK_ID_PATTERN, TASK_ID_RULE } from './job-driver';
 import { MAX_JOB_CONCURRENCY } from './job-spec';
@@ -11,22 +18,6 @@ export const MAX_SAMPLES_PER_TASK = 64;
 /** Largest completion cap per model call of a rollout. */
 export const MAX_ROLLOUT_TOKENS = 32_768;
 
-/** Model ids an endpoint may name (the registry's model-name rule). */
-const MODEL_ID = /^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$/;
-
-function isHttpUrlWithoutCredentials(value: string): boolean {
-  try {
-    const url = new URL(value);
-    return (
-      (url.protocol === 'http:' || url.protocol === 'https:') &&
-      url.username === '' &&
-      url.password === ''
-    );
-  } catch {
-    return false;
-  }
-}
-
 /** The policy server of a rollout job: an OpenAI-compatible base URL and model id. */
 export const RolloutEndpointSchema = z.strictObject({
   baseURL: z
@@ -38,7 +29,7 @@ export const RolloutEndpointSchema = z.strictObject({
     }),
   model: z
     .string({ error: 'is required' })
-    .regex(MODEL_ID, { error: 'must match [A-Za-z0-9][A-Za-z0-9._:/-]{0,127}' }),
+    .regex(NamePattern.MODEL_NAME, { error: NameRule.MODEL_NAME }),
 });
 
 /** Sampling settings of every model call of a rollout job. */
