@@ -1,13 +1,7 @@
-import path from 'node:path';
-import {
-  invalidArgument,
-  isTroupeError,
-  parseUntrustedTextAsync,
-  parseWith,
-  readUntrustedTextFile,
-} from '@troupe/proto';
+import { invalidArgument, parseWith } from '@troupe/proto';
 import { checkTaskCount } from '@troupe/coordinator';
 import { z } from 'zod';
+import { readSuiteTasksFile } from '../suite-tasks-file';
 
 /** One setup step, run before the agent starts (OSWorld's `config`). */
 export const SetupStepSchema = z.union([
@@ -175,29 +169,14 @@ export async function loadDesktopSuite(
   baseDir: string,
   field: string,
 ): Promise<DesktopTask[]> {
-  const file = path.resolve(baseDir, suite, 'tasks.yaml');
-  let text: string;
-  try {
-    text = await readUntrustedTextFile(file, {
-      field: `${field} (${file})`,
-      maxBytes: MAX_DESKTOP_TASKS_FILE_BYTES,
-    });
-  } catch (err) {
-    if (isTroupeError(err)) throw err;
-    throw invalidArgument(
-      `${field}.suite`,
-      `must name a folder with tasks.yaml (${(err as Error).message})`,
-      suite,
-    );
-  }
-  const raw = await parseUntrustedTextAsync(text, {
-    field: `${field} (${file})`,
-    maxBytes: MAX_DESKTOP_TASKS_FILE_BYTES,
-  });
-  checkTaskCount(raw, `${field} (${file})`);
-  const tasks = parseWith(z.array(DesktopTaskSchema).min(1), raw, {
-    prefix: `${field} (${file})`,
-  });
+  const { raw, prefix } = await readSuiteTasksFile(
+    suite,
+    baseDir,
+    field,
+    MAX_DESKTOP_TASKS_FILE_BYTES,
+  );
+  checkTaskCount(raw, prefix);
+  const tasks = parseWith(z.array(DesktopTaskSchema).min(1), raw, { prefix });
   const seen = new Set<string>();
   tasks.forEach((t, i) => {
     if (seen.has(t.id)) throw invalidArgument(`${field}[${i}].id`, 'must be unique', t.id);

@@ -1,12 +1,6 @@
-import path from 'node:path';
-import {
-  invalidArgument,
-  isTroupeError,
-  parseUntrustedTextAsync,
-  parseWith,
-  readUntrustedTextFile,
-} from '@troupe/proto';
+import { invalidArgument, parseWith } from '@troupe/proto';
 import { z } from 'zod';
+import { readSuiteTasksFile } from '../suite-tasks-file';
 
 /** What scenario ids must match (they are parts of task ids, journal keys and sandbox ids). */
 export const SCENARIO_ID_PATTERN = /^[a-z][a-z0-9_]{0,47}$/;
@@ -198,27 +192,13 @@ export async function loadSequenceSuite(
   baseDir: string,
   field: string,
 ): Promise<SequenceSuite> {
-  const dir = path.resolve(baseDir, suite);
-  const file = path.join(dir, 'tasks.yaml');
-  let text: string;
-  try {
-    text = await readUntrustedTextFile(file, {
-      field: `${field} (${file})`,
-      maxBytes: MAX_SEQUENCE_TASKS_FILE_BYTES,
-    });
-  } catch (err) {
-    if (isTroupeError(err)) throw err;
-    throw invalidArgument(
-      `${field}.suite`,
-      `must name a folder with tasks.yaml (${(err as Error).message})`,
-      suite,
-    );
-  }
-  const raw = await parseUntrustedTextAsync(text, {
-    field: `${field} (${file})`,
-    maxBytes: MAX_SEQUENCE_TASKS_FILE_BYTES,
-  });
-  return { dir, file: parseWith(SequenceSuiteFileSchema, raw, { prefix: `${field} (${file})` }) };
+  const { dir, raw, prefix } = await readSuiteTasksFile(
+    suite,
+    baseDir,
+    field,
+    MAX_SEQUENCE_TASKS_FILE_BYTES,
+  );
+  return { dir, file: parseWith(SequenceSuiteFileSchema, raw, { prefix }) };
 }
 
 /** The suite's scenarios a job runs: all, or the ones `config.scenarios` names (each must exist). */
