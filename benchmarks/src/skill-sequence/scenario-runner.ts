@@ -44,25 +44,6 @@ function calledNames(code: string, names: readonly string[]): string[] {
   return names.filter((n) => new RegExp(`(^|[^A-Za-z0-9_.])${n}\\s*\\(`).test(code));
 }
 
-/** Skills ordered so each comes after the retrieved skills it depends on. */
-function dependencyOrder(skills: readonly SequenceSkill[]): SequenceSkill[] {
-  const byName = new Map(skills.map((s) => [s.name, s]));
-  const out: SequenceSkill[] = [];
-  const state = new Map<string, 'visiting' | 'done'>();
-  const visit = (s: SequenceSkill): void => {
-    if (state.get(s.name) !== undefined) return;
-    state.set(s.name, 'visiting');
-    for (const d of s.dependencies) {
-      const dep = byName.get(d);
-      if (dep && d !== s.name) visit(dep);
-    }
-    state.set(s.name, 'done');
-    out.push(s);
-  };
-  skills.forEach(visit);
-  return out;
-}
-
 /**
  * Runs one arm of a scenario: its tasks in order, each in a fresh world, skipping the tasks the
  * journal already holds (a retry resumes at the first unfinished task).
@@ -132,7 +113,8 @@ async function runTask(
         text: task.instruction,
         limit: config.library.retrieveLimit,
       });
-      for (const s of dependencyOrder(found)) {
+      // `retrieve` places each skill after the skills it calls: definitions are checked in order.
+      for (const s of found) {
         skills.retrieved.push({ name: s.name, version: s.version });
         const check = await world.checkSkill(s.name, s.source);
         if (check.ok) {

@@ -1,54 +1,28 @@
 import type { NatsConnection } from '@nats-io/transport-node';
+import type {
+  AdmitOutcome,
+  ExtractedFunction,
+  SkillLibrary,
+  SkillProvenance,
+  SkillRecord,
+} from '@troupe/agents';
 
-/**
- * What the `skill-sequence` driver needs of a skill library (issue 19's contract §3): the subset
- * of `SkillLibrary` from `@troupe/agents` it calls, so the driver's logic does not depend on how
- * the library stores its versions.
- */
+// What the `skill-sequence` driver needs of a skill library: the calls of `SkillLibrary` from
+// `@troupe/agents` it makes, so a test or another store can stand in for it.
 
 /** A function found in executed code. */
-export interface SequenceFunction {
-  name: string;
-  source: string;
-  docstring?: string;
-  calls: string[];
-}
-
+export type SequenceFunction = ExtractedFunction;
 /** Where a skill version came from. */
-export interface SequenceProvenance {
-  jobId: string;
-  scenario: string;
-  taskId: string;
-  step: number;
-  outcome: 'passed' | 'failed' | 'unknown';
-  at: string;
-}
-
+export type SequenceProvenance = SkillProvenance;
 /** One stored skill version. */
-export interface SequenceSkill {
-  name: string;
-  version: number;
-  source: string;
-  description: string;
-  scenario: string;
-  dependencies: string[];
-  provenance: SequenceProvenance;
-}
-
+export type SequenceSkill = SkillRecord;
 /** What `admit` did with one candidate. */
-export type SequenceAdmitOutcome =
-  | { name: string; admitted: true; version: number }
-  | { name: string; admitted: false; reason: string };
-
-/** The library calls of one scenario run. */
-export interface SequenceLibrary {
-  admit(
-    candidates: SequenceFunction[],
-    provenance: SequenceProvenance,
-  ): Promise<SequenceAdmitOutcome[]>;
-  retrieve(query: { scenario: string; text: string; limit?: number }): Promise<SequenceSkill[]>;
-  drop(name: string, version: number, reason: string, by: SequenceProvenance): Promise<void>;
-}
+export type SequenceAdmitOutcome = AdmitOutcome;
+/**
+ * The library calls of one scenario run. `retrieve` returns each skill after the retrieved
+ * skills it calls, so checking them in order defines dependencies first.
+ */
+export type SequenceLibrary = Pick<SkillLibrary, 'admit' | 'retrieve' | 'drop'>;
 
 /** Opens the library a job uses. */
 export type OpenSequenceLibrary = (o: {
