@@ -19,7 +19,7 @@ import {
 } from './actor-definition';
 import { decodeJson, encodeJson } from './internal/json-codec';
 import { isNatsTimeout } from './internal/nats-errors';
-import { NO_RESPONDERS } from './internal/requester';
+import { NO_RESPONDERS, ResponderSilentError } from './internal/requester';
 import { type CoreEnvelope, MAIL_HINT_TYPE } from './internal/protocol';
 import { type PlacementHints, type Transport } from './internal/transport';
 
@@ -96,6 +96,16 @@ export class UntypedActorRef {
     // Created after an await, the timeout error still names the waiter: V8's async stack traces
     // keep the caller chain. Building it up front cost an Error per ask.
     const timeout = () => timeoutError(`ask ${type} to ${formatAddress(this.address)}`, timeoutMs);
+    // A long ask hears from its host while it waits or runs, and fails soon after the host
+    // falls silent (died, stopped, cut off) rather than at its deadline.
+    const direct = this.transport.liveness(timeoutMs, true);
+    const handedOver = this.transport.liveness(timeoutMs, false);
+    const silent = (err: ResponderSilentError) =>
+      new TroupeError(
+        'UNAVAILABLE',
+        `ask ${type} to ${formatAddress(this.address)}: its host showed no sign of life for ${err.silenceMs} ms (it may have died; the ask may or may not have run)`,
+        { cause: err, retryable: true, details: { hostSilent: true } },
+      );
     let activations = 0;
     for (;;) {
       throwIfAborted(options.signal);
@@ -104,10 +114,14 @@ export class UntypedActorRef {
       let reply;
       try {
         reply = await withAbort(
-          this.transport.requester.request(subject, data, { timeoutMs: remaining }),
+          this.transport.requester.request(subject, data, {
+            timeoutMs: remaining,
+            ...(direct ? { liveness: direct } : {}),
+          }),
           options.signal,
         );
       } catch (err) {
+        if (err instanceof ResponderSilentError) throw silent(err);
         if (isNatsTimeout(err)) throw timeout();
         if (err instanceof TroupeError) throw err;
         throw new TroupeError('UNAVAILABLE', `ask to ${formatAddress(this.address)} failed`, {
@@ -124,14 +138,20 @@ export class UntypedActorRef {
             `${formatAddress(this.address)} does not stay active`,
           );
         }
-        reply = await withAbort(
-          this.transport.activateWithAsk(this.address, envelope, {
-            timeoutMs: Math.max(1, deadline - Date.now()),
-            ...(options.signal ? { signal: options.signal } : {}),
-            ...(this.hints ? { hints: this.hints } : {}),
-          }),
-          options.signal,
-        );
+        try {
+          reply = await withAbort(
+            this.transport.activateWithAsk(this.address, envelope, {
+              timeoutMs: Math.max(1, deadline - Date.now()),
+              ...(options.signal ? { signal: options.signal } : {}),
+              ...(this.hints ? { hints: this.hints } : {}),
+              ...(handedOver ? { liveness: handedOver } : {}),
+            }),
+            options.signal,
+          );
+        } catch (err) {
+          if (err instanceof ResponderSilentError) throw silent(err);
+          throw err;
+        }
         if (!reply) continue;
       }
       const error = reply.headers ? decodeErrorHeaders(reply.headers) : undefined;

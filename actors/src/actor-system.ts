@@ -61,6 +61,13 @@ export interface ActorSystemOptions {
   replicas?: number;
   /** Sweep interval of the local placer. @default 5000 */
   sweepIntervalMs?: number;
+  /**
+   * Interval between the signs of life a host sends for each long ask it holds (queued or
+   * running); an asker fails a long ask with UNAVAILABLE after four silent intervals (its host
+   * died, stopped or was cut off). Asks of at least twelve intervals are long. Use the same value
+   * on every process of a cluster. @default 5000
+   */
+  askKeepaliveMs?: number;
 }
 
 /**
@@ -105,7 +112,7 @@ export class ActorSystem implements RefFactory {
       const infra = await ensureInfrastructure(nc, jsm, cluster, {
         ...(options.replicas ? { replicas: options.replicas } : {}),
       });
-      const transport = new Transport(cluster, nc, js, log);
+      const transport = new Transport(cluster, nc, js, log, options.askKeepaliveMs);
       const directory = new Directory(infra.directory);
       const states = new StateStore(infra.state);
       const incarnation = randomBytes(8).toString('hex');
@@ -219,6 +226,7 @@ export class ActorSystem implements RefFactory {
     await this.placer?.stop();
     await this.host?.shutdown(options.graceMs ?? 10_000);
     await this.registrar?.stop();
+    this.transport.keepalive.close();
     if (this.ownsConnection) await this.nc.drain();
   }
 }

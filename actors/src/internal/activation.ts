@@ -306,7 +306,9 @@ export class Activation implements TurnRunner {
       this.schedule(); // even a stale hint restarts the idle timer
       return;
     }
-    this.enqueue(msg, msg.reply ? 'ask' : 'tell', envelope);
+    if (msg.reply)
+      this.enqueue(this.host.transport.keepalive.track(msg, envelope.d), 'ask', envelope);
+    else this.enqueue(msg, 'tell', envelope);
   }
 
   /**
@@ -319,7 +321,8 @@ export class Activation implements TurnRunner {
       replyError(msg, movedError(this.key, 'is passivating'), this.log);
       return;
     }
-    this.enqueue(msg, 'ask', ask);
+    // Its asker starts watching this host when it first hears from it: say so at once.
+    this.enqueue(this.host.transport.keepalive.track(msg, ask.d, true), 'ask', ask);
   }
 
   /** Queues an ask or tell; an ask that requires an idle actor is refused while one is busy. */

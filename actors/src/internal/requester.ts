@@ -6,14 +6,39 @@ import {
   type Subscription,
   TimeoutError,
 } from '@nats-io/transport-node';
+import { WORKING_HEADER } from './ask-keepalive';
 
 /** What {@link Requester.request} resolves to when no subscriber exists on the subject. */
 export const NO_RESPONDERS = Symbol('no responders');
+
+/**
+ * What {@link Requester.request} rejects with when a watched request's responder showed no sign of
+ * life ({@link WORKING_HEADER} messages) for `silenceMs`: its host died, stopped or was cut off.
+ */
+export class ResponderSilentError extends Error {
+  constructor(readonly silenceMs: number) {
+    super(`no sign of life from the responder for ${silenceMs} ms`);
+    this.name = 'ResponderSilentError';
+  }
+}
+
+/** How a request watches its responder for signs of life. */
+export interface LivenessWatch {
+  /** Longest silence tolerated between signs of life (or before the first, with `fromStart`). */
+  silenceMs: number;
+  /**
+   * Start watching when the request is sent (the responder is known to send signs), rather than
+   * at the first sign (a request that may be answered by something that sends none).
+   */
+  fromStart: boolean;
+}
 
 interface Pending {
   resolve: (reply: Msg | typeof NO_RESPONDERS) => void;
   reject: (err: Error) => void;
   timer: NodeJS.Timeout;
+  liveness?: LivenessWatch;
+  silenceTimer?: NodeJS.Timeout;
 }
 
 /**
@@ -36,12 +61,15 @@ export class Requester {
 
   /**
    * Publishes `data` to `subject` with a reply subject of ours and resolves with the first
-   * reply, or {@link NO_RESPONDERS}; rejects with a `TimeoutError` after `timeoutMs`.
+   * reply, or {@link NO_RESPONDERS}; rejects with a `TimeoutError` after `timeoutMs`. With
+   * `liveness`, signs of life ({@link WORKING_HEADER} messages) are not replies: they keep the
+   * request waiting, and a silence longer than `liveness.silenceMs` rejects it with a
+   * {@link ResponderSilentError}.
    */
   request(
     subject: string,
     data: Uint8Array,
-    options: { timeoutMs: number; headers?: MsgHdrs },
+    options: { timeoutMs: number; headers?: MsgHdrs; liveness?: LivenessWatch },
   ): Promise<Msg | typeof NO_RESPONDERS> {
     this.sub ??= this.nc.subscribe(`${this.prefix}*`, {
       callback: (err, msg) => {
@@ -52,20 +80,24 @@ export class Requester {
     return new Promise((resolve, reject) => {
       const timer = setTimeout(
         () => {
-          this.pending.delete(token);
+          this.settle(token);
           reject(new TimeoutError());
         },
         Math.max(1, options.timeoutMs),
       );
-      this.pending.set(token, { resolve, reject, timer });
+      const pending: Pending = { resolve, reject, timer };
+      if (options.liveness) {
+        pending.liveness = options.liveness;
+        if (options.liveness.fromStart) this.watch(token, pending);
+      }
+      this.pending.set(token, pending);
       try {
         this.nc.publish(subject, data, {
           reply: this.prefix + token,
           ...(options.headers ? { headers: options.headers } : {}),
         });
       } catch (err) {
-        clearTimeout(timer);
-        this.pending.delete(token);
+        this.settle(token);
         reject(err instanceof Error ? err : new Error(String(err)));
       }
     });
@@ -75,10 +107,35 @@ export class Requester {
     const token = msg.subject.slice(this.prefix.length);
     const p = this.pending.get(token);
     if (!p) return; // late (timed out) or duplicate
-    this.pending.delete(token);
-    clearTimeout(p.timer);
+    // An answer carries data or an error status; only a sign of life is empty with our header.
+    if (msg.data.length === 0 && msg.headers?.get(WORKING_HEADER)) {
+      if (p.liveness) this.watch(token, p);
+      return;
+    }
+    this.settle(token);
     // The server's "no responders" status: an empty message with status 503.
     if (msg.data.length === 0 && msg.headers?.code === 503) p.resolve(NO_RESPONDERS);
     else p.resolve(msg);
+  }
+
+  /** (Re)arms the silence timer of a watched request. */
+  private watch(token: string, p: Pending): void {
+    const liveness = p.liveness;
+    if (!liveness) return;
+    if (p.silenceTimer) clearTimeout(p.silenceTimer);
+    p.silenceTimer = setTimeout(() => {
+      if (!this.pending.has(token)) return;
+      this.settle(token);
+      p.reject(new ResponderSilentError(liveness.silenceMs));
+    }, liveness.silenceMs);
+  }
+
+  /** Forgets a request and clears its timers. */
+  private settle(token: string): void {
+    const p = this.pending.get(token);
+    if (!p) return;
+    this.pending.delete(token);
+    clearTimeout(p.timer);
+    if (p.silenceTimer) clearTimeout(p.silenceTimer);
   }
 }

@@ -11,7 +11,13 @@ import { headers as natsHeaders, type Msg, type NatsConnection } from '@nats-io/
 import { type JetStreamClient } from '@nats-io/jetstream';
 import { decodeJson, encodeJson } from './json-codec';
 import { isNatsTimeout } from './nats-errors';
-import { NO_RESPONDERS, Requester } from './requester';
+import {
+  AskKeepalive,
+  DEFAULT_ASK_KEEPALIVE_MS,
+  isLongAsk,
+  SILENCE_INTERVALS,
+} from './ask-keepalive';
+import { type LivenessWatch, NO_RESPONDERS, Requester, ResponderSilentError } from './requester';
 import {
   ANSWER_HEADER,
   type ActivateReply,
@@ -51,14 +57,28 @@ export class Transport {
 
   /** Request/reply for asks and activation requests (see {@link Requester}). */
   readonly requester: Requester;
+  /** Signs of life for the long asks this process's activations hold (see {@link AskKeepalive}). */
+  readonly keepalive: AskKeepalive;
 
   constructor(
     readonly cluster: string,
     readonly nc: NatsConnection,
     readonly js: JetStreamClient,
     readonly log: Logger,
+    /** Interval between signs of life of a long ask; the same on every process of a cluster. */
+    readonly askKeepaliveMs: number = DEFAULT_ASK_KEEPALIVE_MS,
   ) {
     this.requester = new Requester(nc);
+    this.keepalive = new AskKeepalive(nc, askKeepaliveMs);
+  }
+
+  /**
+   * How an ask of `timeoutMs` watches its host: a long ask (see {@link isLongAsk}) fails when
+   * the host is silent for {@link SILENCE_INTERVALS} intervals; a short one is not watched.
+   */
+  liveness(timeoutMs: number, fromStart: boolean): LivenessWatch | undefined {
+    if (!isLongAsk(timeoutMs, this.askKeepaliveMs)) return undefined;
+    return { silenceMs: this.askKeepaliveMs * SILENCE_INTERVALS, fromStart };
   }
 
   /**
@@ -92,14 +112,20 @@ export class Transport {
   async activateWithAsk(
     addr: ActorAddress,
     ask: CoreEnvelope,
-    options: { timeoutMs: number; signal?: AbortSignal; hints?: PlacementHints },
+    options: {
+      timeoutMs: number;
+      signal?: AbortSignal;
+      hints?: PlacementHints;
+      /** Watch the host that takes the ask over (it sends a first sign of life at once). */
+      liveness?: LivenessWatch;
+    },
   ): Promise<Msg | undefined> {
     if (this.localPlacer) {
       await this.activate(addr, options);
       return undefined;
     }
     options.signal?.throwIfAborted();
-    const reply = await this.requestActivation(addr, options, ask);
+    const reply = await this.requestActivation(addr, options, ask, options.liveness);
     if (reply.headers?.get(ANSWER_HEADER)) return reply;
     const error = decodeErrorHeaders(reply.headers);
     if (error) throw error;
@@ -110,6 +136,7 @@ export class Transport {
     addr: ActorAddress,
     options: { timeoutMs: number; hints?: PlacementHints },
     ask: CoreEnvelope | undefined,
+    liveness?: LivenessWatch,
   ): Promise<Msg> {
     const subject = coordSubject(this.cluster, 'sched', 'activate');
     let reply;
@@ -119,9 +146,10 @@ export class Transport {
       reply = await this.requester.request(
         subject,
         encodeJson({ addr, ...options.hints, ...(ask ? { ask } : {}) }),
-        { timeoutMs: options.timeoutMs, headers: h },
+        { timeoutMs: options.timeoutMs, headers: h, ...(liveness ? { liveness } : {}) },
       );
     } catch (err) {
+      if (err instanceof ResponderSilentError) throw err;
       if (isNatsTimeout(err)) {
         throw timeoutError(`activation of ${addr.kind}/${addr.id}`, options.timeoutMs);
       }

@@ -1,0 +1,126 @@
+import { headers as natsHeaders, type NatsConnection } from '@nats-io/transport-node';
+import { type Respondable } from './core-item';
+
+/**
+ * Header of a "still working on it" message: sent by the host to a long ask's reply subject while
+ * the ask waits in the mailbox or runs. It carries no answer; the asker's {@link Requester} takes
+ * it as a sign of life and keeps waiting.
+ */
+export const WORKING_HEADER = 'Troupe-Working';
+
+/** Default interval between two signs of life for one ask. */
+export const DEFAULT_ASK_KEEPALIVE_MS = 5_000;
+
+/**
+ * An asker gives up on a long ask when the host shows no sign of life for this many intervals:
+ * the first sign comes after one to one and a half intervals, and the margin covers an event-loop
+ * stall on a busy host.
+ */
+export const SILENCE_INTERVALS = 4;
+
+/**
+ * Asks shorter than this many intervals are not watched: they end at their own deadline soon
+ * enough, and watching them would cost the host a timer entry per ask on the hot path.
+ */
+export const LONG_ASK_INTERVALS = 12;
+
+/** Whether an ask of `timeoutMs` is watched for signs of life (see {@link LONG_ASK_INTERVALS}). */
+export function isLongAsk(timeoutMs: number, keepaliveMs: number): boolean {
+  return timeoutMs >= keepaliveMs * LONG_ASK_INTERVALS;
+}
+
+interface Tracked {
+  reply: string;
+  deadline: number;
+  lastSentAt: number;
+}
+
+/**
+ * The host side of long-ask liveness. Every long ask an activation accepts is tracked from the
+ * moment it is queued until it is answered (or its deadline passes), and every `intervalMs` a
+ * {@link WORKING_HEADER} message goes to its reply subject. When the host dies, is stopped or is
+ * cut off, the signs stop and the asker fails the ask with UNAVAILABLE after
+ * {@link SILENCE_INTERVALS} intervals instead of waiting out a deadline of minutes.
+ *
+ * One timer serves all tracked asks; it runs only while some are tracked, and never keeps the
+ * process alive.
+ */
+export class AskKeepalive {
+  private readonly tracked = new Set<Tracked>();
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly nc: NatsConnection,
+    readonly intervalMs: number,
+  ) {}
+
+  /** Asks currently tracked (for tests and stats). */
+  get size(): number {
+    return this.tracked.size;
+  }
+
+  /**
+   * Tracks the ask answered through `msg` when its deadline is far enough away to be a long ask,
+   * and returns the respondable to answer it through (answering stops the signs). `announce`
+   * sends the first sign at once: for an ask handed over with an activation, whose asker only
+   * starts watching when it hears from the host.
+   */
+  track(msg: Respondable, deadline: number | undefined, announce = false): Respondable {
+    const reply = msg.reply;
+    if (!reply || deadline === undefined) return msg;
+    const now = Date.now();
+    const remaining = deadline - now;
+    // An ask that ends before a sign would be due needs none. (The asker watches only asks of
+    // LONG_ASK_INTERVALS or more, but transit or a reconnect may have eaten much of that.)
+    if (remaining <= this.intervalMs) return msg;
+    const entry: Tracked = { reply, deadline, lastSentAt: now };
+    if (announce) this.send(entry, now);
+    this.tracked.add(entry);
+    this.timer ??= this.startTimer();
+    return {
+      reply,
+      respond: (data, opts) => {
+        this.tracked.delete(entry);
+        return msg.respond(data, opts);
+      },
+    };
+  }
+
+  /** Stops the timer and forgets every tracked ask (on shutdown). */
+  close(): void {
+    this.tracked.clear();
+    if (this.timer) clearInterval(this.timer);
+    this.timer = undefined;
+  }
+
+  private startTimer(): NodeJS.Timeout {
+    // Half-interval ticks: an ask hears from us between one and one and a half intervals apart.
+    const timer = setInterval(() => this.tick(), Math.max(1, Math.floor(this.intervalMs / 2)));
+    timer.unref();
+    return timer;
+  }
+
+  private tick(): void {
+    const now = Date.now();
+    for (const entry of this.tracked) {
+      if (now >= entry.deadline) this.tracked.delete(entry);
+      else if (now - entry.lastSentAt >= this.intervalMs) this.send(entry, now);
+    }
+    if (this.tracked.size === 0 && this.timer) {
+      clearInterval(this.timer);
+      this.timer = undefined;
+    }
+  }
+
+  private send(entry: Tracked, now: number): void {
+    entry.lastSentAt = now;
+    const h = natsHeaders();
+    h.set(WORKING_HEADER, String(this.intervalMs));
+    try {
+      this.nc.publish(entry.reply, new Uint8Array(), { headers: h });
+    } catch {
+      // A closed connection: the asker will hear nothing more, which is the truth.
+      this.tracked.delete(entry);
+    }
+  }
+}
