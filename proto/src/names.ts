@@ -209,6 +209,11 @@ export const KvBucket = {
   SEQUENCES: 'sequences',
   /** SAGE skill libraries: Python functions by version, keyed `<libraryId>.<name>.<version>`. */
   SKILL_LIBRARY: 'skill_library',
+  /**
+   * Finished task results kept for re-runs (issue-resolution `resultsDir`), keyed
+   * `<namespace>.<taskId>`: any coordinator host of the cluster skips what another finished.
+   */
+  RESULTS: 'results',
 } as const;
 
 /** One of the {@link KvBucket} values. */

@@ -57,7 +57,13 @@ export {
   type PayloadRef,
   type StagedIssueTask,
 } from './issue-task-spec';
-export { ResultStore, StoredTaskResultSchema, type StoredTaskResult } from './result-store';
+export {
+  ResultStore,
+  type ResultStoreOptions,
+  resultsNamespace,
+  StoredTaskResultSchema,
+  type StoredTaskResult,
+} from './result-store';
 export { packTar, type TarFileEntry } from './tar-pack';
 export { ensureStaged, readPayloadText, stageIssueTask } from './task-payload';
 export { packTree, scanTree, TreeEntryError, type TreeEntry, type TreeScan } from './task-tree';

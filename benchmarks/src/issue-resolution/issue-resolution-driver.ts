@@ -203,8 +203,18 @@ export function createIssueResolutionDriver(
     );
   };
 
-  const storeOf = (config: IssueResolutionConfig): ResultStore | undefined =>
-    config.resultsDir ? new ResultStore(path.resolve(cwd(), config.resultsDir)) : undefined;
+  const storeOf = async (
+    ctx: TaskContext,
+    config: IssueResolutionConfig,
+  ): Promise<ResultStore | undefined> =>
+    config.resultsDir
+      ? ResultStore.open({
+          resultsDir: config.resultsDir,
+          folder: path.resolve(cwd(), config.resultsDir),
+          ...(ctx.nats ? { nats: ctx.nats } : {}),
+          log: ctx.log,
+        })
+      : undefined;
 
   const sandbox = (ctx: TaskContext, resourceId: string): UntypedActorRef =>
     ctx.refs
@@ -323,9 +333,9 @@ export function createIssueResolutionDriver(
       const input = parseWith(IssueTaskInputSchema, raw, { prefix: 'input' });
       if ('invalid' in input) throw invalidTaskError(input.invalid);
       const { staged, config } = input;
-      const store = storeOf(config);
+      const store = await storeOf(ctx, config);
       if (store && config.resume) {
-        const stored = store.read(ctx.taskId, staged.digest, agentKeyOf(ctx.spec, config));
+        const stored = await store.read(ctx.taskId, staged.digest, agentKeyOf(ctx.spec, config));
         if (stored) {
           ctx.progress({
             message: `${ctx.taskId}: complete result from job ${stored.jobId}, skipped`,
@@ -483,10 +493,10 @@ export function createIssueResolutionDriver(
       const input = parseWith(IssueTaskInputSchema, raw, { prefix: 'input' });
       if ('invalid' in input) throw invalidTaskError(input.invalid);
       const { staged, config } = input;
-      const store = storeOf(config);
+      const store = await storeOf(ctx, config);
       const agentKey = agentKeyOf(ctx.spec, config);
       if (run?.resumedFrom !== undefined && store) {
-        const stored = store.read(ctx.taskId, staged.digest, agentKey);
+        const stored = await store.read(ctx.taskId, staged.digest, agentKey);
         if (stored) {
           return {
             ...stored.grade,
@@ -633,7 +643,7 @@ export function createIssueResolutionDriver(
       };
       if (store && !timedOut) {
         // A timed-out task is not a complete result: a re-run works it again.
-        store.write({
+        await store.write({
           version: 1,
           taskId: ctx.taskId,
           taskDigest: staged.digest,

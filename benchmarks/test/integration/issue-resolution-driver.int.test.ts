@@ -2,6 +2,7 @@ import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } 
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { type Coordinator, type JobEventRecord } from '@troupe/coordinator';
+import { noopLogger } from '@troupe/proto';
 import { waitFor } from '@troupe/testkit';
 import {
   type TaskAgentRunContext,
@@ -9,6 +10,7 @@ import {
   createGoldAgentRunner,
   createIssueResolutionDriver,
   MODEL_AGENT_UNAVAILABLE,
+  ResultStore,
 } from '../../src/issue-resolution';
 import { TestCluster } from '@troupe/test-cluster';
 
@@ -99,8 +101,8 @@ async function readArtifact(jobId: string, artifactPath: string): Promise<string
 }
 
 /** Submits a job, waits for it to finish, returns its results. */
-async function runJob(spec: Record<string, unknown>) {
-  const jobs = coordinator.jobs!;
+async function runJob(spec: Record<string, unknown>, on: Coordinator = coordinator) {
+  const jobs = on.jobs!;
   const record = await jobs.submit({ spec: { kind: 'issue-resolution', ...spec } });
   const events: JobEventRecord[] = [];
   for await (const e of await jobs.watch(record.jobId, { signal: AbortSignal.timeout(600_000) })) {
@@ -272,8 +274,15 @@ test('re-running a job skips tasks with a complete result; an interrupted task r
     'py-version-compare',
   ]);
 
-  // js-slugify was interrupted before its result was complete (a torn file, no result.json).
-  rmSync(path.join(resultsDir, 'js-slugify', 'result.json'));
+  // js-slugify was interrupted before its result was complete: no record in the cluster's
+  // results bucket, a torn file and no result.json in the folder.
+  const store = await ResultStore.open({
+    resultsDir,
+    folder: resultsDir,
+    nats: { connection: tc.nc, cluster: tc.cluster },
+    log: noopLogger,
+  });
+  await store.remove('js-slugify');
   writeFileSync(path.join(resultsDir, 'js-slugify', 'result.json.123.tmp'), '{"vers');
   const third = await runJob(spec);
   expect(detailsOf(third.byId.get('py-version-compare')!)['resumedFrom']).toBe(first.jobId);
@@ -331,4 +340,39 @@ test('model agents are refused at submit with a clear INVALID_ARGUMENT', async (
     code: 'INVALID_ARGUMENT',
     message: expect.stringContaining(MODEL_AGENT_UNAVAILABLE),
   });
+});
+
+test('a re-run on another coordinator host skips what the first host finished', async () => {
+  // Two coordinator hosts of one cluster, each with its own working directory: the spec's
+  // relative resultsDir is a different folder on each, and the second has none of the first's
+  // files. What carries over is the cluster's results bucket.
+  const hostA = path.join(work, 'host-a');
+  const hostB = path.join(work, 'host-b');
+  const spec = {
+    concurrency: 2,
+    config: { agent: { kind: 'gold' }, resultsDir: 'results/cross-host' },
+    tasks: { suite: SUITE, include: ['py-version-compare', 'js-slugify'] },
+  };
+  await tc.stopCoordinator(coordinator);
+  const a = await tc.startCoordinator({
+    id: 'coord-host-a',
+    drivers: [createIssueResolutionDriver({ cwd: hostA })],
+  });
+  const first = await runJob(spec, a);
+  for (const t of first.results.tasks) expect(t.status).toBe('TASK_PASSED');
+  expect(existsSync(path.join(hostA, 'results/cross-host/js-slugify/result.json'))).toBe(true);
+  await tc.stopCoordinator(a);
+
+  const b = await tc.startCoordinator({
+    id: 'coord-host-b',
+    drivers: [createIssueResolutionDriver({ cwd: hostB })],
+  });
+  const second = await runJob(spec, b);
+  expect(second.results.tasks).toHaveLength(2);
+  for (const t of second.results.tasks) {
+    expect(t.status).toBe('TASK_PASSED');
+    expect(detailsOf(t)['resumedFrom']).toBe(first.jobId);
+    expect(t.artifacts).toEqual([]); // no sandbox, no grading
+  }
+  expect(existsSync(path.join(hostB, 'results/cross-host/js-slugify/result.json'))).toBe(false);
 });

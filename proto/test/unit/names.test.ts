@@ -238,6 +238,7 @@ describe('builders', () => {
         'memory',
         'nodes',
         'reminders',
+        'results',
         'sequences',
         'skill_library',
         'skills',
