@@ -236,19 +236,21 @@ export class ClusterPlacement {
     if (request.jobId && !this.jobHasRoom(request.jobId)) return undefined;
     const kindLimit = this.options.kindLimits?.[kind];
     if (kindLimit !== undefined && this.occupancy.usedByKind(kind) >= kindLimit) return undefined;
-    const fits = this.options.registry
-      .schedulable()
-      .filter((h) => h.info.kinds.includes(kind) && labelsMatch(h, request.labels))
-      .map((h) => ({ h, used: this.used(h.info.hostId, kind), slots: h.info.slots[kind] }))
-      .filter((c) => c.slots === undefined || c.used < c.slots);
-    if (fits.length === 0) return undefined;
-    let chosen = request.near
-      ? fits.find((c) => c.h.info.hostId === this.hostOf(request.near!))
-      : undefined;
-    if (!chosen) {
-      fits.sort((a, b) => loadRatio(a) - loadRatio(b) || a.used - b.used);
-      chosen = fits[0]!;
+    // One pass over the hosts, no copies: the host of `near` when it fits, else the least loaded
+    // (load ratio, then fewest activations; the first in registry order on a tie).
+    const nearHost = request.near ? this.hostOf(request.near) : undefined;
+    let chosen: Fit | undefined;
+    for (const h of this.options.registry.aliveRecords()) {
+      if (!h.info.kinds.includes(kind) || !labelsMatch(h, request.labels)) continue;
+      const c: Fit = { h, used: this.used(h.info.hostId, kind), slots: h.info.slots[kind] };
+      if (c.slots !== undefined && c.used >= c.slots) continue;
+      if (nearHost !== undefined && h.info.hostId === nearHost) {
+        chosen = c;
+        break;
+      }
+      if (!chosen || isLessLoaded(c, chosen)) chosen = c;
     }
+    if (!chosen) return undefined;
     const key = directoryKey(request.addr);
     this.occupancy.setPending(key, {
       hostId: chosen.h.info.hostId,
@@ -268,6 +270,18 @@ export class ClusterPlacement {
 function labelsMatch(h: HostRecord, wanted: Record<string, string> | undefined): boolean {
   if (!wanted) return true;
   return Object.entries(wanted).every(([k, v]) => h.info.labels[k] === v);
+}
+
+/** A host that can take the activation, with its occupancy for `kind`. */
+interface Fit {
+  h: Readonly<HostRecord>;
+  used: number;
+  slots: number | undefined;
+}
+
+function isLessLoaded(a: Fit, b: Fit): boolean {
+  const byRatio = loadRatio(a) - loadRatio(b);
+  return byRatio < 0 || (byRatio === 0 && a.used < b.used);
 }
 
 function loadRatio(c: { used: number; slots: number | undefined }): number {

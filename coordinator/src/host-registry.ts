@@ -300,6 +300,14 @@ export class HostRegistry {
     return this.list().filter((r) => r.state === 'ALIVE');
   }
 
+  /**
+   * The ALIVE hosts' own records, not copies, for the placer's per-activation scan (a copy of
+   * every record per placement was most of its cost at 100 hosts). Read them; never keep them.
+   */
+  *aliveRecords(): Iterable<Readonly<HostRecord>> {
+    for (const r of this.hosts.values()) if (r.state === 'ALIVE') yield r;
+  }
+
   /** One host's record. */
   get(hostId: string): HostRecord | undefined {
     const r = this.hosts.get(hostId);

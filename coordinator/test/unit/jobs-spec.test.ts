@@ -140,7 +140,8 @@ describe('parseSpecTextAsync', () => {
     expect(big.details).toMatchObject({ field: 'spec' });
     expect(big.message).toMatch(/must be at most 40000 bytes/);
     expect((await rejectionOf(parseSpecTextAsync('  '))).message).toMatch(/non-empty/);
-  });
+    // Six parses of ~40 KB, in worker threads that start cold: seconds on a loaded 2-core host.
+  }, 60_000);
 });
 
 describe('driver registry', () => {
