@@ -256,7 +256,8 @@ export class DashboardServer {
     if (sub === 'events' && parts.length === 3) {
       const controller = new AbortController();
       this.streams.add(controller);
-      req.on('close', () => controller.abort());
+      // The response's close is the browser going away (the request's fires once it is read).
+      res.on('close', () => controller.abort());
       const lastId = req.headers['last-event-id'];
       try {
         await streamJobEvents({

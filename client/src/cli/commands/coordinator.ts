@@ -1,5 +1,11 @@
 import { registerBuiltinDrivers } from '@troupe/benchmarks';
-import { applyEnvironment, ConfigSchema, Coordinator, DriverRegistry } from '@troupe/coordinator';
+import {
+  applyEnvironment,
+  ConfigSchema,
+  Coordinator,
+  type CoordinatorConfig,
+  DriverRegistry,
+} from '@troupe/coordinator';
 import { readFileSync } from 'node:fs';
 import { DashboardServer } from '../../dashboard/dashboard-server';
 import { TroupeClient } from '../../troupe-client';
@@ -60,6 +66,7 @@ export async function coordinatorCommand(
             logger: logger.child({ component: 'agents' }),
           })
         : undefined;
+      const dashboardToken = dashboardPort === undefined ? undefined : dashboardTokenOf(config);
       const coordinator = await Coordinator.start(config, {
         logger,
         drivers: registerBuiltinDrivers(new DriverRegistry(), models?.driverOptions() ?? {}),
@@ -75,23 +82,8 @@ export async function coordinatorCommand(
         'coordinator serving the job API',
       );
       let dashboard: { server: DashboardServer; client: TroupeClient } | undefined;
-      if (dashboardPort !== undefined) {
-        const grpc = config.grpc;
-        if (grpc?.tls) {
-          throw new CliError(
-            '--dashboard-port: the embedded dashboard speaks plaintext gRPC to its own coordinator; with grpc.tls run `troupe dashboard --tls-ca …` instead',
-            ExitCode.USAGE,
-          );
-        }
-        const token =
-          grpc?.token ??
-          (grpc?.tokenFile ? readFileSync(grpc.tokenFile, 'utf8').trim() : undefined);
-        if (!token) {
-          throw new CliError(
-            '--dashboard-port: the job API needs a token (grpc.token or grpc.tokenFile)',
-            ExitCode.USAGE,
-          );
-        }
+      if (dashboardPort !== undefined && dashboardToken !== undefined) {
+        const token = dashboardToken;
         const client = new TroupeClient({ address: `127.0.0.1:${coordinator.grpcPort}`, token });
         const server = await DashboardServer.start({
           api: client,
@@ -118,4 +110,27 @@ export async function coordinatorCommand(
     },
     ready: (server) => JSON.stringify({ pid: process.pid, grpcPort: server.grpcPort }),
   });
+}
+
+/**
+ * The token the embedded dashboard logs in with and calls its own job API with; checked before
+ * the coordinator starts, so a bad combination exits before anything is served.
+ */
+function dashboardTokenOf(config: CoordinatorConfig): string {
+  const grpc = config.grpc;
+  if (grpc?.tls) {
+    throw new CliError(
+      '--dashboard-port: the embedded dashboard speaks plaintext gRPC to its own coordinator; with grpc.tls run `troupe dashboard --tls-ca …` instead',
+      ExitCode.USAGE,
+    );
+  }
+  const token =
+    grpc?.token ?? (grpc?.tokenFile ? readFileSync(grpc.tokenFile, 'utf8').trim() : undefined);
+  if (!token) {
+    throw new CliError(
+      '--dashboard-port: the job API needs a token (grpc.token or grpc.tokenFile)',
+      ExitCode.USAGE,
+    );
+  }
+  return token;
 }
