@@ -1,5 +1,7 @@
 /** @packageDocumentation @troupe/client: gRPC client SDK and the troupe CLI. */
 export { toClientError } from './client-error';
+export { type DashboardApi } from './dashboard/dashboard-api';
+export { DashboardServer, type DashboardServerOptions } from './dashboard/dashboard-server';
 export {
   DEFAULT_ROLLOUT_TIMEOUT_MS,
   TroupeClient,

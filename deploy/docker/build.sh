@@ -75,7 +75,7 @@ fi
 
 if command -v npx >/dev/null 2>&1 && [ -x "$repo/node_modules/.bin/tsc" ]; then
   say "compiling the workspaces (tsc -b)"
-  (cd "$repo" && npx tsc -b tsconfig.build.json)
+  (cd "$repo" && npx tsc -b tsconfig.build.json && bash scripts/copy-dashboard-assets)
 fi
 for ws in "${workspaces[@]}"; do
   [ -d "$repo/$ws/dist" ] || die "$ws/dist is missing: run 'npm run build' first"

@@ -4,6 +4,7 @@ import { CommandContext } from './command-context';
 import { artifactCommand } from './commands/artifact';
 import { cancelCommand } from './commands/cancel';
 import { coordinatorCommand } from './commands/coordinator';
+import { dashboardCommand } from './commands/dashboard';
 import { devCommand } from './commands/dev';
 import { jobsCommand } from './commands/jobs';
 import { nodeAgentCommand } from './commands/node-agent';
@@ -70,13 +71,27 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
       '--skills <dir>',
       'skill folders (<dir>/<name>/SKILL.md) for the agents (with --models)',
     )
+    .option('--dashboard-port <port>', 'web dashboard port (0 = any free port)', '0')
+    .option('--no-dashboard', 'do not serve the web dashboard')
+    .option('--no-dashboard-actions', 'serve the dashboard read-only (no cancel/drain)')
     .action(action((c, opts: Parameters<typeof devCommand>[1]) => devCommand(c, opts)));
+  program
+    .command('dashboard')
+    .description('serve the live web dashboard of a cluster (login: the job API token)')
+    .option('--port <port>', 'HTTP port (0 = any free port)', '8470')
+    .option('--host <host>', 'HTTP interface', '127.0.0.1')
+    .option('--actions', 'let logged-in users cancel jobs and drain nodes')
+    .option('--secure-cookie', 'mark the session cookie Secure (behind a TLS proxy)')
+    .action(action((c, opts: Parameters<typeof dashboardCommand>[1]) => dashboardCommand(c, opts)));
   program
     .command('coordinator')
     .description('serve a coordinator with the built-in drivers and the job API (deployments)')
     .option('--config <file>', 'YAML config (environment variables override it)')
     .option('--ready-file <file>', 'file written once serving, removed on stop (health checks)')
     .option('--models <file>', 'models file (model registry): host agents, enable LLM operators')
+    .option('--dashboard-port <port>', 'also serve the web dashboard on this port (off by default)')
+    .option('--dashboard-host <host>', 'web dashboard interface', '127.0.0.1')
+    .option('--dashboard-actions', 'let dashboard users cancel jobs and drain nodes')
     .action(
       action((c, opts: Parameters<typeof coordinatorCommand>[1]) => coordinatorCommand(c, opts)),
     );

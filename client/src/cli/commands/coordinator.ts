@@ -1,6 +1,17 @@
 import { registerBuiltinDrivers } from '@troupe/benchmarks';
-import { applyEnvironment, ConfigSchema, Coordinator, DriverRegistry } from '@troupe/coordinator';
+import {
+  applyEnvironment,
+  ConfigSchema,
+  Coordinator,
+  type CoordinatorConfig,
+  DriverRegistry,
+} from '@troupe/coordinator';
+import { readFileSync } from 'node:fs';
+import { DashboardServer } from '../../dashboard/dashboard-server';
+import { TroupeClient } from '../../troupe-client';
 import { type CommandContext } from '../command-context';
+import { CliError, ExitCode } from '../exit-codes';
+import { intOption } from './int-option';
 import { ModelHosting } from '../model-hosting';
 import { runServerCommand } from '../run-server-command';
 import { modelsOption } from './models-option';
@@ -13,6 +24,12 @@ export interface CoordinatorCommandOptions {
   readyFile?: string;
   /** Models file (`--models`, or `TROUPE_MODELS_FILE`): host agent sessions, LLM operators. */
   models?: string;
+  /** `--dashboard-port`: also serve the web dashboard (off when absent). */
+  dashboardPort?: string;
+  /** `--dashboard-host`. @default 127.0.0.1 */
+  dashboardHost?: string;
+  /** `--dashboard-actions`: dashboard users may cancel jobs and drain nodes. */
+  dashboardActions?: boolean;
 }
 
 /**
@@ -26,6 +43,7 @@ export async function coordinatorCommand(
   ctx: CommandContext,
   opts: CoordinatorCommandOptions,
 ): Promise<number> {
+  const dashboardPort = intOption('--dashboard-port', opts.dashboardPort);
   return runServerCommand(ctx, {
     app: 'troupe-coordinator',
     ...(opts.config ? { configFile: opts.config } : {}),
@@ -48,6 +66,7 @@ export async function coordinatorCommand(
             logger: logger.child({ component: 'agents' }),
           })
         : undefined;
+      const dashboardToken = dashboardPort === undefined ? undefined : dashboardTokenOf(config);
       const coordinator = await Coordinator.start(config, {
         logger,
         drivers: registerBuiltinDrivers(new DriverRegistry(), models?.driverOptions() ?? {}),
@@ -62,10 +81,27 @@ export async function coordinatorCommand(
         },
         'coordinator serving the job API',
       );
+      let dashboard: { server: DashboardServer; client: TroupeClient } | undefined;
+      if (dashboardPort !== undefined && dashboardToken !== undefined) {
+        const token = dashboardToken;
+        const client = new TroupeClient({ address: `127.0.0.1:${coordinator.grpcPort}`, token });
+        const server = await DashboardServer.start({
+          api: client,
+          token,
+          port: dashboardPort,
+          host: opts.dashboardHost ?? '127.0.0.1',
+          allowActions: opts.dashboardActions === true,
+          logger,
+        });
+        dashboard = { server, client };
+        logger.info({ url: server.url }, 'coordinator serving the web dashboard');
+      }
       return {
         grpcPort: coordinator.grpcPort,
         stop: async () => {
           logger.info({ graceMs: config.shutdownGraceMs }, 'coordinator stopping');
+          await dashboard?.server.stop();
+          dashboard?.client.close();
           await models?.stop(config.shutdownGraceMs);
           await coordinator.stop();
           logger.info({}, 'coordinator stopped');
@@ -74,4 +110,27 @@ export async function coordinatorCommand(
     },
     ready: (server) => JSON.stringify({ pid: process.pid, grpcPort: server.grpcPort }),
   });
+}
+
+/**
+ * The token the embedded dashboard logs in with and calls its own job API with; checked before
+ * the coordinator starts, so a bad combination exits before anything is served.
+ */
+function dashboardTokenOf(config: CoordinatorConfig): string {
+  const grpc = config.grpc;
+  if (grpc?.tls) {
+    throw new CliError(
+      '--dashboard-port: the embedded dashboard speaks plaintext gRPC to its own coordinator; with grpc.tls run `troupe dashboard --tls-ca …` instead',
+      ExitCode.USAGE,
+    );
+  }
+  const token =
+    grpc?.token ?? (grpc?.tokenFile ? readFileSync(grpc.tokenFile, 'utf8').trim() : undefined);
+  if (!token) {
+    throw new CliError(
+      '--dashboard-port: the job API needs a token (grpc.token or grpc.tokenFile)',
+      ExitCode.USAGE,
+    );
+  }
+  return token;
 }

@@ -1,3 +1,6 @@
+import { readFileSync } from 'node:fs';
+import { DashboardServer } from '../../dashboard/dashboard-server';
+import { TroupeClient } from '../../troupe-client';
 import { println } from '../cli-io';
 import { type CommandContext } from '../command-context';
 import { dataDirOf, readDevState } from '../dev-state';
@@ -20,6 +23,12 @@ export interface DevCommandOptions {
   /** Skills directory pushed to the skill store (`--skills`, or `TROUPE_SKILLS_DIR`). */
   skills?: string;
   logLevel?: string;
+  /** Dashboard port (`--dashboard-port`, 0 = any free port). */
+  dashboardPort?: string;
+  /** `--no-dashboard` sets this false. @default true */
+  dashboard?: boolean;
+  /** Let the dashboard cancel jobs and drain nodes. @default true in dev */
+  dashboardActions?: boolean;
 }
 
 /**
@@ -38,6 +47,7 @@ export async function devCommand(ctx: CommandContext, opts: DevCommandOptions): 
   const grpcPort = intOption('--port', opts.port);
   const natsPort = intOption('--nats-port', opts.natsPort);
   const sandboxSlots = intOption('--sandbox-slots', opts.sandboxSlots);
+  const dashboardPort = intOption('--dashboard-port', opts.dashboardPort);
   println(ctx.io.stderr, `starting the dev cluster (data dir ${dataDir}) …`);
   const cluster = await EmbeddedCluster.start({
     dataDir,
@@ -54,11 +64,29 @@ export async function devCommand(ctx: CommandContext, opts: DevCommandOptions): 
       if (shown !== undefined) println(ctx.io.stderr, shown);
     },
   });
+  let dashboard: { server: DashboardServer; client: TroupeClient } | undefined;
+  if (opts.dashboard !== false) {
+    const token = readFileSync(cluster.tokenFile, 'utf8').trim();
+    const client = new TroupeClient({ address: cluster.address, token });
+    const server = await DashboardServer.start({
+      api: client,
+      token,
+      port: dashboardPort ?? 0,
+      host: opts.host ?? '127.0.0.1',
+      allowActions: opts.dashboardActions !== false,
+    }).catch(async (err: unknown) => {
+      client.close();
+      await cluster.stop();
+      throw err;
+    });
+    dashboard = { server, client };
+  }
   println(
     ctx.io.stdout,
     [
       'Troupe dev cluster ready',
       `  job API  ${cluster.address}   (token: ${cluster.tokenFile})`,
+      ...(dashboard ? [`  web      ${dashboard.server.url}   (log in with the token)`] : []),
       `  NATS     ${cluster.natsUrl}`,
       `  data     ${dataDir}   (log: troupe.log)`,
       'Submit a job with `troupe submit <spec> --watch` from this directory. Ctrl-C stops the cluster.',
@@ -69,6 +97,8 @@ export async function devCommand(ctx: CommandContext, opts: DevCommandOptions): 
     else ctx.signal.addEventListener('abort', () => resolve(), { once: true });
   });
   println(ctx.io.stderr, 'stopping the dev cluster …');
+  await dashboard?.server.stop();
+  dashboard?.client.close();
   await cluster.stop();
   println(ctx.io.stderr, 'stopped');
   return ExitCode.OK;

@@ -1,0 +1,913 @@
+// Troupe dashboard: hand-written, no build step, no third-party code. Every value from the server
+// reaches the page through textContent or attributes set one by one (never innerHTML).
+'use strict';
+(function () {
+  if (document.body.classList.contains('login')) {
+    if (new URLSearchParams(location.search).has('error')) {
+      document.getElementById('login-error').hidden = false;
+    }
+    return;
+  }
+
+  /** State the tests and the perf script read. */
+  const troupe = (window.troupe = { eventSeqs: [], renders: {}, info: { allowActions: false } });
+  const main = document.getElementById('main');
+  const live = document.getElementById('live');
+  let cleanup = [];
+
+  function h(tag, attrs, ...children) {
+    const el = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (v === undefined || v === null || v === false) continue;
+      if (k === 'class') el.className = v;
+      // CSSOM, not a style attribute: the page's CSP refuses inline style attributes.
+      else if (k === 'style') el.style.cssText = v;
+      else if (k.startsWith('on')) el.addEventListener(k.slice(2), v);
+      else el.setAttribute(k, v === true ? '' : String(v));
+    }
+    for (const c of children.flat()) {
+      if (c === undefined || c === null || c === false) continue;
+      el.append(c instanceof Node ? c : document.createTextNode(String(c)));
+    }
+    return el;
+  }
+  const enc = encodeURIComponent;
+
+  async function api(path, init) {
+    const res = await fetch('/api/' + path, { credentials: 'same-origin', ...(init || {}) });
+    if (res.status === 401) {
+      location.href = '/login';
+      throw new Error('logged out');
+    }
+    const body = await res.json();
+    if (!res.ok) throw new Error(body.message || res.statusText);
+    return body;
+  }
+  async function action(path) {
+    return api(path, { method: 'POST', headers: { 'x-troupe-action': '1' } });
+  }
+
+  function usd(v) {
+    return v === null || v === undefined ? '—' : '$' + Number(v).toFixed(v < 1 ? 4 : 2);
+  }
+  function pct(v) {
+    return v === null || v === undefined ? '—' : (v * 100).toFixed(1) + '%';
+  }
+  function dur(ms) {
+    if (ms === null || ms === undefined) return '—';
+    const s = Math.round(ms / 1000);
+    if (s < 60) return s + ' s';
+    if (s < 3600) return Math.floor(s / 60) + ' min ' + (s % 60) + ' s';
+    return Math.floor(s / 3600) + ' h ' + Math.floor((s % 3600) / 60) + ' min';
+  }
+  function when(ms) {
+    return ms ? new Date(ms).toLocaleString() : '—';
+  }
+  function bar(done, passed, total) {
+    const t = Math.max(1, total);
+    return h(
+      'span',
+      { class: 'bar', title: done + ' / ' + total },
+      h('span', { class: 'p', style: 'width:' + (100 * passed) / t + '%' }),
+      h('span', {
+        class: 'f',
+        style: 'left:' + (100 * passed) / t + '%;width:' + (100 * (done - passed)) / t + '%',
+      }),
+    );
+  }
+  function card(k, v, id) {
+    return h(
+      'div',
+      { class: 'card' },
+      h('div', { class: 'v', id }, v),
+      h('div', { class: 'k' }, k),
+    );
+  }
+  function every(ms, fn) {
+    let stopped = false;
+    let timer;
+    const tick = async () => {
+      try {
+        await fn();
+      } catch (e) {
+        console.warn(e);
+      }
+      if (!stopped) timer = setTimeout(tick, ms);
+    };
+    tick();
+    cleanup.push(() => {
+      stopped = true;
+      clearTimeout(timer);
+    });
+  }
+  function fail(e) {
+    main.replaceChildren(h('p', { class: 'error' }, String(e.message || e)));
+  }
+
+  // ---- jobs list ---------------------------------------------------------------------------
+  async function jobsPage() {
+    const tbody = h('tbody', { id: 'jobs-body' });
+    main.replaceChildren(
+      h('h1', {}, 'Jobs'),
+      h(
+        'table',
+        {},
+        h(
+          'thead',
+          {},
+          h(
+            'tr',
+            {},
+            [
+              'Job',
+              'Name',
+              'Kind',
+              'State',
+              'Progress',
+              'Done',
+              'Pass rate',
+              'Spend',
+              'ETA',
+              'Created',
+            ].map((x) => h('th', {}, x)),
+          ),
+        ),
+        tbody,
+      ),
+    );
+    every(2000, async () => {
+      const { jobs } = await api('jobs');
+      tbody.replaceChildren(
+        ...jobs.map((j) =>
+          h(
+            'tr',
+            { 'data-job': j.jobId },
+            h('td', {}, h('a', { href: '#/job/' + enc(j.jobId) }, j.jobId)),
+            h('td', {}, j.name),
+            h('td', {}, j.kind),
+            h('td', { class: 'state-' + j.state }, j.state),
+            h('td', {}, bar(j.done, j.passed, j.total)),
+            h('td', { class: 'done' }, j.done + ' / ' + j.total),
+            h('td', {}, pct(j.passRate)),
+            h('td', {}, usd(j.costUsd)),
+            h('td', {}, j.etaMs === null ? '—' : dur(j.etaMs)),
+            h('td', {}, when(j.createdMs)),
+          ),
+        ),
+      );
+      if (jobs.length === 0)
+        tbody.append(
+          h(
+            'tr',
+            {},
+            h('td', { colspan: 10, class: 'muted' }, 'No jobs yet: troupe submit <spec>'),
+          ),
+        );
+      troupe.renders.jobs = performance.now();
+    });
+  }
+
+  // ---- job page ----------------------------------------------------------------------------
+  const ROW = 28;
+  function jobPage(jobId) {
+    const t0 = performance.now();
+    const summary = h('div', { class: 'cards', id: 'job-cards' });
+    const title = h('h1', {}, 'Job ' + jobId);
+    const actions = h('span', {});
+    const events = h('div', { class: 'events', id: 'events' });
+    const q = h('input', {
+      id: 'task-search',
+      placeholder: 'search id, stop reason, error',
+      size: 32,
+    });
+    const status = h(
+      'select',
+      { id: 'task-status' },
+      h('option', { value: '' }, 'all statuses'),
+      [
+        'TASK_PASSED',
+        'TASK_FAILED',
+        'TASK_ERRORED',
+        'TASK_TIMED_OUT',
+        'TASK_CANCELLED',
+        'TASK_RUNNING',
+        'TASK_PENDING',
+      ].map((s) => h('option', { value: s }, s)),
+    );
+    const sort = h(
+      'select',
+      { id: 'task-sort' },
+      ['index', 'id', 'status', 'score', 'cost', 'duration'].map((s) =>
+        h('option', { value: s }, 'sort: ' + s),
+      ),
+    );
+    const matched = h('span', { class: 'muted', id: 'task-matched' });
+    const list = h('div', { class: 'vlist', id: 'tasks' });
+    const spacer = h('div', { class: 'spacer' });
+    list.append(spacer);
+    main.replaceChildren(
+      title,
+      actions,
+      summary,
+      h('h2', {}, 'Tasks'),
+      h('div', { class: 'toolbar' }, q, status, sort, matched),
+      h(
+        'div',
+        { class: 'vrow vhead' },
+        ['#', 'Task', 'Status', 'Score', 'Tries', 'Cost', 'Duration', 'Stop reason', 'Error'].map(
+          (x) => h('span', {}, x),
+        ),
+      ),
+      list,
+      h('h2', {}, 'Events'),
+      events,
+    );
+
+    let job = null;
+    const pages = new Map(); // page index → rows
+    const PAGE = 100;
+    let matchedCount = 0;
+    let generation = 0;
+    let firstRows = false;
+
+    function query(page) {
+      const p = new URLSearchParams({
+        offset: String(page * PAGE),
+        limit: String(PAGE),
+        sort: sort.value,
+      });
+      if (q.value) p.set('q', q.value);
+      if (status.value) p.set('status', status.value);
+      return 'jobs/' + enc(jobId) + '/tasks?' + p;
+    }
+    async function loadPage(page, gen) {
+      const body = await api(query(page));
+      if (gen !== generation) return;
+      pages.set(page, body.rows);
+      matchedCount = body.matched;
+      matched.textContent = body.matched + ' of ' + body.total + ' tasks';
+      spacer.style.height = matchedCount * ROW + 'px';
+      draw();
+    }
+    function draw() {
+      const first = Math.floor(list.scrollTop / ROW);
+      const count = Math.ceil(list.clientHeight / ROW) + 2;
+      const rows = [];
+      for (let i = first; i < Math.min(matchedCount, first + count); i++) {
+        const page = Math.floor(i / PAGE);
+        const r = pages.get(page) && pages.get(page)[i - page * PAGE];
+        if (!r) {
+          if (!pages.has(page)) {
+            pages.set(page, null);
+            loadPage(page, generation).catch(console.warn);
+          }
+          continue;
+        }
+        rows.push(
+          h(
+            'div',
+            { class: 'vrow', style: 'top:' + i * ROW + 'px', 'data-task': r.taskId },
+            h('span', {}, r.index),
+            h('span', {}, h('a', { href: '#/task/' + enc(jobId) + '/' + enc(r.taskId) }, r.taskId)),
+            h('span', { class: 's-' + r.status }, r.status.replace('TASK_', '')),
+            h('span', {}, r.score === null ? '—' : Number(r.score).toFixed(3)),
+            h('span', {}, r.attempts),
+            h('span', {}, usd(r.costUsd)),
+            h('span', {}, dur(r.durationMs)),
+            h('span', { title: r.stopReason }, r.stopReason),
+            h('span', { title: r.error }, r.error),
+          ),
+        );
+      }
+      spacer.replaceChildren(...rows);
+      if (rows.length > 0 && !firstRows) {
+        firstRows = true;
+        troupe.renders.jobFirstRows = performance.now() - t0;
+        document.body.dataset.rendered = 'job';
+      }
+    }
+    function reload() {
+      generation++;
+      pages.clear();
+      return loadPage(Math.floor(list.scrollTop / ROW / PAGE), generation);
+    }
+    list.addEventListener('scroll', draw);
+    let filterTimer;
+    q.addEventListener('input', () => {
+      clearTimeout(filterTimer);
+      filterTimer = setTimeout(() => {
+        list.scrollTop = 0;
+        reload();
+      }, 250);
+    });
+    status.addEventListener('change', () => {
+      list.scrollTop = 0;
+      reload();
+    });
+    sort.addEventListener('change', () => {
+      list.scrollTop = 0;
+      reload();
+    });
+
+    async function refresh() {
+      const body = await api('jobs/' + enc(jobId));
+      job = body.job;
+      title.textContent = 'Job ' + job.jobId + ' — ' + job.name + ' (' + job.kind + ')';
+      summary.replaceChildren(
+        card('state', h('span', { class: 'state-' + job.state }, job.state), 'job-state'),
+        card('progress', job.done + ' / ' + job.total, 'job-done'),
+        card('passed', String(job.passed)),
+        card('failed', String(job.failed)),
+        card('running', String(job.running)),
+        card('pass rate', pct(job.passRate)),
+        card('spend', usd(job.costUsd)),
+        card('ETA', job.etaMs === null ? '—' : dur(job.etaMs)),
+        card('wall', dur((job.finishedMs || body.nowMs) - (job.startedMs || job.createdMs))),
+      );
+      if (job.reason) summary.append(card('reason', job.reason));
+      actions.replaceChildren();
+      if (troupe.info.allowActions && (job.state === 'RUNNING' || job.state === 'QUEUED')) {
+        actions.append(
+          h(
+            'button',
+            {
+              class: 'action',
+              id: 'cancel-job',
+              onclick: async () => {
+                await action('jobs/' + enc(jobId) + '/cancel');
+                refresh();
+              },
+            },
+            'Cancel job',
+          ),
+        );
+      }
+      if (job.kind === 'evolve') {
+        actions.append(
+          ' ',
+          h(
+            'span',
+            { class: 'muted' },
+            'evolve job: open a task for its curves, lineage and diffs',
+          ),
+        );
+      }
+    }
+    let pending = false;
+    function scheduleRefresh() {
+      if (pending) return;
+      pending = true;
+      setTimeout(() => {
+        pending = false;
+        refresh().catch(console.warn);
+        reload().catch(console.warn);
+      }, 700);
+    }
+
+    Promise.all([refresh(), reload()]).catch(fail);
+
+    // Live events: EventSource resends Last-Event-ID on reconnect; the server resumes after it.
+    let lastSeq = 0;
+    let source;
+    function connect() {
+      source = new EventSource(
+        '/api/jobs/' + enc(jobId) + '/events' + (lastSeq ? '?after=' + lastSeq : ''),
+      );
+      source.onopen = () => live.classList.add('on');
+      source.onerror = () => live.classList.remove('on');
+      source.addEventListener('job', (m) => {
+        const e = JSON.parse(m.data);
+        if (e.seq <= lastSeq) return; // never show one twice
+        lastSeq = e.seq;
+        troupe.eventSeqs.push(e.seq);
+        events.prepend(
+          h(
+            'div',
+            { 'data-seq': e.seq },
+            '#' +
+              e.seq +
+              ' ' +
+              new Date(e.timeMs).toLocaleTimeString() +
+              ' ' +
+              e.type +
+              (e.taskId ? ' ' + e.taskId : '') +
+              (e.message ? ' — ' + e.message : ''),
+          ),
+        );
+        while (events.childElementCount > 500) events.lastElementChild.remove();
+        scheduleRefresh();
+      });
+      source.addEventListener('end', () => {
+        source.close();
+        live.classList.remove('on');
+        troupe.streamEnded = true;
+      });
+      source.addEventListener('failure', (m) => {
+        events.prepend(h('div', { class: 'error' }, 'event stream: ' + JSON.parse(m.data).message));
+      });
+    }
+    troupe.eventSeqs = [];
+    troupe.streamEnded = false;
+    connect();
+    cleanup.push(() => {
+      source.close();
+      live.classList.remove('on');
+    });
+  }
+
+  // ---- task page ---------------------------------------------------------------------------
+  async function taskPage(jobId, taskId) {
+    main.replaceChildren(h('p', { class: 'muted' }, 'Loading task…'));
+    const base = 'jobs/' + enc(jobId) + '/tasks/' + enc(taskId);
+    const [job, t] = await Promise.all([api('jobs/' + enc(jobId)), api(base)]);
+    const artifactLink = (a) => '/api/jobs/' + enc(jobId) + '/artifact?path=' + enc(a);
+    const nodes = [
+      h('p', {}, h('a', { href: '#/job/' + enc(jobId) }, '← job ' + jobId)),
+      h('h1', {}, 'Task ' + taskId),
+      h(
+        'div',
+        { class: 'cards' },
+        card('status', h('span', { class: 's-' + t.status }, t.status), 'task-status'),
+        card('score', t.score === undefined || t.score === null ? '—' : Number(t.score).toFixed(4)),
+        card('attempts', String(t.attempts)),
+        card('cost', usd(t.costUsd)),
+        card('tokens', String(t.tokens)),
+        card('duration', dur(t.durationMs)),
+        card('stop reason', t.stopReason || '—'),
+      ),
+    ];
+    if (t.error) nodes.push(h('h2', {}, 'Error'), h('pre', {}, t.error));
+    if (job.job.kind === 'evolve')
+      nodes.push(
+        h(
+          'p',
+          {},
+          h(
+            'a',
+            { href: '#/evolve/' + enc(jobId) + '/' + enc(taskId), id: 'evolve-link' },
+            'Evolution: fitness per island, lineage, diffs →',
+          ),
+        ),
+      );
+    const shots = t.artifacts.filter((a) => /\.(png|jpe?g)$/i.test(a));
+    if (shots.length)
+      nodes.push(
+        h('h2', {}, 'Screenshots'),
+        h(
+          'div',
+          { class: 'shots' },
+          shots.map((a) =>
+            h(
+              'a',
+              { href: artifactLink(a), target: '_blank' },
+              h('img', { src: artifactLink(a), alt: a, loading: 'lazy' }),
+            ),
+          ),
+        ),
+      );
+    nodes.push(
+      h('h2', {}, 'Artifacts'),
+      h(
+        'ul',
+        {},
+        t.artifacts.map((a) =>
+          h(
+            'li',
+            {},
+            h(
+              'a',
+              { href: artifactLink(a), target: '_blank', rel: 'noopener' },
+              a.split('/').slice(3).join('/'),
+            ),
+          ),
+        ),
+      ),
+    );
+    if (t.artifacts.length === 0) nodes.push(h('p', { class: 'muted' }, 'No artifacts.'));
+    const d = t.details || {};
+    const out = ['stdoutTail', 'stderrTail', 'sandboxOutput', 'testOutput'].filter(
+      (k) => typeof d[k] === 'string' && d[k],
+    );
+    for (const k of out) nodes.push(h('h2', {}, k), h('pre', {}, d[k]));
+    const traj = h('div', { id: 'trajectory' }, h('p', { class: 'muted' }, 'Loading trajectory…'));
+    nodes.push(
+      h('h2', {}, 'Trajectory'),
+      traj,
+      h('h2', {}, 'Details'),
+      h('pre', {}, JSON.stringify(d, null, 2)),
+    );
+    main.replaceChildren(...nodes);
+    const tv = await api(base + '/trajectory');
+    if (tv.steps.length === 0) {
+      traj.replaceChildren(h('p', { class: 'muted' }, 'No trajectory (this task ran no agent).'));
+      return;
+    }
+    const tree = h(
+      'ul',
+      { class: 'sessions' },
+      tv.sessions.map((s, i) => h('li', {}, (i === 0 ? 'root ' : 'subagent ') + s)),
+    );
+    traj.replaceChildren(
+      h(
+        'p',
+        {},
+        tv.steps.length +
+          ' steps, ' +
+          tv.sessions.length +
+          ' session(s), model cost ' +
+          usd(tv.totalCostUsd) +
+          (tv.cut ? ' (' + tv.cut + ' more steps not shown)' : ''),
+      ),
+      h('div', {}, h('strong', {}, 'Sessions'), tree),
+      ...tv.steps.map((s) =>
+        h(
+          'div',
+          { class: 'step', 'data-step': s.type },
+          h(
+            'div',
+            { class: 'head' },
+            h('span', { class: 'type' }, s.type),
+            h('span', {}, '#' + s.seq),
+            s.tool ? h('span', {}, 'tool ' + s.tool) : null,
+            s.costUsd !== null
+              ? h(
+                  'span',
+                  {
+                    title: s.costEstimated
+                      ? 'task cost spread evenly over its model calls'
+                      : 'cost of this call',
+                  },
+                  (s.costEstimated ? '≈ ' : '') + usd(s.costUsd),
+                )
+              : null,
+            s.tokens !== null ? h('span', {}, s.tokens + ' tokens') : null,
+            s.sessionId && s.sessionId !== tv.sessions[0]
+              ? h('span', {}, 'in ' + s.sessionId)
+              : null,
+            s.subagent ? h('span', {}, '→ subagent ' + s.subagent) : null,
+          ),
+          s.messages.map((m) =>
+            h(
+              'div',
+              { class: 'msg' },
+              h('div', { class: 'role' }, m.role),
+              m.text ? h('pre', {}, m.text) : null,
+              m.toolCalls.map((c) => h('pre', {}, '→ ' + c.name + '(' + c.args + ')')),
+            ),
+          ),
+        ),
+      ),
+    );
+    troupe.renders.task = performance.now();
+  }
+
+  // ---- evolution page ----------------------------------------------------------------------
+  const PALETTE = [
+    '#1f77b4',
+    '#d62728',
+    '#2ca02c',
+    '#9467bd',
+    '#ff7f0e',
+    '#8c564b',
+    '#e377c2',
+    '#17becf',
+  ];
+  function svg(tag, attrs, ...children) {
+    const el = document.createElementNS('http://www.w3.org/2000/svg', tag);
+    for (const [k, v] of Object.entries(attrs)) el.setAttribute(k, String(v));
+    for (const c of children) el.append(c instanceof Node ? c : document.createTextNode(String(c)));
+    return el;
+  }
+  function fitnessChart(gens) {
+    const W = 760,
+      H = 340,
+      L = 60,
+      R = 160,
+      T = 16,
+      B = 40;
+    const islands = Math.max(0, ...gens.map((g) => g.islands.length));
+    const ys = [];
+    for (const g of gens)
+      for (const i of g.islands) {
+        if (i.best !== null) ys.push(i.best);
+        if (i.mean !== null) ys.push(i.mean);
+      }
+    const root = svg('svg', {
+      class: 'chart',
+      id: 'fitness-chart',
+      width: W,
+      height: H,
+      viewBox: '0 0 ' + W + ' ' + H,
+    });
+    if (ys.length === 0) {
+      root.append(svg('text', { x: 20, y: 30 }, 'no scored generations yet'));
+      return root;
+    }
+    let lo = Math.min(...ys),
+      hi = Math.max(...ys);
+    if (hi === lo) {
+      lo -= 1;
+      hi += 1;
+    }
+    const x0 = Math.min(...gens.map((g) => g.generation)),
+      x1 = Math.max(x0 + 1, ...gens.map((g) => g.generation));
+    const X = (v) => L + ((v - x0) / (x1 - x0)) * (W - L - R);
+    const Y = (v) => T + (1 - (v - lo) / (hi - lo)) * (H - T - B);
+    root.append(
+      svg('line', { x1: L, y1: H - B, x2: W - R, y2: H - B, stroke: '#999' }),
+      svg('line', { x1: L, y1: T, x2: L, y2: H - B, stroke: '#999' }),
+    );
+    for (let k = 0; k <= 4; k++) {
+      const v = lo + ((hi - lo) * k) / 4;
+      root.append(
+        svg(
+          'text',
+          { x: L - 6, y: Y(v) + 4, 'text-anchor': 'end', 'font-size': 11 },
+          v.toPrecision(4),
+        ),
+      );
+    }
+    root.append(
+      svg(
+        'text',
+        { x: (L + W - R) / 2, y: H - 8, 'text-anchor': 'middle', 'font-size': 12 },
+        'generation',
+      ),
+    );
+    for (let i = 0; i < islands; i++) {
+      const colour = PALETTE[i % PALETTE.length];
+      for (const [key, dash] of [
+        ['best', ''],
+        ['mean', '4 3'],
+      ]) {
+        const pts = gens
+          .filter((g) => g.islands[i] && g.islands[i][key] !== null)
+          .map((g) => X(g.generation).toFixed(1) + ',' + Y(g.islands[i][key]).toFixed(1));
+        if (pts.length)
+          root.append(
+            svg('polyline', {
+              points: pts.join(' '),
+              fill: 'none',
+              stroke: colour,
+              'stroke-width': 2,
+              'stroke-dasharray': dash,
+              'data-series': 'island' + i + '-' + key,
+            }),
+          );
+      }
+      root.append(
+        svg(
+          'text',
+          { x: W - R + 8, y: T + 14 + i * 16, fill: colour, 'font-size': 12 },
+          'island ' + i,
+        ),
+      );
+    }
+    root.append(
+      svg(
+        'text',
+        { x: W - R + 8, y: T + 20 + islands * 16, 'font-size': 11, fill: '#555' },
+        'solid best, dashed mean',
+      ),
+    );
+    return root;
+  }
+  function diffPre(text) {
+    return h(
+      'pre',
+      { class: 'diff' },
+      text.split('\n').map((l) =>
+        h(
+          'span',
+          {
+            class:
+              l.startsWith('+') && !l.startsWith('+++')
+                ? 'add'
+                : l.startsWith('-') && !l.startsWith('---')
+                  ? 'del'
+                  : '',
+          },
+          l + '\n',
+        ),
+      ),
+    );
+  }
+  async function evolvePage(jobId, taskId) {
+    main.replaceChildren(h('p', { class: 'muted' }, 'Loading evolution…'));
+    const v = await api('jobs/' + enc(jobId) + '/tasks/' + enc(taskId) + '/evolve');
+    const facts = Object.entries(v.summary).filter(([, x]) => x === null || typeof x !== 'object');
+    main.replaceChildren(
+      h('p', {}, h('a', { href: '#/task/' + enc(jobId) + '/' + enc(taskId) }, '← task ' + taskId)),
+      h('h1', {}, 'Evolution of ' + taskId),
+      h('h2', {}, 'Best and mean fitness per island'),
+      fitnessChart(v.generations),
+      h(
+        'table',
+        { class: 'facts' },
+        h(
+          'tbody',
+          {},
+          facts.map(([k, x]) =>
+            h('tr', {}, h('th', {}, k), h('td', { class: 'wrap' }, x === null ? '—' : String(x))),
+          ),
+        ),
+      ),
+      h('h2', {}, 'Lineage of the selected program'),
+      v.lineage.length === 0
+        ? h(
+            'p',
+            { class: 'muted' },
+            'No lineage (no journal.jsonl: the job ran with saveJournal: false).',
+          )
+        : h(
+            'table',
+            { id: 'lineage' },
+            h(
+              'thead',
+              {},
+              h(
+                'tr',
+                {},
+                ['node', 'generation', 'island', 'operator', 'score'].map((x) => h('th', {}, x)),
+              ),
+            ),
+            h(
+              'tbody',
+              {},
+              v.lineage.map((n) =>
+                h(
+                  'tr',
+                  {},
+                  h('td', {}, n.id),
+                  h('td', {}, n.generation),
+                  h('td', {}, n.island),
+                  h('td', {}, n.operator),
+                  h('td', {}, n.score === null ? '—' : n.score.toPrecision(5)),
+                ),
+              ),
+            ),
+          ),
+      h('h2', {}, 'Code diffs, parent → child'),
+      ...v.lineage
+        .filter((n) => n.diffFromParent)
+        .map((n) =>
+          h(
+            'div',
+            { class: 'step' },
+            h(
+              'div',
+              { class: 'head' },
+              h('span', { class: 'type' }, n.id),
+              h('span', {}, n.operator),
+            ),
+            diffPre(n.diffFromParent),
+          ),
+        ),
+    );
+    troupe.renders.evolve = performance.now();
+  }
+
+  // ---- nodes and budget ----------------------------------------------------------------------
+  function nodesPage() {
+    const tbody = h('tbody', { id: 'nodes-body' });
+    main.replaceChildren(
+      h('h1', {}, 'Nodes'),
+      h(
+        'table',
+        {},
+        h(
+          'thead',
+          {},
+          h(
+            'tr',
+            {},
+            [
+              'Host',
+              'State',
+              'Kinds',
+              'Slots used / total',
+              'CPU',
+              'Memory',
+              'Backends',
+              'Heartbeat',
+              '',
+            ].map((x) => h('th', {}, x)),
+          ),
+        ),
+        tbody,
+      ),
+    );
+    every(2000, async () => {
+      const { nodes, nowMs } = await api('nodes');
+      tbody.replaceChildren(
+        ...nodes.map((n) => {
+          const slots = Object.keys(n.slots)
+            .map((k) => k + ' ' + (n.used[k] || 0) + '/' + n.slots[k])
+            .join(', ');
+          const saturated = Object.keys(n.slots).some(
+            (k) => (n.used[k] || 0) >= n.slots[k] && n.slots[k] > 0,
+          );
+          return h(
+            'tr',
+            { 'data-host': n.hostId },
+            h('td', {}, n.hostId),
+            h('td', {}, String(n.state).replace('NODE_', '')),
+            h('td', { class: 'wrap' }, n.kinds.join(', ')),
+            h('td', { class: saturated ? 'error' : '' }, slots + (saturated ? ' (saturated)' : '')),
+            h('td', {}, n.cpu),
+            h('td', {}, n.memMb + ' MB'),
+            h('td', {}, n.backends.join(', ')),
+            h(
+              'td',
+              {},
+              n.lastHeartbeatUnixMs
+                ? Math.max(0, Math.round((nowMs - n.lastHeartbeatUnixMs) / 1000)) + ' s ago'
+                : '—',
+            ),
+            h(
+              'td',
+              {},
+              troupe.info.allowActions && String(n.state) === 'NODE_READY'
+                ? h(
+                    'button',
+                    { class: 'action', onclick: () => action('nodes/' + enc(n.hostId) + '/drain') },
+                    'Drain',
+                  )
+                : null,
+            ),
+          );
+        }),
+      );
+    });
+  }
+  async function budgetPage() {
+    const b = await api('budget');
+    main.replaceChildren(
+      h('h1', {}, 'Budget'),
+      h('div', { class: 'cards' }, card('spent by listed jobs', usd(b.clusterSpentUsd))),
+      h(
+        'table',
+        { id: 'budget' },
+        h(
+          'thead',
+          {},
+          h(
+            'tr',
+            {},
+            ['Scope', 'Job', 'State', 'Spent', 'Limit (USD)', 'Limit (tokens)', 'Used'].map((x) =>
+              h('th', {}, x),
+            ),
+          ),
+        ),
+        h(
+          'tbody',
+          {},
+          b.scopes.map((s) =>
+            h(
+              'tr',
+              {},
+              h('td', {}, s.scope),
+              h('td', {}, h('a', { href: '#/job/' + enc(s.jobId) }, s.name)),
+              h('td', { class: 'state-' + s.state }, s.state),
+              h('td', {}, usd(s.spentUsd)),
+              h('td', {}, usd(s.limitUsd)),
+              h('td', {}, s.limitTokens === null ? '—' : s.limitTokens),
+              h('td', {}, s.limitUsd ? bar(s.spentUsd, s.spentUsd, s.limitUsd) : '—'),
+            ),
+          ),
+        ),
+      ),
+      b.scopes.length === 0 ? h('p', { class: 'muted' }, 'No job sets a budget.') : null,
+      h(
+        'p',
+        { class: 'muted' },
+        'Reservations in flight are held by the coordinator’s budget ledger and are not exposed by the job API; spend here is what jobs have settled.',
+      ),
+    );
+  }
+
+  // ---- router --------------------------------------------------------------------------------
+  async function route() {
+    for (const c of cleanup) c();
+    cleanup = [];
+    const parts = location.hash.replace(/^#\/?/, '').split('/').map(decodeURIComponent);
+    try {
+      if (parts[0] === 'job' && parts[1]) jobPage(parts[1]);
+      else if (parts[0] === 'task' && parts[2]) await taskPage(parts[1], parts.slice(2).join('/'));
+      else if (parts[0] === 'evolve' && parts[2])
+        await evolvePage(parts[1], parts.slice(2).join('/'));
+      else if (parts[0] === 'nodes') nodesPage();
+      else if (parts[0] === 'budget') await budgetPage();
+      else await jobsPage();
+    } catch (e) {
+      fail(e);
+    }
+  }
+  window.addEventListener('hashchange', route);
+  api('info')
+    .then((info) => {
+      troupe.info = info;
+    })
+    .catch(() => undefined)
+    .finally(route);
+})();

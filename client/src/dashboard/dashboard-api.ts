@@ -1,0 +1,19 @@
+import { type TroupeClient } from '../troupe-client';
+
+/**
+ * What the dashboard reads and does through the job API: a {@link TroupeClient} satisfies it.
+ * Kept narrow so that the dashboard works against any cluster it can reach over gRPC, and never
+ * against a coordinator's internals.
+ */
+export type DashboardApi = Pick<
+  TroupeClient,
+  | 'listJobs'
+  | 'getJob'
+  | 'getResults'
+  | 'watch'
+  | 'getArtifact'
+  | 'downloadArtifact'
+  | 'listNodes'
+  | 'cancelJob'
+  | 'drainNode'
+>;

@@ -1,0 +1,91 @@
+import { type ServerResponse } from 'node:http';
+import { type JobEvent__Output } from '@troupe/proto';
+import { type DashboardApi } from './dashboard-api';
+
+/** A job event as the browser receives it (`data:` of an SSE message, `id:` its sequence). */
+export interface BrowserJobEvent {
+  seq: number;
+  type: string;
+  taskId: string;
+  timeMs: number;
+  message: string;
+  payload: unknown;
+}
+
+function toBrowser(e: JobEvent__Output): BrowserJobEvent {
+  let payload: unknown = null;
+  try {
+    payload = e.payloadJson ? JSON.parse(e.payloadJson) : null;
+  } catch {
+    payload = e.payloadJson;
+  }
+  return {
+    seq: e.sequence,
+    type: String(e.type),
+    taskId: e.taskId,
+    timeMs: e.timeUnixMs,
+    message: e.message,
+    payload,
+  };
+}
+
+/** Where a stream starts: after `Last-Event-ID` (a reconnect) or after `?after=` (a first load). */
+export function resumeSequence(lastEventId: string | undefined, after: string | null): number {
+  for (const v of [lastEventId, after]) {
+    if (v !== undefined && v !== null && /^\d{1,15}$/.test(v)) return Number(v) + 1;
+  }
+  return 1;
+}
+
+/** What {@link streamJobEvents} needs. */
+export interface JobEventStreamOptions {
+  api: DashboardApi;
+  jobId: string;
+  /** First sequence to send. */
+  fromSequence: number;
+  res: ServerResponse;
+  /** Aborted when the browser goes away or the server stops. */
+  signal: AbortSignal;
+  /** Comment line interval that keeps proxies from closing an idle stream. @default 15000 */
+  keepAliveMs?: number;
+}
+
+/**
+ * Streams a job's events as server-sent events: `id:` is the job's event sequence, so a browser's
+ * `EventSource` that reconnects sends `Last-Event-ID` and gets the events after it — no gap and no
+ * duplicate, because the job API replays its event log from any sequence. After `JOB_FINISHED` an
+ * `end` event tells the page to stop reconnecting.
+ */
+export async function streamJobEvents(options: JobEventStreamOptions): Promise<void> {
+  const { res, signal } = options;
+  res.writeHead(200, {
+    'content-type': 'text/event-stream; charset=utf-8',
+    'cache-control': 'no-store',
+    connection: 'keep-alive',
+    'x-accel-buffering': 'no',
+  });
+  res.write('retry: 1000\n\n');
+  const keepAlive = setInterval(() => res.write(': keep-alive\n\n'), options.keepAliveMs ?? 15_000);
+  keepAlive.unref();
+  try {
+    for await (const e of options.api.watch(options.jobId, {
+      fromSequence: options.fromSequence,
+      signal,
+    })) {
+      const b = toBrowser(e);
+      res.write(`id: ${b.seq}\nevent: job\ndata: ${JSON.stringify(b)}\n\n`);
+      if (b.type === 'JOB_FINISHED') {
+        res.write('event: end\ndata: {}\n\n');
+        break;
+      }
+    }
+  } catch (err) {
+    if (!signal.aborted) {
+      const message = err instanceof Error ? err.message : String(err);
+      res.write(`event: failure\ndata: ${JSON.stringify({ message })}\n\n`);
+    }
+  } finally {
+    clearInterval(keepAlive);
+    res.end();
+  }
+}

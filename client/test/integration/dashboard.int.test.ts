@@ -1,0 +1,273 @@
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { applyFilePatch, parsePatch } from '@troupe/benchmarks';
+import { ensureDocker, FakeOpenAI, type ScriptedResponse, waitFor } from '@troupe/testkit';
+import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
+import { EmbeddedCluster } from '../../src/cli/embedded-cluster';
+import { DashboardServer } from '../../src/dashboard/dashboard-server';
+import { TroupeClient } from '../../src/troupe-client';
+
+// The web dashboard end to end in a real headless browser (Debian's chromium driven by
+// playwright-core): a real embedded cluster (nats-server, coordinator, Docker node agent, agent
+// host with FakeOpenAI as the provider) runs real jobs, and the pages show them. Screenshots of
+// every page go to test-artifacts/dashboard/ (or $TROUPE_TEST_ARTIFACTS).
+
+jest.setTimeout(900_000);
+
+const ROOT = path.resolve(__dirname, '../../..');
+const SUITE = path.join(ROOT, 'benchmarks/suites/bugfix-mini');
+const OR3 = path.join(ROOT, 'benchmarks/suites/binpacking-or3');
+const KEY = 'sk-fake-dashboard-test';
+const CHROMIUM = process.env['CHROMIUM_PATH'] ?? '/usr/bin/chromium';
+const SHOTS = process.env['TROUPE_TEST_ARTIFACTS']
+  ? path.join(process.env['TROUPE_TEST_ARTIFACTS'], 'dashboard')
+  : path.join(ROOT, 'test-artifacts/dashboard');
+
+/** What the dashboard's script exposes on `window.troupe` for tests. */
+interface TroupeWindow {
+  troupe: { eventSeqs: number[]; streamEnded?: boolean };
+}
+
+let fake: FakeOpenAI;
+let cluster: EmbeddedCluster;
+let dir: string;
+let client: TroupeClient;
+let dashboard: DashboardServer;
+let browser: Browser;
+let context: BrowserContext;
+let page: Page;
+
+/** The scripted model: writes the reference fix of the task, then finishes. */
+function reply(body: { messages: unknown[] }): ScriptedResponse {
+  const messages = body.messages as { role: string; content?: string | null }[];
+  const step = messages.filter((m) => m.role === 'assistant').length;
+  const usage = { prompt_tokens: 1_000, completion_tokens: 100 };
+  if (step === 0) {
+    return { toolCalls: [{ name: 'run_terminal_command', arguments: { command: 'ls' } }], usage };
+  }
+  const patches = parsePatch(
+    readFileSync(path.join(SUITE, 'py-lru-cache', 'solution.patch'), 'utf8'),
+  );
+  const files = patches.map((p) => {
+    const rel = p.newPath ?? p.oldPath ?? '';
+    const old = p.oldPath
+      ? readFileSync(path.join(SUITE, 'py-lru-cache', 'repo', p.oldPath), 'utf8')
+      : '';
+    return { path: rel, content: applyFilePatch(old, p) };
+  });
+  if (step <= files.length) {
+    return { toolCalls: [{ name: 'write_file', arguments: files[step - 1]! }], usage };
+  }
+  return { toolCalls: [{ name: 'finish_task', arguments: { summary: 'fixed' } }], usage };
+}
+
+async function shot(name: string): Promise<void> {
+  await page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: true });
+}
+
+async function logIn(p: Page, token: string): Promise<void> {
+  await p.goto(dashboard.url);
+  await p.waitForURL(/\/login/);
+  await p.fill('#token', token);
+  await p.click('#login-submit');
+}
+
+async function finish(jobId: string): Promise<number> {
+  let last = 0;
+  for await (const e of client.watch(jobId, { signal: AbortSignal.timeout(600_000) })) {
+    last = e.sequence;
+  }
+  return last;
+}
+
+beforeAll(async () => {
+  mkdirSync(SHOTS, { recursive: true });
+  await ensureDocker();
+  fake = new FakeOpenAI({ apiKey: KEY });
+  await fake.start();
+  fake.setHandler((req) => reply(req.body));
+  dir = mkdtempSync(path.join(tmpdir(), 'troupe-dashboard-'));
+  const modelsFile = path.join(dir, 'models.yaml');
+  writeFileSync(
+    modelsFile,
+    `models:\n  fake:\n    baseURL: ${fake.baseURL}\n    apiKeyEnv: FAKE_LLM_KEY\n    model: fake-model\n    inputUsdPer1M: 1\n    outputUsdPer1M: 10\n    maxTokens: 1000\n`,
+  );
+  cluster = await EmbeddedCluster.start({
+    dataDir: path.join(dir, 'data'),
+    cluster: `dash-${process.pid.toString(36)}`,
+    grpcPort: 0,
+    advertise: false,
+    modelsFile,
+    env: { FAKE_LLM_KEY: KEY },
+  });
+  client = new TroupeClient({ address: cluster.address, token: cluster.token });
+  dashboard = await DashboardServer.start({
+    api: client,
+    token: cluster.token,
+    allowActions: true,
+  });
+  browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+  context = await browser.newContext({ viewport: { width: 1360, height: 900 } });
+  page = await context.newPage();
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await dashboard?.stop();
+  client?.close();
+  await cluster?.stop();
+  await fake?.close();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+test('a wrong token is refused; the API answers 401 without a session', async () => {
+  const other = await browser.newContext();
+  try {
+    const p = await other.newPage();
+    await logIn(p, 'not-the-token-at-all');
+    await p.waitForURL(/\/login\?error=1/);
+    expect(await p.isVisible('#login-error')).toBe(true);
+    expect((await other.cookies()).map((c) => c.name)).not.toContain('troupe_dashboard');
+    const res = await other.request.get(new URL('/api/jobs', dashboard.url).href);
+    expect(res.status()).toBe(401);
+    await p.screenshot({ path: path.join(SHOTS, 'login-refused.png') });
+  } finally {
+    await other.close();
+  }
+});
+
+test('log in; a running job advances live; a dropped stream resumes with no lost event', async () => {
+  await logIn(page, cluster.token);
+  await page.waitForURL((u) => !u.pathname.startsWith('/login'));
+  const cookie = (await context.cookies()).find((c) => c.name === 'troupe_dashboard');
+  expect(cookie).toMatchObject({ httpOnly: true, sameSite: 'Strict' });
+  expect(page.url()).not.toContain(cluster.token);
+
+  const spec = [
+    'name: dashboard-progress',
+    'kind: shell-tasks',
+    'concurrency: 2',
+    'tasks: {count: 10, command: "sleep 2; echo task {i}", idPrefix: t}',
+  ].join('\n');
+  const job = await client.submitJob(spec);
+  await page.waitForSelector(`tr[data-job="${job.jobId}"]`, { timeout: 60_000 });
+  await shot('jobs');
+
+  const eventRequests: string[] = [];
+  page.on('request', (r) => {
+    if (r.url().includes('/events')) eventRequests.push(r.url());
+  });
+  await page.goto(`${dashboard.url}#/job/${job.jobId}`);
+  await page.waitForSelector('#job-done', { timeout: 60_000 });
+  const doneOf = async () => Number((await page.textContent('#job-done'))?.split(' / ')[0] ?? 0);
+  const first = await doneOf();
+  expect(first).toBeLessThan(10);
+  // Progress advances on the page without a reload.
+  await waitFor(async () => (await doneOf()) > first, { intervalMs: 250, timeoutMs: 180_000 });
+  // Mid-job, the server drops every event stream; EventSource reconnects with Last-Event-ID.
+  await waitFor(
+    async () =>
+      (await page.evaluate(
+        () => (globalThis as unknown as TroupeWindow).troupe.eventSeqs.length,
+      )) >= 4,
+    { intervalMs: 250, timeoutMs: 120_000 },
+  );
+  expect(dashboard.dropStreams()).toBeGreaterThanOrEqual(1);
+  await waitFor(async () => (await doneOf()) === 10, { intervalMs: 250, timeoutMs: 300_000 });
+  await waitFor(
+    async () =>
+      page.evaluate(() => (globalThis as unknown as TroupeWindow).troupe.streamEnded === true),
+    {
+      timeoutMs: 120_000,
+    },
+  );
+  const lastSeq = await finish(job.jobId);
+  const seqs: number[] = await page.evaluate(
+    () => (globalThis as unknown as TroupeWindow).troupe.eventSeqs,
+  );
+  expect(seqs).toEqual(Array.from({ length: lastSeq }, (_, i) => i + 1));
+  expect(eventRequests.length).toBeGreaterThanOrEqual(2);
+  await page.waitForSelector('.vrow[data-task="t9"]', { timeout: 30_000 });
+  await shot('job');
+
+  // Filter and search run on the server.
+  await page.fill('#task-search', 't3');
+  await waitFor(
+    async () => (await page.textContent('#task-matched'))?.startsWith('1 of 10') ?? false,
+    {
+      timeoutMs: 30_000,
+    },
+  );
+
+  await page.goto(`${dashboard.url}#/task/${job.jobId}/t3`);
+  await page.waitForSelector('#task-status');
+  expect(await page.textContent('#task-status')).toContain('TASK_PASSED');
+  expect(await page.textContent('main')).toContain('task 3');
+});
+
+test("an agent task's trajectory: messages, tool calls and results, cost per step", async () => {
+  const job = await client.submitJob(
+    JSON.stringify({
+      name: 'dashboard-bugfix',
+      kind: 'issue-resolution',
+      concurrency: 1,
+      budget: { usd: 5 },
+      agent: { model: 'fake', maxSteps: 10 },
+      config: { agent: { kind: 'model' } },
+      tasks: { suite: SUITE, include: ['py-lru-cache'] },
+    }),
+    { format: 'json' },
+  );
+  await finish(job.jobId);
+  await page.goto(`${dashboard.url}#/job/${job.jobId}`);
+  await page.waitForSelector('.vrow[data-task="py-lru-cache"]', { timeout: 60_000 });
+  await shot('job-bugfix');
+  await page.click('.vrow[data-task="py-lru-cache"] a');
+  await page.waitForSelector('[data-step="model_call"]', { timeout: 60_000 });
+  expect(await page.textContent('#task-status')).toContain('TASK_PASSED');
+  expect(await page.locator('[data-step="tool_call"]').count()).toBeGreaterThanOrEqual(2);
+  expect(await page.locator('[data-step="tool_result"]').count()).toBeGreaterThanOrEqual(2);
+  const trajectory = (await page.textContent('#trajectory')) ?? '';
+  expect(trajectory).toContain('write_file');
+  expect(trajectory).toMatch(/\$0\.0020/); // 1000 × $1/M + 100 × $10/M per model call
+  await shot('task-trajectory');
+
+  await page.goto(`${dashboard.url}#/budget`);
+  await page.waitForSelector(`#budget td >> text=job:${job.jobId}`);
+  await shot('budget');
+});
+
+test("an evolve job's fitness curves per island, lineage and diffs", async () => {
+  const job = await client.submitJob(
+    JSON.stringify({
+      name: 'dashboard-evolve',
+      kind: 'evolve',
+      concurrency: 1,
+      taskTimeoutMs: 400_000,
+      retries: { max: 0 },
+      config: { evaluatorSlots: 2 },
+      tasks: [
+        {
+          id: 'or3',
+          suite: OR3,
+          limits: { maxEvaluations: 10, maxGenerations: 3 },
+          search: { islands: 2, draftsPerIsland: 1, childrenPerGeneration: 3, seed: 1 },
+        },
+      ],
+    }),
+    { format: 'json' },
+  );
+  await finish(job.jobId);
+  await page.goto(`${dashboard.url}#/task/${job.jobId}/or3`);
+  await page.click('#evolve-link');
+  await page.waitForSelector('#fitness-chart', { timeout: 60_000 });
+  expect(await page.locator('#fitness-chart polyline[data-series$="-best"]').count()).toBe(2);
+  expect(await page.locator('#fitness-chart polyline[data-series$="-mean"]').count()).toBe(2);
+  expect(await page.locator('#lineage tbody tr').count()).toBeGreaterThanOrEqual(1);
+  await shot('evolve');
+
+  await page.goto(`${dashboard.url}#/nodes`);
+  await page.waitForSelector('#nodes-body tr[data-host]', { timeout: 30_000 });
+  await shot('nodes');
+});
