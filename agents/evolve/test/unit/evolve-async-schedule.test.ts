@@ -158,12 +158,15 @@ describe('SearchRunner, async (steady-state) schedule', () => {
     expect(replayJournal(records).islands).toEqual(second.current?.islands);
   });
 
-  it('is reproducible from its seed across search ids', async () => {
-    const run = async (taskId: string) => {
+  it.each([
+    ['async, one lane', { ...ASYNC, islandConcurrency: 1, islands: 1 }],
+    ['generational', { ...ASYNC, schedule: 'generational' as const }],
+  ])('is reproducible from its seed across search ids (%s)', async (_name, options) => {
+    const run = async (taskId: string, seed = 3) => {
       const journal = new InMemoryJournalStore();
       const evaluate: Evaluate = async (req) => ok(scoreOf(req.program.source));
       const runner = new SearchRunner(
-        { taskId, options: { ...ASYNC, islandConcurrency: 1, islands: 1 }, seeds: [SEED] },
+        { taskId, options: { ...options, seed }, seeds: [SEED] },
         {
           journal,
           evaluate,
@@ -178,7 +181,10 @@ describe('SearchRunner, async (steady-state) schedule', () => {
       await runner.run(new AbortController().signal);
       return nodesOf((await journal.read(taskId)).records).map((n) => n.codeHash);
     };
-    // One lane: the order of events is fixed, so the whole search is a function of the seed.
-    expect(await run('job-a-or3')).toEqual(await run('job-b-or3'));
+    // The search id (which holds the job id) is no part of any random key: with one lane, or
+    // generations, the whole search is a function of the seed; another seed searches elsewhere.
+    const a = await run('job-a-or3');
+    expect(await run('job-b-or3')).toEqual(a);
+    expect(await run('job-c-or3', 4)).not.toEqual(a);
   });
 });
