@@ -24,6 +24,11 @@
  * - `plain_scaling_efficiency(_short_4)`: the plain loop's own scaling, what the machine allows
  *   (on a loaded 2-core VM it is well below 1: Docker execs and python start-up need CPU)
  *
+ * - `async_slot_utilisation`: slot utilisation of the async (steady-state) schedule with
+ *   evaluation times varying 10x (`--async-eval-ms` / 10 … `--async-eval-ms`, 1000;
+ *   `--async-evals`, 32; 2 slots), goal ≥ 0.9; `generational_slot_utilisation` the same search
+ *   with the generational schedule in the same run (`--only async` runs just these)
+ *
  * Options: `--eval-ms D` (1000) and `--evals N` (24) for the long runs, `--short-eval-ms` (200)
  * and `--short-evals` (40) for the short ones, `--samples S` (1: each configuration runs
  * baseline, Troupe, baseline again; the baseline is their mean).
@@ -52,6 +57,8 @@ const LONG_EVALS = Number(arg('--evals') ?? 24);
 const SHORT_EVAL_MS = Number(arg('--short-eval-ms') ?? 200);
 const SHORT_EVALS = Number(arg('--short-evals') ?? 40);
 const SAMPLES = Number(arg('--samples') ?? 1);
+const ASYNC_EVAL_MS = Number(arg('--async-eval-ms') ?? 1000);
+const ASYNC_EVALS = Number(arg('--async-evals') ?? 32);
 const IMAGE = 'troupe-python-slim:latest';
 const EVAL_DIR = '/workspace/eval';
 const CLEAN_SCRIPT = `rm -rf ${EVAL_DIR} /tmp/* /tmp/.[!.]* 2>/dev/null; mkdir -p ${EVAL_DIR}`;
@@ -68,6 +75,7 @@ t0 = time.monotonic()
 p = argparse.ArgumentParser()
 p.add_argument('--program'); p.add_argument('--phase'); p.add_argument('--timeout-s', type=float)
 p.add_argument('--eval-ms', type=float)
+p.add_argument('--vary', action='store_true')
 a = p.parse_args()
 out = {"status": "ok", "score": None, "signature": [], "metrics": {}, "stderrTail": "",
        "evalMs": 0, "evaluatorVersion": "perf-evolve/1"}
@@ -83,6 +91,9 @@ try:
         else:
             out["score"] = -((x - 0.3) ** 2 + (y - 0.7) ** 2)
             out["signature"] = [x, y]
+            if a.vary:
+                # Evaluation time varies 10x with the program: eval-ms / 10 at X = 0 to eval-ms at 1.
+                a.eval_ms = a.eval_ms * (0.1 + 0.9 * min(1.0, max(0.0, x)))
 except subprocess.TimeoutExpired:
     out["status"] = "timeout"
 except Exception as e:
@@ -94,7 +105,7 @@ out["evalMs"] = round((time.monotonic() - t0) * 1000)
 print(json.dumps(out))
 `;
 
-function taskYaml(evalMs: number): string {
+function taskYaml(evalMs: number, vary = false): string {
   return `name: perf-evolve
 description: perf suite (synthetic evaluator of a fixed length)
 language: python
@@ -102,7 +113,7 @@ seeds: [seed/program.py]
 direction: maximise
 evaluator:
   image: python-slim
-  command: [python3, '{suite}/grader/evaluate.py', --program, '{program}', --phase, '{phase}', --timeout-s, '{timeoutS}', --eval-ms, '${evalMs}']
+  command: [python3, '{suite}/grader/evaluate.py', --program, '{program}', --phase, '{phase}', --timeout-s, '{timeoutS}', --eval-ms, '${evalMs}'${vary ? ', --vary' : ''}]
   timeoutMs: 30000
   memoryMb: 256
 phases:
@@ -112,11 +123,11 @@ phases:
 }
 
 /** Writes the suite for evaluations of `evalMs` into a temp dir; returns its path. */
-function writeSuite(root: string, evalMs: number): string {
-  const dir = path.join(root, `suite-${evalMs}`);
+function writeSuite(root: string, evalMs: number, vary = false): string {
+  const dir = path.join(root, `suite-${evalMs}${vary ? '-vary' : ''}`);
   mkdirSync(path.join(dir, 'seed'), { recursive: true });
   mkdirSync(path.join(dir, 'grader'), { recursive: true });
-  writeFileSync(path.join(dir, 'task.yaml'), taskYaml(evalMs));
+  writeFileSync(path.join(dir, 'task.yaml'), taskYaml(evalMs, vary));
   writeFileSync(path.join(dir, 'seed', 'program.py'), PROGRAM);
   writeFileSync(path.join(dir, 'grader', 'evaluate.py'), EVALUATOR);
   return dir;
@@ -304,8 +315,13 @@ async function main(): Promise<void> {
   const jobs = coordinator.jobs;
   if (!jobs) throw new Error('the coordinator has no job runtime');
 
-  const troupeRun = async (slots: number, evals: number, evalMs: number): Promise<TroupeRun> => {
-    const suite = writeSuite(root, evalMs);
+  const troupeRun = async (
+    slots: number,
+    evals: number,
+    evalMs: number,
+    schedule?: { mode: 'generational' | 'async'; vary: boolean },
+  ): Promise<TroupeRun> => {
+    const suite = writeSuite(root, evalMs, schedule?.vary ?? false);
     const t0 = nowUs();
     const record = await jobs.submit({
       spec: {
@@ -327,6 +343,7 @@ async function main(): Promise<void> {
               islandConcurrency: slots,
               testPhase: false,
               evaluationTimeoutMs: 30_000,
+              ...(schedule ? { schedule: schedule.mode } : {}),
             },
           },
         ],
@@ -432,7 +449,34 @@ async function main(): Promise<void> {
         plain_held_ms_per_eval: median(plainBusy),
       });
     }
-    if (only) return;
+    const asyncMetrics: Record<string, number> = {};
+    if (!only || only.includes('async')) {
+      // Steady state against generations, same run, same suite: evaluation times vary 10x with
+      // the program (ASYNC_EVAL_MS / 10 … ASYNC_EVAL_MS), 2 evaluator slots. Utilisation: the
+      // time the slots were held for evaluations over slots x the window (journal timings).
+      const util: Record<string, number[]> = { generational: [], async: [] };
+      for (let s = 0; s < SAMPLES; s++) {
+        for (const mode of ['generational', 'async'] as const) {
+          const run = await troupeRun(2, ASYNC_EVALS, ASYNC_EVAL_MS, { mode, vary: true });
+          const u = run.busyMs / (run.windowMs * 2);
+          util[mode]?.push(u);
+          printTable(`schedule_${mode} sample ${s + 1}`, {
+            evaluations: ASYNC_EVALS,
+            evaluator_ms_max: ASYNC_EVAL_MS,
+            window_ms: run.windowMs,
+            held_ms: run.busyMs,
+            slot_utilisation: u,
+          });
+        }
+      }
+      asyncMetrics.async_slot_utilisation = median(util.async ?? []);
+      asyncMetrics.generational_slot_utilisation = median(util.generational ?? []);
+      printTable('schedule', asyncMetrics);
+    }
+    if (only) {
+      if (Object.keys(asyncMetrics).length > 0) printResult('evolve', asyncMetrics);
+      return;
+    }
     const r = (k: string) => rate[k] as { troupe: number; plain: number; overhead: number };
     const scaling = r('long_2').troupe / (2 * r('long_1').troupe);
     const scalingShort4 = r('short_4').troupe / (4 * r('short_1').troupe);
@@ -453,6 +497,7 @@ async function main(): Promise<void> {
       overhead_fraction: Math.max(...Object.values(rate).map((x) => x.overhead)),
       overhead_fraction_long: Math.max(r('long_1').overhead, r('long_2').overhead),
       evals_per_hour: r('long_2').troupe * 3600,
+      ...asyncMetrics,
     });
   } finally {
     await agent.stop();

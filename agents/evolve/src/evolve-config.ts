@@ -13,6 +13,21 @@ export const OperatorMode = {
 /** One of the {@link OperatorMode} values. */
 export type OperatorMode = (typeof OperatorMode)[keyof typeof OperatorMode];
 
+/** How the search schedules its children. */
+export const ScheduleMode = {
+  /** Plan a generation, run all its children, close it (admission, migration), repeat. */
+  GENERATIONAL: 'generational',
+  /**
+   * Steady state (AIRA-dojo's async mode): a child is planned from the current islands as soon
+   * as a slot frees and offered for admission as soon as it is done; a generation record closes
+   * each `childrenPerGeneration` finished children (migration, progress).
+   */
+  ASYNC: 'async',
+} as const;
+
+/** One of the {@link ScheduleMode} values. */
+export type ScheduleMode = (typeof ScheduleMode)[keyof typeof ScheduleMode];
+
 const positiveInt = z.number().int().positive();
 const nonNegativeInt = z.number().int().nonnegative();
 const probability = z.number().min(0).max(1);
@@ -57,7 +72,8 @@ export const EvolveOptionsSchema = z
     /** Whether higher (`maximise`) or lower (`minimise`) scores are better. */
     direction: z.enum([Direction.MAXIMISE, Direction.MINIMISE]),
     /**
-     * Seed of every random choice; the same seed, task and evaluator give the same search.
+     * Seed of every random choice (the only key besides generation, slot and purpose: not the job
+     * or search id), so the same seed, task and evaluator give the same search in any job.
      * @default 0
      */
     seed: z.number().int().default(0),
@@ -66,6 +82,14 @@ export const EvolveOptionsSchema = z
      * @default 'builtin'
      */
     operators: z.enum([OperatorMode.BUILTIN, OperatorMode.LLM]).default(OperatorMode.BUILTIN),
+    /**
+     * Scheduling: `generational` waits for a generation's slowest child before planning the
+     * next; `async` keeps `islands × islandConcurrency` children running at all times.
+     * @default 'generational'
+     */
+    schedule: z
+      .enum([ScheduleMode.GENERATIONAL, ScheduleMode.ASYNC])
+      .default(ScheduleMode.GENERATIONAL),
     /**
      * Number of islands (one actor each).
      * @default 3

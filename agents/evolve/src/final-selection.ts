@@ -16,13 +16,13 @@ export interface FinalSelection {
 /**
  * Final selection (pure): the node with the best validation score among scored nodes (ties go to
  * the earliest position: generation, slot, depth, try). If no node scored, a code-bearing node is
- * chosen at random with a generator seeded by `<seed>:<taskId>:final_select` over the nodes in
+ * chosen at random with a generator seeded by `<seed>:final_select` over the nodes in
  * position order, and flagged `random_no_valid` so nobody mistakes it for a validated program.
  * With no code-bearing node at all, nothing is selected (`none`).
  */
 export function selectFinal(
   nodes: readonly NodeRecord[],
-  options: { seed: number; taskId: string; direction: Direction },
+  options: { seed: number; direction: Direction },
 ): FinalSelection {
   const ordered = [...nodes].sort(comparePositions);
   let best: NodeRecord | null = null;
@@ -39,6 +39,6 @@ export function selectFinal(
   if (best) return { node: best, source: 'best_validation', score: best.result?.score ?? null };
   const codeBearing = ordered.filter((n) => n.program.source.trim() !== '');
   if (codeBearing.length === 0) return { node: null, source: 'none', score: null };
-  const rng = SeededRng.fromKey(options.seed, options.taskId, 'final_select');
+  const rng = SeededRng.fromKey(options.seed, 'final_select');
   return { node: rng.pick(codeBearing), source: 'random_no_valid', score: null };
 }

@@ -185,7 +185,7 @@ async function propose(
 ): Promise<Proposal> {
   const cfg = step.config;
   const ctx = {
-    rng: SeededRng.fromKey(cfg.seed, step.taskId, 'op', work.generation, work.slot, depth),
+    rng: SeededRng.fromKey(cfg.seed, 'op', work.generation, work.slot, depth),
     signal: AbortSignal.any([signal, AbortSignal.timeout(cfg.operatorTimeoutMs)]),
     seeds: step.seeds,
     generation: work.generation,

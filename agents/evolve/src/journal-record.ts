@@ -132,6 +132,30 @@ export const GenerationRecordSchema = z
   })
   .strict();
 
+/**
+ * Async schedule only: a child planned from the islands as they were when a slot freed, written
+ * before it is dispatched (so a resumed search runs the same child, not a new plan). `generation`
+ * is the generation in progress when it was planned; `slot` counts children across the search.
+ */
+export const PlanRecordSchema = z
+  .object({
+    type: z.literal('plan'),
+    taskId: TaskId,
+    generation: count,
+    slot: count,
+    island: count,
+    operator: z.enum([
+      OperatorKind.SEED,
+      OperatorKind.DRAFT,
+      OperatorKind.IMPROVE,
+      OperatorKind.CROSSOVER,
+    ]),
+    parentIds: z.array(z.string()).max(2),
+    seedIndex: count.nullable(),
+    at: z.number(),
+  })
+  .strict();
+
 /** Budget usage snapshot. */
 export const BudgetUsageSchema = z
   .object({
@@ -245,6 +269,7 @@ export const JournalRecordSchema = z.discriminatedUnion('type', [
   AttemptRecordSchema,
   NodeRecordSchema,
   GenerationRecordSchema,
+  PlanRecordSchema,
   StopRecordSchema,
   TestStartRecordSchema,
   FinalRecordSchema,
@@ -258,6 +283,8 @@ export type AttemptRecord = z.output<typeof AttemptRecordSchema>;
 export type NodeRecord = z.output<typeof NodeRecordSchema>;
 /** A generation-closed record. */
 export type GenerationRecord = z.output<typeof GenerationRecordSchema>;
+/** A plan record (async schedule). */
+export type PlanRecord = z.output<typeof PlanRecordSchema>;
 /** A stop record. */
 export type StopRecord = z.output<typeof StopRecordSchema>;
 /** A test-start record. */
@@ -278,6 +305,8 @@ export function journalMessageId(record: JournalRecord): string {
       return record.attemptId;
     case 'generation':
       return `${record.taskId}:generation:${record.generation}`;
+    case 'plan':
+      return `${record.taskId}:plan:${record.slot}`;
     case 'stop':
       return `${record.taskId}:stop`;
     case 'test-start':

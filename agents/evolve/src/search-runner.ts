@@ -18,9 +18,11 @@ import { replayJournal } from './replay-journal';
 import { budgetStopReason, type StopReason } from './search-budget';
 import {
   applyJournalRecord,
+  asyncGenerationDue,
   budgetUsage,
   computeGenerationClose,
   nodesInOrder,
+  planAsyncSlot,
   planGeneration,
   type SearchState,
   slotProgress,
@@ -37,7 +39,11 @@ export interface SearchTask {
   seeds: Program[];
 }
 
-/** Runs one island's step (in production: an ask to the island actor). */
+/**
+ * Runs one island's step (in production: an ask to the island actor). With the async schedule
+ * the first argument is a lane (`0 … islands × islandConcurrency - 1`), not the island: the step
+ * carries its slot's island.
+ */
 export type IslandStepper = (
   island: number,
   step: IslandStep,
@@ -106,6 +112,7 @@ export class SearchRunner {
   /** Runs (or resumes) the search to its final record and returns it. */
   async run(signal: AbortSignal): Promise<FinalRecord> {
     const state = await this.load(signal);
+    if (state.config.schedule === 'async') return this.runAsync(state, signal);
     let round = 0;
     let roundGeneration = state.generation;
     while (!state.final) {
@@ -145,6 +152,136 @@ export class SearchRunner {
       await this.refresh(signal);
     }
     return state.final;
+  }
+
+  /**
+   * The async (steady-state) schedule: keep `islands × islandConcurrency` slots busy. Whenever a
+   * slot frees, a generation that has all its children done is closed (migration), then the next
+   * child is planned from the islands as they are (a `plan` record, journaled before dispatch)
+   * and sent to its island as a one-slot step. A child is admitted when its node arrives (the
+   * journal fold does it), so the islands are always a replay of the journal. On resume, planned
+   * slots that are not done are dispatched again first (lost attempts get a new try). A stop
+   * waits for the children in flight, then final selection runs as in the generational mode.
+   */
+  private async runAsync(state: SearchState, signal: AbortSignal): Promise<FinalRecord> {
+    const cfg = state.config;
+    const lanes = Math.max(1, cfg.islands * cfg.islandConcurrency);
+    const rounds = this.deps.maxRoundsPerGeneration ?? 3;
+    const inFlight = new Map<
+      number,
+      { done: Promise<void>; work: SlotWork; usedBefore: number; lane: number }
+    >();
+    const dispatches = new Map<number, number>();
+    const settled: number[] = [];
+    while (!state.final) {
+      signal.throwIfAborted();
+      if (state.stop) {
+        if (inFlight.size > 0) {
+          await this.awaitAny(inFlight, settled, signal);
+          continue;
+        }
+        await this.finish(state.stop, signal);
+        continue;
+      }
+      if (asyncGenerationDue(state)) {
+        await this.append(computeGenerationClose(state, this.now()).record, signal);
+        continue;
+      }
+      const reason = await this.stopReason(state);
+      if (reason !== undefined) {
+        if (inFlight.size > 0) {
+          await this.awaitAny(inFlight, settled, signal);
+          continue;
+        }
+        await this.append(this.stopRecord(state, reason), signal);
+        continue;
+      }
+      let reserved = 0;
+      for (const f of inFlight.values()) {
+        const used = slotProgress(state, f.work.slot, f.work.generation).attemptsUsed;
+        reserved += Math.max(0, f.work.maxAttempts - (used - f.usedBefore));
+      }
+      let remaining = cfg.limits.maxEvaluations - budgetUsage(state).evaluations - reserved;
+      while (inFlight.size < lanes && remaining > 0) {
+        const work = await this.nextAsyncWork(state, inFlight, dispatches, rounds, signal);
+        if (!work) break;
+        const usedBefore = slotProgress(state, work.slot, work.generation).attemptsUsed;
+        const full = cfg.operators === 'llm' ? 1 + cfg.debugMaxDepth : 1;
+        const allowance = Math.min(full - Math.min(usedBefore, full - 1), remaining);
+        remaining -= allowance;
+        const slotWork: SlotWork = { ...work, maxAttempts: allowance };
+        dispatches.set(work.slot, (dispatches.get(work.slot) ?? 0) + 1);
+        // Island actors are turn-based and keep no population, so a step goes to the actor of a
+        // free lane (not of the child's island): two children of one island run side by side.
+        const busy = new Set([...inFlight.values()].map((f) => f.lane));
+        let lane = 0;
+        while (busy.has(lane)) lane++;
+        const done = this.deps.stepIsland(lane, this.stepOf(state, [slotWork]), signal).then(
+          () => void settled.push(work.slot),
+          (err: unknown) => {
+            if (!signal.aborted) {
+              this.log.warn({ err, slot: work.slot }, 'evolve island step failed; retrying it');
+            }
+            settled.push(work.slot);
+          },
+        );
+        inFlight.set(work.slot, { done, work: slotWork, usedBefore, lane });
+      }
+      if (inFlight.size === 0) {
+        await this.append(this.stopRecord(state, 'evaluations'), signal);
+        continue;
+      }
+      await this.awaitAny(inFlight, settled, signal);
+    }
+    return state.final;
+  }
+
+  /** Waits until at least one slot in flight settled, drops the settled ones, reads the journal. */
+  private async awaitAny(
+    inFlight: Map<number, { done: Promise<void> }>,
+    settled: number[],
+    signal: AbortSignal,
+  ): Promise<void> {
+    if (settled.length === 0) await Promise.race([...inFlight.values()].map((f) => f.done));
+    signal.throwIfAborted();
+    for (const slot of settled.splice(0)) inFlight.delete(slot);
+    await this.refresh(signal);
+  }
+
+  /**
+   * The next slot to run: a planned slot that is not done, not in flight and not given up (after
+   * `rounds` dispatches), else a newly planned one (journaled first).
+   */
+  private async nextAsyncWork(
+    state: SearchState,
+    inFlight: Map<number, unknown>,
+    dispatches: Map<number, number>,
+    rounds: number,
+    signal: AbortSignal,
+  ): Promise<Omit<SlotWork, 'maxAttempts'> | undefined> {
+    let plan = state.plans.find((p) => {
+      if (inFlight.has(p.slot) || (dispatches.get(p.slot) ?? 0) >= rounds) return false;
+      return !slotProgress(state, p.slot, p.generation).done;
+    });
+    if (!plan) {
+      const next = planAsyncSlot(state);
+      await this.append({ type: 'plan', taskId: state.taskId, ...next, at: this.now() }, signal);
+      plan = state.plans[next.slot];
+      if (!plan) throw new TroupeError('INTERNAL', `plan of slot ${next.slot} was not journaled`);
+    }
+    const p = slotProgress(state, plan.slot, plan.generation);
+    return {
+      generation: plan.generation,
+      slot: plan.slot,
+      island: plan.island,
+      operator: plan.operator,
+      parentIds: plan.parentIds,
+      seedIndex: plan.seedIndex,
+      depth: p.depth,
+      try: p.try,
+      debugParentId: p.debugParentId,
+      debugElapsedMs: p.debugElapsedMs,
+    };
   }
 
   private async load(signal: AbortSignal): Promise<SearchState> {
@@ -273,23 +410,9 @@ export class SearchRunner {
     // Largest step first (a fixed order; its evaluations are dispatched first).
     const steps = [...byIsland.entries()].sort((a, b) => b[1].length - a[1].length || a[0] - b[0]);
     const settled = await Promise.allSettled(
-      steps.map(([island, slots]) => {
-        const parents: IslandStep['parents'] = {};
-        for (const s of slots) {
-          for (const id of [...s.parentIds, ...(s.debugParentId ? [s.debugParentId] : [])]) {
-            const node = state.nodes[id];
-            if (node) parents[id] = { program: node.program, result: node.result };
-          }
-        }
-        const step: IslandStep = {
-          taskId: state.taskId,
-          config: state.config,
-          seeds: state.seeds,
-          parents,
-          slots,
-        };
-        return this.deps.stepIsland(island, step, signal);
-      }),
+      steps.map(([island, slots]) =>
+        this.deps.stepIsland(island, this.stepOf(state, slots), signal),
+      ),
     );
     signal.throwIfAborted();
     for (const s of settled) {
@@ -302,12 +425,23 @@ export class SearchRunner {
     }
   }
 
+  /** The step of some slots: the task, its config and seeds, and every parent they refer to. */
+  private stepOf(state: SearchState, slots: SlotWork[]): IslandStep {
+    const parents: IslandStep['parents'] = {};
+    for (const s of slots) {
+      for (const id of [...s.parentIds, ...(s.debugParentId ? [s.debugParentId] : [])]) {
+        const node = state.nodes[id];
+        if (node) parents[id] = { program: node.program, result: node.result };
+      }
+    }
+    return { taskId: state.taskId, config: state.config, seeds: state.seeds, parents, slots };
+  }
+
   private async finish(stop: StopRecord, signal: AbortSignal): Promise<void> {
     const state = this.state as SearchState;
     const cfg = state.config;
     const selection = selectFinal(nodesInOrder(state), {
       seed: cfg.seed,
-      taskId: state.taskId,
       direction: cfg.direction,
     });
     let test: FinalRecord['test'] = null;

@@ -9,6 +9,7 @@ import {
   type FinalRecord,
   type JournalRecord,
   type NodeRecord,
+  type PlanRecord,
   type StopRecord,
   type TaskRecord,
   type TestStartRecord,
@@ -55,6 +56,14 @@ export interface SearchState {
   final: FinalRecord | null;
   /** Records applied. */
   records: number;
+  /** Async schedule: the children planned so far, by slot (slots count across the search). */
+  plans: SlotPlan[];
+  /** Async schedule: slots whose child is done and was offered for admission. */
+  offered: number[];
+  /** Async schedule: admissions and evictions since the last generation record. */
+  pendingAdmissions: GenerationRecord['admissions'];
+  /** Async schedule: evictions since the last generation record. */
+  pendingEvicted: GenerationRecord['evicted'];
 }
 
 /** One child to produce in a generation, as planned from the state at the generation's start. */
@@ -108,6 +117,10 @@ export function createSearchState(task: TaskRecord): SearchState {
     testAttempts: [],
     final: null,
     records: 1,
+    plans: [],
+    offered: [],
+    pendingAdmissions: [],
+    pendingEvicted: [],
   };
 }
 
@@ -130,7 +143,12 @@ export function applyJournalRecord(state: SearchState, record: JournalRecord): S
       state.attempts[record.attemptId] ??= record;
       break;
     case 'node':
-      state.nodes[record.attemptId] ??= record;
+      if (state.nodes[record.attemptId]) break;
+      state.nodes[record.attemptId] = record;
+      if (state.config.schedule === 'async') offerIfDone(state, record.generation, record.slot);
+      break;
+    case 'plan':
+      applyPlan(state, record);
       break;
     case 'generation': {
       if (record.generation < state.generation) break;
@@ -146,6 +164,8 @@ export function applyJournalRecord(state: SearchState, record: JournalRecord): S
       state.migrated.push(...close.record.migrations.map((m) => m.nodeId));
       state.closedChargedMs += close.record.chargedMs;
       state.history.push(close.record);
+      state.pendingAdmissions = [];
+      state.pendingEvicted = [];
       state.generation++;
       break;
     }
@@ -199,9 +219,16 @@ function attemptsAt(state: SearchState, g: number, slot: number, depth?: number)
   return n;
 }
 
-/** What remains to do in a slot of the generation in progress. */
-export function slotProgress(state: SearchState, slot: number): SlotProgress {
-  const g = state.generation;
+/**
+ * What remains to do in a slot of the generation in progress (async schedule: of the generation
+ * the slot was planned in).
+ */
+export function slotProgress(
+  state: SearchState,
+  slot: number,
+  generation: number = state.generation,
+): SlotProgress {
+  const g = generation;
   const chain = slotChain(state, g, slot);
   const attemptsUsed = attemptsAt(state, g, slot);
   const debugElapsedMs = chain
@@ -270,7 +297,7 @@ export function planGeneration(state: SearchState): SlotPlan[] {
     return plans;
   }
   for (let s = 0; s < cfg.childrenPerGeneration; s++) {
-    const rng = SeededRng.fromKey(cfg.seed, state.taskId, 'plan', g, s);
+    const rng = SeededRng.fromKey(cfg.seed, 'plan', g, s);
     const island = chooseIsland(state.islands, cfg.islandTemperature, rng);
     const members = state.islands[island] ?? [];
     if (members.length === 0) {
@@ -309,6 +336,7 @@ export interface GenerationClose {
  * {@link ringMigration}). The charged time is the union of the generation's active intervals.
  */
 export function computeGenerationClose(state: SearchState, closedAt: number): GenerationClose {
+  if (state.config.schedule === 'async') return computeAsyncGenerationClose(state, closedAt);
   const g = state.generation;
   const cfg = state.config;
   const genNodes = Object.values(state.nodes).filter((nd) => nd.generation === g);
@@ -397,8 +425,11 @@ export function budgetUsage(state: SearchState): BudgetUsage {
     costUsd += node.costUsd;
     if (node.generation === state.generation) current.push(node);
   }
+  // Async: generations overlap, so the charged time is the union over every node.
   const chargedMs =
-    state.closedChargedMs + unionLengthMs(current.flatMap((nd) => activeIntervals(nd.timings)));
+    state.config.schedule === 'async'
+      ? unionLengthMs(Object.values(state.nodes).flatMap((nd) => activeIntervals(nd.timings)))
+      : state.closedChargedMs + unionLengthMs(current.flatMap((nd) => activeIntervals(nd.timings)));
   return {
     evaluations,
     lostAttempts,
@@ -406,5 +437,153 @@ export function budgetUsage(state: SearchState): BudgetUsage {
     queueMs,
     costUsd: Math.round(costUsd * 1e9) / 1e9,
     generations: state.generation,
+  };
+}
+
+function applyPlan(state: SearchState, record: PlanRecord): void {
+  if (state.plans[record.slot]) return;
+  if (record.slot !== state.plans.length) {
+    throw new TroupeError(
+      'INTERNAL',
+      `plan of slot ${record.slot} while ${state.plans.length} slots are planned`,
+    );
+  }
+  state.plans.push({
+    generation: record.generation,
+    slot: record.slot,
+    island: record.island,
+    operator: record.operator,
+    parentIds: [...record.parentIds],
+    seedIndex: record.seedIndex,
+  });
+}
+
+/**
+ * Async schedule: once a slot's chain is done, its candidate (the first scored node of the chain)
+ * is offered to its island at once, with the generational admission rule (see
+ * {@link admitChild}); the decision waits in `pendingAdmissions` for the next generation record.
+ */
+function offerIfDone(state: SearchState, generation: number, slot: number): void {
+  if (state.offered.includes(slot) || !slotProgress(state, slot, generation).done) return;
+  state.offered.push(slot);
+  const candidate = slotChain(state, generation, slot).find((nd) => nd.outcome === 'scored');
+  if (!candidate || candidate.result?.score == null) return;
+  const member: IslandMember = {
+    nodeId: candidate.attemptId,
+    fitness: fitnessOf(candidate.result.score, state.config.direction),
+    codeHash: candidate.codeHash,
+    migrant: false,
+    joinedAt: state.nextJoinedAt,
+  };
+  const outcome = admitChild(
+    state.islands[candidate.island] ?? [],
+    member,
+    state.config.maxIslandSize,
+  );
+  if (outcome.admitted) {
+    state.nextJoinedAt++;
+    state.islands[candidate.island] = outcome.members;
+    for (const e of outcome.evicted) {
+      state.pendingEvicted.push({ island: candidate.island, nodeId: e.nodeId });
+    }
+  }
+  state.pendingAdmissions.push({
+    nodeId: candidate.attemptId,
+    island: candidate.island,
+    admitted: outcome.admitted,
+    reason: outcome.reason,
+  });
+}
+
+/**
+ * Async schedule: the number of children of generation 0 (the seeds and drafts, planned as the
+ * generational schedule plans them).
+ */
+export function initialPlanCount(state: SearchState): number {
+  return planGeneration({ ...state, generation: 0 }).length;
+}
+
+/**
+ * Async schedule: whether the generation in progress is due to close — as many children are
+ * done (offered) as generations 0..g hold: the initial ones, then `childrenPerGeneration` each.
+ */
+export function asyncGenerationDue(state: SearchState): boolean {
+  const due = initialPlanCount(state) + state.generation * state.config.childrenPerGeneration;
+  return state.offered.length >= due;
+}
+
+/**
+ * Async schedule: the child of the next slot, planned from the islands as they are now (pure and
+ * seeded by `search.seed` and the slot): the initial slots as generation 0 plans them, then a
+ * child for an island chosen by softmax, as {@link planGeneration} plans a later generation's.
+ */
+export function planAsyncSlot(state: SearchState): SlotPlan {
+  const slot = state.plans.length;
+  const initial = planGeneration({ ...state, generation: 0 });
+  const first = initial[slot];
+  if (first) return { ...first, generation: state.generation };
+  const cfg = state.config;
+  const g = state.generation;
+  const rng = SeededRng.fromKey(cfg.seed, 'plan', 'async', slot);
+  const island = chooseIsland(state.islands, cfg.islandTemperature, rng);
+  const members = state.islands[island] ?? [];
+  if (members.length === 0) {
+    return { generation: g, slot, island, operator: 'draft', parentIds: [], seedIndex: null };
+  }
+  const crossover =
+    g >= cfg.crossoverAfterGeneration &&
+    members.length >= 2 &&
+    rng.next() < cfg.crossoverProbability;
+  const parents = sampleParents(members, crossover ? 2 : 1, cfg.parentTemperature, rng);
+  return {
+    generation: g,
+    slot,
+    island,
+    operator: crossover ? 'crossover' : 'improve',
+    parentIds: parents.map((p) => p.nodeId),
+    seedIndex: null,
+  };
+}
+
+/**
+ * Async schedule: closes the generation in progress. Its admissions were made as its children
+ * finished (listed from `pendingAdmissions`); what is left is migration, every
+ * `migrationInterval` generations, and the charged time added since the last close.
+ */
+function computeAsyncGenerationClose(state: SearchState, closedAt: number): GenerationClose {
+  const g = state.generation;
+  const cfg = state.config;
+  let islands = state.islands.map((m) => [...m]);
+  let joinedAt = state.nextJoinedAt;
+  const evicted = [...state.pendingEvicted];
+  let migrations: GenerationRecord['migrations'] = [];
+  if (cfg.migrationInterval > 0 && (g + 1) % cfg.migrationInterval === 0) {
+    const m = ringMigration(islands, {
+      topK: cfg.migrationTopK,
+      maxSize: cfg.maxIslandSize,
+      alreadyMigrated: new Set(state.migrated),
+      nextJoinedAt: joinedAt,
+    });
+    islands = m.islands;
+    joinedAt = m.nextJoinedAt;
+    migrations = m.moves;
+    evicted.push(...m.evicted);
+  }
+  const total = unionLengthMs(
+    Object.values(state.nodes).flatMap((nd) => activeIntervals(nd.timings)),
+  );
+  return {
+    record: {
+      type: 'generation',
+      taskId: state.taskId,
+      generation: g,
+      admissions: [...state.pendingAdmissions],
+      evicted,
+      migrations,
+      chargedMs: Math.max(0, total - state.closedChargedMs),
+      closedAt,
+    },
+    islands,
+    nextJoinedAt: joinedAt,
   };
 }

@@ -36,7 +36,7 @@ function node(
     timings: { startedAt: 0, opMs: 0, queueMs: 0, evalMs: 0, totalMs: 0 },
   };
 }
-const opts = { seed: 7, taskId: 't', direction: 'maximise' as const };
+const opts = { seed: 7, direction: 'maximise' as const };
 
 describe('selectFinal', () => {
   it('picks the best validation score among scored nodes, direction-aware', () => {
