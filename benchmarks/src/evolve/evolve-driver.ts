@@ -148,16 +148,18 @@ function tasksOf(spec: JobSpec): EvolveTask[] {
 type AgentConfig = NonNullable<JobSpec['agent']>;
 
 /**
- * The search options of a task: the suite's, with the job's overrides on top; a job that names a
- * model (`spec.agent`) selects LLM operators unless the task sets `search.operators` itself.
+ * The search options of a task: the suite's (its `evaluator.timeoutMs` is the evaluation
+ * deadline), with the job's overrides on top; a job that names a model (`spec.agent`) selects LLM
+ * operators unless the task sets `search.operators` itself. The suite's `search:` is not spread
+ * again here: `evolveOptionsFromSpec` already applies it, and a parsed `search:` carries every
+ * schema default, so re-applying it replaced the suite's `evaluator.timeoutMs` with 60000.
  */
-function searchConfigOf(
+export function searchConfigOf(
   input: Pick<EvolveTaskInput, 'suite' | 'task'>,
   agent: AgentConfig | undefined,
 ): EvolveConfig {
   return parseEvolveConfig(
     evolveOptionsFromSpec(input.suite, {
-      ...input.suite.search,
       ...(agent && input.task.search?.operators === undefined ? { operators: 'llm' } : {}),
       ...(input.task.search ?? {}),
       limits: { ...input.suite.limits, ...(input.task.limits ?? {}) },
