@@ -41,6 +41,8 @@ import {
 import { renderEvolveReport } from './evolve-report';
 import { bestScore, fitnessSeries } from './fitness-series';
 import { ProgressJournal } from './progress-journal';
+import { EvaluationHealth, type SeedFailure } from './evaluation-health';
+import { ObservingJournal } from './observing-journal';
 import { programFileOf } from './run-sandbox-evaluation';
 import {
   destroySandboxes,
@@ -115,6 +117,10 @@ export interface EvolveRun {
   sandboxReplacements: number;
   /** Reference scores of the suite. */
   reference: Record<string, number>;
+  /** Candidates that did not score (buggy, unscored, no code) seen by this execution. */
+  failedCandidates?: number;
+  /** The last of them: status, reason and stderr tail on one line, or null. */
+  lastFailure?: string | null;
 }
 
 /**
@@ -332,15 +338,21 @@ export function createEvolveDriver(
       const refText = Object.entries(reference)
         .map(([k, v]) => `${k} ${v}`)
         .join(', ');
-      const observed = new ProgressJournal(journal, searchConfig.direction, (p) => {
+      // What a suite's author must see: failed candidates with the grader's stderr, seeds that fail.
+      const health = new EvaluationHealth();
+      const watched = new ObservingJournal(journal, (r) => health.observe(r));
+      const observed = new ProgressJournal(watched, searchConfig.direction, (p) => {
         const best = p.bestScore === null ? 'none yet' : String(p.bestScore);
+        const last = health.lastFailure;
         ctx.progress({
           step: p.generation + 1,
           message:
             `${input.suite.name}: generation ${p.generation} closed, ${p.evaluations}/` +
             `${searchConfig.limits.maxEvaluations} evaluations, best validation ${best}` +
-            (refText ? ` (reference: ${refText})` : ''),
+            (refText ? ` (reference: ${refText})` : '') +
+            (last ? `; ${health.failures} failed, last: ${last.text}` : ''),
         });
+        if (last) ctx.log.debug({ failure: last }, 'evolve candidates failed');
       });
       let budgetStop = false;
       const agent = ctx.spec.agent;
@@ -441,7 +453,11 @@ export function createEvolveDriver(
             return reply;
           },
           stopRequested: () =>
-            budgetStop ? 'cost' : pool.fatal !== undefined || Date.now() >= stopAt,
+            budgetStop
+              ? 'cost'
+              : pool.fatal !== undefined ||
+                health.seedFailure() !== undefined ||
+                Date.now() >= stopAt,
         },
       );
       ctx.progress({
@@ -459,8 +475,15 @@ export function createEvolveDriver(
         throw pool.fatal;
       }
       const records = (await journal.read(searchId, 0, { signal: ctx.signal })).records;
-      const run = runOf(searchId, final, records, pool, reference);
+      for (const r of records) health.observe(r);
+      const run: EvolveRun = {
+        ...runOf(searchId, final, records, pool, reference),
+        failedCandidates: health.failures,
+        lastFailure: health.lastFailure?.text ?? null,
+      };
       await storeArtifacts(ctx, input, run, records);
+      const seedFailure = health.seedFailure();
+      if (seedFailure) throw seedFailureError(input, seedFailure);
       ctx.progress({
         message:
           `${input.suite.name}: ${run.status}, validation ${String(run.selection.score)}, ` +
@@ -520,6 +543,8 @@ export function createEvolveDriver(
           sandboxReplacements: run.sandboxReplacements,
           reference: run.reference,
           searchId: run.searchId,
+          ...(run.failedCandidates !== undefined ? { failedCandidates: run.failedCandidates } : {}),
+          ...(run.lastFailure ? { lastFailure: run.lastFailure } : {}),
         },
       };
     },
@@ -626,6 +651,8 @@ async function storeArtifacts(
         'charged time (s)': Math.round(run.usage.chargedMs) / 1000,
         'queue time (s)': Math.round(run.usage.queueMs) / 1000,
         direction: series.direction,
+        'failed candidates': run.failedCandidates ?? null,
+        'last failure (status, reason, stderr)': run.lastFailure ?? null,
       },
     });
     await ctx.artifacts.put('report.html', html, {
@@ -640,4 +667,19 @@ async function storeArtifacts(
       { contentType: 'application/x-ndjson', ...opts },
     );
   }
+}
+
+/**
+ * The task's failure when a seed program did not score: the search cannot start from it (a
+ * grader that crashes on every candidate ends here too, with its stderr in the reason).
+ */
+function seedFailureError(input: EvolveTaskInput, seed: SeedFailure): TroupeError {
+  const file = input.suite.seeds[seed.index] ?? `seeds[${seed.index}]`;
+  const how = seed.failure.outcome === 'unscored' ? 'the grader failed on it' : 'it did not score';
+  // The headline comes first: a task's error is shown cut to 200 characters.
+  return invalidArgument(
+    `task.yaml.seeds[${seed.index}]`,
+    `seed ${file} must score, but ${how}: ${seed.failure.headline} — ${seed.failure.text} ` +
+      '(`troupe validate <suite>` runs the seed once)',
+  );
 }
