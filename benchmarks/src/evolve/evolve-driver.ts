@@ -51,7 +51,7 @@ import {
 } from './sandbox-evaluator-pool';
 import { openSearchBudgetScope } from './search-budget-scope';
 import { serveEvaluatorLeases } from './evaluator-lease-service';
-import { loadSuiteBundle, phaseFiles } from './suite-bundle';
+import { checkSuiteFitsMessages, loadSuiteBundle, phaseFiles } from './suite-bundle';
 
 /** Options of {@link createEvolveDriver}. */
 export interface EvolveDriverOptions {
@@ -279,6 +279,7 @@ export function createEvolveDriver(
       }
       for (const [i, task] of tasksOf(spec).entries()) {
         const bundle = await loadSuiteBundle(task.suite, `spec.tasks[${i}].suite`, options.cwd);
+        checkSuiteFitsMessages(bundle, `spec.tasks[${i}].suite`);
         try {
           checkOperators(
             { suite: bundle.spec, task },
@@ -299,6 +300,7 @@ export function createEvolveDriver(
       const planned = [];
       for (const [i, task] of tasksOf(spec).entries()) {
         const bundle = await loadSuiteBundle(task.suite, `spec.tasks[${i}].suite`, options.cwd);
+        checkSuiteFitsMessages(bundle, `spec.tasks[${i}].suite`);
         const input: EvolveTaskInput = {
           task,
           config,

@@ -60,6 +60,8 @@ export { openSearchBudgetScope, searchBudgetScope, searchLedgerRoot } from './se
 export {
   loadSuiteBundle,
   MAX_SUITE_BYTES,
+  MAX_INLINE_SUITE_BYTES,
+  checkSuiteFitsMessages,
   MAX_SUITE_TASK_FILE_BYTES,
   parseSuiteTaskFile,
   phaseFiles,
