@@ -57,6 +57,7 @@ export {
   type SandboxEvaluatorPoolOptions,
 } from './sandbox-evaluator-pool';
 export { openSearchBudgetScope, searchBudgetScope, searchLedgerRoot } from './search-budget-scope';
+export { checkSuite, dryRunTask, type SuiteCheck } from './check-suite';
 export {
   loadSuiteBundle,
   MAX_SUITE_BYTES,

@@ -228,3 +228,33 @@ const QUICK_SUITE = path.resolve(
   },
   600_000,
 );
+
+(existsSync(built) ? test : test.skip)(
+  'troupe validate: checks a suite and runs its seed once; a crashing grader fails with its traceback',
+  async () => {
+    const validate = async (target: string): Promise<{ code: number | null; stdout: string }> => {
+      const child = spawn(process.execPath, [built, 'validate', target], {
+        cwd: dir,
+        env: { ...process.env, TROUPE_DATA_DIR: path.join(dir, '.troupe-validate') },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let stdout = '';
+      child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+      const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+      return { code, stdout };
+    };
+    const good = await validate(QUICK_SUITE);
+    expect(good.stdout).toContain('seed seed/program.py: 2 marked parameters (X, Y)');
+    expect(good.stdout).toMatch(
+      /ok {2}seed-check: the seeds scored under the grader, best validation score -0\.0[0-9]+/,
+    );
+    expect(good.code).toBe(0);
+    const bad = await validate(path.join(QUICK_SUITE, '../crashing-grader-suite'));
+    expect(bad.stdout).toContain('FAIL seed-check');
+    expect(bad.stdout).toContain('task.yaml.seeds[0]');
+    // The full stderr tail, not only the cut task error.
+    expect(bad.stdout).toMatch(/line 7, in score_of.*ZeroDivisionError: division by zero/);
+    expect(bad.code).toBe(3);
+  },
+  600_000,
+);
