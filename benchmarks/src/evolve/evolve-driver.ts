@@ -52,6 +52,9 @@ import {
 import { openSearchBudgetScope } from './search-budget-scope';
 import { serveEvaluatorLeases } from './evaluator-lease-service';
 import { checkSuiteFitsMessages, loadSuiteBundle, phaseFiles } from './suite-bundle';
+import { ImageManager } from '@troupe/node-agent';
+import { EnvironmentBuilder } from '../issue-resolution/environment-builder';
+import { GRADER_ENVIRONMENT_WORKDIR, graderEnvironmentOf } from './grader-environment';
 
 /** Options of {@link createEvolveDriver}. */
 export interface EvolveDriverOptions {
@@ -219,6 +222,33 @@ export function createEvolveDriver(
     return store;
   };
   const pools = new Map<string, SandboxEvaluatorPool>();
+  // Made on first use, once: concurrent tasks of one recipe share its build.
+  let environments: Promise<EnvironmentBuilder> | undefined;
+  /** The image of a suite's grader environment, built on this host on first use (cached). */
+  const graderImageOf = async (ctx: TaskContext, input: EvolveTaskInput) => {
+    const env = graderEnvironmentOf(input.suite, 'input.suite');
+    if (!env) return undefined;
+    environments ??= import('dockerode').then(({ default: Docker }) => {
+      const docker = new Docker();
+      return new EnvironmentBuilder({
+        docker,
+        images: new ImageManager({ docker, logger: ctx.log }),
+        logger: ctx.log,
+      });
+    });
+    const built = await (
+      await environments
+    ).ensure(env, GRADER_ENVIRONMENT_WORKDIR, {
+      signal: ctx.signal,
+      field: 'task.yaml.evaluator.environment',
+    });
+    ctx.progress({
+      message: built.built
+        ? `${input.suite.name}: grader environment ${built.ref} built in ${built.ms} ms`
+        : `${input.suite.name}: grader environment ${built.ref} (cached)`,
+    });
+    return built.ref;
+  };
   const slotsOf = (config: EvolveJobConfig): number =>
     config.evaluatorSlots ?? options.evaluatorSlots ?? DEFAULT_EVALUATOR_SLOTS;
 
@@ -280,6 +310,7 @@ export function createEvolveDriver(
       for (const [i, task] of tasksOf(spec).entries()) {
         const bundle = await loadSuiteBundle(task.suite, `spec.tasks[${i}].suite`, options.cwd);
         checkSuiteFitsMessages(bundle, `spec.tasks[${i}].suite`);
+        graderEnvironmentOf(bundle.spec, `spec.tasks[${i}].suite`);
         try {
           checkOperators(
             { suite: bundle.spec, task },
@@ -301,6 +332,7 @@ export function createEvolveDriver(
       for (const [i, task] of tasksOf(spec).entries()) {
         const bundle = await loadSuiteBundle(task.suite, `spec.tasks[${i}].suite`, options.cwd);
         checkSuiteFitsMessages(bundle, `spec.tasks[${i}].suite`);
+        graderEnvironmentOf(bundle.spec, `spec.tasks[${i}].suite`);
         const input: EvolveTaskInput = {
           task,
           config,
@@ -322,7 +354,9 @@ export function createEvolveDriver(
       for (const stale of ctx.staleResourceIds) {
         await destroySandboxes(ctx.refs, ctx.jobId, evaluatorSandboxIds(stale, slots), ctx.log);
       }
+      const image = await graderImageOf(ctx, input);
       const pool = new SandboxEvaluatorPool({
+        ...(image ? { image } : {}),
         refs: ctx.refs,
         jobId: ctx.jobId,
         resourceId: ctx.resourceId,

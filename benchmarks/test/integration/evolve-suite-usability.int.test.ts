@@ -78,3 +78,48 @@ test("a grader that crashes on every candidate fails the task naming the seed, w
   for await (const c of reader.chunks) chunks.push(c);
   expect(Buffer.concat(chunks).toString('utf8')).toContain('ZeroDivisionError');
 });
+
+test('a suite names a grader environment: its set-up (apt: [jq]) is built once and the grader runs in it', async () => {
+  const { events, results } = await runJob({
+    kind: 'evolve',
+    concurrency: 1,
+    taskTimeoutMs: 900_000,
+    retries: { max: 0 },
+    config: { evaluatorSlots: 1, saveJournal: false },
+    tasks: [
+      {
+        id: 'env',
+        suite: path.join(FIXTURES, 'env-grader-suite'),
+        limits: { maxEvaluations: 2, maxGenerations: 1 },
+        search: { islands: 1, draftsPerIsland: 1 },
+      },
+    ],
+  });
+  const task = results.tasks[0]!;
+  // The grader asserts jq runs: without the environment the seed would fail the task.
+  expect({ status: task.status, error: task.error }).toEqual({ status: 'TASK_PASSED', error: '' });
+  expect(
+    events.some(
+      (e) => e.type === 'LOG' && /grader environment troupe-env:[0-9a-f]{12}/.test(e.message),
+    ),
+  ).toBe(true);
+});
+
+test('a broken grader environment is refused at submission, naming the entry', async () => {
+  const { mkdtemp, cp, writeFile, readFile, rm } = await import('node:fs/promises');
+  const { tmpdir } = await import('node:os');
+  const dir = await mkdtemp(path.join(tmpdir(), 'evolve-env-'));
+  try {
+    await cp(path.join(FIXTURES, 'env-grader-suite'), dir, { recursive: true });
+    const yaml = await readFile(path.join(dir, 'task.yaml'), 'utf8');
+    await writeFile(
+      path.join(dir, 'task.yaml'),
+      yaml.replace('apt: [jq]', "apt: ['jq; rm -rf /']"),
+    );
+    await expect(
+      tc.coordinator.jobs!.submit({ spec: { kind: 'evolve', tasks: [{ id: 'e', suite: dir }] } }),
+    ).rejects.toThrow(/task\.yaml\.evaluator\.environment\.apt\[0\]/);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+});

@@ -4,6 +4,8 @@ import path from 'node:path';
 import { errorCode } from '@troupe/proto';
 import { checkSuite, dryRunTask } from '../../src/evolve';
 
+jest.setTimeout(60_000);
+
 const QUICK = path.resolve(__dirname, '../integration/evolve-fixtures/quick-suite');
 let dir: string;
 

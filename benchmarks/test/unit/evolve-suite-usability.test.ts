@@ -9,6 +9,9 @@ import { searchConfigOf } from '../../src/evolve/evolve-driver';
 
 // Issue 20 item 8: a user's own suite never fails silently. Each defect is reproduced here first.
 
+// Suite loading parses task.yaml in a worker thread: slow on a loaded machine.
+jest.setTimeout(60_000);
+
 const SUITES = path.resolve(__dirname, '../../suites');
 
 describe("the suite's evaluator.timeoutMs", () => {
