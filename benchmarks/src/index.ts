@@ -32,6 +32,8 @@ export {
   type EvolveDriverOptions,
 } from './evolve/evolve-driver';
 export { type EvolveBudgetContext } from './evolve/evolve-island-actor';
+export { checkSuite, dryRunTask, type SuiteCheck } from './evolve/check-suite';
+export { type EvolveTask, EvolveTaskListSchema } from './evolve/evolve-job-spec';
 export { MAX_SUITE_TASK_FILE_BYTES, parseSuiteTaskFile } from './evolve/suite-bundle';
 export {
   TaskAgentKind,

@@ -36,6 +36,7 @@ export { llmChatFunction } from './llm-chat-function';
 export type { ChatFunction } from './llm-operator';
 export { type Program, ProgramSchema } from './program';
 export { SearchRunner } from './search-runner';
+export { parseTunableParams, type TunableParam } from './tunable-params';
 export {
   applyJournalRecord,
   budgetUsage,

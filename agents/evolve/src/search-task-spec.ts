@@ -57,6 +57,12 @@ export const SearchTaskSpecSchema = z
         timeoutMs: z.number().int().positive().optional(),
         /** Memory limit of the sandbox, MB. @default 1024 */
         memoryMb: z.number().int().positive().default(1024),
+        /**
+         * A grader environment with dependency set-up, built once into an image on top of
+         * `image` (checked by the host's driver: the `evolve` driver takes the task environments
+         * of the issue-resolution driver: `apt`, `python`, `npm`, `run`). @default none
+         */
+        environment: z.record(z.string(), z.unknown()).optional(),
       })
       .strict(),
     /** Files per phase. */

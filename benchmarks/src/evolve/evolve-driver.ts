@@ -41,6 +41,8 @@ import {
 import { renderEvolveReport } from './evolve-report';
 import { bestScore, fitnessSeries } from './fitness-series';
 import { ProgressJournal } from './progress-journal';
+import { EvaluationHealth, type SeedFailure } from './evaluation-health';
+import { ObservingJournal } from './observing-journal';
 import { programFileOf } from './run-sandbox-evaluation';
 import {
   destroySandboxes,
@@ -49,7 +51,10 @@ import {
 } from './sandbox-evaluator-pool';
 import { openSearchBudgetScope } from './search-budget-scope';
 import { serveEvaluatorLeases } from './evaluator-lease-service';
-import { loadSuiteBundle, phaseFiles } from './suite-bundle';
+import { checkSuiteFitsMessages, loadSuiteBundle, phaseFiles } from './suite-bundle';
+import { ImageManager } from '@troupe/node-agent';
+import { EnvironmentBuilder } from '../issue-resolution/environment-builder';
+import { GRADER_ENVIRONMENT_WORKDIR, graderEnvironmentOf } from './grader-environment';
 
 /** Options of {@link createEvolveDriver}. */
 export interface EvolveDriverOptions {
@@ -115,6 +120,10 @@ export interface EvolveRun {
   sandboxReplacements: number;
   /** Reference scores of the suite. */
   reference: Record<string, number>;
+  /** Candidates that did not score (buggy, unscored, no code) seen by this execution. */
+  failedCandidates?: number;
+  /** The last of them: status, reason and stderr tail on one line, or null. */
+  lastFailure?: string | null;
 }
 
 /**
@@ -148,16 +157,18 @@ function tasksOf(spec: JobSpec): EvolveTask[] {
 type AgentConfig = NonNullable<JobSpec['agent']>;
 
 /**
- * The search options of a task: the suite's, with the job's overrides on top; a job that names a
- * model (`spec.agent`) selects LLM operators unless the task sets `search.operators` itself.
+ * The search options of a task: the suite's (its `evaluator.timeoutMs` is the evaluation
+ * deadline), with the job's overrides on top; a job that names a model (`spec.agent`) selects LLM
+ * operators unless the task sets `search.operators` itself. The suite's `search:` is not spread
+ * again here: `evolveOptionsFromSpec` already applies it, and a parsed `search:` carries every
+ * schema default, so re-applying it replaced the suite's `evaluator.timeoutMs` with 60000.
  */
-function searchConfigOf(
+export function searchConfigOf(
   input: Pick<EvolveTaskInput, 'suite' | 'task'>,
   agent: AgentConfig | undefined,
 ): EvolveConfig {
   return parseEvolveConfig(
     evolveOptionsFromSpec(input.suite, {
-      ...input.suite.search,
       ...(agent && input.task.search?.operators === undefined ? { operators: 'llm' } : {}),
       ...(input.task.search ?? {}),
       limits: { ...input.suite.limits, ...(input.task.limits ?? {}) },
@@ -211,6 +222,33 @@ export function createEvolveDriver(
     return store;
   };
   const pools = new Map<string, SandboxEvaluatorPool>();
+  // Made on first use, once: concurrent tasks of one recipe share its build.
+  let environments: Promise<EnvironmentBuilder> | undefined;
+  /** The image of a suite's grader environment, built on this host on first use (cached). */
+  const graderImageOf = async (ctx: TaskContext, input: EvolveTaskInput) => {
+    const env = graderEnvironmentOf(input.suite, 'input.suite');
+    if (!env) return undefined;
+    environments ??= import('dockerode').then(({ default: Docker }) => {
+      const docker = new Docker();
+      return new EnvironmentBuilder({
+        docker,
+        images: new ImageManager({ docker, logger: ctx.log }),
+        logger: ctx.log,
+      });
+    });
+    const built = await (
+      await environments
+    ).ensure(env, GRADER_ENVIRONMENT_WORKDIR, {
+      signal: ctx.signal,
+      field: 'task.yaml.evaluator.environment',
+    });
+    ctx.progress({
+      message: built.built
+        ? `${input.suite.name}: grader environment ${built.ref} built in ${built.ms} ms`
+        : `${input.suite.name}: grader environment ${built.ref} (cached)`,
+    });
+    return built.ref;
+  };
   const slotsOf = (config: EvolveJobConfig): number =>
     config.evaluatorSlots ?? options.evaluatorSlots ?? DEFAULT_EVALUATOR_SLOTS;
 
@@ -271,6 +309,8 @@ export function createEvolveDriver(
       }
       for (const [i, task] of tasksOf(spec).entries()) {
         const bundle = await loadSuiteBundle(task.suite, `spec.tasks[${i}].suite`, options.cwd);
+        checkSuiteFitsMessages(bundle, `spec.tasks[${i}].suite`);
+        graderEnvironmentOf(bundle.spec, `spec.tasks[${i}].suite`);
         try {
           checkOperators(
             { suite: bundle.spec, task },
@@ -291,6 +331,8 @@ export function createEvolveDriver(
       const planned = [];
       for (const [i, task] of tasksOf(spec).entries()) {
         const bundle = await loadSuiteBundle(task.suite, `spec.tasks[${i}].suite`, options.cwd);
+        checkSuiteFitsMessages(bundle, `spec.tasks[${i}].suite`);
+        graderEnvironmentOf(bundle.spec, `spec.tasks[${i}].suite`);
         const input: EvolveTaskInput = {
           task,
           config,
@@ -312,7 +354,9 @@ export function createEvolveDriver(
       for (const stale of ctx.staleResourceIds) {
         await destroySandboxes(ctx.refs, ctx.jobId, evaluatorSandboxIds(stale, slots), ctx.log);
       }
+      const image = await graderImageOf(ctx, input);
       const pool = new SandboxEvaluatorPool({
+        ...(image ? { image } : {}),
         refs: ctx.refs,
         jobId: ctx.jobId,
         resourceId: ctx.resourceId,
@@ -330,15 +374,21 @@ export function createEvolveDriver(
       const refText = Object.entries(reference)
         .map(([k, v]) => `${k} ${v}`)
         .join(', ');
-      const observed = new ProgressJournal(journal, searchConfig.direction, (p) => {
+      // What a suite's author must see: failed candidates with the grader's stderr, seeds that fail.
+      const health = new EvaluationHealth();
+      const watched = new ObservingJournal(journal, (r) => health.observe(r));
+      const observed = new ProgressJournal(watched, searchConfig.direction, (p) => {
         const best = p.bestScore === null ? 'none yet' : String(p.bestScore);
+        const last = health.lastFailure;
         ctx.progress({
           step: p.generation + 1,
           message:
             `${input.suite.name}: generation ${p.generation} closed, ${p.evaluations}/` +
             `${searchConfig.limits.maxEvaluations} evaluations, best validation ${best}` +
-            (refText ? ` (reference: ${refText})` : ''),
+            (refText ? ` (reference: ${refText})` : '') +
+            (last ? `; ${health.failures} failed, last: ${last.text}` : ''),
         });
+        if (last) ctx.log.debug({ failure: last }, 'evolve candidates failed');
       });
       let budgetStop = false;
       const agent = ctx.spec.agent;
@@ -439,7 +489,11 @@ export function createEvolveDriver(
             return reply;
           },
           stopRequested: () =>
-            budgetStop ? 'cost' : pool.fatal !== undefined || Date.now() >= stopAt,
+            budgetStop
+              ? 'cost'
+              : pool.fatal !== undefined ||
+                health.seedFailure() !== undefined ||
+                Date.now() >= stopAt,
         },
       );
       ctx.progress({
@@ -457,8 +511,15 @@ export function createEvolveDriver(
         throw pool.fatal;
       }
       const records = (await journal.read(searchId, 0, { signal: ctx.signal })).records;
-      const run = runOf(searchId, final, records, pool, reference);
+      for (const r of records) health.observe(r);
+      const run: EvolveRun = {
+        ...runOf(searchId, final, records, pool, reference),
+        failedCandidates: health.failures,
+        lastFailure: health.lastFailure?.text ?? null,
+      };
       await storeArtifacts(ctx, input, run, records);
+      const seedFailure = health.seedFailure();
+      if (seedFailure) throw seedFailureError(input, seedFailure);
       ctx.progress({
         message:
           `${input.suite.name}: ${run.status}, validation ${String(run.selection.score)}, ` +
@@ -518,6 +579,8 @@ export function createEvolveDriver(
           sandboxReplacements: run.sandboxReplacements,
           reference: run.reference,
           searchId: run.searchId,
+          ...(run.failedCandidates !== undefined ? { failedCandidates: run.failedCandidates } : {}),
+          ...(run.lastFailure ? { lastFailure: run.lastFailure } : {}),
         },
       };
     },
@@ -624,6 +687,8 @@ async function storeArtifacts(
         'charged time (s)': Math.round(run.usage.chargedMs) / 1000,
         'queue time (s)': Math.round(run.usage.queueMs) / 1000,
         direction: series.direction,
+        'failed candidates': run.failedCandidates ?? null,
+        'last failure (status, reason, stderr)': run.lastFailure ?? null,
       },
     });
     await ctx.artifacts.put('report.html', html, {
@@ -638,4 +703,19 @@ async function storeArtifacts(
       { contentType: 'application/x-ndjson', ...opts },
     );
   }
+}
+
+/**
+ * The task's failure when a seed program did not score: the search cannot start from it (a
+ * grader that crashes on every candidate ends here too, with its stderr in the reason).
+ */
+function seedFailureError(input: EvolveTaskInput, seed: SeedFailure): TroupeError {
+  const file = input.suite.seeds[seed.index] ?? `seeds[${seed.index}]`;
+  const how = seed.failure.outcome === 'unscored' ? 'the grader failed on it' : 'it did not score';
+  // The headline comes first: a task's error is shown cut to 200 characters.
+  return invalidArgument(
+    `task.yaml.seeds[${seed.index}]`,
+    `seed ${file} must score, but ${how}: ${seed.failure.headline} — ${seed.failure.text} ` +
+      '(`troupe validate <suite>` runs the seed once)',
+  );
 }

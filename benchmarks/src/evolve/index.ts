@@ -57,9 +57,12 @@ export {
   type SandboxEvaluatorPoolOptions,
 } from './sandbox-evaluator-pool';
 export { openSearchBudgetScope, searchBudgetScope, searchLedgerRoot } from './search-budget-scope';
+export { checkSuite, dryRunTask, type SuiteCheck } from './check-suite';
 export {
   loadSuiteBundle,
   MAX_SUITE_BYTES,
+  MAX_INLINE_SUITE_BYTES,
+  checkSuiteFitsMessages,
   MAX_SUITE_TASK_FILE_BYTES,
   parseSuiteTaskFile,
   phaseFiles,

@@ -134,18 +134,33 @@ function resultOf(reply: ExecReply, request: EvaluationRequest): EvaluatorResult
     };
   }
   if (reply.exitCode !== 0) {
-    throw new TroupeError('UNAVAILABLE', `evaluator exited with status ${reply.exitCode}`, {
-      retryable: true,
-      details: { evaluator: true, stderrTail: stderrTail.slice(-500) },
-    });
+    // The message carries the stderr tail: it becomes the node's `error` in the journal, where
+    // the suite's author sees why the grader failed (a traceback) without any log.
+    throw new TroupeError(
+      'UNAVAILABLE',
+      withStderr(`evaluator exited with status ${reply.exitCode}`, stderrTail),
+      {
+        retryable: true,
+        details: { evaluator: true, stderrTail: stderrTail.slice(-500) },
+      },
+    );
   }
   try {
     return parseEvaluatorOutput(reply.stdout);
   } catch (err) {
-    throw new TroupeError('UNAVAILABLE', (err as Error).message, {
+    throw new TroupeError('UNAVAILABLE', withStderr((err as Error).message, stderrTail), {
       cause: err,
       retryable: true,
       details: { evaluator: true, stderrTail: stderrTail.slice(-500) },
     });
   }
+}
+
+/** Characters of the evaluator's stderr an evaluator failure's message carries. */
+const ERROR_STDERR_CHARS = 500;
+
+/** `message`, followed by the last lines of the evaluator's stderr when it wrote any. */
+export function withStderr(message: string, stderr: string): string {
+  const tail = stderr.trim().slice(-ERROR_STDERR_CHARS);
+  return tail ? `${message}; evaluator stderr: ${tail}` : message;
 }

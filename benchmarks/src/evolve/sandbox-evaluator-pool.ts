@@ -51,6 +51,8 @@ export interface SandboxEvaluatorPoolOptions {
   files: Readonly<Record<string, string>>;
   /** CPU limit of each sandbox. @default 1 */
   cpus?: number;
+  /** Image of the sandboxes (a built grader environment). @default `troupe-<evaluator.image>:latest` */
+  image?: string;
   /** Deadline of creating a sandbox (a missing image is built first). @default 600000 */
   createTimeoutMs?: number;
   /** Logger. */
@@ -254,7 +256,7 @@ export class SandboxEvaluatorPool {
       'create',
       {
         spec: {
-          image: `troupe-${suite.evaluator.image}:latest`,
+          image: this.options.image ?? `troupe-${suite.evaluator.image}:latest`,
           memoryMb: suite.evaluator.memoryMb,
           cpus: this.options.cpus ?? 1,
           network: 'none',

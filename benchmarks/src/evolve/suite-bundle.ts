@@ -148,3 +148,34 @@ export function phaseFiles(
   }
   return out;
 }
+
+/**
+ * Largest suite (files of both phases, before base64) a job may ship: the files travel inside
+ * the task's input and the validation phase's inside every island step, each one NATS message
+ * (`max_payload`, 1 MiB by default; base64 adds a third, the step its population).
+ */
+export const MAX_INLINE_SUITE_BYTES = 512 * 1024;
+
+/**
+ * Refuses a suite whose files cannot travel in one message ({@link MAX_INLINE_SUITE_BYTES}),
+ * naming the largest files, so the job fails at submission instead of after `started`.
+ * @throws TroupeError `INVALID_ARGUMENT` on `field`
+ */
+export function checkSuiteFitsMessages(bundle: SuiteBundle, field: string): void {
+  const sizes = Object.entries(bundle.files).map(
+    ([rel, base64]) => [rel, Buffer.byteLength(base64, 'base64')] as const,
+  );
+  const bytes = sizes.reduce((sum, [, n]) => sum + n, 0);
+  if (bytes <= MAX_INLINE_SUITE_BYTES) return;
+  const largest = [...sizes]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, 3)
+    .map(([rel, n]) => `${rel} ${n} bytes`)
+    .join(', ');
+  throw invalidArgument(
+    field,
+    `the phases' files of ${bundle.suiteDir} are ${bytes} bytes, more than ${MAX_INLINE_SUITE_BYTES} bytes ` +
+      `(they travel in NATS messages, 1 MiB each by default); largest: ${largest}. Ship less data ` +
+      '(generate it in the grader from a fixed seed, or compress it)',
+  );
+}

@@ -10,8 +10,31 @@ function parseJson(text: string): unknown {
   }
 }
 
+/** Options of {@link resultsJson}. */
+export interface ResultsJsonOptions {
+  /**
+   * Where an artifact was copied on this machine (`troupe run` copies them before its cluster
+   * stops); each task then lists `files: {<artifact path>: <local file>}`. @default none
+   */
+  localFile?: (artifactPath: string) => string | undefined;
+}
+
 /** Results for machines: the job and its results with every `*_json` field decoded. */
-export function resultsJson(job: Job__Output, r: JobResults__Output): Record<string, unknown> {
+export function resultsJson(
+  job: Job__Output,
+  r: JobResults__Output,
+  options: ResultsJsonOptions = {},
+): Record<string, unknown> {
+  const filesOf = (artifacts: string[]): Record<string, string> | undefined => {
+    const { localFile } = options;
+    if (!localFile) return undefined;
+    const out: Record<string, string> = {};
+    for (const a of artifacts) {
+      const f = localFile(a);
+      if (f !== undefined) out[a] = f;
+    }
+    return out;
+  };
   const agg = r.aggregate;
   return {
     jobId: r.jobId,
@@ -48,6 +71,7 @@ export function resultsJson(job: Job__Output, r: JobResults__Output): Record<str
       stopReason: t.stopReason,
       error: t.error,
       artifacts: t.artifacts,
+      ...(options.localFile ? { files: filesOf(t.artifacts) } : {}),
       ...(t.detailsJson ? { details: parseJson(t.detailsJson) } : {}),
     })),
   };

@@ -13,6 +13,7 @@ import { resultsCommand } from './commands/results';
 import { rolloutCommand } from './commands/rollout';
 import { runCommand } from './commands/run';
 import { submitCommand } from './commands/submit';
+import { validateCommand } from './commands/validate';
 import { watchCommand } from './commands/watch';
 import { type GlobalOptions } from './connection';
 import { ExitCode, exitCodeOf, oneLine } from './exit-codes';
@@ -101,6 +102,18 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
     .option('--config <file>', 'YAML config (environment variables override it)')
     .option('--ready-file <file>', 'file written once registered, removed on stop (health checks)')
     .action(action((c, opts: Parameters<typeof nodeAgentCommand>[1]) => nodeAgentCommand(c, opts)));
+  program
+    .command('validate <target>')
+    .description(
+      'dry-run evolve suites (a suite folder or an evolve job): layout, markers, each seed once under the grader',
+    )
+    .option('--no-run', 'static checks only (no seed run, no Docker)')
+    .option('--log-level <level>', 'log level of the embedded cluster', 'info')
+    .action(
+      action((c, target: string, opts: Parameters<typeof validateCommand>[2]) =>
+        validateCommand(c, target, opts),
+      ),
+    );
   program
     .command('run <spec>')
     .description('start an embedded cluster, run one job, print its results, stop')

@@ -180,3 +180,81 @@ const built = path.resolve(__dirname, '../../dist/cli/main.js');
     expect(stderr).toContain('stopping the embedded cluster');
   },
 );
+
+const QUICK_SUITE = path.resolve(
+  __dirname,
+  '../../../benchmarks/test/integration/evolve-fixtures/quick-suite',
+);
+(existsSync(built) ? test : test.skip)(
+  'troupe run --json keeps the selected program of an evolve task after the cluster stops',
+  async () => {
+    writeFileSync(
+      path.join(dir, 'evolve.yaml'),
+      [
+        'kind: evolve',
+        'taskTimeoutMs: 300000',
+        'retries: {max: 0}',
+        'config: {evaluatorSlots: 1, saveJournal: false}',
+        'tasks:',
+        `  - {id: quick, suite: ${JSON.stringify(QUICK_SUITE)}, limits: {maxEvaluations: 2, maxGenerations: 1},`,
+        '     search: {islands: 1, draftsPerIsland: 1}}',
+        '',
+      ].join('\n'),
+    );
+    const dataDir = path.join(dir, '.troupe-evolve');
+    const child = spawn(process.execPath, [built, 'run', 'evolve.yaml', '--json'], {
+      cwd: dir,
+      env: { ...process.env, TROUPE_DATA_DIR: dataDir },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+    expect({ code, stderr: code === 0 ? '' : stderr }).toEqual({ code: 0, stderr: '' });
+    const results = JSON.parse(stdout) as {
+      jobId: string;
+      tasks: { taskId: string; status: string; files: Record<string, string> }[];
+    };
+    const task = results.tasks[0]!;
+    expect(task.status).toBe('TASK_PASSED');
+    const program = Object.entries(task.files).find(([a]) => a.endsWith('/program.py'));
+    expect(program).toBeDefined();
+    // The copy outlives the run's data directory, in <data-dir>/results/<jobId>/.
+    expect(program![1].startsWith(path.join(dataDir, 'results', results.jobId))).toBe(true);
+    expect(readFileSync(program![1], 'utf8')).toContain('troupe:param');
+    expect(stderr).toContain(`artifacts kept in ${path.join(dataDir, 'results', results.jobId)}`);
+  },
+  600_000,
+);
+
+(existsSync(built) ? test : test.skip)(
+  'troupe validate: checks a suite and runs its seed once; a crashing grader fails with its traceback',
+  async () => {
+    const validate = async (target: string): Promise<{ code: number | null; stdout: string }> => {
+      const child = spawn(process.execPath, [built, 'validate', target], {
+        cwd: dir,
+        env: { ...process.env, TROUPE_DATA_DIR: path.join(dir, '.troupe-validate') },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let stdout = '';
+      child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+      const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+      return { code, stdout };
+    };
+    const good = await validate(QUICK_SUITE);
+    expect(good.stdout).toContain('seed seed/program.py: 2 marked parameters (X, Y)');
+    expect(good.stdout).toMatch(
+      /ok {2}seed-check: the seeds scored under the grader, best validation score -0\.0[0-9]+/,
+    );
+    expect(good.code).toBe(0);
+    const bad = await validate(path.join(QUICK_SUITE, '../crashing-grader-suite'));
+    expect(bad.stdout).toContain('FAIL seed-check');
+    expect(bad.stdout).toContain('task.yaml.seeds[0]');
+    // The full stderr tail, not only the cut task error.
+    expect(bad.stdout).toMatch(/line 7, in score_of.*ZeroDivisionError: division by zero/);
+    expect(bad.code).toBe(3);
+  },
+  600_000,
+);

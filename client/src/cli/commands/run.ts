@@ -77,21 +77,37 @@ export async function runCommand(
       client.getJob(job.jobId),
       client.getResults(job.jobId),
     ]);
-    if (opts.html) {
-      const file = path.resolve(ctx.io.cwd, opts.html);
-      const artifactHref = await downloadReportArtifacts(
-        client,
-        results,
-        path.dirname(file),
-        `${file}.files`,
-        ctx.signal,
-      );
-      writeFileSync(file, renderHtmlReport(full, results, { artifactHref }));
+    // The run's data directory goes when the cluster stops: the tasks' artifacts (an evolve
+    // task's selected program, reports, logs) are copied out first, beside the HTML report or
+    // into <data-dir>/results/<jobId>/, and the JSON names each copy.
+    const file = opts.html ? path.resolve(ctx.io.cwd, opts.html) : undefined;
+    const filesDir = file ? `${file}.files` : path.join(base, 'results', job.jobId);
+    const artifactHref = await downloadReportArtifacts(
+      client,
+      results,
+      ctx.io.cwd,
+      filesDir,
+      ctx.signal,
+    );
+    const localFile = (artifact: string): string | undefined => {
+      const href = artifactHref(artifact);
+      return href === undefined ? undefined : path.resolve(ctx.io.cwd, href);
+    };
+    if (file) {
+      const dir = path.dirname(file);
+      const href = (artifact: string): string | undefined => {
+        const copy = localFile(artifact);
+        return copy === undefined ? undefined : path.relative(dir, copy).split(path.sep).join('/');
+      };
+      writeFileSync(file, renderHtmlReport(full, results, { artifactHref: href }));
       println(ctx.io.stderr, `wrote ${file}`);
+    }
+    if (results.tasks.some((t) => t.artifacts.some((a) => localFile(a) !== undefined))) {
+      println(ctx.io.stderr, `artifacts kept in ${filesDir}`);
     }
     ctx.io.stdout.write(
       opts.json
-        ? `${JSON.stringify(resultsJson(full, results), null, 2)}\n`
+        ? `${JSON.stringify(resultsJson(full, results, { localFile }), null, 2)}\n`
         : `${resultsTable(full, results)}\n`,
     );
     return exitForOutcome(job.jobId, outcome, ctx.signal);
