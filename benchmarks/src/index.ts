@@ -33,6 +33,7 @@ export {
 } from './evolve/evolve-driver';
 export { type EvolveBudgetContext } from './evolve/evolve-island-actor';
 export { checkSuite, dryRunTask, type SuiteCheck } from './evolve/check-suite';
+export { expandCompetitionTasks, loadTaskBundle } from './evolve/competition-tasks';
 export { type EvolveTask, EvolveTaskListSchema } from './evolve/evolve-job-spec';
 export { MAX_SUITE_TASK_FILE_BYTES, parseSuiteTaskFile } from './evolve/suite-bundle';
 export {

@@ -23,6 +23,35 @@ const PhaseSchema = z
      * hidden from the search.
      */
     files: z.array(relativePath).min(1),
+    /**
+     * Sealed grading (`evaluator.sealed`): the suite folder whose files (features and training
+     * data only, never an answer the phase is scored on) are the candidate's working directory.
+     * Only these reach the candidate's sandbox; `files` go to the separate grader sandbox.
+     */
+    candidate: relativePath.optional(),
+  })
+  .strict();
+
+/**
+ * Sealed grading: the candidate runs alone in its own sandbox with the phase's `candidate`
+ * folder as its working directory, its output file is copied out (bounded), and the evaluator
+ * command grades it in a second sandbox that alone holds the phase's `files` (the answers).
+ */
+const SealedSchema = z
+  .object({
+    /** The candidate's command (argv); placeholders `{program}` and `{timeoutS}`. */
+    command: z.array(z.string().min(1)).min(1).default(['python3', '{program}']),
+    /** The file the candidate writes in its working directory, e.g. `submission.csv`. */
+    output: z
+      .string()
+      .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/, 'must be a plain file name (no folders)'),
+    /** Largest output copied to the grader; a larger one grades `invalid`. @default 262144 */
+    maxOutputBytes: z
+      .number()
+      .int()
+      .positive()
+      .max(4 * 1024 * 1024)
+      .default(256 * 1024),
   })
   .strict();
 
@@ -63,6 +92,11 @@ export const SearchTaskSpecSchema = z
          * of the issue-resolution driver: `apt`, `python`, `npm`, `run`). @default none
          */
         environment: z.record(z.string(), z.unknown()).optional(),
+        /**
+         * Grade in a separate sandbox that alone holds the answers (see `SealedSchema`); the
+         * command then also gets `{submission}` (the candidate's output file in that sandbox).
+         */
+        sealed: SealedSchema.optional(),
       })
       .strict(),
     /** Files per phase. */
@@ -79,6 +113,7 @@ export const SearchTaskSpecSchema = z
   })
   .strict()
   .superRefine((spec, ctx) => {
+    checkSealed(spec, ctx);
     const validation = new Set(spec.phases.validation.files);
     for (const f of spec.phases.test.files) {
       if (validation.has(f)) continue;
@@ -92,6 +127,49 @@ export const SearchTaskSpecSchema = z
       }
     }
   });
+
+type SpecShape = {
+  evaluator: { sealed?: unknown };
+  phases: Record<'validation' | 'test', { files: string[]; candidate?: string | undefined }>;
+};
+
+/** A sealed spec names each phase's candidate folder, and no answer file lies inside one. */
+function checkSealed(spec: SpecShape, ctx: z.RefinementCtx): void {
+  for (const phase of ['validation', 'test'] as const) {
+    const { candidate } = spec.phases[phase];
+    if (!spec.evaluator.sealed) {
+      if (candidate !== undefined) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['phases', phase, 'candidate'],
+          message: 'needs evaluator.sealed (without it the program runs inside the evaluator)',
+        });
+      }
+      continue;
+    }
+    if (candidate === undefined) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['phases', phase, 'candidate'],
+        message: 'is required with evaluator.sealed (the folder the candidate runs in)',
+      });
+      continue;
+    }
+    const base = candidate.replace(/\/+$/, '');
+    for (const [phaseName, other] of Object.entries(spec.phases)) {
+      for (const f of other.files) {
+        const g = f.replace(/\/+$/, '');
+        if (g === base || g.startsWith(`${base}/`) || base.startsWith(`${g}/`)) {
+          ctx.addIssue({
+            code: 'custom',
+            path: ['phases', phase, 'candidate'],
+            message: `overlaps the grader file ${f} of phase ${phaseName}: the candidate could read it`,
+          });
+        }
+      }
+    }
+  }
+}
 
 /** A parsed `task.yaml`. */
 export type SearchTaskSpec = z.output<typeof SearchTaskSpecSchema>;
@@ -127,7 +205,14 @@ export function evolveOptionsFromSpec(
  */
 export function renderEvaluatorCommand(
   spec: SearchTaskSpec,
-  vars: { suite: string; program: string; phase: EvaluationPhase; timeoutMs: number },
+  vars: {
+    suite: string;
+    program: string;
+    phase: EvaluationPhase;
+    timeoutMs: number;
+    /** Where the candidate's output is (sealed grading). */
+    submission?: string;
+  },
 ): string[] {
   const margin = Math.min(5_000, vars.timeoutMs / 10);
   const values: Record<string, string> = {
@@ -135,9 +220,13 @@ export function renderEvaluatorCommand(
     program: vars.program,
     phase: vars.phase,
     timeoutS: String(Math.max(0.1, (vars.timeoutMs - margin) / 1000)),
+    submission: vars.submission ?? '',
   };
   return spec.evaluator.command.map((arg) =>
-    arg.replace(/\{(suite|program|phase|timeoutS)\}/g, (_m, key: string) => values[key] ?? ''),
+    arg.replace(
+      /\{(suite|program|phase|timeoutS|submission)\}/g,
+      (_m, key: string) => values[key] ?? '',
+    ),
   );
 }
 

@@ -1,7 +1,8 @@
 import { parseTunableParams } from '@troupe/evolve';
 import { errorCode, invalidArgument } from '@troupe/proto';
 import { type EvolveTask } from './evolve-job-spec';
-import { checkSuiteFitsMessages, loadSuiteBundle } from './suite-bundle';
+import { loadTaskBundle } from './competition-tasks';
+import { checkSuiteFitsMessages } from './suite-bundle';
 
 /** What {@link checkSuite} found in a suite that passed its static checks. */
 export interface SuiteCheck {
@@ -22,7 +23,7 @@ export interface SuiteCheck {
  * (built-in operators need at least one). Every failure is an `INVALID_ARGUMENT` on `field`.
  */
 export async function checkSuite(suite: string, field: string, cwd?: string): Promise<SuiteCheck> {
-  const bundle = await loadSuiteBundle(suite, field, cwd);
+  const bundle = await loadTaskBundle(suite, field, cwd);
   checkSuiteFitsMessages(bundle, field);
   const seeds = bundle.spec.seeds.map((file, i) => {
     let names: string[];

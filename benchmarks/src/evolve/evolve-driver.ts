@@ -18,6 +18,7 @@ import {
 import type { BudgetHook, LlmClient, ModelRegistry } from '@troupe/llm';
 import {
   checkTaskCount,
+  type CollectedTask,
   type JobDriver,
   type JobSpec,
   type TaskContext,
@@ -51,10 +52,13 @@ import {
 } from './sandbox-evaluator-pool';
 import { openSearchBudgetScope } from './search-budget-scope';
 import { serveEvaluatorLeases } from './evaluator-lease-service';
-import { checkSuiteFitsMessages, loadSuiteBundle, phaseFiles } from './suite-bundle';
+import { checkSuiteFitsMessages, phaseFiles } from './suite-bundle';
 import { ImageManager } from '@troupe/node-agent';
 import { EnvironmentBuilder } from '../issue-resolution/environment-builder';
 import { GRADER_ENVIRONMENT_WORKDIR, graderEnvironmentOf } from './grader-environment';
+import { expandCompetitionTasks, loadTaskBundle } from './competition-tasks';
+import { medalOf } from './mle-competition';
+import { phaseShipment } from './run-sealed-evaluation';
 
 /** Options of {@link createEvolveDriver}. */
 export interface EvolveDriverOptions {
@@ -307,8 +311,9 @@ export function createEvolveDriver(
           );
         }
       }
-      for (const [i, task] of tasksOf(spec).entries()) {
-        const bundle = await loadSuiteBundle(task.suite, `spec.tasks[${i}].suite`, options.cwd);
+      const tasks = await expandCompetitionTasks(tasksOf(spec), options.cwd);
+      for (const [i, task] of tasks.entries()) {
+        const bundle = await loadTaskBundle(task.suite, `spec.tasks[${i}].suite`, options.cwd);
         checkSuiteFitsMessages(bundle, `spec.tasks[${i}].suite`);
         graderEnvironmentOf(bundle.spec, `spec.tasks[${i}].suite`);
         try {
@@ -329,8 +334,9 @@ export function createEvolveDriver(
     async plan(spec) {
       const config = parseWith(EvolveJobConfigSchema, spec.config, { prefix: 'spec.config' });
       const planned = [];
-      for (const [i, task] of tasksOf(spec).entries()) {
-        const bundle = await loadSuiteBundle(task.suite, `spec.tasks[${i}].suite`, options.cwd);
+      const tasks = await expandCompetitionTasks(tasksOf(spec), options.cwd);
+      for (const [i, task] of tasks.entries()) {
+        const bundle = await loadTaskBundle(task.suite, `spec.tasks[${i}].suite`, options.cwd);
         checkSuiteFitsMessages(bundle, `spec.tasks[${i}].suite`);
         graderEnvironmentOf(bundle.spec, `spec.tasks[${i}].suite`);
         const input: EvolveTaskInput = {
@@ -352,7 +358,9 @@ export function createEvolveDriver(
       const searchConfig = searchConfigOf(input, ctx.spec.agent);
       // A crash interrupted an earlier execution of this attempt: its sandboxes may still live.
       for (const stale of ctx.staleResourceIds) {
-        await destroySandboxes(ctx.refs, ctx.jobId, evaluatorSandboxIds(stale, slots), ctx.log);
+        const sealed = input.suite.evaluator.sealed !== undefined;
+        const ids = evaluatorSandboxIds(stale, slots, sealed);
+        await destroySandboxes(ctx.refs, ctx.jobId, ids, ctx.log);
       }
       const image = await graderImageOf(ctx, input);
       const pool = new SandboxEvaluatorPool({
@@ -418,11 +426,13 @@ export function createEvolveDriver(
         };
       }
       // What each island step ships to evaluate: the suite and its validation files only (the
-      // test phase stays on the task's side).
+      // test phase stays on the task's side); a sealed suite's candidate folder too.
       const evaluation = {
         jobId: ctx.jobId,
         suite: input.suite,
-        files: phaseFiles(input.suite, input.files, 'validation'),
+        files: input.suite.evaluator.sealed
+          ? phaseShipment(input.suite, input.files, 'validation')
+          : phaseFiles(input.suite, input.files, 'validation'),
       };
       // Stop early enough that the generation in progress, final selection and the test grading
       // fit before the task's deadline (a timed-out task is graded on whatever exists).
@@ -565,6 +575,8 @@ export function createEvolveDriver(
           validationScore: run.selection.score,
           testScore: run.testScore,
           testStatus: run.testStatus,
+          ...medalDetails(raw, run, score),
+          costUsd: run.usage.costUsd,
           ...(run.testError ? { testError: run.testError } : {}),
           evaluations: run.usage.evaluations,
           generations: run.generations,
@@ -592,12 +604,15 @@ export function createEvolveDriver(
       pools.delete(ctx.resourceId);
       // This process ran the execution: destroy what it created. Otherwise (another host, a
       // restart) destroy every id the execution could have used.
-      const ids = pool ? [...pool.created] : evaluatorSandboxIds(ctx.resourceId, slots);
-      for (const stale of ctx.staleResourceIds) ids.push(...evaluatorSandboxIds(stale, slots));
+      const sealed = input.suite.evaluator.sealed !== undefined;
+      const ids = pool ? [...pool.created] : evaluatorSandboxIds(ctx.resourceId, slots, sealed);
+      for (const stale of ctx.staleResourceIds) {
+        ids.push(...evaluatorSandboxIds(stale, slots, sealed));
+      }
       await destroySandboxes(ctx.refs, ctx.jobId, ids, ctx.log, ctx.signal);
     },
 
-    collect(_spec, tasks) {
+    collect(_spec, tasks: readonly CollectedTask[]) {
       const scores: Record<string, number> = {};
       const validation: Record<string, number> = {};
       let evaluations = 0;
@@ -608,9 +623,57 @@ export function createEvolveDriver(
         const e = t.details?.['evaluations'];
         if (typeof e === 'number') evaluations += e;
       }
-      return { testScores: scores, validationScores: validation, evaluations };
+      return {
+        testScores: scores,
+        validationScores: validation,
+        evaluations,
+        ...competitionResults(tasks),
+      };
     },
   };
+}
+
+/**
+ * `medal` (where `score` lands among the suite's `gold`/`silver`/`bronze`/`median` reference
+ * scores: an MLE competition's thresholds), when the suite has such a table.
+ */
+function medalDetails(raw: unknown, run: EvolveRun, score: number | null): { medal?: string } {
+  const direction = (raw as Partial<EvolveTaskInput> | undefined)?.suite?.direction;
+  if (direction === undefined) return {};
+  const medal = medalOf(score, run.reference, direction);
+  return medal ? { medal } : {};
+}
+
+/**
+ * Per competition (tasks whose details hold a `medal`): score, medal, evaluations and cost, and
+ * the medal counts — the results table of a suite of competitions.
+ */
+function competitionResults(tasks: readonly CollectedTask[]): {
+  competitions?: Record<
+    string,
+    { score: number | null; medal: string; evaluations: number; costUsd: number }
+  >;
+  medals?: Record<string, number>;
+} {
+  const competitions: Record<
+    string,
+    { score: number | null; medal: string; evaluations: number; costUsd: number }
+  > = {};
+  const medals: Record<string, number> = {};
+  for (const t of tasks) {
+    const medal = t.details?.['medal'];
+    if (typeof medal !== 'string') continue;
+    const evaluations = t.details?.['evaluations'];
+    const cost = t.details?.['costUsd'];
+    competitions[t.taskId] = {
+      score: t.score ?? null,
+      medal,
+      evaluations: typeof evaluations === 'number' ? evaluations : 0,
+      costUsd: typeof cost === 'number' ? cost : 0,
+    };
+    medals[medal] = (medals[medal] ?? 0) + 1;
+  }
+  return Object.keys(competitions).length > 0 ? { competitions, medals } : {};
 }
 
 function runOf(
@@ -679,6 +742,10 @@ async function storeArtifacts(
         status: run.status,
         'validation score (selected)': run.selection.score,
         'test score (selected)': run.testScore,
+        ...(medalOf(run.testScore, input.suite.reference, input.suite.direction)
+          ? { medal: medalOf(run.testScore, input.suite.reference, input.suite.direction) }
+          : {}),
+        'cost (USD)': run.usage.costUsd,
         'selection source': run.selection.source,
         'selected program sha256': run.selectedProgramHash,
         evaluations: run.usage.evaluations,

@@ -24,6 +24,7 @@ import {
   runSandboxEvaluation,
   sandboxFailure,
 } from './run-sandbox-evaluation';
+import { graderSandboxId } from './run-sealed-evaluation';
 
 /**
  * What an `evolve` island step carries in `IslandStep.evaluation`: the job (the sandboxes'
@@ -185,7 +186,10 @@ export function createEvolveIslandActor(
         const sandbox = rt.refs.refOf({ kind: SANDBOX_KIND, id }).withHints({ jobId: setup.jobId });
         try {
           onStart?.();
-          const result = await runSandboxEvaluation(sandbox, request, setup, signal);
+          const grader = rt.refs
+            .refOf({ kind: SANDBOX_KIND, id: graderSandboxId(id) })
+            .withHints({ jobId: setup.jobId });
+          const result = await runSandboxEvaluation(sandbox, request, setup, signal, grader);
           giveBack(id);
           return result;
         } catch (err) {

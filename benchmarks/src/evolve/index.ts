@@ -69,3 +69,22 @@ export {
   resolveSuiteDir,
   type SuiteBundle,
 } from './suite-bundle';
+export {
+  isMleCompetition,
+  loadMleCompetition,
+  type Medal,
+  medalOf,
+  MLE_CONFIG_FILE,
+  type MleCompetitionConfig,
+  MleCompetitionConfigSchema,
+} from './mle-competition';
+export { MLE_GRADER_HARNESS, MLE_HARNESS_VERSION } from './mle-grader-harness';
+export {
+  candidateFiles,
+  graderSandboxId,
+  phaseShipment,
+  runSealedEvaluation,
+  SEALED_DIR,
+  type SealedEvaluationSetup,
+} from './run-sealed-evaluation';
+export { COMPETITIONS_DIR, expandCompetitionTasks, loadTaskBundle } from './competition-tasks';

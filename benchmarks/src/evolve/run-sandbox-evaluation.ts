@@ -7,7 +7,8 @@ import {
   type SearchTaskSpec,
 } from '@troupe/evolve';
 import { type ExecReply, ExecReplySchema, isSandboxLost } from '@troupe/node-agent';
-import { errorCode, TroupeError } from '@troupe/proto';
+import { errorCode, invalidArgument, TroupeError } from '@troupe/proto';
+import { runSealedEvaluation } from './run-sealed-evaluation';
 import { phaseFiles } from './suite-bundle';
 
 /** Where an evaluation's files go inside its sandbox (emptied before every evaluation). */
@@ -72,13 +73,24 @@ export function programFileOf(language: string): string {
  * (program outcomes). A non-zero exit or a missing or malformed line throws `UNAVAILABLE` with
  * `details.evaluator: true`; a failed sandbox call throws what the call threw (see
  * {@link classifySandboxFailure}).
+ *
+ * A sealed suite (`evaluator.sealed`) runs the program alone in `sandbox` and grades it in
+ * `grader`, which alone receives the answers (see `runSealedEvaluation`).
  */
 export async function runSandboxEvaluation(
   sandbox: UntypedActorRef,
   request: EvaluationRequest,
   setup: SandboxEvaluationSetup,
   signal: AbortSignal,
+  grader?: UntypedActorRef,
 ): Promise<EvaluatorResult> {
+  if (setup.suite.evaluator.sealed) {
+    if (!grader) {
+      throw invalidArgument('suite.evaluator.sealed', 'a sealed suite needs a grader sandbox');
+    }
+    const file = programFileOf(request.program.language);
+    return await runSealedEvaluation(sandbox, grader, request, setup, file, signal);
+  }
   await sandbox.ask(
     'exec',
     { cmd: ['/bin/sh', '-c', CLEAN_SCRIPT], timeoutMs: 30_000 },

@@ -13,6 +13,7 @@ import {
   runSandboxEvaluation,
   sandboxFailure,
 } from './run-sandbox-evaluation';
+import { graderSandboxId } from './run-sealed-evaluation';
 
 /** Times one evaluator slot may replace a lost sandbox before its evaluations fail for good. */
 export const MAX_SANDBOX_REPLACEMENTS = 3;
@@ -25,12 +26,18 @@ export function evaluatorSandboxId(resourceId: string, slot: number, replacement
   return `ev-${resourceId}-s${slot}${replacement > 0 ? `-r${replacement}` : ''}`;
 }
 
-/** Every sandbox id an execution with `slots` evaluator slots may have created. */
-export function evaluatorSandboxIds(resourceId: string, slots: number): string[] {
+/**
+ * Every sandbox id an execution with `slots` evaluator slots may have created (with `sealed`,
+ * each slot's grader sandbox too).
+ */
+export function evaluatorSandboxIds(resourceId: string, slots: number, sealed = false): string[] {
   const ids: string[] = [];
   for (let s = 0; s < slots; s++) {
-    for (let r = 0; r <= MAX_SANDBOX_REPLACEMENTS; r++)
-      ids.push(evaluatorSandboxId(resourceId, s, r));
+    for (let r = 0; r <= MAX_SANDBOX_REPLACEMENTS; r++) {
+      const id = evaluatorSandboxId(resourceId, s, r);
+      ids.push(id);
+      if (sealed) ids.push(graderSandboxId(id));
+    }
   }
   return ids;
 }
@@ -251,21 +258,29 @@ export class SandboxEvaluatorPool {
   private async ensureCreated(slot: Slot, signal: AbortSignal): Promise<void> {
     if (slot.ready) return;
     const { suite } = this.options;
-    this.created.add(this.idOf(slot));
-    await this.ref(slot).ask(
-      'create',
-      {
-        spec: {
-          image: this.options.image ?? `troupe-${suite.evaluator.image}:latest`,
-          memoryMb: suite.evaluator.memoryMb,
-          cpus: this.options.cpus ?? 1,
-          network: 'none',
-        },
-        jobId: this.options.jobId,
+    const create = {
+      spec: {
+        image: this.options.image ?? `troupe-${suite.evaluator.image}:latest`,
+        memoryMb: suite.evaluator.memoryMb,
+        cpus: this.options.cpus ?? 1,
+        network: 'none',
       },
-      { timeoutMs: this.createTimeoutMs, signal },
-    );
+      jobId: this.options.jobId,
+    };
+    const ids = [this.idOf(slot)];
+    // Sealed grading: a second sandbox per slot, the only one that receives the answers.
+    if (suite.evaluator.sealed) ids.push(graderSandboxId(this.idOf(slot)));
+    for (const id of ids) {
+      this.created.add(id);
+      await this.refById(id).ask('create', create, { timeoutMs: this.createTimeoutMs, signal });
+    }
     slot.ready = true;
+  }
+
+  private refById(id: string): UntypedActorRef {
+    return this.options.refs
+      .refOf({ kind: SANDBOX_KIND, id })
+      .withHints({ jobId: this.options.jobId });
   }
 
   private onFailure(slot: Slot, err: unknown): void {
@@ -291,6 +306,7 @@ export class SandboxEvaluatorPool {
         request,
         { suite: this.options.suite, files: this.options.files },
         signal,
+        this.refById(graderSandboxId(this.idOf(slot))),
       );
       this.evaluations++;
       return result;
@@ -317,11 +333,14 @@ export class SandboxEvaluatorPool {
     this.replacements++;
     this.log.warn({ err, sandboxId: old }, 'evaluator sandbox replaced after a failure');
     // Best effort, in the background: cleanup destroys it again at the end anyway.
-    this.options.refs
-      .refOf({ kind: SANDBOX_KIND, id: old })
-      .withHints({ jobId: this.options.jobId })
-      .ask('destroy', {}, { timeoutMs: 30_000 })
-      .catch(() => undefined);
+    const olds = this.options.suite.evaluator.sealed ? [old, graderSandboxId(old)] : [old];
+    for (const id of olds) {
+      this.options.refs
+        .refOf({ kind: SANDBOX_KIND, id })
+        .withHints({ jobId: this.options.jobId })
+        .ask('destroy', {}, { timeoutMs: 30_000 })
+        .catch(() => undefined);
+    }
   }
 
   private async acquire(signal: AbortSignal): Promise<Slot> {

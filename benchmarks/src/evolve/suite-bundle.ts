@@ -122,8 +122,9 @@ export async function loadSuiteBundle(
     }
     files[rel] = content.toString('base64');
   };
-  for (const f of [...spec.phases.validation.files, ...spec.phases.test.files]) {
-    await add(f.replace(/\/+$/, ''));
+  const candidates = [spec.phases.validation.candidate, spec.phases.test.candidate];
+  for (const f of [...spec.phases.validation.files, ...spec.phases.test.files, ...candidates]) {
+    if (f !== undefined) await add(f.replace(/\/+$/, ''));
   }
   return { suiteDir, spec, seeds, files };
 }

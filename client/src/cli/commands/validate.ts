@@ -2,6 +2,7 @@ import { statSync, rmSync } from 'node:fs';
 import * as path from 'node:path';
 import {
   checkSuite,
+  expandCompetitionTasks,
   dryRunTask,
   type EvolveTask,
   EvolveTaskListSchema,
@@ -67,7 +68,8 @@ export async function validateCommand(
   target: string,
   opts: ValidateCommandOptions,
 ): Promise<number> {
-  const { tasks } = tasksOf(ctx, target);
+  // A folder of MLE-bench competitions is one task per competition, as the driver runs it.
+  const tasks = await expandCompetitionTasks(tasksOf(ctx, target).tasks, ctx.io.cwd);
   const checks = new Map<string, SuiteCheck>();
   for (const [i, task] of tasks.entries()) {
     const check = await checkSuite(task.suite, `spec.tasks[${i}].suite`, ctx.io.cwd);
