@@ -294,7 +294,14 @@ export class ChaosCluster {
   }
 
   private async waitReady(m: Member): Promise<void> {
-    await m.process.waitForLine((l) => l.includes(m.readyLine), 90_000);
+    try {
+      await m.process.waitForLine((l) => l.includes(m.readyLine), 120_000);
+    } catch (err) {
+      throw new Error(
+        `${m.name} did not log '${m.readyLine}'; its output:\n${m.process.output().slice(-4_000)}`,
+        { cause: err },
+      );
+    }
   }
 }
 
