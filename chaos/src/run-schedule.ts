@@ -33,8 +33,10 @@ export interface ScheduleReport {
 }
 
 /** Deadlines of one schedule (generous: CI machines are loaded). */
+const TASK_TIMEOUT_MS = 120_000;
 const RECOVERY_DEADLINE_MS = 120_000;
-const JOB_DEADLINE_MS = 600_000;
+/** Twice the tasks' own timeout: a job still running then is stuck (and is cancelled). */
+const JOB_DEADLINE_MS = 240_000;
 const WATCH_END_DEADLINE_MS = 30_000;
 const ORPHAN_DEADLINE_MS = 60_000;
 
@@ -62,7 +64,7 @@ export async function runSchedule(
     name: `chaos-${schedule.seed}`,
     kind: 'shell-tasks',
     concurrency: 6,
-    taskTimeoutMs: 120_000,
+    taskTimeoutMs: TASK_TIMEOUT_MS,
     labels: { suite: 'chaos', seed: String(schedule.seed) },
     config: { memoryMb: 64 },
     tasks: [...markers].map(([id, marker]) => ({
@@ -143,7 +145,11 @@ export async function runSchedule(
     await waitFor(finished, {
       timeoutMs: JOB_DEADLINE_MS,
       message: `seed ${schedule.seed}: job ${jobId} finished`,
-    }).catch((err: Error) => violations.push(err.message));
+    }).catch(async (err: Error) => {
+      violations.push(err.message);
+      // Free its slots for the next schedules; the watcher then sees the job end.
+      await client.cancelJob(jobId, 'chaos: job deadline').catch(() => undefined);
+    });
     await waitFor(() => watch.endedAtMs !== undefined || watch.error !== undefined, {
       timeoutMs: WATCH_END_DEADLINE_MS,
       message: 'watch ended',
