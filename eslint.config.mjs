@@ -55,6 +55,7 @@ export default tseslint.config(
       '**/src/cli/**/*.ts',
       'perf/**/*.ts',
       'fuzz/src/**/*.ts',
+      'chaos/src/**/*.ts',
       'scripts/**/*.ts',
       'testkit/src/bin/**/*.ts',
     ],

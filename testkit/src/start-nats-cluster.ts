@@ -14,6 +14,12 @@ export interface NatsClusterOptions extends Pick<
   readyTimeoutMs?: number;
   /** Aborts startup; servers already started are stopped. */
   signal?: AbortSignal;
+  /**
+   * More arguments for every server, after the cluster's own (e.g. `['--no_advertise']`, so a
+   * client that reaches the cluster through a proxy never learns the servers' direct URLs and a
+   * cut proxy really partitions it). @default []
+   */
+  args?: readonly string[];
 }
 
 /** A running JetStream cluster of `nats-server` processes on 127.0.0.1. */
@@ -68,6 +74,7 @@ export async function startNatsCluster(
             `nats://127.0.0.1:${port}`,
             '--routes',
             routes,
+            ...(options.args ?? []),
           ],
         }).then((s) => {
           servers.push(s);

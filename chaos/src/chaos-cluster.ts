@@ -1,0 +1,313 @@
+import { randomBytes } from 'node:crypto';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { TroupeClient } from '@troupe/client';
+import { spawnNodeProcess, type TestProcess } from '@troupe/test-cluster';
+import {
+  ensureDocker,
+  getFreePort,
+  type NatsClusterHandle,
+  randomClusterName,
+  startNatsCluster,
+  startTcpProxy,
+  type TcpProxyHandle,
+  waitFor,
+} from '@troupe/testkit';
+import type Docker from 'dockerode';
+import type { FaultTarget } from './fault-schedule';
+
+/** The built `troupe` CLI: `troupe coordinator` registers the shipped job drivers. */
+const CLI = path.resolve(__dirname, '..', '..', 'client', 'dist', 'cli', 'main.js');
+
+/** Options of {@link ChaosCluster.start}. */
+export interface ChaosClusterOptions {
+  /** @default 2 */
+  coordinators?: number;
+  /** @default 3 */
+  nodeAgents?: number;
+  /** Sandbox slots of each node agent. @default 4 */
+  slots?: number;
+  /** Progress lines. */
+  log: (line: string) => void;
+}
+
+interface Member {
+  readonly name: string;
+  process: TestProcess;
+  readonly spawn: () => TestProcess;
+  readonly readyLine: string;
+}
+
+/**
+ * The cluster the chaos harness breaks: a three-server JetStream cluster (replicas 3, servers
+ * started with `--no_advertise` so a client only knows the URLs it was given), coordinator
+ * processes of the `troupe` CLI (every shipped driver, the job API on a fixed port each, a 2 s
+ * leader lease) and node-agent processes that reach NATS only through TCP proxies of their own,
+ * so cutting the proxies partitions one node agent from everything. Heartbeats are the test
+ * clusters' fast ones (250 ms, dead after 1 s).
+ */
+export class ChaosCluster {
+  private constructor(
+    readonly cluster: string,
+    readonly token: string,
+    readonly nats: NatsClusterHandle,
+    readonly docker: Docker,
+    /** The harness's own connection (every server's URL). */
+    readonly nc: NatsConnection,
+    readonly grpcPorts: readonly number[],
+    private readonly coordinators: Member[],
+    private readonly nodeAgents: Member[],
+    private readonly proxies: readonly (readonly TcpProxyHandle[])[],
+    private readonly tempFiles: readonly string[],
+  ) {}
+
+  /** Starts the cluster and waits until every process is up and every node agent is listed. */
+  static async start(options: ChaosClusterOptions): Promise<ChaosCluster> {
+    const docker = await ensureDocker();
+    const cluster = randomClusterName();
+    const token = randomBytes(24).toString('hex');
+    options.log(`starting a 3-server JetStream cluster for ${cluster}`);
+    const nats = await startNatsCluster({ size: 3, args: ['--no_advertise'] });
+    const nc = await connect({ servers: nats.urls, maxReconnectAttempts: -1 });
+    const coordinators: Member[] = [];
+    const nodeAgents: Member[] = [];
+    const proxies: TcpProxyHandle[][] = [];
+    const tempFiles: string[] = [];
+    const grpcPorts: number[] = [];
+    const self = new ChaosCluster(
+      cluster,
+      token,
+      nats,
+      docker,
+      nc,
+      grpcPorts,
+      coordinators,
+      nodeAgents,
+      proxies,
+      tempFiles,
+    );
+    try {
+      for (let i = 0; i < (options.coordinators ?? 2); i++) {
+        const port = await getFreePort();
+        grpcPorts.push(port);
+        const configFile = path.join(os.tmpdir(), `troupe-chaos-${cluster}-coordinator-${i}.json`);
+        tempFiles.push(configFile);
+        // JSON is YAML. The test clusters' fast failure detection, a short leader lease.
+        writeFileSync(
+          configFile,
+          JSON.stringify({
+            heartbeatMs: 250,
+            missedHeartbeats: 4,
+            sweepIntervalMs: 500,
+            shutdownGraceMs: 0,
+            replicas: 3,
+            leaseMs: 2_000,
+            renewMs: 400,
+            grpc: { host: '127.0.0.1', port, token },
+          }),
+        );
+        const name = `coordinator#${i}`;
+        const spawn = () =>
+          spawnNodeProcess(CLI, ['coordinator', '--config', configFile], {
+            env: {
+              TROUPE_CLUSTER: cluster,
+              TROUPE_NATS_URL: nats.urls.join(','),
+              TROUPE_COORDINATOR_ID: `chaos-coord-${i}`,
+              TROUPE_METRICS_PORT: 'off',
+              TROUPE_LOG_LEVEL: 'info',
+            },
+          });
+        coordinators.push({
+          name,
+          process: spawn(),
+          spawn,
+          readyLine: 'coordinator serving the job API',
+        });
+      }
+      for (let i = 0; i < (options.nodeAgents ?? 3); i++) {
+        const own = await Promise.all(
+          nats.servers.map((s) => startTcpProxy({ target: { port: s.port } })),
+        );
+        proxies.push(own);
+        const name = `node-agent#${i}`;
+        const spawn = () =>
+          spawnNodeProcess(CLI, ['node-agent'], {
+            env: {
+              TROUPE_CLUSTER: cluster,
+              TROUPE_NATS_URL: own.map((p) => p.url).join(','),
+              TROUPE_HOST_ID: `chaos-agent-${i}`,
+              TROUPE_SLOTS: `sandbox=${options.slots ?? 4}`,
+              TROUPE_METRICS_PORT: 'off',
+              TROUPE_LOG_LEVEL: 'info',
+              TROUPE_VM: 'off',
+            },
+          });
+        nodeAgents.push({ name, process: spawn(), spawn, readyLine: 'node agent serving' });
+      }
+      for (const m of [...coordinators, ...nodeAgents]) await self.waitReady(m);
+      // Node information is served by the leader alone: ask every coordinator.
+      const clients = grpcPorts.map(
+        (port) => new TroupeClient({ address: `127.0.0.1:${port}`, token, timeoutMs: 10_000 }),
+      );
+      try {
+        const ready = async (client: TroupeClient) =>
+          (await client.listNodes()).filter((n) => n.state === 'NODE_READY').length;
+        await waitFor(
+          async () =>
+            (await Promise.all(clients.map((cl) => ready(cl).catch(() => 0)))).some(
+              (n) => n >= nodeAgents.length,
+            ),
+          { timeoutMs: 60_000, message: `all ${nodeAgents.length} node agents ready` },
+        );
+      } finally {
+        for (const cl of clients) cl.close();
+      }
+      options.log(
+        `cluster up: ${coordinators.length} coordinators, ${nodeAgents.length} node agents`,
+      );
+    } catch (err) {
+      await self.stop();
+      throw err;
+    }
+    return self;
+  }
+
+  /** A job API client that uses whichever coordinator answers (grpc-js pick_first over all). */
+  client(): TroupeClient {
+    return new TroupeClient({
+      address: `ipv4:${this.grpcPorts.map((p) => `127.0.0.1:${p}`).join(',')}`,
+      token: this.token,
+      timeoutMs: 30_000,
+      retry: { maxAttempts: 20, initialBackoffMs: 200, maxBackoffMs: 2_000 },
+    });
+  }
+
+  /** The pid of a process of the cluster. */
+  pidOf(target: FaultTarget): number {
+    if (target.role === 'docker') return dockerdPid();
+    if (target.role === 'nats') return this.natsServer(target.index).pid;
+    const pid = this.member(target).process.child.pid;
+    if (pid === undefined) throw new Error(`${this.member(target).name} has no pid`);
+    return pid;
+  }
+
+  /** `kill -9` of a coordinator or node agent (waits for its exit). */
+  async killMember(target: FaultTarget): Promise<void> {
+    await this.member(target).process.kill('SIGKILL');
+  }
+
+  /** Starts a killed coordinator or node agent again; resolves once it says it started. */
+  async restartMember(target: FaultTarget): Promise<void> {
+    const m = this.member(target);
+    m.process = m.spawn();
+    await this.waitReady(m);
+  }
+
+  /** The nats-server at `index`. */
+  natsServer(index: number) {
+    const server = this.nats.servers[index];
+    if (!server) throw new RangeError(`no nats-server #${index}`);
+    return server;
+  }
+
+  /** The TCP proxies node agent `index` reaches NATS through. */
+  proxiesOf(index: number): readonly TcpProxyHandle[] {
+    const own = this.proxies[index];
+    if (!own) throw new RangeError(`no node agent #${index}`);
+    return own;
+  }
+
+  /** Output of every coordinator and node agent process now running. */
+  outputs(): { name: string; lines: readonly string[] }[] {
+    return [...this.coordinators, ...this.nodeAgents].map((m) => ({
+      name: m.name,
+      lines: m.process.lines,
+    }));
+  }
+
+  /** Processes of this cluster still alive (after {@link stop}: orphans). */
+  liveProcesses(): string[] {
+    const live: string[] = [];
+    for (const entry of readdirSync('/proc')) {
+      if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
+      try {
+        const environ = readFileSync(`/proc/${entry}/environ`, 'utf8');
+        if (environ.split('\0').includes(`TROUPE_CLUSTER=${this.cluster}`)) {
+          live.push(
+            `${entry} ${readFileSync(`/proc/${entry}/cmdline`, 'utf8').replace(/\0/g, ' ')}`,
+          );
+        }
+      } catch {
+        // Gone, or not ours to read.
+      }
+    }
+    for (const s of this.nats.servers) if (s.running) live.push(`${s.pid} nats-server ${s.url}`);
+    return live;
+  }
+
+  /** Stops every process (SIGTERM, so node agents remove their sandboxes), proxies and servers. */
+  async stop(): Promise<void> {
+    await Promise.all(
+      [...this.nodeAgents, ...this.coordinators].map(async (m) => {
+        // A process left stopped by an interrupted fault would ignore SIGTERM.
+        if (m.process.child.pid !== undefined) {
+          try {
+            process.kill(m.process.child.pid, 'SIGCONT');
+          } catch {
+            // Already gone.
+          }
+        }
+        const exited = m.process.kill('SIGTERM');
+        const timer = setTimeout(() => void m.process.kill('SIGKILL'), 15_000);
+        await exited;
+        clearTimeout(timer);
+      }),
+    );
+    await Promise.all(this.proxies.flat().map((p) => p.stop()));
+    await this.nc.close().catch(() => undefined);
+    for (const s of this.nats.servers) {
+      if (s.running) {
+        try {
+          process.kill(s.pid, 'SIGCONT');
+        } catch {
+          // Already gone.
+        }
+      }
+    }
+    await this.nats.stop();
+    await Promise.all(this.tempFiles.map((f) => rm(f, { force: true })));
+  }
+
+  private member(target: FaultTarget): Member {
+    const list =
+      target.role === 'coordinator'
+        ? this.coordinators
+        : target.role === 'node-agent'
+          ? this.nodeAgents
+          : [];
+    const m = target.role === 'docker' || target.role === 'nats' ? undefined : list[target.index];
+    if (!m) throw new RangeError(`no process for ${JSON.stringify(target)}`);
+    return m;
+  }
+
+  private async waitReady(m: Member): Promise<void> {
+    try {
+      await m.process.waitForLine((l) => l.includes(m.readyLine), 120_000);
+    } catch (err) {
+      throw new Error(
+        `${m.name} did not log '${m.readyLine}'; its output:\n${m.process.output().slice(-4_000)}`,
+        { cause: err },
+      );
+    }
+  }
+}
+
+/** The Docker daemon's pid (from its pid file). */
+export function dockerdPid(): number {
+  const pid = Number(readFileSync('/var/run/docker.pid', 'utf8').trim());
+  if (!Number.isInteger(pid) || pid <= 0) throw new Error('no dockerd pid in /var/run/docker.pid');
+  return pid;
+}

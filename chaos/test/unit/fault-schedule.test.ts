@@ -1,0 +1,44 @@
+import { FaultKind, makeSchedule, type ScheduleShape } from '../../src/fault-schedule';
+import { percentile } from '../../src/percentile';
+
+const SHAPE: ScheduleShape = {
+  kinds: [FaultKind.KILL, FaultKind.STOP, FaultKind.NATS_RESTART, FaultKind.PARTITION],
+  faultsPerSchedule: 3,
+  tasks: 18,
+  coordinators: 2,
+  nodeAgents: 3,
+  natsServers: 3,
+};
+
+test('a seed always gives the same schedule, and another seed another one', () => {
+  expect(makeSchedule(42, SHAPE)).toEqual(makeSchedule(42, SHAPE));
+  const many = new Set(
+    Array.from({ length: 20 }, (_, i) => JSON.stringify(makeSchedule(i, SHAPE).faults)),
+  );
+  expect(many.size).toBe(20);
+});
+
+test('schedules hit only what exists, with the kinds of the shape', () => {
+  const faults = Array.from({ length: 200 }, (_, i) => makeSchedule(i, SHAPE).faults).flat();
+  expect(new Set(faults.map((f) => f.kind))).toEqual(new Set(SHAPE.kinds));
+  for (const f of faults) {
+    expect(f.gapMs).toBeGreaterThanOrEqual(300);
+    if (f.target.role === 'docker') throw new Error('docker restart is not in the shape');
+    const max = { coordinator: 2, 'node-agent': 3, nats: 3 }[f.target.role];
+    expect(f.target.index).toBeLessThan(max);
+    if (f.kind === FaultKind.PARTITION) expect(f.target.role).toBe('node-agent');
+    if (f.kind === FaultKind.NATS_RESTART) expect(f.target.role).toBe('nats');
+  }
+});
+
+test('percentile is the nearest rank', () => {
+  expect(percentile([], 99)).toBeUndefined();
+  expect(percentile([3, 1, 2], 50)).toBe(2);
+  expect(
+    percentile(
+      Array.from({ length: 100 }, (_, i) => i + 1),
+      99,
+    ),
+  ).toBe(99);
+  expect(percentile([5], 99)).toBe(5);
+});
