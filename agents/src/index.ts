@@ -16,6 +16,10 @@ export {
 } from './agent/agent-template';
 export { toolDefinition } from './agent/agent-tool-args';
 export { AgentToolName } from './agent/agent-tool-name';
+export { ActorSandboxPort } from './agent/actor-sandbox-port';
+export { type AgentTemplate, parseAgentTemplate } from './agent/agent-template';
+export { type ToolContext } from './agent/tools/agent-tool';
+export { AGENT_TOOLS, runToolCall } from './agent/tools/agent-tools';
 export { type TrajectoryEvent } from './agent/trajectory-event';
 export {
   trajectoriesToJsonl,

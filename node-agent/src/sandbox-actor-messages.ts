@@ -60,9 +60,13 @@ export const SandboxSpecInputSchema = z
 export type SandboxSpecInput = z.input<typeof SandboxSpecInputSchema>;
 
 /** A command: an argv array (run directly) or a string (run with `/bin/sh -c`). */
+/** An argv entry: a NUL cannot be passed to a process (spawn would throw). */
+const ArgvString = z
+  .string()
+  .refine((s) => !s.includes('\u0000'), { error: 'must not contain a NUL character' });
 export const CommandSchema = z.union([
-  z.array(z.string()).min(1, 'must have at least one element'),
-  z.string().min(1),
+  z.array(ArgvString).min(1, 'must have at least one element'),
+  ArgvString.min(1),
 ]);
 
 const execFields = {

@@ -3,6 +3,7 @@ import { actorWireTarget } from './actor-wire';
 import { grpcRequestsTarget } from './grpc-requests';
 import { specTextTarget } from './spec-text';
 import { taskFilesTarget } from './task-files';
+import { toolCallsTarget } from './tool-calls';
 
 /** Every fuzz target, in run order. */
 export const FUZZ_TARGETS = [
@@ -10,4 +11,5 @@ export const FUZZ_TARGETS = [
   taskFilesTarget,
   actorWireTarget,
   grpcRequestsTarget,
+  toolCallsTarget,
 ] as unknown as readonly FuzzTarget<never>[];

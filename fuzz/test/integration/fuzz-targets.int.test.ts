@@ -24,6 +24,7 @@ const CASES: Record<string, number> = {
   'task-files': 60,
   'actor-wire': 200,
   grpc: 150,
+  'tool-calls': 150,
 };
 
 test.each(FUZZ_TARGETS.map((t) => [t.name, t] as const))(

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { AgentToolName } from '../agent-tool-name';
 import { replaceExact } from '../replace-exact';
 import { defineTool } from './agent-tool';
+import { argvText } from './tool-text';
 import { SandboxArgSchema } from '../../sandboxes/sandbox-template';
 
 /** `edit_file`: replaces the single exact occurrence of a text in a sandbox file. */
@@ -10,7 +11,7 @@ export const editFile = defineTool({
   description:
     'Replace the single exact occurrence of old_text with new_text in a file. Fails if old_text is not found or is ambiguous.',
   schema: z.strictObject({
-    path: z.string().min(1),
+    path: argvText(),
     old_text: z.string().min(1).describe('exact text to replace; must occur exactly once'),
     new_text: z.string(),
     sandbox: SandboxArgSchema,

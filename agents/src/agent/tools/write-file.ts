@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { AgentToolName } from '../agent-tool-name';
 import { defineTool } from './agent-tool';
+import { argvText } from './tool-text';
 import { SandboxArgSchema } from '../../sandboxes/sandbox-template';
 
 /** `write_file`: creates or overwrites a sandbox file. */
@@ -8,7 +9,7 @@ export const writeFile = defineTool({
   name: AgentToolName.WRITE_FILE,
   description: 'Create or overwrite a text file.',
   schema: z.strictObject({
-    path: z.string().min(1),
+    path: argvText(),
     content: z.string(),
     sandbox: SandboxArgSchema,
   }),

@@ -1,0 +1,46 @@
+import { parseAgentTemplate } from '../../src/agent/agent-template';
+import { AgentToolName } from '../../src/agent/agent-tool-name';
+import type { ToolContext } from '../../src/agent/tools/agent-tool';
+import { runToolCall } from '../../src/agent/tools/agent-tools';
+
+// Found by the tool-calls fuzz target: a NUL in a path or command reached the sandbox's spawn
+// and came back as `error: INTERNAL: The argument 'args[3]' must be a string without null
+// bytes`. The tools' schemas now refuse it, naming the argument, before the sandbox is touched.
+const template = parseAgentTemplate({
+  name: 'nul',
+  instruction: 'x',
+  model: 'fake-model',
+  tools: [
+    AgentToolName.RUN_TERMINAL_COMMAND,
+    AgentToolName.VIEW_FILE,
+    AgentToolName.EDIT_FILE,
+    AgentToolName.WRITE_FILE,
+  ],
+});
+let sandboxCalls = 0;
+const ctx = {
+  session: { template },
+  sandbox: async () => {
+    sandboxCalls++;
+    throw new Error('the sandbox must not be reached');
+  },
+} as unknown as ToolContext;
+
+test.each([
+  [AgentToolName.VIEW_FILE, { path: 'seed.txt\u0000.png' }, 'arguments.path'],
+  [AgentToolName.WRITE_FILE, { path: 'a\u0000b', content: 'x' }, 'arguments.path'],
+  [AgentToolName.EDIT_FILE, { path: '\u0000', old_text: 'a', new_text: 'b' }, 'arguments.path'],
+  [AgentToolName.RUN_TERMINAL_COMMAND, { command: 'echo a\u0000b' }, 'arguments.command'],
+  [AgentToolName.RUN_TERMINAL_COMMAND, { action: 'poll', job_id: 'j\u0000' }, 'arguments.job_id'],
+])('%s refuses a NUL character, naming the argument', async (name, args, field) => {
+  const r = await runToolCall(
+    { id: 'c1', name, argumentsText: JSON.stringify(args) },
+    ctx,
+    new AbortController().signal,
+  );
+  expect(r.ok).toBe(false);
+  expect(r.content).toContain(field);
+  expect(r.content).toContain('must not contain a NUL character');
+  expect(r.content).not.toContain('INTERNAL');
+  expect(sandboxCalls).toBe(0);
+});

@@ -1,0 +1,239 @@
+import { mkdtemp } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { type GrowthRule, type GrowthVerdict, judgeGrowth } from './growth-trend';
+import {
+  type ProcessSample,
+  sampleProcess,
+  SERIES,
+  type SeriesKey,
+  type SoakedProcess,
+} from './process-sampler';
+import { startSoakCluster } from './soak-cluster';
+import { runSoakWorkload, type SoakWorkloadTally } from './soak-workload';
+
+/**
+ * The growth each series may show after the warm-up (see docs/reliability.md, Soak). A Troupe
+ * server runs for weeks: 20 MB/h of RSS is ~3.4 GB a week, so anything above it would take a
+ * default-sized container down; heap is measured after a full collection (the live set), so
+ * 10 MB/h of it is retained objects, not garbage; a descriptor or handle per job (a job every
+ * few seconds) is hundreds an hour, while 20/h is below one per three minutes. `minRise` is
+ * what the fitted line must also rise over the judged window: a short run's noise (an allocator
+ * arena, a pooled socket, a GC that happens to land late) extrapolates to a steep slope but
+ * rises by a few MB or descriptors, not by the rise a leak of that slope would make.
+ */
+export const GROWTH_RULES: Record<SeriesKey, GrowthRule> = {
+  rssMb: { maxSlopePerH: 20, minRise: 8 },
+  heapMb: { maxSlopePerH: 10, minRise: 4 },
+  fds: { maxSlopePerH: 20, minRise: 10 },
+  handles: { maxSlopePerH: 20, minRise: 10 },
+};
+
+/**
+ * The warm-up left out of the fits: a third of the run, at least 60 s, at most 10 min. In the
+ * first minute every process grows as it should (JIT code, connection pools, nats-server's
+ * stream caches filling); a leak is what keeps growing after that.
+ */
+export function warmupFor(durationS: number): number {
+  return Math.min(600, Math.max(60, durationS / 3));
+}
+
+/** Options of {@link runSoak}. */
+export interface SoakOptions {
+  /** How long the workload runs, seconds (it also stops after `maxTasks`). */
+  durationS: number;
+  maxTasks: number;
+  /** Seconds between samples. */
+  sampleS: number;
+  backend: 'docker' | 'process';
+  /** Sandbox slots of the node agent, and tasks a job runs at once. */
+  slots: number;
+  /** Tasks per job (a job runs `slots / parallelJobs` of them at once). */
+  jobTasks: number;
+  parallelJobs: number;
+  image: string;
+  /** Folder for logs and probe reports. @default a new temp folder */
+  dir?: string;
+  /** Also sample these processes (a test's deliberately leaking process). */
+  extraProcesses?: SoakedProcess[];
+  progress?: (line: string) => void;
+  signal?: AbortSignal;
+}
+
+/** One sampled process and its verdicts. */
+export interface SoakedSeries {
+  process: SoakedProcess;
+  samples: ProcessSample[];
+  verdicts: Partial<Record<SeriesKey, GrowthVerdict>>;
+  /** Set when the process went away during the run. */
+  lost?: string;
+}
+
+/** What a soak found. */
+export interface SoakResult {
+  processes: SoakedSeries[];
+  tally: SoakWorkloadTally;
+  warmupS: number;
+  wallS: number;
+  dir: string;
+  /** Processes that exited while the cluster ran. */
+  exited: string[];
+  /** `pass` when every series of every process is `ok` and every job passed. */
+  verdict: 'pass' | 'fail';
+  /** Why it failed (each growing series, lost process, failed job). */
+  problems: string[];
+}
+
+/** Judges every series of every sampled process (see {@link GROWTH_RULES}). */
+export function judgeSeries(series: SoakedSeries[], warmupS: number): void {
+  for (const s of series) {
+    for (const { key } of SERIES) {
+      const points = s.samples
+        .filter((x) => x[key] !== undefined)
+        .map((x) => ({ t: x.t, v: x[key] as number }));
+      if (points.length === 0) continue;
+      s.verdicts[key] = judgeGrowth(points, GROWTH_RULES[key], { warmupS });
+    }
+  }
+}
+
+/**
+ * A soak: starts the cluster ({@link startSoakCluster}), samples every process every `sampleS`
+ * while {@link runSoakWorkload} runs jobs, stops, and judges each series for growth after the
+ * warm-up.
+ */
+export async function runSoak(options: SoakOptions): Promise<SoakResult> {
+  const dir = options.dir ?? (await mkdtemp(path.join(os.tmpdir(), 'troupe-soak-')));
+  const say = options.progress ?? (() => undefined);
+  say(`soak: starting nats-server, coordinator and node agent (${options.backend}) in ${dir}`);
+  const cluster = await startSoakCluster({
+    backend: options.backend,
+    slots: options.slots,
+    dir,
+    probeMs: Math.max(500, Math.floor((options.sampleS * 1000) / 2)),
+  });
+  const series: SoakedSeries[] = [...cluster.processes, ...(options.extraProcesses ?? [])].map(
+    (process) => ({ process, samples: [], verdicts: {} }),
+  );
+  const t0 = Date.now();
+  let sampling: Promise<void> = Promise.resolve();
+  const sampleAll = () => {
+    const t = (Date.now() - t0) / 1000;
+    sampling = Promise.all(
+      series
+        .filter((s) => s.lost === undefined)
+        .map(async (s) => {
+          try {
+            s.samples.push(await sampleProcess(s.process, t));
+          } catch (err) {
+            s.lost = `${s.process.name} (pid ${s.process.pid}) could not be sampled at ${Math.round(t)} s: ${(err as Error).message}`;
+          }
+        }),
+    ).then(() => undefined);
+  };
+  sampleAll();
+  const timer = setInterval(sampleAll, options.sampleS * 1000);
+  let live: SoakWorkloadTally = { jobs: 0, tasks: 0, passed: 0, failures: [], cut: 0 };
+  const line = () => {
+    const now = Date.now();
+    const tally = live;
+    const parts = series.map((s) => {
+      const x = s.samples.at(-1);
+      if (!x) return `${s.process.name} -`;
+      const heap = x.heapMb !== undefined ? ` heap ${x.heapMb.toFixed(1)}` : '';
+      const handles = x.handles !== undefined ? ` handles ${x.handles}` : '';
+      return `${s.process.name} rss ${x.rssMb.toFixed(0)}${heap} fds ${x.fds}${handles}`;
+    });
+    say(
+      `  ${Math.round((now - t0) / 1000)}/${options.durationS} s: ${tally.tasks} tasks in ${tally.jobs} jobs (${tally.failures.length} failed) | ${parts.join(' | ')}`,
+    );
+  };
+  const progressTimer = setInterval(line, 10_000);
+  let tally: SoakWorkloadTally;
+  try {
+    tally = await runSoakWorkload({
+      address: cluster.address,
+      token: cluster.token,
+      jobTasks: options.jobTasks,
+      concurrency: Math.max(1, Math.floor(options.slots / options.parallelJobs)),
+      parallelJobs: options.parallelJobs,
+      maxTasks: options.maxTasks,
+      until: t0 + options.durationS * 1000,
+      image: options.image,
+      ...(options.signal ? { signal: options.signal } : {}),
+      onJob: (t) => (live = t),
+    });
+    clearInterval(timer);
+    await sampling;
+    sampleAll();
+    await sampling;
+  } finally {
+    clearInterval(progressTimer);
+    clearInterval(timer);
+    await sampling;
+    await cluster.stop();
+  }
+  const wallS = (Date.now() - t0) / 1000;
+  const warmupS = warmupFor(wallS);
+  judgeSeries(series, warmupS);
+  const exited = cluster.exited();
+  const problems: string[] = [];
+  for (const s of series) {
+    if (s.lost !== undefined) problems.push(s.lost);
+    for (const [key, v] of Object.entries(s.verdicts)) {
+      if (v.verdict !== 'ok') problems.push(`${s.process.name} ${key}: ${v.verdict} (${v.reason})`);
+    }
+  }
+  problems.push(...tally.failures.slice(0, 10).map((f) => `job ${f}`));
+  if (tally.failures.length > 10) problems.push(`… ${tally.failures.length - 10} more failed jobs`);
+  return {
+    processes: series,
+    tally,
+    warmupS,
+    wallS,
+    dir,
+    exited,
+    verdict: problems.length === 0 ? 'pass' : 'fail',
+    problems,
+  };
+}
+
+/** The perf convention's metrics of a soak: the worst slope of each series, per process too. */
+export function soakMetrics(result: SoakResult): Record<string, number | string> {
+  const r = (x: number) => Math.round(x * 100) / 100;
+  const names: Record<SeriesKey, string> = {
+    rssMb: 'rss_slope_mb_per_h',
+    heapMb: 'heap_slope_mb_per_h',
+    fds: 'fd_slope_per_h',
+    handles: 'handles_slope_per_h',
+  };
+  const metrics: Record<string, number | string> = {};
+  for (const { key } of SERIES) {
+    const slopes = result.processes
+      .map((s) => s.verdicts[key]?.slopePerH)
+      .filter((x): x is number => x !== undefined);
+    metrics[names[key]] = slopes.length > 0 ? r(Math.max(...slopes)) : 0;
+  }
+  metrics['growth_series'] = result.processes.reduce(
+    (n, s) => n + Object.values(s.verdicts).filter((v) => v.verdict === 'growth').length,
+    0,
+  );
+  metrics['tasks'] = result.tally.tasks;
+  metrics['jobs'] = result.tally.jobs;
+  metrics['failed_jobs'] = result.tally.failures.length;
+  metrics['cut_jobs'] = result.tally.cut;
+  metrics['samples'] = Math.max(0, ...result.processes.map((s) => s.samples.length));
+  metrics['warmup_s'] = r(result.warmupS);
+  metrics['wall_s'] = r(result.wallS);
+  for (const s of result.processes) {
+    const p = s.process.name.replace(/-/g, '_');
+    for (const { key } of SERIES) {
+      const v = s.verdicts[key];
+      if (v) metrics[`${p}_${names[key]}`] = r(v.slopePerH);
+    }
+    const last = s.samples.at(-1);
+    if (last) metrics[`${p}_rss_mb_end`] = r(last.rssMb);
+  }
+  metrics['verdict'] = result.verdict;
+  return metrics;
+}

@@ -1,0 +1,143 @@
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { waitFor } from '@troupe/testkit';
+import { repoRoot } from '../../src/repo-root';
+import { renderSoakReport } from '../../src/soak/soak-report';
+import { runSoak, soakMetrics } from '../../src/soak/soak-run';
+
+// CI's short soak (npm run soak -- --profile long is the real one): a real cluster of processes
+// runs shell-tasks jobs for 120 s while every process is sampled. Two decoy Node processes are
+// sampled alongside: one leaks (retained heap, open files, live timers), one only churns
+// garbage. The detector must flag every series of the leaking one and none of the quiet one;
+// the cluster's processes must be sampled with every series. Their verdicts are printed, not
+// asserted: 120 s is too short to judge a real slow leak (the long profile does).
+
+/** Retains 0.5 MB/s, opens a file and starts a timer every second. */
+const LEAKY = `
+const fs = require('node:fs');
+const kept = [];
+setInterval(() => {
+  kept.push(Buffer.alloc(256 * 1024, 1).toString('latin1'));
+}, 500);
+setInterval(() => {
+  kept.push(fs.openSync('/dev/null', 'r'));
+  kept.push(setInterval(() => undefined, 60_000));
+}, 1000);
+`;
+
+/** Allocates and drops garbage, holds one timer. */
+const QUIET = `
+let sink = 0;
+setInterval(() => {
+  const a = Array.from({ length: 20000 }, (_, i) => ({ i, s: 'x'.repeat(20) }));
+  sink += a.length;
+}, 100);
+`;
+
+let dir: string;
+const decoys: ChildProcess[] = [];
+
+beforeAll(async () => {
+  // The cluster's processes preload the probe from fuzz/dist (as npm run soak builds it).
+  execFileSync('npx', ['tsc', '-b', 'fuzz/tsconfig.json'], { cwd: repoRoot(), stdio: 'inherit' });
+  dir = await mkdtemp(path.join(os.tmpdir(), 'troupe-soak-test-'));
+}, 180_000);
+
+afterAll(async () => {
+  for (const d of decoys) d.kill('SIGKILL');
+  await rm(dir, { recursive: true, force: true });
+});
+
+function decoy(code: string): ChildProcess {
+  const probe = path.join(repoRoot(), 'fuzz', 'dist', 'soak', 'process-probe.js');
+  const child = spawn(process.execPath, ['-e', code], {
+    stdio: 'ignore',
+    env: {
+      ...process.env,
+      NODE_OPTIONS: `--require ${probe}`,
+      TROUPE_SOAK_PROBE_DIR: dir,
+      TROUPE_SOAK_PROBE_MS: '1000',
+    },
+  });
+  decoys.push(child);
+  return child;
+}
+
+test('a short soak samples every process and the detector tells a leak from churn', async () => {
+  const leaky = decoy(LEAKY);
+  const quiet = decoy(QUIET);
+  await waitFor(() => [leaky, quiet].every((c) => existsSync(path.join(dir, `${c.pid}.json`))), {
+    timeoutMs: 30_000,
+    message: 'decoy probes reporting',
+  });
+  const lines: string[] = [];
+  const result = await runSoak({
+    durationS: 120,
+    maxTasks: 20_000,
+    sampleS: 2,
+    backend: 'process',
+    slots: 4,
+    jobTasks: 10,
+    parallelJobs: 2,
+    image: 'troupe-busybox:latest',
+    dir,
+    extraProcesses: [
+      { name: 'decoy-leaky', pid: leaky.pid!, probeDir: dir },
+      { name: 'decoy-quiet', pid: quiet.pid!, probeDir: dir },
+    ],
+    progress: (l) => lines.push(l),
+  });
+  const metrics = soakMetrics(result);
+  const byName = new Map(result.processes.map((s) => [s.process.name, s]));
+  process.stdout.write(
+    `${lines.join('\n')}\n${result.problems.join('\n')}\n${JSON.stringify({ suite: 'soak', metrics })}\n`,
+  );
+
+  // The workload ran and passed.
+  expect(result.tally.failures).toEqual([]);
+  expect(result.tally.tasks).toBeGreaterThan(0);
+  expect(result.exited).toEqual([]);
+  expect(lines.some((l) => /s: \d+ tasks in \d+ jobs/.test(l))).toBe(true);
+
+  // Every process was sampled through the run, with every series it has.
+  for (const name of ['coordinator', 'node-agent', 'nats-server', 'decoy-leaky', 'decoy-quiet']) {
+    const s = byName.get(name)!;
+    expect(s.lost).toBeUndefined();
+    // 120 s at one sample per 2 s; a loaded machine may stretch the interval.
+    expect(s.samples.length).toBeGreaterThan(25);
+    for (const x of s.samples) {
+      expect(x.rssMb).toBeGreaterThan(1);
+      expect(x.fds).toBeGreaterThan(2);
+    }
+    const keys = name === 'nats-server' ? ['rssMb', 'fds'] : ['rssMb', 'heapMb', 'fds', 'handles'];
+    expect(Object.keys(s.verdicts).sort()).toEqual([...keys].sort());
+    for (const v of Object.values(s.verdicts)) expect(v.verdict).not.toBe('too-short');
+  }
+  const node = byName.get('coordinator')!.samples.at(-1)!;
+  expect(node.heapMb).toBeGreaterThan(5);
+  expect(node.handles).toBeGreaterThan(0);
+  expect(node.resources?.['Timeout']).toBeGreaterThan(0);
+
+  // The detector: the leak on every series, nothing on churn.
+  const leak = byName.get('decoy-leaky')!.verdicts;
+  for (const key of ['rssMb', 'heapMb', 'fds', 'handles'] as const) {
+    expect([key, leak[key]?.verdict]).toEqual([key, 'growth']);
+  }
+  const calm = byName.get('decoy-quiet')!.verdicts;
+  for (const key of ['heapMb', 'fds', 'handles'] as const) {
+    expect([key, calm[key]?.verdict]).toEqual([key, 'ok']);
+  }
+  expect(result.verdict).toBe('fail');
+  expect(result.problems.some((p) => p.startsWith('decoy-leaky heapMb: growth'))).toBe(true);
+  expect(result.problems.some((p) => p.startsWith('decoy-quiet'))).toBe(false);
+  expect(metrics['growth_series']).toBeGreaterThanOrEqual(4);
+  expect(typeof metrics['rss_slope_mb_per_h']).toBe('number');
+
+  // The report: a chart per series of every process.
+  const html = renderSoakReport(result, metrics);
+  expect(html.match(/<svg /g)?.length).toBe(4 * 4 + 2);
+  expect(html).toContain('decoy-leaky');
+}, 480_000);
