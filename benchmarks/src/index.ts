@@ -208,3 +208,5 @@ export type {
   SequenceLibrary,
   SequenceSkill,
 } from './skill-sequence/sequence-library';
+export { chartTicks } from './chart-ticks';
+export { escapeHtml } from './html-escape';

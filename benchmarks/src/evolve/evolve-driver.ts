@@ -53,7 +53,6 @@ import {
 import { openSearchBudgetScope } from './search-budget-scope';
 import { serveEvaluatorLeases } from './evaluator-lease-service';
 import { checkSuiteFitsMessages, phaseFiles } from './suite-bundle';
-import { ImageManager } from '@troupe/node-agent';
 import { EnvironmentBuilder } from '../issue-resolution/environment-builder';
 import { GRADER_ENVIRONMENT_WORKDIR, graderEnvironmentOf } from './grader-environment';
 import { expandCompetitionTasks, loadTaskBundle } from './competition-tasks';
@@ -232,14 +231,7 @@ export function createEvolveDriver(
   const graderImageOf = async (ctx: TaskContext, input: EvolveTaskInput) => {
     const env = graderEnvironmentOf(input.suite, 'input.suite');
     if (!env) return undefined;
-    environments ??= import('dockerode').then(({ default: Docker }) => {
-      const docker = new Docker();
-      return new EnvironmentBuilder({
-        docker,
-        images: new ImageManager({ docker, logger: ctx.log }),
-        logger: ctx.log,
-      });
-    });
+    environments ??= EnvironmentBuilder.onLocalDocker(ctx.log);
     const built = await (
       await environments
     ).ensure(env, GRADER_ENVIRONMENT_WORKDIR, {

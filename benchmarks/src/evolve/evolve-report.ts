@@ -1,4 +1,5 @@
 import { type FitnessSeries } from './fitness-series';
+import { chartTicks } from '../chart-ticks';
 import { escapeHtml } from '../html-escape';
 
 /** What {@link renderEvolveReport} shows. */
@@ -32,16 +33,6 @@ function fmt(v: number): string {
   return Math.abs(v) >= 1000 || Number.isInteger(v)
     ? String(Math.round(v * 100) / 100)
     : v.toPrecision(5);
-}
-
-function ticks(lo: number, hi: number, count: number): number[] {
-  if (hi <= lo) return [lo];
-  const raw = (hi - lo) / count;
-  const mag = 10 ** Math.floor(Math.log10(raw));
-  const step = [1, 2, 5, 10].map((m) => m * mag).find((s) => s >= raw) ?? raw;
-  const out: number[] = [];
-  for (let v = Math.ceil(lo / step) * step; v <= hi + step * 1e-9; v += step) out.push(v);
-  return out;
 }
 
 /** One chart: per island best (solid) and mean (dashed) over `x`, dots for every evaluation. */
@@ -78,13 +69,13 @@ function chart(input: EvolveReportInput, axis: 'evaluations' | 'time'): string {
   parts.push(
     `<rect x="${MARGIN.left}" y="${MARGIN.top}" width="${plotW}" height="${plotH}" fill="#fff" stroke="#ccc"/>`,
   );
-  for (const t of ticks(lo, hi, 6)) {
+  for (const t of chartTicks(lo, hi, 6)) {
     parts.push(
       `<line x1="${MARGIN.left}" x2="${MARGIN.left + plotW}" y1="${sy(t)}" y2="${sy(t)}" stroke="#eee"/>`,
       `<text x="${MARGIN.left - 6}" y="${sy(t) + 4}" text-anchor="end" font-size="11">${fmt(t)}</text>`,
     );
   }
-  for (const t of ticks(0, xMax, 8)) {
+  for (const t of chartTicks(0, xMax, 8)) {
     parts.push(
       `<text x="${sx(t)}" y="${MARGIN.top + plotH + 16}" text-anchor="middle" font-size="11">${fmt(t)}</text>`,
     );

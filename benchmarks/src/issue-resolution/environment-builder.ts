@@ -3,8 +3,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { PassThrough } from 'node:stream';
-import { type ImageManager } from '@troupe/node-agent';
-import { ErrorCode, TroupeError } from '@troupe/proto';
+import { ImageManager } from '@troupe/node-agent';
+import { ErrorCode, type Logger, TroupeError } from '@troupe/proto';
 import type Docker from 'dockerode';
 import {
   type EnvironmentStep,
@@ -71,6 +71,20 @@ export class EnvironmentBuilder {
   private readonly pending = new Map<string, Promise<BuiltEnvironment>>();
 
   constructor(private readonly options: EnvironmentBuilderOptions) {}
+
+  /**
+   * A builder on this host's Docker engine (dockerode loaded on first use). Drivers make one per
+   * process and share it, so that concurrent tasks of one recipe share its build.
+   */
+  static async onLocalDocker(logger: Logger): Promise<EnvironmentBuilder> {
+    const { default: DockerClient } = await import('dockerode');
+    const docker = new DockerClient();
+    return new EnvironmentBuilder({
+      docker,
+      images: new ImageManager({ docker, logger }),
+      logger,
+    });
+  }
 
   /**
    * Ensures the image of `env` with the repository at `workdir` exists; builds it if missing.

@@ -7,7 +7,7 @@ import {
   type JobSpec,
   type TaskContext,
 } from '@troupe/coordinator';
-import { ArtifactStore, EVALUATOR_KIND, ImageManager, SANDBOX_KIND } from '@troupe/node-agent';
+import { ArtifactStore, EVALUATOR_KIND, SANDBOX_KIND } from '@troupe/node-agent';
 import {
   errorCode,
   invalidArgument,
@@ -232,14 +232,7 @@ export function createIssueResolutionDriver(
   /** The image of a task: its environment's (built on first use, then cached) or `image`. */
   const imageOf = async (ctx: TaskContext, task: IssueTaskFile): Promise<string> => {
     if (task.environment === undefined) return `troupe-${task.image}:latest`;
-    environments ??= import('dockerode').then(({ default: Docker }) => {
-      const docker = new Docker();
-      return new EnvironmentBuilder({
-        docker,
-        images: new ImageManager({ docker, logger: ctx.log }),
-        logger: ctx.log,
-      });
-    });
+    environments ??= EnvironmentBuilder.onLocalDocker(ctx.log);
     const built = await (
       await environments
     ).ensure(task.environment, task.workdir, {

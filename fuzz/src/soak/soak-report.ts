@@ -1,3 +1,4 @@
+import { chartTicks, escapeHtml } from '@troupe/benchmarks';
 import { SERIES, type SeriesKey } from './process-sampler';
 import { GROWTH_RULES, type SoakResult } from './soak-run';
 
@@ -5,26 +6,8 @@ const WIDTH = 560;
 const HEIGHT = 240;
 const MARGIN = { left: 56, right: 16, top: 14, bottom: 36 };
 
-function esc(text: string): string {
-  return text
-    .replaceAll('&', '&amp;')
-    .replaceAll('<', '&lt;')
-    .replaceAll('>', '&gt;')
-    .replaceAll('"', '&quot;');
-}
-
 function fmt(v: number): string {
   return Math.abs(v) >= 100 || Number.isInteger(v) ? String(Math.round(v)) : v.toPrecision(3);
-}
-
-function ticks(lo: number, hi: number, count: number): number[] {
-  if (hi <= lo) return [lo];
-  const raw = (hi - lo) / count;
-  const mag = 10 ** Math.floor(Math.log10(raw));
-  const step = [1, 2, 5, 10].map((m) => m * mag).find((s) => s >= raw) ?? raw;
-  const out: number[] = [];
-  for (let v = Math.ceil(lo / step) * step; v <= hi + step * 1e-9; v += step) out.push(v);
-  return out;
 }
 
 /**
@@ -59,7 +42,7 @@ function chart(
     `<rect x="${MARGIN.left}" y="${MARGIN.top}" width="${plotW}" height="${plotH}" fill="#fff" stroke="#ccc"/>`,
     `<rect x="${MARGIN.left}" y="${MARGIN.top}" width="${(Math.min(warmupS, tMax) / tMax) * plotW}" height="${plotH}" fill="#f3f3f3"><title>warm-up (not fitted)</title></rect>`,
   ];
-  for (const v of ticks(lo, hi, 5)) {
+  for (const v of chartTicks(lo, hi, 5)) {
     parts.push(
       `<line x1="${MARGIN.left}" x2="${MARGIN.left + plotW}" y1="${sy(v)}" y2="${sy(v)}" stroke="#eee"/>`,
       `<text x="${MARGIN.left - 6}" y="${sy(v) + 4}" text-anchor="end" font-size="11">${fmt(v)}</text>`,
@@ -67,13 +50,13 @@ function chart(
   }
   const tScale = tMax > 5400 ? 3600 : tMax > 300 ? 60 : 1;
   const tUnit = tScale === 3600 ? 'h' : tScale === 60 ? 'min' : 's';
-  for (const t of ticks(0, tMax / tScale, 8)) {
+  for (const t of chartTicks(0, tMax / tScale, 8)) {
     parts.push(
       `<text x="${sx(t * tScale)}" y="${MARGIN.top + plotH + 16}" text-anchor="middle" font-size="11">${fmt(t)}</text>`,
     );
   }
   parts.push(
-    `<text x="${MARGIN.left + plotW / 2}" y="${HEIGHT - 4}" text-anchor="middle" font-size="12">time since start (${tUnit})${unit ? `; ${esc(unit)}` : ''}</text>`,
+    `<text x="${MARGIN.left + plotW / 2}" y="${HEIGHT - 4}" text-anchor="middle" font-size="12">time since start (${tUnit})${unit ? `; ${escapeHtml(unit)}` : ''}</text>`,
     `<polyline points="${points.map((p) => `${sx(p.t).toFixed(1)},${sy(p.v).toFixed(1)}`).join(' ')}" fill="none" stroke="#1f77b4" stroke-width="1.3"/>`,
   );
   if (fit) {
@@ -100,26 +83,26 @@ export function renderSoakReport(result: SoakResult, metrics: Record<string, unk
         .filter((x) => x[key] !== undefined)
         .map((x) => ({ t: x.t, v: x[key] as number }));
       const perH = def.unit ? `${def.unit}/h` : '/h';
-      return `<div class="chart"><h3>${esc(def.label)} <span class="${v.verdict}">${v.verdict}</span></h3>
+      return `<div class="chart"><h3>${escapeHtml(def.label)} <span class="${v.verdict}">${v.verdict}</span></h3>
 ${chart(points, result.warmupS, v.fit, v.verdict === 'growth', def.unit)}
-<p>slope ${v.slopePerH.toFixed(2)} ${perH} over ${v.points} samples (limit ${rule.maxSlopePerH} ${perH} with a rise over ${rule.minRise}${def.unit ? ` ${def.unit}` : ''}): ${esc(v.reason)}</p></div>`;
+<p>slope ${v.slopePerH.toFixed(2)} ${perH} over ${v.points} samples (limit ${rule.maxSlopePerH} ${perH} with a rise over ${rule.minRise}${def.unit ? ` ${def.unit}` : ''}): ${escapeHtml(v.reason)}</p></div>`;
     });
     const last = s.samples.at(-1);
     const kinds = last?.resources
       ? `<p class="kinds">handles at the end: ${Object.entries(last.resources)
           .sort((a, b) => b[1] - a[1])
-          .map(([k, n]) => `${esc(k)} ${n}`)
+          .map(([k, n]) => `${escapeHtml(k)} ${n}`)
           .join(', ')}</p>`
       : '';
-    const lost = s.lost ? `<p class="growth">${esc(s.lost)}</p>` : '';
-    return `<section><h2>${esc(s.process.name)} <small>pid ${s.process.pid}, ${s.samples.length} samples</small></h2>${lost}${kinds}<div class="charts">${charts.join('\n')}</div></section>`;
+    const lost = s.lost ? `<p class="growth">${escapeHtml(s.lost)}</p>` : '';
+    return `<section><h2>${escapeHtml(s.process.name)} <small>pid ${s.process.pid}, ${s.samples.length} samples</small></h2>${lost}${kinds}<div class="charts">${charts.join('\n')}</div></section>`;
   });
   const facts = Object.entries(metrics)
-    .map(([k, v]) => `<tr><th>${esc(k)}</th><td>${esc(String(v))}</td></tr>`)
+    .map(([k, v]) => `<tr><th>${escapeHtml(k)}</th><td>${escapeHtml(String(v))}</td></tr>`)
     .join('');
   const problems =
     result.problems.length > 0
-      ? `<ul>${result.problems.map((p) => `<li>${esc(p)}</li>`).join('')}</ul>`
+      ? `<ul>${result.problems.map((p) => `<li>${escapeHtml(p)}</li>`).join('')}</ul>`
       : '<p>No growth trend, every job passed.</p>';
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Troupe soak: ${result.verdict}</title>
