@@ -20,6 +20,11 @@ export interface TrajectoryStep {
 export interface TrajectoryView {
   steps: TrajectoryStep[];
   sessions: string[];
+  /**
+   * The subagent tree: each session's parent, the session whose step first created or called
+   * it (`null` for the root and for a session no step names).
+   */
+  parents: Record<string, string | null>;
   totalCostUsd: number;
   /** Steps not shown because the trajectory was longer than the page's cap. */
   cut: number;
@@ -149,9 +154,45 @@ export function trajectoryView(jsonl: string, taskCostUsd = 0): TrajectoryView {
   return {
     steps: steps.slice(0, MAX_STEPS),
     sessions,
+    parents: sessionParents(sessions, steps),
     totalCostUsd: total,
     cut: Math.max(0, steps.length - MAX_STEPS),
   };
+}
+
+/**
+ * Each session's parent: the session of the first step that names it as a subagent. A subagent
+ * named only by a step (its own steps not in the file) is added to `sessions`. The root (the
+ * first session) has none, and a step cannot make a session its own ancestor.
+ */
+function sessionParents(
+  sessions: string[],
+  steps: readonly TrajectoryStep[],
+): Record<string, string | null> {
+  const parents: Record<string, string | null> = Object.create(null) as Record<
+    string,
+    string | null
+  >;
+  for (const s of sessions) parents[s] = null;
+  const isAncestor = (candidate: string, of: string): boolean => {
+    for (let at: string | null = of, hops = 0; at !== null && hops <= sessions.length; hops++) {
+      if (at === candidate) return true;
+      at = parents[at] ?? null;
+    }
+    return false;
+  };
+  for (const step of steps) {
+    const child = step.subagent;
+    if (!child || !step.sessionId || child === sessions[0]) continue;
+    if (!(child in parents)) {
+      sessions.push(child);
+      parents[child] = null;
+    }
+    if (parents[child] === null && !isAncestor(child, step.sessionId)) {
+      parents[child] = step.sessionId;
+    }
+  }
+  return parents;
 }
 
 /** Steps of one conversation record: each message, and each tool call of an assistant turn. */

@@ -196,6 +196,7 @@ test('trajectory steps: messages, tool calls, costs and subagent sessions', () =
     { name: 'write_file', args: '{"path":"a"}' },
   ]);
   expect(v.steps[2]).toMatchObject({ tool: 'create_subagent', subagent: 's2' });
+  expect(v.parents).toEqual({ s1: null, s2: 's1' });
   expect(v.steps.at(-1)?.type).toBe('unparsed');
 });
 
@@ -274,4 +275,32 @@ test('a conversation record (the agents export) becomes model, tool call and res
   // No per-call cost in the record: the task's cost is spread over its model calls, and says so.
   expect(v.steps[2]).toMatchObject({ costUsd: 0.002, costEstimated: true });
   expect(v.totalCostUsd).toBeCloseTo(0.004);
+});
+
+test('the subagent tree: nested calls, a subagent named only by a call, no cycles', () => {
+  const step = (sessionId: string, seq: number, child?: string) =>
+    JSON.stringify({
+      sessionId,
+      seq,
+      epoch: 1,
+      runId: 'r',
+      atMs: seq,
+      type: 'tool_call',
+      data: child ? { name: 'call_subagent', subagentSessionId: child } : { name: 'view_file' },
+    });
+  const v = trajectoryView(
+    [
+      step('root', 1, 'a'),
+      step('a', 2, 'b'),
+      step('b', 3, 'root'), // a call back to the root does not make it anyone's child
+      step('b', 4, 'a'), // nor an ancestor the child of its descendant
+      step('root', 5, 'c'), // c has no steps of its own in the file
+      step('c', 6),
+    ].join('\n'),
+  );
+  expect(v.sessions).toEqual(['root', 'a', 'b', 'c']);
+  expect(v.parents).toEqual({ root: null, a: 'root', b: 'a', c: 'root' });
+  const only = trajectoryView(step('root', 1, 'ghost'));
+  expect(only.sessions).toEqual(['root', 'ghost']);
+  expect(only.parents).toEqual({ root: null, ghost: 'root' });
 });

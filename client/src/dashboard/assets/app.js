@@ -502,11 +502,24 @@
       traj.replaceChildren(h('p', { class: 'muted' }, 'No trajectory (this task ran no agent).'));
       return;
     }
-    const tree = h(
-      'ul',
-      { class: 'sessions' },
-      tv.sessions.map((s, i) => h('li', {}, (i === 0 ? 'root ' : 'subagent ') + s)),
-    );
+    // The subagent tree: each session under the session that created or called it.
+    const parents = tv.parents || {};
+    const childrenOf = (parent) =>
+      tv.sessions.filter((s, i) => (i === 0 ? null : parents[s] || null) === parent);
+    const branch = (sessions, depth) =>
+      h(
+        'ul',
+        { class: 'sessions' },
+        sessions.map((s) =>
+          h(
+            'li',
+            { 'data-session': s },
+            (s === tv.sessions[0] ? 'root ' : 'subagent ') + s,
+            depth < 20 && childrenOf(s).length > 0 ? branch(childrenOf(s), depth + 1) : null,
+          ),
+        ),
+      );
+    const tree = branch(childrenOf(null), 0);
     traj.replaceChildren(
       h(
         'p',
