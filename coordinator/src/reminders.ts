@@ -5,8 +5,10 @@ import {
   decodeErrorHeaders,
   encodeErrorHeaders,
   parseWith,
+  TroupeError,
   validateAddress,
 } from '@troupe/proto';
+import { setTimeout as delay } from 'node:timers/promises';
 import { type Logger, type RefFactory } from '@troupe/actors';
 import { type NatsConnection, type Subscription } from '@nats-io/transport-node';
 import { type KV } from '@nats-io/kv';
@@ -134,6 +136,12 @@ export class ReminderService {
 /**
  * Schedules a durable reminder through the coordinator: at `at`, `type`/`payload` is posted to
  * `addr` (waking it if it sleeps). Returns the reminder id; giving `id` makes the call idempotent.
+ *
+ * Only the leader answers `coord.sched.remind`, and for a moment during a failover, a reconnect
+ * or a stalled leader nobody does: the request is sent again (backing off from 100 ms to 2 s)
+ * until `timeoutMs` has passed, then it fails `UNAVAILABLE` (retryable). With an `id` a repeat
+ * that the leader did store stores nothing new.
+ * @param options.timeoutMs the whole wait. @default 30000
  */
 export async function remindAt(
   nc: NatsConnection,
@@ -146,12 +154,32 @@ export async function remindAt(
 ): Promise<string> {
   validateAddress(addr);
   const dueAtMs = typeof at === 'number' ? at : at.getTime();
-  const reply = await nc.request(
-    coordSubject(cluster, 'sched', 'remind'),
-    JSON.stringify({ addr, dueAtMs, type, payload, ...(options.id ? { id: options.id } : {}) }),
-    { timeout: options.timeoutMs ?? 5_000 },
+  const timeoutMs = options.timeoutMs ?? 30_000;
+  const deadline = Date.now() + timeoutMs;
+  const subject = coordSubject(cluster, 'sched', 'remind');
+  // An id chosen here keeps the repeats idempotent too.
+  const body = JSON.stringify({ addr, dueAtMs, type, payload, id: options.id ?? randomUUID() });
+  let pauseMs = 100;
+  let last: unknown;
+  for (;;) {
+    const remaining = deadline - Date.now();
+    if (remaining <= 0) break;
+    try {
+      const reply = await nc.request(subject, body, { timeout: Math.min(remaining, 5_000) });
+      const error = decodeErrorHeaders(reply.headers);
+      if (error) throw error;
+      return reply.json<{ id: string }>().id;
+    } catch (err) {
+      // The leader's own refusal (a bad request) is final; no leader yet, or a lost request, is not.
+      if (err instanceof TroupeError && !err.retryable) throw err;
+      last = err;
+    }
+    await delay(Math.max(0, Math.min(pauseMs, deadline - Date.now())));
+    pauseMs = Math.min(2_000, pauseMs * 2);
+  }
+  throw new TroupeError(
+    'UNAVAILABLE',
+    `no coordinator stored the reminder within ${timeoutMs} ms (${subject}: ${(last as Error | undefined)?.message ?? 'no answer'})`,
+    { cause: last, retryable: true },
   );
-  const error = decodeErrorHeaders(reply.headers);
-  if (error) throw error;
-  return reply.json<{ id: string }>().id;
 }

@@ -1,0 +1,104 @@
+import { Kvm } from '@nats-io/kv';
+import { ActorSystem } from '@troupe/actors';
+import { KvBucket, kvBucketName, noopLogger, TroupeError } from '@troupe/proto';
+import { randomClusterName, startNatsServer, type NatsServerHandle } from '@troupe/testkit';
+import { remindAt, ReminderService } from '../../src/reminders';
+
+// `remindAt` is answered by the leader only; during a failover or a stall nobody answers for a
+// moment. The call must wait for a leader within its deadline (a job actor's turn used to fail on
+// the first "no responders" and, after five tries, its message was dead-lettered: the job hung).
+
+let server: NatsServerHandle;
+let system: ActorSystem;
+let cluster: string;
+
+beforeAll(async () => {
+  server = await startNatsServer();
+  cluster = randomClusterName();
+  system = await ActorSystem.start({ cluster, servers: server.url });
+});
+afterAll(async () => {
+  await system.shutdown();
+  await server.stop();
+});
+
+async function startService(): Promise<ReminderService> {
+  const kv = await new Kvm(system.nc).create(kvBucketName(cluster, KvBucket.REMINDERS));
+  const service = new ReminderService(system.nc, cluster, kv, system, noopLogger);
+  await service.start();
+  return service;
+}
+
+const target = { kind: 'sleeper', id: 's1' };
+
+test('a reminder sent while no coordinator leads is stored once one does', async () => {
+  const pending = remindAt(
+    system.nc,
+    cluster,
+    target,
+    Date.now() + 3_600_000,
+    'wake',
+    {},
+    {
+      id: 'late-leader',
+      timeoutMs: 60_000,
+    },
+  );
+  // Nobody answers yet: the request finds no responders and is sent again until a leader serves.
+  let settled = false;
+  void pending.finally(() => (settled = true));
+  await system.nc.flush();
+  expect(settled).toBe(false);
+  const service = await startService();
+  try {
+    expect(await pending).toBe('late-leader');
+    const kv = await new Kvm(system.nc).open(kvBucketName(cluster, KvBucket.REMINDERS));
+    expect((await kv.get('late-leader'))?.json()).toMatchObject({ type: 'wake', addr: target });
+  } finally {
+    service.stop();
+  }
+});
+
+test('with no coordinator at all it fails UNAVAILABLE at its deadline, retryable', async () => {
+  const other = randomClusterName(); // a cluster nobody serves
+  const started = Date.now();
+  const err = await remindAt(
+    system.nc,
+    other,
+    target,
+    Date.now(),
+    'wake',
+    {},
+    {
+      timeoutMs: 1_500,
+    },
+  ).catch((e: unknown) => e);
+  expect(err).toBeInstanceOf(TroupeError);
+  expect((err as TroupeError).code).toBe('UNAVAILABLE');
+  expect((err as TroupeError).retryable).toBe(true);
+  expect((err as Error).message).toMatch(/no coordinator stored the reminder within 1500 ms/);
+  expect(Date.now() - started).toBeGreaterThanOrEqual(1_400);
+});
+
+test("the leader's refusal of a bad reminder is final, not retried", async () => {
+  const service = await startService();
+  try {
+    const started = Date.now();
+    const err = await remindAt(
+      system.nc,
+      cluster,
+      target,
+      Date.now(),
+      '',
+      {},
+      {
+        timeoutMs: 60_000,
+      },
+    ).catch((e: unknown) => e);
+    expect((err as TroupeError).code).toBe('INVALID_ARGUMENT');
+    expect((err as Error).message).toMatch(/type/);
+    expect(Date.now() - started).toBeLessThan(30_000);
+  } finally {
+    service.stop();
+  }
+});
