@@ -8,6 +8,7 @@ import {
   Header,
   invalidArgument,
   isBudgetExhausted,
+  isCancelled,
   timeoutError,
 } from '@troupe/proto';
 import { z } from 'zod';
@@ -203,7 +204,10 @@ async function runAttempt(
     } else if (runError !== undefined && !timedOut) {
       result = outcome({
         status: 'ERRORED',
-        infrastructure: isInfrastructureFailure(runError),
+        // A cancellation this task did not ask for (its own cancel, deadline and activation are
+        // handled above) came from elsewhere: a sandbox actor fenced mid-call when its host was
+        // declared dead, a host shutting down. Another attempt can succeed.
+        infrastructure: isInfrastructureFailure(runError) || isCancelled(runError),
         budgetExhausted: isBudgetExhausted(runError),
         error: messageOf(runError),
       });

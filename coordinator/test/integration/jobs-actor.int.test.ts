@@ -47,6 +47,15 @@ const scripted: JobDriver<ScriptTask, { ok: boolean; partial?: boolean }> = {
       if (ctx.attempt <= failures) throw new TroupeError('UNAVAILABLE', `flake ${ctx.attempt}`);
       return { ok: true };
     }
+    if (task.do.startsWith('fenced:')) {
+      // What an ask gets when the sandbox actor it called is fenced mid-turn (its host was
+      // declared dead, the actor moved): CANCELLED, though nobody cancelled this task.
+      const failures = Number(task.do.slice('fenced:'.length));
+      if (ctx.attempt <= failures) {
+        throw new TroupeError('CANCELLED', `start sandbox sbx-${task.id}: cancelled`);
+      }
+      return { ok: true };
+    }
     if (task.do === 'hang') {
       await new Promise<void>((resolve) => {
         if (ctx.signal.aborted) resolve();
@@ -156,6 +165,22 @@ test('runs a job under its concurrency: retries infrastructure failures, never g
   // A late watcher from the middle gets exactly the rest.
   const tail = await collect(record.jobId, 5);
   expect(tail).toEqual(events.slice(4));
+});
+
+test('a cancellation the task did not ask for is an infrastructure failure: retried', async () => {
+  const record = await jobs.submit({
+    spec: {
+      kind: 'scripted',
+      retries: { max: 2, backoffMs: 50, maxBackoffMs: 100 },
+      tasks: [{ id: 'moved', do: 'fenced:1' }],
+    },
+  });
+  const events = await collect(record.jobId);
+  expect(events.filter((e) => e.type === 'TASK_RETRY').map((e) => e.taskId)).toEqual(['moved']);
+  const results = await jobs.results(record.jobId);
+  expect(results.tasks.map((t) => [t.taskId, t.status, t.attempts])).toEqual([
+    ['moved', 'TASK_PASSED', 2],
+  ]);
 });
 
 test('a task that hits its timeout is stopped and what exists is graded', async () => {
