@@ -369,18 +369,7 @@ export function computeGenerationClose(state: SearchState, closedAt: number): Ge
     });
   }
   let migrations: GenerationRecord['migrations'] = [];
-  if (cfg.migrationInterval > 0 && (g + 1) % cfg.migrationInterval === 0) {
-    const m = ringMigration(islands, {
-      topK: cfg.migrationTopK,
-      maxSize: cfg.maxIslandSize,
-      alreadyMigrated: new Set(state.migrated),
-      nextJoinedAt: joinedAt,
-    });
-    islands = m.islands;
-    joinedAt = m.nextJoinedAt;
-    migrations = m.moves;
-    evicted.push(...m.evicted);
-  }
+  ({ islands, joinedAt, migrations } = migrateAtClose(state, islands, joinedAt, evicted));
   const chargedMs = unionLengthMs(genNodes.flatMap((nd) => activeIntervals(nd.timings)));
   return {
     record: {
@@ -546,29 +535,41 @@ export function planAsyncSlot(state: SearchState): SlotPlan {
 }
 
 /**
+ * The ring migration due when generation `state.generation` closes (every `migrationInterval`
+ * generations; none otherwise), in both schedules. Pushes what it evicts onto `evicted`.
+ */
+function migrateAtClose(
+  state: SearchState,
+  islands: IslandMember[][],
+  joinedAt: number,
+  evicted: GenerationRecord['evicted'],
+): { islands: IslandMember[][]; joinedAt: number; migrations: GenerationRecord['migrations'] } {
+  const cfg = state.config;
+  if (cfg.migrationInterval <= 0 || (state.generation + 1) % cfg.migrationInterval !== 0) {
+    return { islands, joinedAt, migrations: [] };
+  }
+  const m = ringMigration(islands, {
+    topK: cfg.migrationTopK,
+    maxSize: cfg.maxIslandSize,
+    alreadyMigrated: new Set(state.migrated),
+    nextJoinedAt: joinedAt,
+  });
+  evicted.push(...m.evicted);
+  return { islands: m.islands, joinedAt: m.nextJoinedAt, migrations: m.moves };
+}
+
+/**
  * Async schedule: closes the generation in progress. Its admissions were made as its children
  * finished (listed from `pendingAdmissions`); what is left is migration, every
  * `migrationInterval` generations, and the charged time added since the last close.
  */
 function computeAsyncGenerationClose(state: SearchState, closedAt: number): GenerationClose {
   const g = state.generation;
-  const cfg = state.config;
   let islands = state.islands.map((m) => [...m]);
   let joinedAt = state.nextJoinedAt;
   const evicted = [...state.pendingEvicted];
   let migrations: GenerationRecord['migrations'] = [];
-  if (cfg.migrationInterval > 0 && (g + 1) % cfg.migrationInterval === 0) {
-    const m = ringMigration(islands, {
-      topK: cfg.migrationTopK,
-      maxSize: cfg.maxIslandSize,
-      alreadyMigrated: new Set(state.migrated),
-      nextJoinedAt: joinedAt,
-    });
-    islands = m.islands;
-    joinedAt = m.nextJoinedAt;
-    migrations = m.moves;
-    evicted.push(...m.evicted);
-  }
+  ({ islands, joinedAt, migrations } = migrateAtClose(state, islands, joinedAt, evicted));
   const total = unionLengthMs(
     Object.values(state.nodes).flatMap((nd) => activeIntervals(nd.timings)),
   );
