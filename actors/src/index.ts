@@ -62,6 +62,7 @@ export {
   type PlacementTarget,
   type PlacementTransport,
 } from './placement-service';
+export { createKv, createObjectStore } from './buckets';
 export { ensureStream, type EnsuredStream, type StreamSpec } from './ensure-stream';
 export { LazyStream, type LazyStreamOptions } from './lazy-stream';
 export {

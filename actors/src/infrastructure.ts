@@ -7,7 +7,8 @@ import {
 } from '@troupe/proto';
 import { type NatsConnection } from '@nats-io/transport-node';
 import { type JetStreamManager } from '@nats-io/jetstream';
-import { type KV, Kvm } from '@nats-io/kv';
+import type { KV } from '@nats-io/kv';
+import { createKv } from './buckets';
 import { ensureStream } from './ensure-stream';
 
 /** Options of {@link ensureInfrastructure}. */
@@ -56,8 +57,10 @@ export async function ensureInfrastructure(
     duplicateWindowMs,
     allowDirect: true,
   });
-  const kvm = new Kvm(nc);
-  const directory = await kvm.create(kvBucketName(cluster, 'directory'), { replicas, history: 1 });
-  const state = await kvm.create(kvBucketName(cluster, 'state'), { replicas, history: 1 });
+  const directory = await createKv(nc, kvBucketName(cluster, 'directory'), {
+    replicas,
+    history: 1,
+  });
+  const state = await createKv(nc, kvBucketName(cluster, 'state'), { replicas, history: 1 });
   return { directory, state };
 }

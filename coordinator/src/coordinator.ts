@@ -6,10 +6,10 @@ import {
   type Logger,
   noopLogger,
   PlacementService,
+  createKv,
 } from '@troupe/actors';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { jetstreamManager } from '@nats-io/jetstream';
-import { Kvm } from '@nats-io/kv';
 import { BudgetLedger } from './budget/budget-ledger';
 import { BudgetLedgerActor } from './budget/budget-ledger-actor';
 import { registerBudgetMetrics } from './budget/budget-metrics';
@@ -168,8 +168,7 @@ export class Coordinator {
       );
       c.metricsPort = await c.metrics.listen(config.metrics.port, config.metrics.host);
     }
-    const kvm = new Kvm(nc);
-    const leases = await kvm.create(kvBucketName(config.cluster, 'leases'), {
+    const leases = await createKv(nc, kvBucketName(config.cluster, 'leases'), {
       history: 1,
       replicas: config.replicas,
     });
@@ -215,9 +214,8 @@ export class Coordinator {
 
   private async becomeLeader(): Promise<void> {
     const { cluster, replicas } = this.config;
-    const kvm = new Kvm(this.nc);
     const bucket = (name: 'nodes' | 'directory' | 'reminders') =>
-      kvm.create(kvBucketName(cluster, name), { history: 1, replicas });
+      createKv(this.nc, kvBucketName(cluster, name), { history: 1, replicas });
     const nodesKv = await bucket('nodes');
     const directoryKv = await bucket('directory');
     const remindersKv = await bucket('reminders');

@@ -1,3 +1,4 @@
+import { createObjectStore } from '@troupe/actors';
 import { Readable } from 'node:stream';
 import {
   ErrorCode,
@@ -9,7 +10,7 @@ import {
   objectStoreName,
   TroupeError,
 } from '@troupe/proto';
-import { Objm, type ObjectInfo, type ObjectStore } from '@nats-io/obj';
+import { type ObjectInfo, type ObjectStore } from '@nats-io/obj';
 import { type NatsConnection } from '@nats-io/transport-node';
 import { z } from 'zod';
 
@@ -92,7 +93,7 @@ export class ArtifactStore {
     const bucket = objectStoreName(options.cluster);
     let store: ObjectStore;
     try {
-      store = await new Objm(nc).create(bucket, { replicas: options.replicas ?? 1 });
+      store = await createObjectStore(nc, bucket, { replicas: options.replicas ?? 1 });
     } catch (err) {
       throw new TroupeError(ErrorCode.UNAVAILABLE, `cannot open object store ${bucket}`, {
         cause: err,

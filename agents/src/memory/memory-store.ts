@@ -1,4 +1,5 @@
-import { type KV, Kvm } from '@nats-io/kv';
+import { createKv } from '@troupe/actors';
+import type { KV } from '@nats-io/kv';
 import { type NatsConnection } from '@nats-io/transport-node';
 import { ErrorCode, KvBucket, kvBucketName, parseWith, TroupeError } from '@troupe/proto';
 import { z } from 'zod';
@@ -120,7 +121,7 @@ export class MemoryStore {
   static async open(nc: NatsConnection, options: MemoryStoreOptions): Promise<MemoryStore> {
     const name = kvBucketName(options.cluster, KvBucket.MEMORY);
     try {
-      const kv = await new Kvm(nc).create(name, {
+      const kv = await createKv(nc, name, {
         replicas: options.replicas ?? 1,
         history: MemoryLimits.HISTORY,
       });

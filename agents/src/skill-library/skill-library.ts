@@ -1,6 +1,6 @@
-import { type KV, Kvm } from '@nats-io/kv';
+import type { KV } from '@nats-io/kv';
 import { type NatsConnection } from '@nats-io/transport-node';
-import { isWrongLastSequence } from '@troupe/actors';
+import { isWrongLastSequence, createKv } from '@troupe/actors';
 import {
   ErrorCode,
   invalidArgument,
@@ -90,7 +90,7 @@ export class SkillLibrary {
     const name = kvBucketName(options.cluster, KvBucket.SKILL_LIBRARY);
     let kv: KV;
     try {
-      kv = await new Kvm(nc).create(name, { replicas: options.replicas ?? 1, history: 5 });
+      kv = await createKv(nc, name, { replicas: options.replicas ?? 1, history: 5 });
     } catch (err) {
       throw new TroupeError(ErrorCode.UNAVAILABLE, `cannot open skill library ${name}`, {
         cause: err,

@@ -1,4 +1,5 @@
-import { type KV, Kvm } from '@nats-io/kv';
+import { createKv } from '@troupe/actors';
+import type { KV } from '@nats-io/kv';
 import { type NatsConnection } from '@nats-io/transport-node';
 import { ErrorCode, KvBucket, kvBucketName, parseWith, TroupeError } from '@troupe/proto';
 import { type Skill, SkillNameSchema, SkillSchema } from './skill';
@@ -28,7 +29,7 @@ export class SkillStore implements SkillSource {
   static async open(nc: NatsConnection, options: SkillStoreOptions): Promise<SkillStore> {
     const name = kvBucketName(options.cluster, KvBucket.SKILLS);
     try {
-      const kv = await new Kvm(nc).create(name, { replicas: options.replicas ?? 1, history: 5 });
+      const kv = await createKv(nc, name, { replicas: options.replicas ?? 1, history: 5 });
       return new SkillStore(kv);
     } catch (err) {
       throw new TroupeError(ErrorCode.UNAVAILABLE, `cannot open skill store ${name}`, {

@@ -1,7 +1,8 @@
+import { createKv } from '@troupe/actors';
 import { createHash } from 'node:crypto';
 import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { type KV, Kvm } from '@nats-io/kv';
+import type { KV } from '@nats-io/kv';
 import { type NatsConnection } from '@nats-io/transport-node';
 import { KvBucket, kvBucketName, type Logger, TroupeError } from '@troupe/proto';
 import { z } from 'zod';
@@ -70,7 +71,7 @@ export class ResultStore {
     if (o.nats) {
       const name = kvBucketName(o.nats.cluster, KvBucket.RESULTS);
       try {
-        kv = await new Kvm(o.nats.connection).create(name, {
+        kv = await createKv(o.nats.connection, name, {
           replicas: o.nats.replicas ?? 1,
           history: 1,
         });

@@ -1,4 +1,5 @@
-import { type KV, Kvm } from '@nats-io/kv';
+import { createKv } from '@troupe/actors';
+import type { KV } from '@nats-io/kv';
 import { type NatsConnection } from '@nats-io/transport-node';
 import { KvBucket, kvBucketName, TroupeError } from '@troupe/proto';
 import { type SequenceTaskRun, SequenceTaskRunSchema } from './sequence-task-run';
@@ -24,7 +25,7 @@ export class ScenarioJournal {
     const name = kvBucketName(o.cluster, KvBucket.SEQUENCES);
     try {
       return new ScenarioJournal(
-        await new Kvm(nc).create(name, { replicas: o.replicas ?? 1, history: 1 }),
+        await createKv(nc, name, { replicas: o.replicas ?? 1, history: 1 }),
       );
     } catch (err) {
       throw new TroupeError('UNAVAILABLE', `cannot open the journal bucket ${name}`, {

@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto';
-import { isWrongLastSequence } from '@troupe/actors';
+import { isWrongLastSequence, createKv, createObjectStore } from '@troupe/actors';
 import { kvBucketName, objectStoreName, toTroupeError, TroupeError } from '@troupe/proto';
 import { type NatsConnection } from '@nats-io/transport-node';
-import { type KV, type KvEntry, Kvm } from '@nats-io/kv';
-import { type ObjectInfo, type ObjectStore, Objm } from '@nats-io/obj';
+import { type KV, type KvEntry } from '@nats-io/kv';
+import { type ObjectInfo, type ObjectStore } from '@nats-io/obj';
 import { z } from 'zod';
 import { type PlannedTask } from './job-driver';
 import {
@@ -72,17 +72,11 @@ export class JobStore {
     options: JobStoreOptions = {},
   ): Promise<JobStore> {
     const replicas = options.replicas ?? 1;
-    const kv = await new Kvm(nc).create(kvBucketName(cluster, 'jobs'), { replicas, history: 1 });
-    const objm = new Objm(nc);
+    const kv = await createKv(nc, kvBucketName(cluster, 'jobs'), { replicas, history: 1 });
     // Another component (the node agent's artifact store) may have created the store with its own
     // options: open it as it is, create it only when missing.
     const name = objectStoreName(cluster);
-    let objects: ObjectStore;
-    try {
-      objects = await objm.open(name);
-    } catch {
-      objects = await objm.create(name, { replicas });
-    }
+    const objects = await createObjectStore(nc, name, { replicas });
     return new JobStore(kv, objects);
   }
 

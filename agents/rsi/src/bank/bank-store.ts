@@ -1,4 +1,4 @@
-import { isWrongLastSequence } from '@troupe/actors';
+import { isWrongLastSequence, createKv, createObjectStore } from '@troupe/actors';
 import {
   bankObjectStoreName,
   ErrorCode,
@@ -12,8 +12,8 @@ import {
   toTroupeError,
   TroupeError,
 } from '@troupe/proto';
-import { type KV, Kvm } from '@nats-io/kv';
-import { type ObjectStore, Objm } from '@nats-io/obj';
+import type { KV } from '@nats-io/kv';
+import type { ObjectStore } from '@nats-io/obj';
 import { type NatsConnection } from '@nats-io/transport-node';
 import {
   BANK_COMMIT_FORMAT,
@@ -143,14 +143,8 @@ export class BankStore {
     const objName = bankObjectStoreName(options.cluster);
     const replicas = options.replicas ?? 1;
     try {
-      const kv = await new Kvm(nc).create(kvName, { replicas, history: 1 });
-      const objm = new Objm(nc);
-      let objects: ObjectStore;
-      try {
-        objects = await objm.open(objName);
-      } catch {
-        objects = await objm.create(objName, { replicas });
-      }
+      const kv = await createKv(nc, kvName, { replicas, history: 1 });
+      const objects = await createObjectStore(nc, objName, { replicas });
       const log = (options.logger ?? noopLogger).child({ component: 'bank-store' });
       return new BankStore(kv, objects, nc, log, options.now ?? (() => new Date()));
     } catch (err) {

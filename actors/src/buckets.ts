@@ -1,0 +1,48 @@
+import { type KV, type KvOptions, Kvm } from '@nats-io/kv';
+import { type ObjectStore, type ObjectStoreOptions, Objm } from '@nats-io/obj';
+import type { NatsConnection } from '@nats-io/transport-node';
+
+/**
+ * Opens a KV bucket, creating it when missing; safe to call from every process at once.
+ *
+ * `Kvm.create` looks the bucket's stream up and adds it when missing. Two processes starting
+ * together (a coordinator and a node agent on a fresh cluster) can both miss it, and the second
+ * add then fails with "stream name already in use" — with "a different configuration" when
+ * their options differ, e.g. replicas. The retry's look-up finds the stream the other process
+ * made and opens it as it is: an existing bucket's settings are never changed.
+ */
+export function createKv(
+  nc: NatsConnection,
+  name: string,
+  options: Partial<KvOptions> = {},
+): Promise<KV> {
+  return retryCreateRace(() => new Kvm(nc).create(name, options));
+}
+
+/**
+ * Opens an object store, creating it when missing; safe to call from every process at once
+ * (see {@link createKv}). An existing store is opened with the settings it has.
+ */
+export function createObjectStore(
+  nc: NatsConnection,
+  name: string,
+  options: Partial<ObjectStoreOptions> = {},
+): Promise<ObjectStore> {
+  return retryCreateRace(() => new Objm(nc).create(name, options));
+}
+
+async function retryCreateRace<T>(create: () => Promise<T>): Promise<T> {
+  try {
+    return await create();
+  } catch (err) {
+    if (!isCreateRace(err)) throw err;
+    return await create();
+  }
+}
+
+/** JetStream API error 10058: a stream of that name was created in between. */
+function isCreateRace(err: unknown): boolean {
+  if (!(err instanceof Error)) return false;
+  const code = (err as { code?: unknown }).code;
+  return code === 10058 || /stream name already in use/i.test(err.message);
+}

@@ -1,0 +1,46 @@
+import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { startNatsServer, type NatsServerHandle } from '@troupe/testkit';
+import { createKv, createObjectStore } from '../../src/buckets';
+
+let server: NatsServerHandle;
+let conns: NatsConnection[];
+beforeAll(async () => {
+  server = await startNatsServer();
+  conns = await Promise.all(Array.from({ length: 8 }, () => connect({ servers: server.url })));
+});
+afterAll(async () => {
+  await Promise.all(conns.map((c) => c.close()));
+  await server.stop();
+});
+
+// Eight processes opening one bucket at once, with options that differ (as a coordinator's and a
+// node agent's may): the losers of the create race open the winner's bucket instead of failing
+// with "stream name already in use with a different configuration".
+test('createKv from many connections at once: every caller gets the one bucket', async () => {
+  for (let round = 0; round < 5; round++) {
+    const name = `race_kv_${round}`;
+    const kvs = await Promise.all(
+      conns.map((nc, i) => createKv(nc, name, { history: 1 + (i % 4) })),
+    );
+    await kvs[0]!.put('k', 'v');
+    for (const kv of kvs) expect((await kv.get('k'))?.string()).toBe('v');
+    const info = await (await jetstreamManager(conns[0]!)).streams.info(`KV_${name}`);
+    expect([1, 2, 3, 4]).toContain(info.config.max_msgs_per_subject);
+  }
+});
+
+test('createObjectStore from many connections at once: every caller gets the one store', async () => {
+  for (let round = 0; round < 5; round++) {
+    const name = `race_obj_${round}`;
+    const stores = await Promise.all(
+      conns.map((nc, i) => createObjectStore(nc, name, { description: `opener ${i}` })),
+    );
+    await stores[0]!.putBlob({ name: 'o' }, new Uint8Array([1, 2, 3]));
+    for (const s of stores) expect(Array.from((await s.getBlob('o')) ?? [])).toEqual([1, 2, 3]);
+  }
+});
+
+test('createKv passes on errors other than the create race', async () => {
+  await expect(createKv(conns[0]!, 'bad name with spaces')).rejects.toThrow(/invalid bucket name/i);
+});
