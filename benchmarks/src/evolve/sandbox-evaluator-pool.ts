@@ -70,6 +70,8 @@ interface Slot {
   index: number;
   replacement: number;
   ready: boolean;
+  /** The creation of the slot's sandbox while it is under way. */
+  creating?: Promise<void>;
 }
 
 /** What an island reports when it gives a leased sandbox back. */
@@ -106,6 +108,10 @@ interface StepLeases {
 export class SandboxEvaluatorPool {
   private readonly free: Slot[];
   private readonly waiting: ((slot: Slot) => void)[] = [];
+  /** Evaluations waiting for their slot's sandbox to be created, ready to take a ready slot. */
+  private readonly swappers: ((slot: Slot) => void)[] = [];
+  /** Set by {@link destroyCreated}: a sandbox whose creation ends after it is destroyed at once. */
+  private closed = false;
   private readonly steps = new Map<string, StepLeases>();
   private readonly createTimeoutMs: number;
   private readonly log: Logger;
@@ -136,7 +142,7 @@ export class SandboxEvaluatorPool {
   /** The {@link Evaluate} function of the pool. */
   readonly evaluate: Evaluate = async (request, opts) => {
     opts.signal.throwIfAborted();
-    const slot = await this.acquire(opts.signal);
+    const slot = await this.acquireReady(opts.signal);
     try {
       return await this.run(slot, request, opts);
     } finally {
@@ -146,6 +152,7 @@ export class SandboxEvaluatorPool {
 
   /** Destroys every sandbox this pool created (best effort, in parallel). */
   async destroyCreated(signal?: AbortSignal): Promise<void> {
+    this.closed = true;
     await destroySandboxes(
       this.options.refs,
       this.options.jobId,
@@ -184,15 +191,12 @@ export class SandboxEvaluatorPool {
     const step = this.steps.get(stepId);
     if (!step || step.ended.signal.aborted) throw stepEnded(stepId);
     const both = AbortSignal.any([signal, step.ended.signal]);
-    const slot = await this.acquire(both);
+    let slot: Slot;
     try {
-      await this.ensureCreated(slot, both);
+      slot = await this.acquireReady(both);
     } catch (err) {
-      this.release(slot);
       if (both.aborted) throw signal.aborted ? (signal.reason as Error) : stepEnded(stepId);
-      this.failures++;
-      this.onFailure(slot, err);
-      throw sandboxFailure(err);
+      throw err;
     }
     if (both.aborted) {
       this.release(slot);
@@ -255,7 +259,93 @@ export class SandboxEvaluatorPool {
     return evaluatorSandboxId(this.options.resourceId, slot.index, slot.replacement);
   }
 
-  private async ensureCreated(slot: Slot, signal: AbortSignal): Promise<void> {
+  /**
+   * A held slot whose sandbox is ready. A ready free slot is taken first; else a free slot
+   * without one, whose sandbox is then created. When a ready slot frees while that creation
+   * waits (the cluster may have no room for another sandbox: a node was lost, the survivors are
+   * full), the evaluation takes the ready slot and the creation goes on without it: its slot
+   * rejoins the pool when the creation ends, so the pool uses what the cluster can hold and grows
+   * back when room appears. A failed creation counts as a failed evaluation (replaced, or
+   * {@link fatal}) and is thrown (`UNAVAILABLE`); an abort while waiting is thrown as the abort.
+   */
+  private async acquireReady(signal: AbortSignal): Promise<Slot> {
+    const slot = await this.acquire(signal);
+    if (slot.ready) return slot;
+    const creating = this.startCreating(slot);
+    return await new Promise<Slot>((resolve, reject) => {
+      let waiting = true;
+      const stopWaiting = (): void => {
+        waiting = false;
+        signal.removeEventListener('abort', onAbort);
+        const i = this.swappers.indexOf(swap);
+        if (i >= 0) this.swappers.splice(i, 1);
+      };
+      const handOver = (): void => {
+        // The creation goes on without this evaluation; its slot rejoins the pool at its end.
+        void creating.then(
+          () => this.release(slot),
+          () => this.release(slot),
+        );
+      };
+      const swap = (ready: Slot): void => {
+        stopWaiting();
+        handOver();
+        resolve(ready);
+      };
+      const onAbort = (): void => {
+        stopWaiting();
+        handOver();
+        reject(signal.reason as Error);
+      };
+      this.swappers.push(swap);
+      signal.addEventListener('abort', onAbort, { once: true });
+      creating.then(
+        () => {
+          if (!waiting) return;
+          stopWaiting();
+          resolve(slot);
+        },
+        (err: unknown) => {
+          if (!waiting) return;
+          stopWaiting();
+          this.release(slot);
+          reject(sandboxFailure(err));
+        },
+      );
+    });
+  }
+
+  /**
+   * Creates the sandbox(es) of `slot`, once however often asked, bound by the creation deadline
+   * only (no evaluation's signal: the slot outlives the evaluation that started it). A failure is
+   * counted and handled ({@link onFailure}) before the promise rejects.
+   */
+  private startCreating(slot: Slot): Promise<void> {
+    slot.creating ??= this.ensureCreated(slot)
+      .then(
+        () => {
+          if (this.closed) void this.destroyLate(slot);
+        },
+        (err: unknown) => {
+          this.failures++;
+          this.onFailure(slot, err);
+          throw err;
+        },
+      )
+      .finally(() => {
+        slot.creating = undefined;
+      });
+    return slot.creating;
+  }
+
+  /** A sandbox whose creation ended after {@link destroyCreated}: destroyed at once. */
+  private async destroyLate(slot: Slot): Promise<void> {
+    const id = this.idOf(slot);
+    const ids = this.options.suite.evaluator.sealed ? [id, graderSandboxId(id)] : [id];
+    await destroySandboxes(this.options.refs, this.options.jobId, ids, this.log);
+  }
+
+  private async ensureCreated(slot: Slot): Promise<void> {
     if (slot.ready) return;
     const { suite } = this.options;
     const create = {
@@ -272,7 +362,7 @@ export class SandboxEvaluatorPool {
     if (suite.evaluator.sealed) ids.push(graderSandboxId(this.idOf(slot)));
     for (const id of ids) {
       this.created.add(id);
-      await this.refById(id).ask('create', create, { timeoutMs: this.createTimeoutMs, signal });
+      await this.refById(id).ask('create', create, { timeoutMs: this.createTimeoutMs });
     }
     slot.ready = true;
   }
@@ -299,7 +389,6 @@ export class SandboxEvaluatorPool {
     { signal, onStart }: EvaluateOptions,
   ): Promise<EvaluatorResult> {
     try {
-      await this.ensureCreated(slot, signal);
       onStart?.();
       const result = await runSandboxEvaluation(
         this.ref(slot),
@@ -343,8 +432,10 @@ export class SandboxEvaluatorPool {
     }
   }
 
+  /** A free slot (one whose sandbox is ready first), or the next one released. */
   private async acquire(signal: AbortSignal): Promise<Slot> {
-    const slot = this.free.shift();
+    const ready = this.free.findIndex((s) => s.ready);
+    const slot = ready >= 0 ? this.free.splice(ready, 1)[0] : this.free.shift();
     if (slot) return slot;
     return await new Promise<Slot>((resolve, reject) => {
       const take = (s: Slot): void => {
@@ -362,6 +453,8 @@ export class SandboxEvaluatorPool {
   }
 
   private release(slot: Slot): void {
+    const swapper = slot.ready ? this.swappers.shift() : undefined;
+    if (swapper) return swapper(slot);
     const next = this.waiting.shift();
     if (next) next(slot);
     else this.free.push(slot);
