@@ -5,6 +5,15 @@
  */
 import { runCli } from './run-cli';
 
+// A reader that stops early (`troupe results … | head`) closes the pipe: stop quietly, as
+// shell tools do, instead of crashing on the write's EPIPE.
+for (const stream of [process.stdout, process.stderr]) {
+  stream.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code === 'EPIPE') process.exit(0);
+    throw err;
+  });
+}
+
 let interrupts = 0;
 runCli(process.argv.slice(2), {
   stdout: process.stdout,

@@ -42,6 +42,20 @@ describe('bin targets', () => {
     expect(r.stdout).toMatch(/^Usage: troupe /);
   });
 
+  it('output into a pipe the reader closed early ends quietly (troupe … | head)', () => {
+    // `true` exits at once, before the CLI writes: its first write meets a closed pipe (EPIPE).
+    const link = path.join(ROOT, 'node_modules/.bin/troupe');
+    const r = spawnSync(
+      'bash',
+      ['-c', `"${link}" --help | true; echo "status \${PIPESTATUS[0]}"`],
+      {
+        encoding: 'utf8',
+      },
+    );
+    expect(r.stdout).toBe('status 0\n');
+    expect(r.stderr).toBe('');
+  });
+
   it('a bin run before the build says how to build instead of a stack trace', () => {
     // A copy of the shim in a package folder without dist/.
     const dir = mkdtempSync(path.join(tmpdir(), 'troupe-bin-'));
