@@ -29,10 +29,17 @@
  *   `--async-evals`, 32; 2 slots), goal ≥ 0.9; `generational_slot_utilisation` the same search
  *   with the generational schedule in the same run (`--only async` runs just these)
  *
+ * - `multi_node_scaling`: one search across two node-agent processes (2 sandbox slots each, 4
+ *   evaluator slots) against the same search on one of them (2 slots), async schedule,
+ *   evaluations that wait (`--multi-eval-ms`, 3000) rather than compute, so that the two cores do
+ *   not bound the figure: throughput with 2 nodes / (2 × with 1), goal ≥ 0.85 (`--only
+ *   multi-node` runs just this; `--multi-evals`, 16 per node)
+ *
  * Options: `--eval-ms D` (1000) and `--evals N` (24) for the long runs, `--short-eval-ms` (200)
  * and `--short-evals` (40) for the short ones, `--samples S` (1: each configuration runs
  * baseline, Troupe, baseline again; the baseline is their mean).
  */
+import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -42,7 +49,7 @@ import { JetStreamJournalStore, type JournalRecord } from '@troupe/evolve';
 import { createEvolveDriver, evolveJournalTaskId } from '@troupe/benchmarks';
 import { Coordinator, DriverRegistry } from '@troupe/coordinator';
 import { ImageManager, NodeAgent } from '@troupe/node-agent';
-import { ensureDocker, randomClusterName, startNatsServer } from '@troupe/testkit';
+import { ensureDocker, randomClusterName, startNatsServer, waitFor } from '@troupe/testkit';
 import type Docker from 'dockerode';
 import { pack } from 'tar-stream';
 import { median, nowUs, printResult, printTable } from '../lib/report';
@@ -59,6 +66,8 @@ const SHORT_EVALS = Number(arg('--short-evals') ?? 40);
 const SAMPLES = Number(arg('--samples') ?? 1);
 const ASYNC_EVAL_MS = Number(arg('--async-eval-ms') ?? 1000);
 const ASYNC_EVALS = Number(arg('--async-evals') ?? 32);
+const MULTI_EVAL_MS = Number(arg('--multi-eval-ms') ?? 3000);
+const MULTI_EVALS = Number(arg('--multi-evals') ?? 16);
 const IMAGE = 'troupe-python-slim:latest';
 const EVAL_DIR = '/workspace/eval';
 const CLEAN_SCRIPT = `rm -rf ${EVAL_DIR} /tmp/* /tmp/.[!.]* 2>/dev/null; mkdir -p ${EVAL_DIR}`;
@@ -293,6 +302,76 @@ function windowOf(records: readonly JournalRecord[]): {
   return { windowMs: last - first, evaluations, queueMs, busyMs, evaluatorMs };
 }
 
+/**
+ * `multi_node_scaling`: the same search on one node-agent process (2 sandbox slots, 2 evaluator
+ * slots, MULTI_EVALS evaluations), then on two (4 and 2 × MULTI_EVALS); evaluations wait rather
+ * than compute. Throughput with two / (2 × with one).
+ */
+async function multiNodeScaling(
+  cluster: string,
+  natsUrl: string,
+  coordinator: Coordinator,
+  troupeRun: (
+    slots: number,
+    evals: number,
+    evalMs: number,
+    schedule?: { mode: 'generational' | 'async'; vary: boolean },
+  ) => Promise<TroupeRun>,
+): Promise<number> {
+  const agents: ChildProcess[] = [];
+  const spawnAgent = async (hostId: string): Promise<void> => {
+    // The built node agent (perf/dist/evolve → node-agent/dist/main.js), its output passed on.
+    const main = path.resolve(__dirname, '../../../node-agent/dist/main.js');
+    const child = spawn(process.execPath, [main], {
+      stdio: ['ignore', 'inherit', 'inherit'],
+      env: {
+        ...process.env,
+        TROUPE_CLUSTER: cluster,
+        TROUPE_NATS_URL: natsUrl,
+        TROUPE_HOST_ID: hostId,
+        TROUPE_SLOTS: 'sandbox=2',
+        TROUPE_LOG_LEVEL: 'warn',
+        TROUPE_VM: 'off',
+      },
+    });
+    agents.push(child);
+    await waitFor(
+      () => coordinator.registry?.schedulable().some((h) => h.info.hostId === hostId) ?? false,
+      { timeoutMs: 60_000, message: `node agent ${hostId} registered` },
+    );
+  };
+  try {
+    const schedule = { mode: 'async' as const, vary: false };
+    await spawnAgent('perf-node-a');
+    await troupeRun(2, 4, MULTI_EVAL_MS / 10, schedule); // warm-up of the process
+    const one = await troupeRun(2, MULTI_EVALS, MULTI_EVAL_MS, schedule);
+    await spawnAgent('perf-node-b');
+    const two = await troupeRun(4, 2 * MULTI_EVALS, MULTI_EVAL_MS, schedule);
+    const rateOne = one.evaluations / one.windowMs;
+    const rateTwo = two.evaluations / two.windowMs;
+    const scaling = rateTwo / (2 * rateOne);
+    printTable('multi_node', {
+      evaluator_ms: MULTI_EVAL_MS,
+      one_node_evaluations: one.evaluations,
+      one_node_window_ms: one.windowMs,
+      two_nodes_evaluations: two.evaluations,
+      two_nodes_window_ms: two.windowMs,
+      multi_node_scaling: scaling,
+    });
+    return scaling;
+  } finally {
+    // SIGTERM: each node agent removes its sandboxes before it exits.
+    await Promise.all(
+      agents.map(async (a) => {
+        if (a.exitCode !== null || a.signalCode !== null) return;
+        const exited = new Promise((r) => a.once('exit', r));
+        a.kill('SIGTERM');
+        await exited;
+      }),
+    );
+  }
+}
+
 async function main(): Promise<void> {
   const docker = await ensureDocker();
   await new ImageManager({ docker }).ensure('python-slim');
@@ -472,6 +551,16 @@ async function main(): Promise<void> {
       asyncMetrics.async_slot_utilisation = median(util.async ?? []);
       asyncMetrics.generational_slot_utilisation = median(util.generational ?? []);
       printTable('schedule', asyncMetrics);
+    }
+    if (!only || only.includes('multi-node')) {
+      // Last: the in-process node agent stops, so that only the node-agent processes host sandboxes.
+      await agent.stop();
+      asyncMetrics.multi_node_scaling = await multiNodeScaling(
+        cluster,
+        server.url,
+        coordinator,
+        troupeRun,
+      );
     }
     if (only) {
       if (Object.keys(asyncMetrics).length > 0) printResult('evolve', asyncMetrics);
