@@ -7,12 +7,20 @@ priority is best fit (the least room left over wins), which uses 212.0 bins on a
 Tunable parameters (troupe:param markers: the built-in operators rewrite these values; all
 weights are in units of the bin capacity):
     LEFTOVER_POWER   exponent of the leftover term; alone it changes nothing (monotone)
+    LEFTOVER_WEIGHT  weight of the leftover term (the other terms matter more when it is small)
     GAP_LIMIT        leftovers in (0, GAP_LIMIT) are hard to use later ...
     GAP_PENALTY      ... and cost this much priority (0 by default: GAP_LIMIT starts inside its
                      range so that a change of GAP_PENALTY alone already moves the priority)
     EXACT_BONUS      bonus for a perfect fit (leftover 0)
     FILL_WEIGHT      penalty on (room before) * (leftover after), favouring fuller bins
     NEW_BIN_PENALTY  priority removed from opening a new bin (negative: a bonus)
+    TIGHT_LIMIT      the tightest open bin (the best-fit one) is a "close fit" when
+                     (room before) * (leftover after) is below this ...
+    TIGHT_BONUS      ... and gains TIGHT_BONUS * item * (TIGHT_LIMIT - room * leftover) (item in
+                     units of the capacity): more for a closer fit and a larger item, a loss
+                     for a loose fit (0: off)
+    TIGHT_PENALTY    the tightest open bin loses TIGHT_PENALTY * leftover**4: a loose best fit is
+                     left for a later item (the 0.001 default cannot change a placement)
 
 Protocol with the evaluator (stdin/stdout, one line each; diagnostics go to stderr only):
 "instance <capacity>" starts an instance, "item <size>" asks for a bin index (0-based; the
@@ -21,11 +29,15 @@ number of open bins opens a new one), "end" ends the instance, end of input ends
 import sys
 
 LEFTOVER_POWER = 1.0  # troupe:param float[0.5,2]
+LEFTOVER_WEIGHT = 1.0  # troupe:param float[0,1]
 GAP_LIMIT = 0.2  # troupe:param float[0,0.4]
 GAP_PENALTY = 0.0  # troupe:param float[0,1]
 EXACT_BONUS = 0.0  # troupe:param float[0,1]
 FILL_WEIGHT = 0.0  # troupe:param float[0,2]
 NEW_BIN_PENALTY = 0.0  # troupe:param float[-0.5,0.5]
+TIGHT_LIMIT = 0.05  # troupe:param float[0,0.2]
+TIGHT_BONUS = 0.0  # troupe:param float[0,400]
+TIGHT_PENALTY = 0.001  # troupe:param float[0.001,100000] log
 
 
 def priority(item, bins, capacity):
@@ -33,9 +45,10 @@ def priority(item, bins, capacity):
     take the item, in ascending order, the last one being `capacity` (a new bin). Ties go to the
     earlier entry."""
     scores = []
-    for room in bins:
+    size = item / capacity
+    for index, room in enumerate(bins):
         left = (room - item) / capacity
-        score = -(left**LEFTOVER_POWER)
+        score = -LEFTOVER_WEIGHT * left**LEFTOVER_POWER
         if 0 < left < GAP_LIMIT:
             score -= GAP_PENALTY
         if left == 0:
@@ -43,6 +56,9 @@ def priority(item, bins, capacity):
         score -= FILL_WEIGHT * (room / capacity) * left
         if room == capacity:
             score -= NEW_BIN_PENALTY
+        elif index == 0:
+            fit = (room / capacity) * left
+            score += TIGHT_BONUS * size * (TIGHT_LIMIT - fit) - TIGHT_PENALTY * left**4
         scores.append(score)
     return scores
 
