@@ -18,6 +18,8 @@ import {
   type DrainNodeResponse__Output,
   fromAbortSignal,
   type GetJobRequest,
+  type GetBudgetRequest,
+  type GetBudgetResponse__Output,
   type GetResultsRequest,
   type GetRolloutsRequest,
   type Job__Output,
@@ -276,6 +278,19 @@ export class TroupeClient {
     return this.unary<GetResultsRequest, JobResults__Output>(
       this.jobs.GetResults.bind(this.jobs),
       { jobId },
+      options,
+    );
+  }
+
+  /**
+   * The cluster's budget ledger (`GetBudget`): every scope with its limits, spend and reserved
+   * amounts, and the reservations model calls in flight hold — or, with `scope`, that scope and
+   * the reservations in its subtree (`NOT_FOUND` when the ledger has no such scope).
+   */
+  async getBudget(scope = '', options: CallOpts = {}): Promise<GetBudgetResponse__Output> {
+    return this.unary<GetBudgetRequest, GetBudgetResponse__Output>(
+      this.jobs.GetBudget.bind(this.jobs),
+      { scope },
       options,
     );
   }

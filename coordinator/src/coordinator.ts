@@ -147,6 +147,7 @@ export class Coordinator {
           c.grpc = await JobApiServer.start({
             jobs,
             nodes: () => c.registry,
+            budget: new BudgetLedger(system),
             config: config.grpc,
             logger: log,
           });

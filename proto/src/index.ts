@@ -178,6 +178,21 @@ export type {
   GetArtifactRequest__Output,
 } from './generated/troupe/v1/GetArtifactRequest';
 export type { GetJobRequest, GetJobRequest__Output } from './generated/troupe/v1/GetJobRequest';
+export type { BudgetLimits, BudgetLimits__Output } from './generated/troupe/v1/BudgetLimits';
+export type {
+  BudgetReservation,
+  BudgetReservation__Output,
+} from './generated/troupe/v1/BudgetReservation';
+export type { BudgetScope, BudgetScope__Output } from './generated/troupe/v1/BudgetScope';
+export type { BudgetTotals, BudgetTotals__Output } from './generated/troupe/v1/BudgetTotals';
+export type {
+  GetBudgetRequest,
+  GetBudgetRequest__Output,
+} from './generated/troupe/v1/GetBudgetRequest';
+export type {
+  GetBudgetResponse,
+  GetBudgetResponse__Output,
+} from './generated/troupe/v1/GetBudgetResponse';
 export type {
   GetResultsRequest,
   GetResultsRequest__Output,

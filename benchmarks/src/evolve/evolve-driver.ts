@@ -59,6 +59,8 @@ import { expandCompetitionTasks, loadTaskBundle } from './competition-tasks';
 import { medalOf } from './mle-competition';
 import { phaseShipment } from './run-sealed-evaluation';
 
+/** Islands reported per progress event (their points keep the payload under 8 KiB). */
+const MAX_PROGRESS_ISLANDS = 64;
 /** Options of {@link createEvolveDriver}. */
 export interface EvolveDriverOptions {
   /**
@@ -389,6 +391,19 @@ export function createEvolveDriver(
             (last ? `; ${health.failures} failed, last: ${last.text}` : ''),
         });
         if (last) ctx.log.debug({ failure: last }, 'evolve candidates failed');
+        // The curves' points, live: one TASK_PROGRESS per closed generation (bounded by
+        // maxGenerations), drawn by the dashboard's evolution page while the search runs.
+        ctx.progress({
+          step: p.generation + 1,
+          data: {
+            evolve: {
+              generation: p.generation,
+              evaluations: p.evaluations,
+              bestScore: p.bestScore,
+              islands: p.islands.slice(0, MAX_PROGRESS_ISLANDS),
+            },
+          },
+        });
       });
       let budgetStop = false;
       const agent = ctx.spec.agent;

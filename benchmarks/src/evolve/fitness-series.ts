@@ -71,21 +71,30 @@ export function fitnessSeries(records: readonly JournalRecord[]): FitnessSeries 
         generation: record.generation,
         evaluations: budgetUsage(state).evaluations,
         elapsedMs: Math.max(0, record.closedAt - first.createdAt),
-        islands: state.islands.map((members) => {
-          if (members.length === 0) return { best: null, mean: null, size: 0 };
-          const fitness = members.map((m) => m.fitness);
-          const best = Math.max(...fitness);
-          const mean = fitness.reduce((a, b) => a + b, 0) / fitness.length;
-          return {
-            best: scoreOf(best, direction),
-            mean: scoreOf(mean, direction),
-            size: members.length,
-          };
-        }),
+        islands: islandPoints(state),
       });
     }
   }
   return { direction, generations, evaluations, state };
+}
+
+/**
+ * Per island of `state`: best and mean validation score of its members, in score units (not
+ * direction-adjusted), and how many members it has.
+ */
+export function islandPoints(state: SearchState): GenerationPoint['islands'] {
+  const direction = state.config.direction;
+  return state.islands.map((members) => {
+    if (members.length === 0) return { best: null, mean: null, size: 0 };
+    const fitness = members.map((m) => m.fitness);
+    const best = Math.max(...fitness);
+    const mean = fitness.reduce((a, b) => a + b, 0) / fitness.length;
+    return {
+      best: scoreOf(best, direction),
+      mean: scoreOf(mean, direction),
+      size: members.length,
+    };
+  });
 }
 
 /** The best validation score among `points` for a direction, or null. */

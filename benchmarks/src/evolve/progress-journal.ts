@@ -1,4 +1,13 @@
-import type { AppendReceipt, JournalRead, JournalRecord, JournalStore } from '@troupe/evolve';
+import {
+  type AppendReceipt,
+  applyJournalRecord,
+  createSearchState,
+  type JournalRead,
+  type JournalRecord,
+  type JournalStore,
+  type SearchState,
+} from '@troupe/evolve';
+import { type GenerationPoint, islandPoints } from './fitness-series';
 
 /** What {@link ProgressJournal} reports when a generation closes. */
 export interface GenerationProgress {
@@ -8,17 +17,29 @@ export interface GenerationProgress {
   evaluations: number;
   /** Best validation score so far, or null. */
   bestScore: number | null;
+  /**
+   * Per island after the close: best and mean validation score of its members (score units) and
+   * its size — the points the evolution page's curves are drawn from. Empty when the journal was
+   * not seen from its task record on (the islands are then unknown).
+   */
+  islands: GenerationPoint['islands'];
 }
 
 /**
  * A {@link JournalStore} that passes everything to another one and watches the records go by
- * (those replayed on a resume included): it keeps the best validation score and the number of
- * evaluations, and calls `onGeneration` whenever a generation record is appended.
+ * (those replayed on a resume included): it keeps the best validation score, the number of
+ * evaluations and the islands (a search state replayed from the records, each applied once by its
+ * journal sequence), and calls `onGeneration` whenever a generation record is appended.
  */
 export class ProgressJournal implements JournalStore {
   private readonly seen = new Set<string>();
   private best: number | null = null;
   private evaluations = 0;
+  private state: SearchState | undefined;
+  /** Journal sequence of the last record applied to {@link state}. */
+  private appliedSeq = 0;
+  /** The islands are lost (a record could not be applied): report none from then on. */
+  private broken = false;
 
   constructor(
     private readonly inner: JournalStore,
@@ -34,11 +55,13 @@ export class ProgressJournal implements JournalStore {
   async append(record: JournalRecord, options?: { signal?: AbortSignal }): Promise<AppendReceipt> {
     const receipt = await this.inner.append(record, options);
     this.observe(record);
+    if (!receipt.duplicate) this.apply(receipt.seq, record);
     if (record.type === 'generation' && !receipt.duplicate) {
       this.onGeneration({
         generation: record.generation,
         evaluations: this.evaluations,
         bestScore: this.best,
+        islands: this.state && !this.broken ? islandPoints(this.state) : [],
       });
     }
     return receipt;
@@ -50,8 +73,35 @@ export class ProgressJournal implements JournalStore {
     options?: { signal?: AbortSignal },
   ): Promise<JournalRead> {
     const read = await this.inner.read(taskId, afterSeq, options);
-    for (const r of read.records) this.observe(r);
+    const first = read.lastSeq - read.records.length + 1;
+    read.records.forEach((r, i) => {
+      this.observe(r);
+      this.apply(first + i, r);
+    });
     return read;
+  }
+
+  /** Applies the record at journal position `seq` once, in order; a gap loses the islands. */
+  private apply(seq: number, record: JournalRecord): void {
+    if (this.broken || seq <= this.appliedSeq) return;
+    if (seq !== this.appliedSeq + 1) {
+      this.broken = true;
+      return;
+    }
+    try {
+      if (record.type === 'task' && this.state === undefined) {
+        this.state = createSearchState(record);
+      } else if (this.state !== undefined) {
+        applyJournalRecord(this.state, record);
+      } else {
+        this.broken = true;
+        return;
+      }
+      this.appliedSeq = seq;
+    } catch {
+      // Progress is best effort: the search itself validates its journal.
+      this.broken = true;
+    }
   }
 
   private observe(record: JournalRecord): void {

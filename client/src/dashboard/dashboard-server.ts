@@ -353,36 +353,38 @@ export class DashboardServer {
     return this.json(res, 404, { code: 'NOT_FOUND', message: `no API ${parts.join('/')}` });
   }
 
-  /** Budgets of the jobs that set one: limit from the spec, spend from the job's progress. */
+  /**
+   * The cluster's budget ledger (GetBudget): scopes with limits, spend and reservations, the name
+   * of each job scope's job, and the budgets of jobs whose scope the ledger has folded away (a
+   * finished job's): limit from the spec, spend from the job's progress. Jobs: the newest 500.
+   */
   private async budget(signal: AbortSignal): Promise<unknown> {
-    const scopes: unknown[] = [];
-    let spentUsd = 0;
-    let pageToken = '';
-    for (let pages = 0; pages < 20; pages++) {
-      const page = await this.options.api.listJobs(
-        { pageSize: 500, ...(pageToken ? { pageToken } : {}) },
-        { signal },
-      );
-      for (const j of page.jobs) {
-        const spec = safeJson(j.specJson) as { budget?: { usd?: number; tokens?: number } } | null;
-        const cost = j.progress?.costUsd ?? 0;
-        spentUsd += cost;
-        if (spec?.budget) {
-          scopes.push({
-            scope: `job:${j.jobId}`,
-            jobId: j.jobId,
-            name: j.name,
-            state: j.state,
-            limitUsd: spec.budget.usd ?? null,
-            limitTokens: spec.budget.tokens ?? null,
-            spentUsd: cost,
-          });
-        }
+    const [budget, page] = await Promise.all([
+      this.options.api.getBudget('', { signal }),
+      this.options.api.listJobs({ pageSize: 500 }, { signal }),
+    ]);
+    const inLedger = new Set(budget.scopes.map((s) => s.scope));
+    const jobs: Record<string, { jobId: string; name: string; state: string }> = {};
+    const closed: unknown[] = [];
+    for (const j of page.jobs) {
+      const scope = `job:${j.jobId}`;
+      if (inLedger.has(scope)) {
+        jobs[scope] = { jobId: j.jobId, name: j.name, state: String(j.state) };
+        continue;
       }
-      pageToken = page.nextPageToken;
-      if (!pageToken) break;
+      const spec = safeJson(j.specJson) as { budget?: { usd?: number; tokens?: number } } | null;
+      if (!spec?.budget) continue;
+      closed.push({
+        scope,
+        jobId: j.jobId,
+        name: j.name,
+        state: String(j.state),
+        limitUsd: spec.budget.usd ?? null,
+        limitTokens: spec.budget.tokens ?? null,
+        spentUsd: j.progress?.costUsd ?? 0,
+      });
     }
-    return { clusterSpentUsd: spentUsd, scopes };
+    return { ...budget, jobs, closed };
   }
 
   /** Actions need `allowActions` and a header a cross-site form cannot send. */

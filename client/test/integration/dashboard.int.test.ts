@@ -24,6 +24,13 @@ const SHOTS = process.env['TROUPE_TEST_ARTIFACTS']
   ? path.join(process.env['TROUPE_TEST_ARTIFACTS'], 'dashboard')
   : path.join(ROOT, 'test-artifacts/dashboard');
 
+/** The evolution page's live state on `window.troupe.evolveLive`. */
+interface EvolveLive {
+  points: number;
+  history: number[];
+  finished: boolean;
+}
+
 /** What the dashboard's script exposes on `window.troupe` for tests. */
 interface TroupeWindow {
   troupe: { eventSeqs: number[]; streamEnded?: boolean };
@@ -71,6 +78,13 @@ async function logIn(p: Page, token: string): Promise<void> {
   await p.waitForURL(/\/login/);
   await p.fill('#token', token);
   await p.click('#login-submit');
+}
+
+/** Logs the shared page in unless an earlier test did (tests can run alone with -t). */
+async function ensureLoggedIn(): Promise<void> {
+  if ((await context.cookies()).some((c) => c.name === 'troupe_dashboard')) return;
+  await logIn(page, cluster.token);
+  await page.waitForURL((u) => !u.pathname.startsWith('/login'));
 }
 
 async function finish(jobId: string): Promise<number> {
@@ -173,7 +187,8 @@ test('log in; a running job advances live; a dropped stream resumes with no lost
       )) >= 4,
     { intervalMs: 250, timeoutMs: 120_000 },
   );
-  expect(dashboard.dropStreams()).toBeGreaterThanOrEqual(1);
+  // A stream may be between reconnects on a loaded machine: drop the next one that is open.
+  await waitFor(() => dashboard.dropStreams() >= 1, { intervalMs: 50, timeoutMs: 60_000 });
   await waitFor(async () => (await doneOf()) === 10, { intervalMs: 250, timeoutMs: 300_000 });
   await waitFor(
     async () =>
@@ -238,6 +253,87 @@ test("an agent task's trajectory: messages, tool calls and results, cost per ste
   await shot('budget');
 });
 
+test("GetBudget lists a model call's reservation while it is held; the budget page shows it", async () => {
+  // The first model call of the job blocks in the fake provider until the test lets it go: its
+  // reservation is held in the ledger meanwhile, deterministically (no timing involved).
+  await ensureLoggedIn();
+  let entered = false;
+  let release!: () => void;
+  const gate = new Promise<void>((resolve) => (release = resolve));
+  fake.setHandler(async (req) => {
+    if (!entered) {
+      entered = true;
+      await gate;
+    }
+    return reply(req.body);
+  });
+  try {
+    const job = await client.submitJob(
+      JSON.stringify({
+        name: 'dashboard-budget',
+        kind: 'issue-resolution',
+        concurrency: 1,
+        budget: { usd: 5 },
+        agent: { model: 'fake', maxSteps: 10 },
+        config: { agent: { kind: 'model' } },
+        tasks: { suite: SUITE, include: ['py-lru-cache'] },
+      }),
+      { format: 'json' },
+    );
+    const scope = `job:${job.jobId}`;
+    const before = (await client.getBudget('cluster')).scopes[0]!;
+    const ofJob = (r: { scope: string }) =>
+      r.scope === scope || r.scope.startsWith(`agent:${job.jobId}/`);
+    await waitFor(() => entered, { intervalMs: 100, timeoutMs: 300_000 });
+    const held = await waitFor(
+      async () => {
+        const b = await client.getBudget();
+        return b.reservations.find(ofJob);
+      },
+      { intervalMs: 200, timeoutMs: 60_000 },
+    );
+    expect(held.usd).toBeGreaterThan(0);
+    expect(held.holder).not.toBe('');
+    expect(held.expiresUnixMs).toBeGreaterThan(Date.now());
+    // One scope alone: the job's, with the held amount counted in its reserved totals.
+    const one = await client.getBudget(scope);
+    expect(one.scopes.map((s) => s.scope)).toEqual([scope]);
+    expect(one.scopes[0]!.reserved!.usd).toBeGreaterThanOrEqual(held.usd);
+    expect(one.scopes[0]!.limit!.usd).toBe(5);
+    expect(one.reservations.map((r) => r.id)).toContain(held.id);
+    await expect(client.getBudget('job:no-such-job')).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    await expect(client.getBudget('not a scope')).rejects.toMatchObject({
+      code: 'INVALID_ARGUMENT',
+    });
+
+    await page.goto(`${dashboard.url}#/budget`);
+    await page.waitForSelector(`#reservations tr[data-reservation="${held.id}"]`, {
+      timeout: 30_000,
+    });
+    expect(await page.textContent(`tr[data-reservation="${held.id}"]`)).toContain(held.scope);
+    await shot('budget-reservation');
+
+    release();
+    // Settled: the reservation leaves the ledger and the page, and the call is charged (in the
+    // cluster scope, which keeps a finished job's spending once its scope is folded away).
+    await page.waitForSelector(`#reservations tr[data-reservation="${held.id}"]`, {
+      state: 'detached',
+      timeout: 120_000,
+    });
+    await finish(job.jobId);
+    await waitFor(async () => !(await client.getBudget()).reservations.some(ofJob), {
+      intervalMs: 200,
+      timeoutMs: 60_000,
+    });
+    const after = (await client.getBudget('cluster')).scopes[0]!;
+    expect(after.spent!.calls).toBeGreaterThan(before.spent!.calls);
+    expect(after.spent!.usd).toBeGreaterThan(before.spent!.usd);
+  } finally {
+    release();
+    fake.setHandler((req) => reply(req.body));
+  }
+});
+
 test("an evolve job's fitness curves per island, lineage and diffs", async () => {
   const job = await client.submitJob(
     JSON.stringify({
@@ -258,10 +354,46 @@ test("an evolve job's fitness curves per island, lineage and diffs", async () =>
     }),
     { format: 'json' },
   );
+  // Opened while the search runs: the curves grow from the per-generation progress events
+  // before the task ends, then the page switches to the artifacts (lineage, diffs).
+  await ensureLoggedIn();
+  await waitFor(
+    async () => (await client.getResults(job.jobId)).tasks.some((t) => t.taskId === 'or3'),
+    { intervalMs: 200, timeoutMs: 60_000 },
+  );
+  await page.goto(`${dashboard.url}#/evolve/${job.jobId}/or3`);
+  await page.waitForSelector('#evolve-live', { timeout: 60_000 });
+  const liveState = () =>
+    page.evaluate(
+      () =>
+        (globalThis as unknown as { troupe: { evolveLive?: EvolveLive } }).troupe.evolveLive ?? {
+          points: 0,
+          history: [],
+          finished: false,
+        },
+    );
+  await waitFor(async () => (await liveState()).points >= 1, {
+    intervalMs: 250,
+    timeoutMs: 400_000,
+  });
+  await waitFor(async () => ((s) => s.points >= 2 || s.finished)(await liveState()), {
+    intervalMs: 250,
+    timeoutMs: 400_000,
+  });
+  if (!(await liveState()).finished) await shot('evolve-live');
   await finish(job.jobId);
+  await waitFor(async () => (await liveState()).finished, { intervalMs: 250, timeoutMs: 60_000 });
+  const { history } = await liveState();
+  // Every draw happened before the task ended (the live page stops drawing then), and the point
+  // count grew across draws: first one point or more, later more points.
+  expect(history[0]).toBeGreaterThanOrEqual(1);
+  expect(Math.max(...history)).toBeGreaterThan(history[0]!);
+  expect([...history].sort((a, b) => a - b)).toEqual(history);
+  await page.waitForSelector('#fitness-chart', { timeout: 60_000 });
+  await page.waitForSelector('#lineage', { timeout: 60_000 });
   await page.goto(`${dashboard.url}#/task/${job.jobId}/or3`);
   await page.click('#evolve-link');
-  await page.waitForSelector('#fitness-chart', { timeout: 60_000 });
+  await page.waitForSelector('#lineage', { timeout: 60_000 });
   expect(await page.locator('#fitness-chart polyline[data-series$="-best"]').count()).toBe(2);
   expect(await page.locator('#fitness-chart polyline[data-series$="-mean"]').count()).toBe(2);
   expect(await page.locator('#lineage tbody tr').count()).toBeGreaterThanOrEqual(1);

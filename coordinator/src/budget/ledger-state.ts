@@ -209,6 +209,19 @@ export interface LedgerSnapshot {
   scopes: ScopeUsage[];
   counters: LedgerCounters;
   openReservations: number;
+  /** The open reservations, oldest first (dollars in USD). */
+  reservations: OpenReservationView[];
+}
+
+/** An open reservation as {@link snapshot} reports it. */
+export interface OpenReservationView {
+  id: string;
+  scope: string;
+  usd: number;
+  tokens: number;
+  holder: string;
+  /** When the ledger reclaims it unless settled or released (ledger host clock). */
+  expiresAtMs: number;
 }
 
 /** A transition's result. `state` is the input object itself when nothing changed. */
@@ -605,6 +618,17 @@ export function snapshot(
       scopes: Object.keys(s.scopes).map((id) => usageOf(s, id)),
       counters: { ...s.counters },
       openReservations: (s.scopes[s.root] as ScopeRecord).open,
+      reservations: Object.entries(s.open)
+        .map(([id, r]) => ({
+          id,
+          scope: r.scope,
+          usd: nanosToUsd(r.usd),
+          tokens: r.tokens,
+          holder: r.holder,
+          expiresAtMs: r.exp,
+        }))
+        // Ids are `r` + a base-36 sequence: shorter is older, then lexical.
+        .sort((a, b) => a.id.length - b.id.length || (a.id < b.id ? -1 : 1)),
     },
   };
 }

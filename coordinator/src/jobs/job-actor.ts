@@ -35,6 +35,8 @@ import {
 } from './job-state';
 
 const Index = z.number().int().nonnegative();
+/** Largest driver-specific `data` of a progress report, as JSON characters. */
+const MAX_PROGRESS_DATA_CHARS = 8_192;
 const Attempt = z.number().int().positive();
 
 /** Messages of the job actor. */
@@ -60,6 +62,12 @@ export const JobActorMessages = {
     step: z.number().int().nonnegative().optional(),
     tokens: z.number().int().nonnegative().optional(),
     costUsd: z.number().nonnegative().optional(),
+    data: z
+      .record(z.string(), z.unknown())
+      .refine((d) => JSON.stringify(d).length <= MAX_PROGRESS_DATA_CHARS, {
+        message: `must be at most ${MAX_PROGRESS_DATA_CHARS} characters as JSON`,
+      })
+      .optional(),
   }),
   /** A retry's backoff is over (a durable reminder). */
   retry: z.object({ index: Index, attempt: Attempt }),
@@ -160,6 +168,8 @@ export function createJobActor(holder: JobRuntimeHolder, options: JobActorOption
                 taskId: t.id,
                 message: `task ${t.id} step ${msg.step ?? '?'}`,
                 payload: {
+                  // Driver keys first: the standard ones below always win.
+                  ...(msg.data ?? {}),
                   attempt: msg.attempt,
                   ...(msg.step !== undefined ? { step: msg.step } : {}),
                   ...(msg.tokens !== undefined ? { tokens: msg.tokens } : {}),

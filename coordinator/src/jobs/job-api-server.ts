@@ -17,6 +17,8 @@ import {
   type DrainNodeRequest__Output,
   type DrainNodeResponse,
   type GetArtifactRequest__Output,
+  type GetBudgetRequest__Output,
+  type GetBudgetResponse,
   type GetJobRequest__Output,
   type GetResultsRequest__Output,
   type GetRolloutsRequest__Output,
@@ -43,6 +45,7 @@ import {
 } from '@troupe/proto';
 import { type HostRecord } from '../host-registry';
 import { BearerAuth } from './bearer-auth';
+import { type BudgetSource, toWireBudget } from './budget-wire';
 import { type GrpcConfig } from './grpc-config';
 import { type JobManager } from './job-manager';
 import { toWireEvent, toWireJob, toWireNode, toWireResults } from './job-wire';
@@ -59,6 +62,8 @@ export interface JobApiServerOptions {
   jobs: JobManager;
   /** The host registry, when this coordinator leads; undefined otherwise. */
   nodes: () => NodeSource | undefined;
+  /** The cluster's budget ledger, read by GetBudget; without it GetBudget is UNAVAILABLE. */
+  budget?: BudgetSource;
   config: GrpcConfig;
   logger?: Logger;
 }
@@ -239,6 +244,15 @@ export class JobApiServer {
       GetRollouts: unary<GetRolloutsRequest__Output, RolloutResponse>(
         'GetRollouts',
         (req, signal) => rollouts.get(requireJobId(req.jobId), signal),
+      ),
+      GetBudget: unary<GetBudgetRequest__Output, GetBudgetResponse>(
+        'GetBudget',
+        async (req, signal) => {
+          if (!options.budget) {
+            throw new TroupeError('UNAVAILABLE', 'this coordinator serves no budget ledger');
+          }
+          return toWireBudget(await options.budget.snapshot({ signal }), req.scope);
+        },
       ),
       GetArtifact: stream<GetArtifactRequest__Output, ArtifactChunk>(
         'GetArtifact',

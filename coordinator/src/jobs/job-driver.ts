@@ -83,6 +83,12 @@ export interface TaskProgress {
   step?: number;
   tokens?: number;
   costUsd?: number;
+  /**
+   * Driver-specific keys merged into the TASK_PROGRESS payload (ignored with `message`): a small
+   * JSON object, at most 8 KiB serialised. Send one per milestone (a closed generation, say), not
+   * per step, to keep the job's event log bounded.
+   */
+  data?: Record<string, unknown>;
 }
 
 /** What the driver's per-task methods get. */

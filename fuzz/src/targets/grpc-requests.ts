@@ -43,6 +43,7 @@ const UNARY = [
   'DrainNode',
   'Rollout',
   'GetRollouts',
+  'GetBudget',
 ];
 const STREAMING = ['WatchJob', 'GetArtifact'];
 const SERVICE_OF: Record<string, string> = { DrainNode: 'NodeService', ListNodes: 'NodeService' };
@@ -119,6 +120,12 @@ function requests(specs: unknown[]): fc.Arbitrary<GrpcCase> {
           labels: fc.dictionary(nastyString, nastyString, { maxKeys: 2 }),
         })
         .map((request) => ({ method: 'Rollout', request, how: 'Rollout' })),
+      weight: 1,
+    },
+    {
+      arbitrary: fc
+        .record({ scope: fc.oneof(nastyString, fc.constantFrom('', 'cluster', 'job:nope')) })
+        .map((request) => ({ method: 'GetBudget', request, how: 'GetBudget' })),
       weight: 1,
     },
     ...['GetJob', 'CancelJob', 'GetResults', 'GetRollouts'].map((method) => ({

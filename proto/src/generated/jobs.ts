@@ -2,11 +2,17 @@ import type * as grpc from '@grpc/grpc-js';
 import type { EnumTypeDefinition, MessageTypeDefinition } from '@grpc/proto-loader';
 
 import type { ArtifactChunk as _troupe_v1_ArtifactChunk, ArtifactChunk__Output as _troupe_v1_ArtifactChunk__Output } from './troupe/v1/ArtifactChunk';
+import type { BudgetLimits as _troupe_v1_BudgetLimits, BudgetLimits__Output as _troupe_v1_BudgetLimits__Output } from './troupe/v1/BudgetLimits';
+import type { BudgetReservation as _troupe_v1_BudgetReservation, BudgetReservation__Output as _troupe_v1_BudgetReservation__Output } from './troupe/v1/BudgetReservation';
+import type { BudgetScope as _troupe_v1_BudgetScope, BudgetScope__Output as _troupe_v1_BudgetScope__Output } from './troupe/v1/BudgetScope';
+import type { BudgetTotals as _troupe_v1_BudgetTotals, BudgetTotals__Output as _troupe_v1_BudgetTotals__Output } from './troupe/v1/BudgetTotals';
 import type { CancelJobRequest as _troupe_v1_CancelJobRequest, CancelJobRequest__Output as _troupe_v1_CancelJobRequest__Output } from './troupe/v1/CancelJobRequest';
 import type { CancelJobResponse as _troupe_v1_CancelJobResponse, CancelJobResponse__Output as _troupe_v1_CancelJobResponse__Output } from './troupe/v1/CancelJobResponse';
 import type { DrainNodeRequest as _troupe_v1_DrainNodeRequest, DrainNodeRequest__Output as _troupe_v1_DrainNodeRequest__Output } from './troupe/v1/DrainNodeRequest';
 import type { DrainNodeResponse as _troupe_v1_DrainNodeResponse, DrainNodeResponse__Output as _troupe_v1_DrainNodeResponse__Output } from './troupe/v1/DrainNodeResponse';
 import type { GetArtifactRequest as _troupe_v1_GetArtifactRequest, GetArtifactRequest__Output as _troupe_v1_GetArtifactRequest__Output } from './troupe/v1/GetArtifactRequest';
+import type { GetBudgetRequest as _troupe_v1_GetBudgetRequest, GetBudgetRequest__Output as _troupe_v1_GetBudgetRequest__Output } from './troupe/v1/GetBudgetRequest';
+import type { GetBudgetResponse as _troupe_v1_GetBudgetResponse, GetBudgetResponse__Output as _troupe_v1_GetBudgetResponse__Output } from './troupe/v1/GetBudgetResponse';
 import type { GetJobRequest as _troupe_v1_GetJobRequest, GetJobRequest__Output as _troupe_v1_GetJobRequest__Output } from './troupe/v1/GetJobRequest';
 import type { GetResultsRequest as _troupe_v1_GetResultsRequest, GetResultsRequest__Output as _troupe_v1_GetResultsRequest__Output } from './troupe/v1/GetResultsRequest';
 import type { GetRolloutsRequest as _troupe_v1_GetRolloutsRequest, GetRolloutsRequest__Output as _troupe_v1_GetRolloutsRequest__Output } from './troupe/v1/GetRolloutsRequest';
@@ -41,11 +47,17 @@ export interface ProtoGrpcType {
   troupe: {
     v1: {
       ArtifactChunk: MessageTypeDefinition<_troupe_v1_ArtifactChunk, _troupe_v1_ArtifactChunk__Output>
+      BudgetLimits: MessageTypeDefinition<_troupe_v1_BudgetLimits, _troupe_v1_BudgetLimits__Output>
+      BudgetReservation: MessageTypeDefinition<_troupe_v1_BudgetReservation, _troupe_v1_BudgetReservation__Output>
+      BudgetScope: MessageTypeDefinition<_troupe_v1_BudgetScope, _troupe_v1_BudgetScope__Output>
+      BudgetTotals: MessageTypeDefinition<_troupe_v1_BudgetTotals, _troupe_v1_BudgetTotals__Output>
       CancelJobRequest: MessageTypeDefinition<_troupe_v1_CancelJobRequest, _troupe_v1_CancelJobRequest__Output>
       CancelJobResponse: MessageTypeDefinition<_troupe_v1_CancelJobResponse, _troupe_v1_CancelJobResponse__Output>
       DrainNodeRequest: MessageTypeDefinition<_troupe_v1_DrainNodeRequest, _troupe_v1_DrainNodeRequest__Output>
       DrainNodeResponse: MessageTypeDefinition<_troupe_v1_DrainNodeResponse, _troupe_v1_DrainNodeResponse__Output>
       GetArtifactRequest: MessageTypeDefinition<_troupe_v1_GetArtifactRequest, _troupe_v1_GetArtifactRequest__Output>
+      GetBudgetRequest: MessageTypeDefinition<_troupe_v1_GetBudgetRequest, _troupe_v1_GetBudgetRequest__Output>
+      GetBudgetResponse: MessageTypeDefinition<_troupe_v1_GetBudgetResponse, _troupe_v1_GetBudgetResponse__Output>
       GetJobRequest: MessageTypeDefinition<_troupe_v1_GetJobRequest, _troupe_v1_GetJobRequest__Output>
       GetResultsRequest: MessageTypeDefinition<_troupe_v1_GetResultsRequest, _troupe_v1_GetResultsRequest__Output>
       GetRolloutsRequest: MessageTypeDefinition<_troupe_v1_GetRolloutsRequest, _troupe_v1_GetRolloutsRequest__Output>

@@ -34,6 +34,7 @@ describe('loadJobApi', () => {
       [
         'CancelJob',
         'GetArtifact',
+        'GetBudget',
         'GetJob',
         'GetResults',
         'GetRollouts',

@@ -656,6 +656,12 @@
         const pts = gens
           .filter((g) => g.islands[i] && g.islands[i][key] !== null)
           .map((g) => X(g.generation).toFixed(1) + ',' + Y(g.islands[i][key]).toFixed(1));
+        // A dot per point, so a curve of one generation is visible too.
+        if (key === 'best')
+          for (const pt of pts) {
+            const [cx, cy] = pt.split(',');
+            root.append(svg('circle', { cx, cy, r: 3, fill: colour, 'data-point': 'island' + i }));
+          }
         if (pts.length)
           root.append(
             svg('polyline', {
@@ -705,9 +711,126 @@
       ),
     );
   }
-  async function evolvePage(jobId, taskId) {
-    main.replaceChildren(h('p', { class: 'muted' }, 'Loading evolution…'));
-    const v = await api('jobs/' + enc(jobId) + '/tasks/' + enc(taskId) + '/evolve');
+  /**
+   * While the search runs its journal artifacts do not exist yet: draw the curves from the
+   * TASK_PROGRESS events the evolve driver sends per closed generation (payload.evolve), and
+   * switch to the full page (lineage, diffs) once the task has finished and stored them.
+   */
+  function evolveLivePage(jobId, taskId) {
+    const gens = new Map();
+    let attempt = 0;
+    const status = h(
+      'p',
+      { class: 'muted', id: 'evolve-live' },
+      'Waiting for the first generation…',
+    );
+    const chartBox = h('div', {}, fitnessChart([]));
+    main.replaceChildren(
+      h('p', {}, h('a', { href: '#/task/' + enc(jobId) + '/' + enc(taskId) }, '← task ' + taskId)),
+      h('h1', {}, 'Evolution of ' + taskId + ' (live)'),
+      status,
+      h('h2', {}, 'Best and mean fitness per island'),
+      chartBox,
+      h('p', { class: 'muted' }, 'Lineage and code diffs appear when the task has finished.'),
+    );
+    troupe.evolveLive = { points: 0, history: [], finished: false };
+    let drawTimer;
+    function draw() {
+      drawTimer = undefined;
+      const list = [...gens.values()].sort((a, b) => a.generation - b.generation);
+      chartBox.replaceChildren(fitnessChart(list));
+      const last = list[list.length - 1];
+      if (last)
+        status.textContent =
+          'Generation ' +
+          last.generation +
+          ' closed, ' +
+          last.evaluations +
+          ' evaluations, best ' +
+          (last.bestScore === null ? '—' : Number(last.bestScore).toPrecision(5));
+      troupe.evolveLive.points = list.length;
+      troupe.evolveLive.history.push(list.length);
+      troupe.renders.evolveLive = performance.now();
+    }
+    let lastSeq = 0;
+    let source;
+    let done = false;
+    function finished() {
+      if (done) return;
+      done = true;
+      source.close();
+      live.classList.remove('on');
+      troupe.evolveLive.finished = true;
+      // The task stored its artifacts before its grade was recorded: show the full page (the
+      // server's results cache may lag a second behind the event, hence a few tries).
+      let tries = 0;
+      const full = () =>
+        evolvePage(jobId, taskId, false)
+          .then((shown) => {
+            if (shown || ++tries >= 5) {
+              if (!shown) status.textContent = 'The task finished without a journal summary.';
+              return;
+            }
+            const timer = setTimeout(full, 1500);
+            cleanup.push(() => clearTimeout(timer));
+          })
+          .catch(fail);
+      full();
+    }
+    function connect() {
+      source = new EventSource(
+        '/api/jobs/' + enc(jobId) + '/events' + (lastSeq ? '?after=' + lastSeq : ''),
+      );
+      source.onopen = () => live.classList.add('on');
+      source.onerror = () => live.classList.remove('on');
+      source.addEventListener('job', (m) => {
+        const e = JSON.parse(m.data);
+        if (e.seq <= lastSeq) return;
+        lastSeq = e.seq;
+        if (e.taskId !== taskId) return;
+        if (e.type === 'TASK_GRADED' || e.type === 'TASK_FINISHED') return finished();
+        const p = e.payload;
+        if (e.type !== 'TASK_PROGRESS' || !p || !p.evolve) return;
+        // A retried attempt starts its curves again.
+        if (p.attempt > attempt) {
+          attempt = p.attempt;
+          gens.clear();
+        }
+        if (p.attempt < attempt || !Array.isArray(p.evolve.islands)) return;
+        gens.set(p.evolve.generation, p.evolve);
+        drawTimer ??= setTimeout(draw, 100); // a replay burst draws once
+      });
+      source.addEventListener('end', finished);
+    }
+    connect();
+    cleanup.push(() => {
+      done = true;
+      clearTimeout(drawTimer);
+      source.close();
+      live.classList.remove('on');
+    });
+  }
+
+  /**
+   * The evolution page from the task's journal artifacts; without them (404) it follows the
+   * search live when `liveAllowed`, and otherwise returns false and leaves the page as it is.
+   */
+  async function evolvePage(jobId, taskId, liveAllowed = true) {
+    if (liveAllowed) main.replaceChildren(h('p', { class: 'muted' }, 'Loading evolution…'));
+    const res = await fetch('/api/jobs/' + enc(jobId) + '/tasks/' + enc(taskId) + '/evolve', {
+      credentials: 'same-origin',
+    });
+    if (res.status === 401) {
+      location.href = '/login';
+      throw new Error('logged out');
+    }
+    const v = await res.json();
+    if (res.status === 404 && /journal-summary/.test(v.message || '')) {
+      // No journal summary yet: the search is running (or has not started) — follow it live.
+      if (liveAllowed) evolveLivePage(jobId, taskId);
+      return false;
+    }
+    if (!res.ok) throw new Error(v.message || res.statusText);
     const facts = Object.entries(v.summary).filter(([, x]) => x === null || typeof x !== 'object');
     main.replaceChildren(
       h('p', {}, h('a', { href: '#/task/' + enc(jobId) + '/' + enc(taskId) }, '← task ' + taskId)),
@@ -778,6 +901,7 @@
         ),
     );
     troupe.renders.evolve = performance.now();
+    return true;
   }
 
   // ---- nodes and budget ----------------------------------------------------------------------
@@ -853,11 +977,19 @@
       );
     });
   }
-  async function budgetPage() {
-    const b = await api('budget');
+  function budgetBar(spent, reserved, limit) {
+    if (limit === null || limit === undefined || limit <= 0) return '—';
+    return bar(spent + reserved, spent, limit);
+  }
+  function budgetPage() {
+    const cards = h('div', { class: 'cards', id: 'budget-cards' });
+    const scopes = h('tbody', { id: 'budget-body' });
+    const held = h('tbody', { id: 'reservations-body' });
+    const none = h('p', { class: 'muted', id: 'reservations-none' }, 'No reservation is held.');
     main.replaceChildren(
       h('h1', {}, 'Budget'),
-      h('div', { class: 'cards' }, card('spent by listed jobs', usd(b.clusterSpentUsd))),
+      cards,
+      h('h2', {}, 'Scopes'),
       h(
         'table',
         { id: 'budget' },
@@ -867,36 +999,107 @@
           h(
             'tr',
             {},
-            ['Scope', 'Job', 'State', 'Spent', 'Limit (USD)', 'Limit (tokens)', 'Used'].map((x) =>
+            [
+              'Scope',
+              'Job',
+              'Spent',
+              'Reserved',
+              'Limit (USD)',
+              'Tokens spent / limit',
+              'Calls',
+              'Spent + reserved vs limit',
+            ].map((x) => h('th', {}, x)),
+          ),
+        ),
+        scopes,
+      ),
+      h('h2', {}, 'Reservations held by model calls in flight'),
+      h(
+        'table',
+        { id: 'reservations' },
+        h(
+          'thead',
+          {},
+          h(
+            'tr',
+            {},
+            ['Reservation', 'Scope', 'USD', 'Tokens', 'Holder', 'Expires in'].map((x) =>
               h('th', {}, x),
             ),
           ),
         ),
-        h(
-          'tbody',
-          {},
-          b.scopes.map((s) =>
-            h(
-              'tr',
-              {},
-              h('td', {}, s.scope),
-              h('td', {}, h('a', { href: '#/job/' + enc(s.jobId) }, s.name)),
-              h('td', { class: 'state-' + s.state }, s.state),
-              h('td', {}, usd(s.spentUsd)),
-              h('td', {}, usd(s.limitUsd)),
-              h('td', {}, s.limitTokens === null ? '—' : s.limitTokens),
-              h('td', {}, s.limitUsd ? bar(s.spentUsd, s.spentUsd, s.limitUsd) : '—'),
-            ),
-          ),
-        ),
+        held,
       ),
-      b.scopes.length === 0 ? h('p', { class: 'muted' }, 'No job sets a budget.') : null,
+      none,
       h(
         'p',
         { class: 'muted' },
-        'Reservations in flight are held by the coordinator’s budget ledger and are not exposed by the job API; spend here is what jobs have settled.',
+        'From the coordinator’s budget ledger (GetBudget), refreshed every 1.5 s. A model call reserves its worst case before it is sent and settles with what it cost.',
       ),
     );
+    every(1500, async () => {
+      const b = await api('budget');
+      const root = b.scopes.find((s) => s.parent === '') || null;
+      cards.replaceChildren(
+        card('spent (cluster)', usd(root ? root.spent.usd : 0), 'budget-spent'),
+        card('reserved now', usd(root ? root.reserved.usd : 0), 'budget-reserved'),
+        card('open reservations', b.reservations.length, 'budget-open'),
+        card('scopes', b.scopes.length),
+      );
+      scopes.replaceChildren(
+        ...b.scopes.map((s) => {
+          const job = b.jobs[s.scope];
+          return h(
+            'tr',
+            { 'data-scope': s.scope, class: s.exhausted ? 'error' : '' },
+            h('td', {}, s.scope),
+            h('td', {}, job ? h('a', { href: '#/job/' + enc(job.jobId) }, job.name) : '—'),
+            h('td', {}, usd(s.spent.usd)),
+            h('td', {}, usd(s.reserved.usd)),
+            h('td', {}, usd(s.limit.usd)),
+            h(
+              'td',
+              {},
+              s.spent.tokens + ' / ' + (s.limit.tokens === undefined ? '∞' : s.limit.tokens),
+            ),
+            h('td', {}, s.spent.calls + (s.reserved.calls ? ' (+' + s.reserved.calls + ')' : '')),
+            h('td', {}, budgetBar(s.spent.usd, s.reserved.usd, s.limit.usd)),
+          );
+        }),
+      );
+      // Finished jobs' scopes, folded into the cluster's by the ledger: from the job records.
+      for (const c of b.closed)
+        scopes.append(
+          h(
+            'tr',
+            { 'data-scope': c.scope, 'data-closed': '' },
+            h('td', {}, c.scope + ' (closed)'),
+            h('td', {}, h('a', { href: '#/job/' + enc(c.jobId) }, c.name)),
+            h('td', {}, usd(c.spentUsd)),
+            h('td', {}, '—'),
+            h('td', {}, usd(c.limitUsd)),
+            h('td', {}, '— / ' + (c.limitTokens === null ? '∞' : c.limitTokens)),
+            h('td', {}, '—'),
+            h('td', {}, budgetBar(c.spentUsd, 0, c.limitUsd)),
+          ),
+        );
+      held.replaceChildren(
+        ...b.reservations.map((r) =>
+          h(
+            'tr',
+            { 'data-reservation': r.id },
+            h('td', {}, r.id),
+            h('td', {}, r.scope),
+            h('td', {}, usd(r.usd)),
+            h('td', {}, r.tokens),
+            h('td', { class: 'wrap' }, r.holder),
+            h('td', {}, dur(Math.max(0, r.expiresUnixMs - b.atUnixMs))),
+          ),
+        ),
+      );
+      none.hidden = b.reservations.length > 0;
+      troupe.renders.budget = performance.now();
+    });
   }
 
   // ---- router --------------------------------------------------------------------------------
@@ -910,7 +1113,7 @@
       else if (parts[0] === 'evolve' && parts[2])
         await evolvePage(parts[1], parts.slice(2).join('/'));
       else if (parts[0] === 'nodes') nodesPage();
-      else if (parts[0] === 'budget') await budgetPage();
+      else if (parts[0] === 'budget') budgetPage();
       else await jobsPage();
     } catch (e) {
       fail(e);

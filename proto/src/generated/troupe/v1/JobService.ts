@@ -6,6 +6,8 @@ import type { ArtifactChunk as _troupe_v1_ArtifactChunk, ArtifactChunk__Output a
 import type { CancelJobRequest as _troupe_v1_CancelJobRequest, CancelJobRequest__Output as _troupe_v1_CancelJobRequest__Output } from '../../troupe/v1/CancelJobRequest';
 import type { CancelJobResponse as _troupe_v1_CancelJobResponse, CancelJobResponse__Output as _troupe_v1_CancelJobResponse__Output } from '../../troupe/v1/CancelJobResponse';
 import type { GetArtifactRequest as _troupe_v1_GetArtifactRequest, GetArtifactRequest__Output as _troupe_v1_GetArtifactRequest__Output } from '../../troupe/v1/GetArtifactRequest';
+import type { GetBudgetRequest as _troupe_v1_GetBudgetRequest, GetBudgetRequest__Output as _troupe_v1_GetBudgetRequest__Output } from '../../troupe/v1/GetBudgetRequest';
+import type { GetBudgetResponse as _troupe_v1_GetBudgetResponse, GetBudgetResponse__Output as _troupe_v1_GetBudgetResponse__Output } from '../../troupe/v1/GetBudgetResponse';
 import type { GetJobRequest as _troupe_v1_GetJobRequest, GetJobRequest__Output as _troupe_v1_GetJobRequest__Output } from '../../troupe/v1/GetJobRequest';
 import type { GetResultsRequest as _troupe_v1_GetResultsRequest, GetResultsRequest__Output as _troupe_v1_GetResultsRequest__Output } from '../../troupe/v1/GetResultsRequest';
 import type { GetRolloutsRequest as _troupe_v1_GetRolloutsRequest, GetRolloutsRequest__Output as _troupe_v1_GetRolloutsRequest__Output } from '../../troupe/v1/GetRolloutsRequest';
@@ -53,6 +55,27 @@ export interface JobServiceClient extends grpc.Client {
    */
   getArtifact(argument: _troupe_v1_GetArtifactRequest, metadata: grpc.Metadata, options?: grpc.CallOptions): grpc.ClientReadableStream<_troupe_v1_ArtifactChunk__Output>;
   getArtifact(argument: _troupe_v1_GetArtifactRequest, options?: grpc.CallOptions): grpc.ClientReadableStream<_troupe_v1_ArtifactChunk__Output>;
+  
+  /**
+   * The cluster's budget ledger: every scope (or the one named) with its
+   * limits, spend and reserved amounts, and the reservations held open by
+   * model calls in flight. NOT_FOUND when the named scope does not exist;
+   * INVALID_ARGUMENT when `scope` is not a budget scope id.
+   */
+  GetBudget(argument: _troupe_v1_GetBudgetRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_troupe_v1_GetBudgetResponse__Output>): grpc.ClientUnaryCall;
+  GetBudget(argument: _troupe_v1_GetBudgetRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_troupe_v1_GetBudgetResponse__Output>): grpc.ClientUnaryCall;
+  GetBudget(argument: _troupe_v1_GetBudgetRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_troupe_v1_GetBudgetResponse__Output>): grpc.ClientUnaryCall;
+  GetBudget(argument: _troupe_v1_GetBudgetRequest, callback: grpc.requestCallback<_troupe_v1_GetBudgetResponse__Output>): grpc.ClientUnaryCall;
+  /**
+   * The cluster's budget ledger: every scope (or the one named) with its
+   * limits, spend and reserved amounts, and the reservations held open by
+   * model calls in flight. NOT_FOUND when the named scope does not exist;
+   * INVALID_ARGUMENT when `scope` is not a budget scope id.
+   */
+  getBudget(argument: _troupe_v1_GetBudgetRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_troupe_v1_GetBudgetResponse__Output>): grpc.ClientUnaryCall;
+  getBudget(argument: _troupe_v1_GetBudgetRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_troupe_v1_GetBudgetResponse__Output>): grpc.ClientUnaryCall;
+  getBudget(argument: _troupe_v1_GetBudgetRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_troupe_v1_GetBudgetResponse__Output>): grpc.ClientUnaryCall;
+  getBudget(argument: _troupe_v1_GetBudgetRequest, callback: grpc.requestCallback<_troupe_v1_GetBudgetResponse__Output>): grpc.ClientUnaryCall;
   
   /**
    * Returns one job. NOT_FOUND when no job has that id.
@@ -206,6 +229,14 @@ export interface JobServiceHandlers extends grpc.UntypedServiceImplementation {
   GetArtifact: grpc.handleServerStreamingCall<_troupe_v1_GetArtifactRequest__Output, _troupe_v1_ArtifactChunk>;
   
   /**
+   * The cluster's budget ledger: every scope (or the one named) with its
+   * limits, spend and reserved amounts, and the reservations held open by
+   * model calls in flight. NOT_FOUND when the named scope does not exist;
+   * INVALID_ARGUMENT when `scope` is not a budget scope id.
+   */
+  GetBudget: grpc.handleUnaryCall<_troupe_v1_GetBudgetRequest__Output, _troupe_v1_GetBudgetResponse>;
+  
+  /**
    * Returns one job. NOT_FOUND when no job has that id.
    */
   GetJob: grpc.handleUnaryCall<_troupe_v1_GetJobRequest__Output, _troupe_v1_Job>;
@@ -261,6 +292,7 @@ export interface JobServiceHandlers extends grpc.UntypedServiceImplementation {
 export interface JobServiceDefinition extends grpc.ServiceDefinition {
   CancelJob: MethodDefinition<_troupe_v1_CancelJobRequest, _troupe_v1_CancelJobResponse, _troupe_v1_CancelJobRequest__Output, _troupe_v1_CancelJobResponse__Output>
   GetArtifact: MethodDefinition<_troupe_v1_GetArtifactRequest, _troupe_v1_ArtifactChunk, _troupe_v1_GetArtifactRequest__Output, _troupe_v1_ArtifactChunk__Output>
+  GetBudget: MethodDefinition<_troupe_v1_GetBudgetRequest, _troupe_v1_GetBudgetResponse, _troupe_v1_GetBudgetRequest__Output, _troupe_v1_GetBudgetResponse__Output>
   GetJob: MethodDefinition<_troupe_v1_GetJobRequest, _troupe_v1_Job, _troupe_v1_GetJobRequest__Output, _troupe_v1_Job__Output>
   GetResults: MethodDefinition<_troupe_v1_GetResultsRequest, _troupe_v1_JobResults, _troupe_v1_GetResultsRequest__Output, _troupe_v1_JobResults__Output>
   GetRollouts: MethodDefinition<_troupe_v1_GetRolloutsRequest, _troupe_v1_RolloutResponse, _troupe_v1_GetRolloutsRequest__Output, _troupe_v1_RolloutResponse__Output>
