@@ -49,7 +49,7 @@ export {
   type StoredState,
   type StateRecord,
 } from './state-store';
-export { isTransientNatsError } from './internal/nats-errors';
+export { isNoResponders, isTransientNatsError } from './internal/nats-errors';
 export { isWrongLastSequence } from './internal/kv-errors';
 export { watchConnectionStatus } from './connection-status';
 export {

@@ -1,9 +1,11 @@
 import { randomBytes } from 'node:crypto';
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { Kvm } from '@nats-io/kv';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { kvBucketName } from '@troupe/proto';
 import { TroupeClient } from '@troupe/client';
 import { spawnNodeProcess, type TestProcess } from '@troupe/test-cluster';
 import {
@@ -32,6 +34,11 @@ export interface ChaosClusterOptions {
   slots?: number;
   /** Progress lines. */
   log: (line: string) => void;
+  /**
+   * A folder that receives every coordinator's and node agent's output, one file per member
+   * (`coordinator#0.log`…), appended across restarts. @default none
+   */
+  logDir?: string;
 }
 
 interface Member {
@@ -111,7 +118,7 @@ export class ChaosCluster {
         );
         const name = `coordinator#${i}`;
         const spawn = () =>
-          spawnNodeProcess(CLI, ['coordinator', '--config', configFile], {
+          keepLog(options.logDir, name)(CLI, ['coordinator', '--config', configFile], {
             env: {
               TROUPE_CLUSTER: cluster,
               TROUPE_NATS_URL: nats.urls.join(','),
@@ -134,7 +141,7 @@ export class ChaosCluster {
         proxies.push(own);
         const name = `node-agent#${i}`;
         const spawn = () =>
-          spawnNodeProcess(CLI, ['node-agent'], {
+          keepLog(options.logDir, name)(CLI, ['node-agent'], {
             env: {
               TROUPE_CLUSTER: cluster,
               TROUPE_NATS_URL: own.map((p) => p.url).join(','),
@@ -192,6 +199,15 @@ export class ChaosCluster {
     const pid = this.member(target).process.child.pid;
     if (pid === undefined) throw new Error(`${this.member(target).name} has no pid`);
     return pid;
+  }
+
+  /** Index of the coordinator holding the leader lease (holder `chaos-coord-<i>`). */
+  async leaderIndex(): Promise<number> {
+    const kv = await new Kvm(this.nc).open(kvBucketName(this.cluster, 'leases'));
+    const holder = (await kv.get('coordinator'))?.json<{ holder?: string }>().holder ?? '';
+    const index = Number(/^chaos-coord-(\d+)$/.exec(holder)?.[1] ?? NaN);
+    if (!Number.isInteger(index)) throw new Error(`no coordinator holds the lease ('${holder}')`);
+    return index;
   }
 
   /** `kill -9` of a coordinator or node agent (waits for its exit). */
@@ -288,7 +304,10 @@ export class ChaosCluster {
         : target.role === 'node-agent'
           ? this.nodeAgents
           : [];
-    const m = target.role === 'docker' || target.role === 'nats' ? undefined : list[target.index];
+    const m =
+      target.role === 'docker' || target.role === 'nats' || target.role === 'leader'
+        ? undefined
+        : list[target.index];
     if (!m) throw new RangeError(`no process for ${JSON.stringify(target)}`);
     return m;
   }
@@ -303,6 +322,24 @@ export class ChaosCluster {
       );
     }
   }
+}
+
+/**
+ * {@link spawnNodeProcess}, with the output also appended to `<logDir>/<name>.log` (each start
+ * marked) when `logDir` is given.
+ */
+function keepLog(logDir: string | undefined, name: string): typeof spawnNodeProcess {
+  return (script, args, options) => {
+    const p = spawnNodeProcess(script, args, options);
+    if (logDir === undefined) return p;
+    mkdirSync(logDir, { recursive: true });
+    const file = path.join(logDir, `${name}.log`);
+    appendFileSync(file, `--- ${new Date().toISOString()} started pid ${p.child.pid ?? '?'}\n`);
+    const append = (d: Buffer) => appendFileSync(file, d);
+    p.child.stdout?.on('data', append);
+    p.child.stderr?.on('data', append);
+    return p;
+  };
 }
 
 /** The Docker daemon's pid (from its pid file). */

@@ -19,7 +19,20 @@ export type FaultKind = (typeof FaultKind)[keyof typeof FaultKind];
 /** What a fault hits. */
 export type FaultTarget =
   | { readonly role: 'coordinator' | 'node-agent' | 'nats'; readonly index: number }
+  /** The coordinator holding the leader lease when the fault is injected. */
+  | { readonly role: 'leader' }
   | { readonly role: 'docker' };
+
+/** What a `kill9` or `sigstop` may hit (`--faults kill9:leader`). */
+export type ProcessRole = 'coordinator' | 'leader' | 'node-agent' | 'nats';
+
+/** Every {@link ProcessRole}. */
+export const PROCESS_ROLES: readonly ProcessRole[] = [
+  'coordinator',
+  'leader',
+  'node-agent',
+  'nats',
+];
 
 /** One fault of a schedule. */
 export interface Fault {
@@ -47,6 +60,8 @@ export interface ScheduleShape {
   readonly coordinators: number;
   readonly nodeAgents: number;
   readonly natsServers: number;
+  /** What `kill9` and `sigstop` pick from. @default coordinator, node-agent, nats */
+  readonly roles?: readonly ProcessRole[];
 }
 
 /** The schedule of `seed`: the same seed and shape always give the same faults. */
@@ -75,7 +90,8 @@ function targetOf(kind: FaultKind, random: SeededRandom, shape: ScheduleShape): 
       return { role: 'node-agent', index: random.int(0, shape.nodeAgents - 1) };
     case FaultKind.KILL:
     case FaultKind.STOP: {
-      const role = random.pick(['coordinator', 'node-agent', 'nats'] as const);
+      const role = random.pick(shape.roles ?? (['coordinator', 'node-agent', 'nats'] as const));
+      if (role === 'leader') return { role };
       const count =
         role === 'coordinator'
           ? shape.coordinators
@@ -90,5 +106,7 @@ function targetOf(kind: FaultKind, random: SeededRandom, shape: ScheduleShape): 
 /** `kill9 node-agent#2`, for progress lines and reports. */
 export function describeFault(fault: Fault): string {
   const t = fault.target;
-  return `${fault.kind} ${t.role === 'docker' ? 'dockerd' : `${t.role}#${t.index}`}`;
+  const what =
+    t.role === 'docker' ? 'dockerd' : t.role === 'leader' ? 'leader' : `${t.role}#${t.index}`;
+  return `${fault.kind} ${what}`;
 }

@@ -1,17 +1,30 @@
 import { ensureDocker, waitFor } from '@troupe/testkit';
 import { type ChaosCluster, dockerdPid } from './chaos-cluster';
-import { type Fault, FaultKind } from './fault-schedule';
+import { type Fault, FaultKind, type FaultTarget } from './fault-schedule';
 
 /** A fault in place, until {@link heal}. */
 export interface InjectedFault {
+  /** What it hit (a `leader` target resolved to its coordinator). */
+  readonly target: FaultTarget;
   /** Ends the fault; resolves with the time (ms) it healed: server back, process restarted. */
   heal(): Promise<number>;
 }
 
 /** Injects `fault` into the cluster (see {@link FaultKind} for what each kind does). */
 export async function injectFault(c: ChaosCluster, fault: Fault): Promise<InjectedFault> {
-  const target = fault.target;
-  switch (fault.kind) {
+  const target: FaultTarget =
+    fault.target.role === 'leader'
+      ? { role: 'coordinator', index: await c.leaderIndex() }
+      : fault.target;
+  return { ...(await inject(c, fault.kind, target)), target };
+}
+
+async function inject(
+  c: ChaosCluster,
+  kind: FaultKind,
+  target: FaultTarget,
+): Promise<Omit<InjectedFault, 'target'>> {
+  switch (kind) {
     case FaultKind.KILL: {
       if (target.role === 'nats') {
         const server = c.natsServer(target.index);

@@ -1,13 +1,19 @@
 /**
- * npm run chaos -- [--profile short|long] [--schedules N] [--seed S] [--minutes M]: a multi-process Troupe
+ * npm run chaos -- [--profile short|long] [--schedules N] [--seed S] [--minutes M]
+ * [--faults kind[:role],…] [--tasks N]: a multi-process Troupe
  * cluster (3 JetStream servers, 2 coordinators, 3 node agents) runs shell-tasks jobs while a
  * seeded schedule kills, stops, restarts and partitions its processes; each schedule's
  * invariants are checked and recovery times measured (docs/reliability.md, Chaos). Ends with
  * {"suite":"chaos","metrics":{"schedules":…,"violations":…,"recovery_p99_s":…,…}}.
  * `--minutes M` (or Ctrl-C) starts no schedule after M minutes and reports those run.
- * Environment: TROUPE_CHAOS_DOCKER_RESTART=1 adds the Docker daemon restart to the long profile.
+ * `--faults kill9:leader` makes every fault of the schedules one of the kinds listed, and every
+ * kill9/sigstop hit one of the roles listed (coordinator, leader, node-agent, nats). `--tasks N`
+ * gives each schedule's job N tasks instead of the profile's (a longer job outlasts more faults).
+ * Environment: TROUPE_CHAOS_DOCKER_RESTART=1 adds the Docker daemon restart to the long profile;
+ * TROUPE_CHAOS_LOG_DIR=dir keeps every coordinator's and node agent's output in dir.
  */
-import { chaosProfile } from './chaos-profile';
+import { chaosProfile, type ChaosProfile } from './chaos-profile';
+import { FaultKind, PROCESS_ROLES, type ProcessRole } from './fault-schedule';
 import { runChaos } from './run-chaos';
 
 function parseArgs(argv: readonly string[]): Record<string, string> {
@@ -16,11 +22,11 @@ function parseArgs(argv: readonly string[]): Record<string, string> {
     const name = argv[i] ?? '';
     const value = argv[i + 1];
     if (
-      !['--profile', '--schedules', '--seed', '--minutes'].includes(name) ||
+      !['--profile', '--schedules', '--seed', '--minutes', '--faults', '--tasks'].includes(name) ||
       value === undefined
     ) {
       throw new RangeError(
-        `unknown or incomplete option ${name} (--profile, --schedules, --seed, --minutes)`,
+        `unknown or incomplete option ${name} (--profile, --schedules, --seed, --minutes, --faults, --tasks)`,
       );
     }
     out[name.slice(2)] = value;
@@ -37,17 +43,52 @@ function positiveInt(name: string, value: string | undefined): number | undefine
   return n;
 }
 
+/** `--faults kill9:leader,nats-restart`: the profile with only those kinds (and kill/stop roles). */
+function restrictFaults(profile: ChaosProfile, value: string | undefined): ChaosProfile {
+  if (value === undefined) return profile;
+  const kinds = new Set<FaultKind>();
+  const roles = new Set<ProcessRole>();
+  const allKinds: readonly string[] = Object.values(FaultKind);
+  for (const item of value.split(',')) {
+    const [kind = '', role] = item.split(':');
+    if (!allKinds.includes(kind)) {
+      throw new RangeError(`--faults: kind must be one of ${allKinds.join(', ')}, got '${kind}'`);
+    }
+    kinds.add(kind as FaultKind);
+    if (role === undefined) continue;
+    if (kind !== FaultKind.KILL && kind !== FaultKind.STOP) {
+      throw new RangeError(`--faults: only kill9 and sigstop take a role, got '${item}'`);
+    }
+    if (!(PROCESS_ROLES as readonly string[]).includes(role)) {
+      throw new RangeError(
+        `--faults: role must be one of ${PROCESS_ROLES.join(', ')}, got '${role}'`,
+      );
+    }
+    roles.add(role as ProcessRole);
+  }
+  return { ...profile, kinds: [...kinds], ...(roles.size > 0 ? { roles: [...roles] } : {}) };
+}
+
 async function main(): Promise<void> {
   const args = parseArgs(process.argv.slice(2));
-  const profile = chaosProfile(
-    args['profile'] ?? 'long',
-    process.env['TROUPE_CHAOS_DOCKER_RESTART'] === '1',
+  let profile = restrictFaults(
+    chaosProfile(args['profile'] ?? 'long', process.env['TROUPE_CHAOS_DOCKER_RESTART'] === '1'),
+    args['faults'],
   );
+  const tasks = positiveInt('tasks', args['tasks']);
+  if (tasks !== undefined) {
+    if (tasks < 1 || tasks > 2_000)
+      throw new RangeError(`--tasks: must be 1 to 2000, got ${tasks}`);
+    profile = { ...profile, tasks };
+  }
   const seed = positiveInt('seed', args['seed']) ?? Math.floor(Math.random() * 1_000_000);
   const schedules = positiveInt('schedules', args['schedules']);
   const log = (line: string) =>
     console.error(`[chaos ${new Date().toISOString().slice(11, 19)}] ${line}`);
-  log(`profile ${profile.name}, first seed ${seed} (replay: --seed ${seed})`);
+  log(
+    `profile ${profile.name}, first seed ${seed} (replay: --seed ${seed}), faults ${profile.kinds.join(',')}` +
+      (profile.roles ? ` on ${profile.roles.join(',')}` : ''),
+  );
   const stop = new AbortController();
   process.once('SIGINT', () => {
     log('interrupted: finishing the running schedule (Ctrl-C again to quit at once)');
@@ -59,8 +100,10 @@ async function main(): Promise<void> {
     minutes === undefined
       ? undefined
       : setTimeout(() => stop.abort(new Error(`--minutes ${minutes} reached`)), minutes * 60_000);
+  const logDir = process.env['TROUPE_CHAOS_LOG_DIR'];
   const summary = await runChaos({
     profile,
+    ...(logDir ? { logDir } : {}),
     seed,
     signal: stop.signal,
     ...(schedules !== undefined ? { schedules } : {}),

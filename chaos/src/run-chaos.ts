@@ -15,6 +15,8 @@ export interface RunChaosOptions {
   readonly log: (line: string) => void;
   /** When it aborts, no further schedule starts (the one running finishes and is reported). */
   readonly signal?: AbortSignal;
+  /** Keep every process's output in this folder (see {@link ChaosCluster.start}). */
+  readonly logDir?: string;
 }
 
 /** What a chaos run found (the JSON line's metrics, and every schedule's report). */
@@ -33,7 +35,10 @@ export async function runChaos(options: RunChaosOptions): Promise<ChaosSummary> 
   const { profile, log } = options;
   const count = options.schedules ?? profile.schedules;
   const started = Date.now();
-  const c = await ChaosCluster.start({ log });
+  const c = await ChaosCluster.start({
+    log,
+    ...(options.logDir ? { logDir: options.logDir } : {}),
+  });
   const reports: ScheduleReport[] = [];
   const teardownViolations: string[] = [];
   try {

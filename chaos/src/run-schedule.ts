@@ -117,7 +117,11 @@ export async function runSchedule(
       }
       // The schedule's own timing, not a synchronisation.
       await delay(fault.gapMs);
+      const injectedAt = Date.now();
       const injected = await injectFault(c, fault);
+      if (fault.target.role === 'leader' && injected.target.role === 'coordinator') {
+        log(`  seed ${schedule.seed}: ${fault.kind} leader = coordinator#${injected.target.index}`);
+      }
       await delay(fault.holdMs);
       const healedAt = await injected.heal();
       try {
@@ -131,8 +135,10 @@ export async function runSchedule(
         if (next) {
           const seconds = (next.receivedAtMs - healedAt) / 1_000;
           recoveries.push({ kind: fault.kind, fault: describeFault(fault), seconds });
+          const sinceFault = (next.receivedAtMs - injectedAt) / 1_000;
           log(
-            `  seed ${schedule.seed}: ${describeFault(fault)} → recovered in ${seconds.toFixed(2)} s`,
+            `  seed ${schedule.seed}: ${describeFault(fault)} → recovered in ${seconds.toFixed(2)} s` +
+              ` (${sinceFault.toFixed(2)} s after it was injected)`,
           );
         } else {
           unmeasured++;

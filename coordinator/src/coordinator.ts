@@ -266,6 +266,11 @@ export class Coordinator {
     await reminders.start();
     this.leaderServices = { registry, placement, placer, reminders };
     this.log.info({}, 'leader services started');
+    // The hosts loaded from KV got a full grace period; those whose process is gone (the previous
+    // leader's, after a kill) are declared dead now, so their actors are recovered at once.
+    void registry
+      .checkPresence()
+      .catch((err: unknown) => this.log.warn({ err }, 'host presence check failed'));
   }
 
   private async stepDown(): Promise<void> {

@@ -1,6 +1,8 @@
 import {
   coordSubject,
+  delay,
   encodeErrorHeaders,
+  hostSubject,
   parseWith,
   TroupeError,
   validateHostId,
@@ -11,6 +13,7 @@ import {
   type HeartbeatReply,
   type HostInfo,
   HostInfoSchema,
+  isNoResponders,
   type Logger,
   watchConnectionStatus,
 } from '@troupe/actors';
@@ -74,6 +77,7 @@ export class HostRegistry {
   /** When our connection went down (monotonic), while it is down. */
   private disconnectedAtMono?: number;
   private stopWatch?: () => void;
+  private stopped = false;
   readonly heartbeatMs: number;
   readonly deadAfterMs: number;
   private readonly sweepEveryMs: number;
@@ -134,9 +138,69 @@ export class HostRegistry {
 
   /** Stops answering; the registry's state stays in KV for the next leader. */
   stop(): void {
+    this.stopped = true;
     this.stopWatch?.();
     clearInterval(this.timer);
     for (const s of this.subs.splice(0)) s.unsubscribe();
+  }
+
+  /**
+   * Declares dead at once the loaded hosts whose process is gone, instead of after a full grace
+   * period (see {@link start}) — after a takeover, the previous leader's own host first of all,
+   * whose actors (jobs, tasks) would otherwise wait out `deadAfterMs` more before they are
+   * recovered. A process that is gone has no subscription left on NATS: a ping of its host
+   * subject answered "no responders" twice, one heartbeat interval apart, with no heartbeat from
+   * it in between, is proof enough. A ping answered by another incarnation declares the loaded one
+   * dead. A host that answers, or does not answer in time (stopped, slow), keeps its grace
+   * period; one cut off from NATS right then is declared dead like a gone one (it is fenced and
+   * registers anew when back). Call it once the services that recover dead hosts' actors run.
+   */
+  async checkPresence(): Promise<void> {
+    const loaded = [...this.hosts.values()].filter((r) => r.state !== 'DEAD');
+    await Promise.all(loaded.map((r) => this.checkOne(r)));
+  }
+
+  private async checkOne(record: HostRecord & { seenAtMono: number }): Promise<void> {
+    const { hostId, incarnation } = record.info;
+    const seen = record.seenAtMono;
+    // Still the record we loaded, not dead, and not heard from since (a heartbeat moves seenAtMono).
+    const unchanged = () =>
+      !this.stopped &&
+      this.hosts.get(hostId) === record &&
+      record.state !== 'DEAD' &&
+      record.seenAtMono === seen;
+    for (let round = 0; round < 2; round++) {
+      if (round > 0) await delay(this.heartbeatMs, undefined, { unref: true });
+      if (!unchanged()) return;
+      const answer = await this.ping(hostId);
+      if (!unchanged() || answer === undefined) return;
+      if (answer.gone) continue;
+      if (answer.incarnation !== incarnation) {
+        this.markDead(record, `replaced by incarnation ${answer.incarnation}`);
+      }
+      return;
+    }
+    this.markDead(record, 'its process is gone (no subscriber on NATS)');
+  }
+
+  /**
+   * Who answers `hostId`'s ping: `{gone: true}` when nobody listens, its incarnation when it
+   * answers, undefined when that is not known (no answer in time, an unreadable one).
+   */
+  private async ping(
+    hostId: string,
+  ): Promise<{ gone: true } | { gone: false; incarnation: string } | undefined> {
+    try {
+      const reply = await this.options.nc.request(
+        hostSubject(this.options.cluster, hostId, 'ping'),
+        '{}',
+        { timeout: Math.max(1_000, this.heartbeatMs) },
+      );
+      const incarnation = reply.json<{ incarnation?: unknown } | null>()?.incarnation;
+      return typeof incarnation === 'string' ? { gone: false, incarnation } : undefined;
+    } catch (err) {
+      return isNoResponders(err) ? { gone: true } : undefined;
+    }
   }
 
   /** Registers (or re-registers) a host incarnation. */
