@@ -1,6 +1,7 @@
 import { type KV, type KvOptions, Kvm } from '@nats-io/kv';
 import { type ObjectStore, type ObjectStoreOptions, Objm } from '@nats-io/obj';
 import type { NatsConnection } from '@nats-io/transport-node';
+import { whileJetStreamStarts } from './internal/while-jetstream-starts';
 
 /**
  * Opens a KV bucket, creating it when missing; safe to call from every process at once.
@@ -9,7 +10,8 @@ import type { NatsConnection } from '@nats-io/transport-node';
  * together (a coordinator and a node agent on a fresh cluster) can both miss it, and the second
  * add then fails with "stream name already in use" — with "a different configuration" when
  * their options differ, e.g. replicas. The retry's look-up finds the stream the other process
- * made and opens it as it is: an existing bucket's settings are never changed.
+ * made and opens it as it is: an existing bucket's settings are never changed. While JetStream
+ * does not answer yet (a cluster just started), the call is retried for up to 30 s.
  */
 export function createKv(
   nc: NatsConnection,
@@ -31,13 +33,15 @@ export function createObjectStore(
   return retryCreateRace(() => new Objm(nc).create(name, options));
 }
 
-async function retryCreateRace<T>(create: () => Promise<T>): Promise<T> {
-  try {
-    return await create();
-  } catch (err) {
-    if (!isCreateRace(err)) throw err;
-    return await create();
-  }
+function retryCreateRace<T>(create: () => Promise<T>): Promise<T> {
+  return whileJetStreamStarts(async () => {
+    try {
+      return await create();
+    } catch (err) {
+      if (!isCreateRace(err)) throw err;
+      return await create();
+    }
+  });
 }
 
 /** JetStream API error 10058: a stream of that name was created in between. */

@@ -6,6 +6,7 @@ import {
   type StreamInfo,
 } from '@nats-io/jetstream';
 import { type Logger, noopLogger, TroupeError } from '@troupe/proto';
+import { whileJetStreamStarts } from './internal/while-jetstream-starts';
 
 /** The stream {@link ensureStream} makes sure of. */
 export interface StreamSpec {
@@ -47,7 +48,9 @@ export interface EnsuredStream {
  * Creates a JetStream stream if it does not exist; safe to call from every process at once.
  *
  * - A missing stream (JetStream API error 10059) is created with the spec's settings; any other
- *   error reading it is `UNAVAILABLE` ("cannot read stream X").
+ *   error reading it is `UNAVAILABLE` ("cannot read stream X"), after retrying for up to 30 s
+ *   while the error is transient (a cluster whose servers have just started answers nothing
+ *   until it has elected its meta leader).
  * - When the create fails because another process created the stream in between, that stream is
  *   used; otherwise `UNAVAILABLE` ("cannot create stream X", the server's error as `cause`).
  * - An **existing stream with other settings is accepted as it is** (settings are never
@@ -63,7 +66,7 @@ export async function ensureStream(
   const log = options.logger ?? noopLogger;
   let existing: StreamInfo | undefined;
   try {
-    existing = await jsm.streams.info(spec.name);
+    existing = await whileJetStreamStarts(() => jsm.streams.info(spec.name));
   } catch (err) {
     if (!isStreamNotFound(err)) {
       throw new TroupeError('UNAVAILABLE', `cannot read stream ${spec.name}`, { cause: err });
@@ -71,7 +74,7 @@ export async function ensureStream(
   }
   if (!existing) {
     try {
-      await jsm.streams.add(streamConfigOf(spec));
+      await whileJetStreamStarts(() => jsm.streams.add(streamConfigOf(spec)));
       return { created: true, differences: [] };
     } catch (err) {
       // Another process may have created it between our check and our add.
