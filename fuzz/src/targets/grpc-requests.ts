@@ -339,6 +339,7 @@ export const grpcRequestsTarget: FuzzTarget<GrpcCase> = {
             'from_sequence',
             'reason',
             'format',
+            'scope',
           ],
         });
         return wrong ? { wrong: `${c.how}: ${wrong}` } : {};
