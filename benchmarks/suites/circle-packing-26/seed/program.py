@@ -67,8 +67,13 @@ def centres():
 
 def grow(points, passes=60):
     n = len(points)
-    radii = [0.0] * n
     order = sorted(range(n), key=lambda i: ORDER_BIAS * math.hypot(points[i][0] - 0.5, points[i][1] - 0.5))
+    return grow_from(points, [0.0] * n, order, passes)
+
+
+def grow_from(points, radii, order, passes):
+    """Each circle in `order` takes what its walls and neighbours leave it, `passes` times."""
+    n = len(points)
     for _ in range(passes):
         for i in order:
             x, y = points[i]
@@ -163,15 +168,7 @@ def make_feasible(points, radii, passes=60):
                     overlapping = True
         if not overlapping:
             break
-    for _ in range(passes):
-        for i in range(n):
-            x, y = points[i]
-            room = min(x, y, 1 - x, 1 - y)
-            for j in range(n):
-                if j != i:
-                    room = min(room, math.hypot(x - points[j][0], y - points[j][1]) - radii[j])
-            radii[i] = max(room, 0.0)
-    return radii
+    return grow_from(points, radii, range(n), passes)
 
 
 def main():
