@@ -44,9 +44,18 @@ function retryCreateRace<T>(create: () => Promise<T>): Promise<T> {
   });
 }
 
-/** JetStream API error 10058: a stream of that name was created in between. */
+/**
+ * A stream of that name was created in between: JetStream API error 10058 ("stream name already
+ * in use"), or 10065 ("subjects overlap with an existing stream"), which the server answers when
+ * the other add has claimed the bucket's subjects first. An overlap with some other stream is
+ * not a race; the retry then fails with the same error, which is passed on.
+ */
 function isCreateRace(err: unknown): boolean {
   if (!(err instanceof Error)) return false;
   const code = (err as { code?: unknown }).code;
-  return code === 10058 || /stream name already in use/i.test(err.message);
+  return (
+    code === 10058 ||
+    code === 10065 ||
+    /stream name already in use|subjects overlap with an existing stream/i.test(err.message)
+  );
 }
