@@ -30,7 +30,8 @@ export interface BuiltinOperatorsOptions {
  * - Draft: a seed program (chosen at random when there are several) with every parameter
  *   redrawn uniformly in its range (log-uniformly for `log`);
  * - Improve: gaussian perturbation of one to `maxMutatedParams` parameters, scaled to each
- *   range and clamped into it (integers rounded);
+ *   range (times the context's `stepScale`) and clamped into it (integers rounded, and always
+ *   moved);
  * - Crossover: uniform crossover — each parameter both parents mark comes from either with
  *   probability ½; the text is the first parent's;
  * - Debug: not available (`canDebug` is false): a built-in child is a parameter setting, and
@@ -63,7 +64,8 @@ export class BuiltinOperators implements SearchOperators {
     const count = ctx.rng.int(1, Math.min(this.maxMutated, params.length));
     const chosen = sample(params, count, ctx.rng);
     const values: Record<string, number> = {};
-    for (const p of chosen) values[p.name] = perturb(p, this.sigma, ctx.rng);
+    const sigma = this.sigma * ctx.stepScale;
+    for (const p of chosen) values[p.name] = perturb(p, sigma, ctx.rng);
     return proposal(parent.program, values);
   }
 

@@ -169,6 +169,23 @@ export const EvolveOptionsSchema = z
      */
     maxMutatedParams: positiveInt.default(2),
     /**
+     * Built-in Improve: step-size adaptation. `one-fifth` scales `mutationSigma` per island by
+     * the 1/5 success rule over the island's earlier Improve children, in position order: ×1.5
+     * after a child that set a new best on its island, ×1.5^-¼ after one that did not (buggy
+     * included), kept within [1/16, 1]; so the step shrinks near an optimum and grows back while
+     * improvements are common. `off` always uses `mutationSigma`.
+     * @default 'off'
+     */
+    stepAdaptation: z.enum(['off', 'one-fifth']).default('off'),
+    /**
+     * Island reset (FunSearch's) every this many generations (after generations N-1, 2N-1, …,
+     * before migration): the worse half of the islands by best fitness is emptied and each is
+     * founded again with the best member of an island of the better half, chosen at random; 0
+     * disables.
+     * @default 0
+     */
+    resetInterval: nonNegativeInt.default(0),
+    /**
      * Deadline of one evaluation, in ms (the evaluator is killed when it passes).
      * @default 60000
      */

@@ -32,6 +32,8 @@ export const SlotWorkSchema = z
     operator: z.enum(['seed', 'draft', 'improve', 'crossover']),
     parentIds: z.array(z.string()).max(2),
     seedIndex: count.nullable(),
+    /** Improve: multiple of `mutationSigma` for the child (`stepAdaptation`). @default 1 */
+    stepScale: z.number().positive().max(64).default(1),
     /** Depth of the first attempt (above 0 when a Debug chain resumes). */
     depth: count,
     /** Try of the first attempt (above 0 after lost attempts). */
@@ -189,6 +191,7 @@ async function propose(
     signal: AbortSignal.any([signal, AbortSignal.timeout(cfg.operatorTimeoutMs)]),
     seeds: step.seeds,
     generation: work.generation,
+    stepScale: work.stepScale,
   };
   const parent = (id: string | undefined): OperatorParent => {
     const p = id === undefined ? undefined : step.parents[id];

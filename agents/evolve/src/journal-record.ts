@@ -127,6 +127,10 @@ export const GenerationRecordSchema = z
     admissions: z.array(AdmissionSchema),
     evicted: z.array(z.object({ island: count, nodeId: z.string() }).strict()),
     migrations: z.array(z.object({ from: count, to: count, nodeId: z.string() }).strict()),
+    /** Islands reset at this close (`resetInterval`): each founded again from `nodeId`. */
+    resets: z
+      .array(z.object({ island: count, from: count, nodeId: z.string() }).strict())
+      .optional(),
     chargedMs: ms,
     closedAt: z.number(),
   })
@@ -152,6 +156,8 @@ export const PlanRecordSchema = z
     ]),
     parentIds: z.array(z.string()).max(2),
     seedIndex: count.nullable(),
+    /** Improve: the step scale planned (`stepAdaptation`). @default 1 */
+    stepScale: z.number().positive().optional(),
     at: z.number(),
   })
   .strict();

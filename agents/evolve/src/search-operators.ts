@@ -22,6 +22,11 @@ export interface OperatorContext {
   seeds: readonly Program[];
   /** The generation the child belongs to. */
   generation: number;
+  /**
+   * Improve: multiple of the configured step size for this child (step-size adaptation; 1 when
+   * off). Operators without a step size ignore it.
+   */
+  stepScale: number;
 }
 
 /** An operator's output: the child program and what producing it cost. */

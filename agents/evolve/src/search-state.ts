@@ -18,7 +18,9 @@ import { type OperatorKind } from './operator-kind';
 import { type Program } from './program';
 import { ringMigration } from './ring-migration';
 import { activeIntervals, type BudgetUsage, unionLengthMs } from './search-budget';
+import { type IslandReset, resetIslands } from './island-reset';
 import { SeededRng } from './seeded-rng';
+import { improveStepScale } from './step-adaptation';
 
 /**
  * Everything a search knows, as a fold of its journal (see {@link applyJournalRecord}): the live
@@ -80,6 +82,8 @@ export interface SlotPlan {
   parentIds: string[];
   /** For `seed`: which seed program. */
   seedIndex: number | null;
+  /** Improve: multiple of `mutationSigma` (see {@link improveStepScale}); 1 otherwise. */
+  stepScale: number;
 }
 
 /** What remains to do in a slot. */
@@ -280,8 +284,9 @@ export function planGeneration(state: SearchState): SlotPlan[] {
   const cfg = state.config;
   const n = cfg.islands;
   const plans: SlotPlan[] = [];
-  const add = (p: Omit<SlotPlan, 'generation' | 'slot'>): void => {
-    plans.push({ generation: g, slot: plans.length, ...p });
+  const stepScaleOf = stepScales(state);
+  const add = (p: Omit<SlotPlan, 'generation' | 'slot' | 'stepScale'>): void => {
+    plans.push({ generation: g, slot: plans.length, stepScale: 1, ...p });
   };
   if (g === 0) {
     if (cfg.includeSeeds) {
@@ -309,11 +314,14 @@ export function planGeneration(state: SearchState): SlotPlan[] {
       members.length >= 2 &&
       rng.next() < cfg.crossoverProbability;
     const parents = sampleParents(members, crossover ? 2 : 1, cfg.parentTemperature, rng);
-    add({
+    plans.push({
+      generation: g,
+      slot: plans.length,
       island,
       operator: crossover ? 'crossover' : 'improve',
       parentIds: parents.map((p) => p.nodeId),
       seedIndex: null,
+      stepScale: crossover ? 1 : stepScaleOf(island),
     });
   }
   return plans;
@@ -369,6 +377,8 @@ export function computeGenerationClose(state: SearchState, closedAt: number): Ge
     });
   }
   let migrations: GenerationRecord['migrations'] = [];
+  let resets: IslandReset[] = [];
+  ({ islands, joinedAt, resets } = resetAtClose(state, islands, joinedAt, evicted));
   ({ islands, joinedAt, migrations } = migrateAtClose(state, islands, joinedAt, evicted));
   const chargedMs = unionLengthMs(genNodes.flatMap((nd) => activeIntervals(nd.timings)));
   return {
@@ -379,6 +389,7 @@ export function computeGenerationClose(state: SearchState, closedAt: number): Ge
       admissions,
       evicted,
       migrations,
+      ...(resets.length > 0 ? { resets } : {}),
       chargedMs,
       closedAt,
     },
@@ -444,6 +455,7 @@ function applyPlan(state: SearchState, record: PlanRecord): void {
     operator: record.operator,
     parentIds: [...record.parentIds],
     seedIndex: record.seedIndex,
+    stepScale: record.stepScale ?? 1,
   });
 }
 
@@ -517,7 +529,15 @@ export function planAsyncSlot(state: SearchState): SlotPlan {
   const island = chooseIsland(state.islands, cfg.islandTemperature, rng);
   const members = state.islands[island] ?? [];
   if (members.length === 0) {
-    return { generation: g, slot, island, operator: 'draft', parentIds: [], seedIndex: null };
+    return {
+      generation: g,
+      slot,
+      island,
+      operator: 'draft',
+      parentIds: [],
+      seedIndex: null,
+      stepScale: 1,
+    };
   }
   const crossover =
     g >= cfg.crossoverAfterGeneration &&
@@ -531,7 +551,42 @@ export function planAsyncSlot(state: SearchState): SlotPlan {
     operator: crossover ? 'crossover' : 'improve',
     parentIds: parents.map((p) => p.nodeId),
     seedIndex: null,
+    stepScale: crossover ? 1 : stepScales(state)(island),
   };
+}
+
+/**
+ * The Improve step scale of each island as the state stands (1 everywhere when
+ * `stepAdaptation` is `off`); nodes are put in position order once, on first use.
+ */
+function stepScales(state: SearchState): (island: number) => number {
+  if (state.config.stepAdaptation === 'off') return () => 1;
+  let ordered: NodeRecord[] | undefined;
+  return (island) => {
+    ordered ??= nodesInOrder(state);
+    return improveStepScale(ordered, island, state.config.direction);
+  };
+}
+
+/**
+ * The island reset due when generation `state.generation` closes (every `resetInterval`
+ * generations, before migration; none otherwise), in both schedules, seeded by `search.seed` and
+ * the generation. Pushes the members it removes onto `evicted`.
+ */
+function resetAtClose(
+  state: SearchState,
+  islands: IslandMember[][],
+  joinedAt: number,
+  evicted: GenerationRecord['evicted'],
+): { islands: IslandMember[][]; joinedAt: number; resets: IslandReset[] } {
+  const cfg = state.config;
+  if (cfg.resetInterval <= 0 || (state.generation + 1) % cfg.resetInterval !== 0) {
+    return { islands, joinedAt, resets: [] };
+  }
+  const rng = SeededRng.fromKey(cfg.seed, 'reset', state.generation);
+  const r = resetIslands(islands, rng, joinedAt);
+  evicted.push(...r.evicted);
+  return { islands: r.islands, joinedAt: r.nextJoinedAt, resets: r.resets };
 }
 
 /**
@@ -569,6 +624,8 @@ function computeAsyncGenerationClose(state: SearchState, closedAt: number): Gene
   let joinedAt = state.nextJoinedAt;
   const evicted = [...state.pendingEvicted];
   let migrations: GenerationRecord['migrations'] = [];
+  let resets: IslandReset[] = [];
+  ({ islands, joinedAt, resets } = resetAtClose(state, islands, joinedAt, evicted));
   ({ islands, joinedAt, migrations } = migrateAtClose(state, islands, joinedAt, evicted));
   const total = unionLengthMs(
     Object.values(state.nodes).flatMap((nd) => activeIntervals(nd.timings)),
@@ -581,6 +638,7 @@ function computeAsyncGenerationClose(state: SearchState, closedAt: number): Gene
       admissions: [...state.pendingAdmissions],
       evicted,
       migrations,
+      ...(resets.length > 0 ? { resets } : {}),
       chargedMs: Math.max(0, total - state.closedChargedMs),
       closedAt,
     },

@@ -15,12 +15,13 @@ const SEED = {
   ].join('\n'),
 };
 
-function ctx(key: string, seeds = [SEED]): OperatorContext {
+function ctx(key: string, seeds = [SEED], stepScale = 1): OperatorContext {
   return {
     rng: SeededRng.fromKey(key),
     signal: new AbortController().signal,
     seeds,
     generation: 1,
+    stepScale,
   };
 }
 const values = (source: string): Record<string, number> =>
@@ -81,6 +82,27 @@ describe('BuiltinOperators', () => {
     }
     // sigma 0.1 of a range of 2: steps of about 0.2, never the whole range.
     expect(total).toBeGreaterThan(0);
+  });
+
+  it('Improve scales its step by the context step scale (same draws, a quarter the step)', async () => {
+    // Floats only: an int step that rounds back to the same value takes an extra draw.
+    const floats = {
+      language: 'python',
+      source: 'A = 0.0  # troupe:param float[-1,1]\nD = 0.5  # troupe:param float[0,1]\n',
+    };
+    let compared = 0;
+    for (let i = 0; i < 30; i++) {
+      const full = values((await ops.improve(parent(floats.source), ctx(`s${i}`))).program.source);
+      const quarter = values(
+        (await ops.improve(parent(floats.source), ctx(`s${i}`, [floats], 0.25))).program.source,
+      );
+      // A step that was not clamped scales, up to the rounding of the rewritten text.
+      if (full.A !== 0 && Math.abs(full.A as number) < 1) {
+        expect(quarter.A as number).toBeCloseTo((full.A as number) / 4, 9);
+        compared++;
+      }
+    }
+    expect(compared).toBeGreaterThan(5);
   });
 
   it('Improve always moves an int parameter (a step that rounds back is pushed by one)', async () => {

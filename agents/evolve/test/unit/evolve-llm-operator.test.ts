@@ -19,6 +19,7 @@ const ctx = () => ({
   signal: new AbortController().signal,
   seeds: [{ language: 'python', source: 'print(1)\n' }],
   generation: 0,
+  stepScale: 1,
 });
 const buggy = {
   nodeId: 'n1',

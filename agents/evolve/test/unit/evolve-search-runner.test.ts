@@ -9,7 +9,13 @@ import { InMemoryJournalStore } from '../../src/journal-store';
 import { type ChatFunction } from '../../src/llm-operator';
 import { replayJournal } from '../../src/replay-journal';
 import { SearchRunner } from '../../src/search-runner';
-import { budgetUsage, type SearchState } from '../../src/search-state';
+import {
+  budgetUsage,
+  nodesInOrder,
+  planGeneration,
+  type SearchState,
+} from '../../src/search-state';
+import { improveStepScale } from '../../src/step-adaptation';
 import { parseTunableParams } from '../../src/tunable-params';
 
 // A toy task: maximise -(x-1)^2 - (y+2)^2; the "raw output" is the parameter values, which the
@@ -450,5 +456,69 @@ describe('SearchRunner test grading after a crash', () => {
     expect(graded).toEqual(['toy:final:test:t1']);
     expect(final.test?.attemptId).toBe('toy:final:test:t1');
     expect(final.status).toBe('succeeded');
+  });
+});
+
+describe('SearchRunner with step-size adaptation and island resets', () => {
+  const ADAPTIVE: EvolveOptions = {
+    ...BASE,
+    islands: 3,
+    stepAdaptation: 'one-fifth',
+    resetInterval: 3,
+    limits: { maxGenerations: 12, maxEvaluations: 500 },
+  };
+  let run: Run;
+  beforeAll(async () => {
+    run = await runSearch(new InMemoryJournalStore(), ADAPTIVE);
+  });
+
+  it('plans Improve children with the step scale of their island, which moves', () => {
+    const plans = planGeneration(run.state).filter((p) => p.operator === 'improve');
+    expect(plans.length).toBeGreaterThan(0);
+    const ordered = nodesInOrder(run.state);
+    for (const p of plans) {
+      expect(p.stepScale).toBe(improveStepScale(ordered, p.island, run.state.config.direction));
+    }
+    // Improvements get rarer near the optimum: every island's step has shrunk by the end.
+    for (let island = 0; island < 3; island++) {
+      expect(improveStepScale(ordered, island, 'maximise')).toBeLessThan(1);
+    }
+  });
+
+  it('resets the worse islands every 3 generations, founded from a better one', () => {
+    const resets = run.state.history.filter((h) => (h.resets ?? []).length > 0);
+    expect(resets.map((h) => h.generation)).toEqual([2, 5, 8, 11]);
+    for (const h of resets) {
+      expect(h.resets).toHaveLength(1); // ⌊3/2⌋ islands
+      const r = h.resets![0]!;
+      expect(r.from).not.toBe(r.island);
+      // The founder was its island's best member when the generation closed.
+      const founder = run.state.nodes[r.nodeId]!;
+      expect(founder.outcome).toBe('scored');
+    }
+  });
+
+  it('replays and resumes exactly with both on', async () => {
+    expect(replayJournal(run.records)).toEqual(run.state);
+    const journal = new InMemoryJournalStore();
+    await runSearch(journal, ADAPTIVE);
+    journal.truncate('toy', 47);
+    const resumed = await runSearch(journal, ADAPTIVE);
+    expect(islandsByCode(resumed.state)).toEqual(islandsByCode(run.state));
+    expect(fingerprint(resumed.records)).toEqual(fingerprint(run.records));
+  });
+
+  it('reaches the optimum more closely than the fixed step on the toy task', async () => {
+    const errorOf = (r: Run) => -(r.final.selection.score ?? Number.NEGATIVE_INFINITY);
+    let adaptive = 0;
+    let fixed = 0;
+    for (const seed of [1, 2, 3, 4]) {
+      const base = { ...BASE, seed, limits: { maxGenerations: 20, maxEvaluations: 500 } };
+      fixed += errorOf(await runSearch(new InMemoryJournalStore(), base));
+      adaptive += errorOf(
+        await runSearch(new InMemoryJournalStore(), { ...base, stepAdaptation: 'one-fifth' }),
+      );
+    }
+    expect(adaptive).toBeLessThan(fixed);
   });
 });
