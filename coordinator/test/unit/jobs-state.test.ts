@@ -146,6 +146,27 @@ describe('job transitions', () => {
     expect(r.state.reason).toMatch(/^1 of 2 tasks errored \(first: t0: still/);
   });
 
+  it('reports the latest attempt’s error, not a retried one’s', () => {
+    let { state } = started(1, { retries: { max: 1, backoffMs: 100 } });
+    let r = JobTransitions.outcome(
+      state,
+      outcome({ index: 0, status: 'ERRORED', infrastructure: true, error: 'TIMEOUT: no window' }),
+      T0,
+    );
+    expect(r.state.tasks[0]?.error).toBe('TIMEOUT: no window');
+    state = JobTransitions.retryDue(r.state, { index: 0, attempt: 2 }, T0 + 100).state;
+    r = JobTransitions.outcome(
+      state,
+      outcome({ index: 0, attempt: 2, status: 'FAILED' }),
+      T0 + 200,
+    );
+    expect(r.state.tasks[0]?.status).toBe('FAILED');
+    expect(r.state.tasks[0]?.error).toBeUndefined();
+    const retry = r.state;
+    expect(types(r.effects)).toContain('TASK_GRADED');
+    expect(retry.phase).not.toBe('RUNNING');
+  });
+
   it('does not retry non-infrastructure errors', () => {
     const { state } = started(1);
     const r = JobTransitions.outcome(
