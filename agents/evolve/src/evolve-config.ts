@@ -173,10 +173,12 @@ export const EvolveOptionsSchema = z
      * the 1/5 success rule over the island's earlier Improve children, in position order: ×1.5
      * after a child that set a new best on its island, ×1.5^-¼ after one that did not (buggy
      * included), kept within [1/16, 1]; so the step shrinks near an optimum and grows back while
-     * improvements are common. `off` always uses `mutationSigma`.
+     * improvements are common. `bandit` picks each Improve child's step among ¼, 1 and 4 times
+     * `mutationSigma` by Thompson sampling over the search's earlier Improve children (a success:
+     * a new best on the child's island). `off` always uses `mutationSigma`.
      * @default 'off'
      */
-    stepAdaptation: z.enum(['off', 'one-fifth']).default('off'),
+    stepAdaptation: z.enum(['off', 'one-fifth', 'bandit']).default('off'),
     /**
      * Island reset (FunSearch's) every this many generations (after generations N-1, 2N-1, …,
      * before migration): the worse half of the islands by best fitness is emptied and each is

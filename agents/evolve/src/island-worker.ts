@@ -305,6 +305,7 @@ async function runSlot(
       error,
       costUsd,
       infraRetries: evaluation.infraRetries,
+      ...(operator === 'improve' && work.stepScale !== 1 ? { stepScale: work.stepScale } : {}),
       timings: {
         startedAt,
         opMs,

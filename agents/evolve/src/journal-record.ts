@@ -101,6 +101,8 @@ export const NodeRecordSchema = z
     costUsd: z.number().nonnegative(),
     /** Evaluator runs repeated after an infrastructure failure (0 or 1). */
     infraRetries: count,
+    /** Improve: the multiple of `mutationSigma` it used (`stepAdaptation`). @default 1 */
+    stepScale: z.number().positive().optional(),
     timings: TimingsSchema,
   })
   .strict();

@@ -20,7 +20,7 @@ import { ringMigration } from './ring-migration';
 import { activeIntervals, type BudgetUsage, unionLengthMs } from './search-budget';
 import { type IslandReset, resetIslands } from './island-reset';
 import { SeededRng } from './seeded-rng';
-import { improveStepScale } from './step-adaptation';
+import { banditStepScale, improveStepScale } from './step-adaptation';
 
 /**
  * Everything a search knows, as a fold of its journal (see {@link applyJournalRecord}): the live
@@ -284,7 +284,6 @@ export function planGeneration(state: SearchState): SlotPlan[] {
   const cfg = state.config;
   const n = cfg.islands;
   const plans: SlotPlan[] = [];
-  const stepScaleOf = stepScales(state);
   const add = (p: Omit<SlotPlan, 'generation' | 'slot' | 'stepScale'>): void => {
     plans.push({ generation: g, slot: plans.length, stepScale: 1, ...p });
   };
@@ -321,7 +320,7 @@ export function planGeneration(state: SearchState): SlotPlan[] {
       operator: crossover ? 'crossover' : 'improve',
       parentIds: parents.map((p) => p.nodeId),
       seedIndex: null,
-      stepScale: crossover ? 1 : stepScaleOf(island),
+      stepScale: crossover ? 1 : stepScales(state, rng)(island),
     });
   }
   return plans;
@@ -551,7 +550,7 @@ export function planAsyncSlot(state: SearchState): SlotPlan {
     operator: crossover ? 'crossover' : 'improve',
     parentIds: parents.map((p) => p.nodeId),
     seedIndex: null,
-    stepScale: crossover ? 1 : stepScales(state)(island),
+    stepScale: crossover ? 1 : stepScales(state, rng)(island),
   };
 }
 
@@ -559,12 +558,15 @@ export function planAsyncSlot(state: SearchState): SlotPlan {
  * The Improve step scale of each island as the state stands (1 everywhere when
  * `stepAdaptation` is `off`); nodes are put in position order once, on first use.
  */
-function stepScales(state: SearchState): (island: number) => number {
-  if (state.config.stepAdaptation === 'off') return () => 1;
+function stepScales(state: SearchState, rng: SeededRng): (island: number) => number {
+  const mode = state.config.stepAdaptation;
+  if (mode === 'off') return () => 1;
   let ordered: NodeRecord[] | undefined;
   return (island) => {
     ordered ??= nodesInOrder(state);
-    return improveStepScale(ordered, island, state.config.direction);
+    return mode === 'bandit'
+      ? banditStepScale(ordered, state.config.direction, rng)
+      : improveStepScale(ordered, island, state.config.direction);
   };
 }
 

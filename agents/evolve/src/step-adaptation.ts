@@ -57,3 +57,61 @@ export function improveStepScale(
   }
   return scale;
 }
+
+/** The step scales the `bandit` mode chooses among, as multiples of `mutationSigma`. */
+export const STEP_ARMS: readonly number[] = [0.25, 1, 4];
+
+/**
+ * Thompson sampling over {@link STEP_ARMS}: each arm's record is the search's earlier Improve
+ * children that used it (first attempts, any island, in position order), a success being a child
+ * that beat its island's best so far (a buggy child is a failure). One draw from each arm's
+ * Beta(1 + successes, 1 + failures) with `rng`; the largest draw's arm is used. Arms are the
+ * child's recorded `stepScale` (1 when absent). An arm that finds improvements gets more
+ * children, whatever the landscape: small steps near a smooth optimum, large ones across
+ * plateaus, where the 1/5 rule would only shrink the step.
+ */
+export function banditStepScale(
+  nodesInPositionOrder: readonly NodeRecord[],
+  direction: Direction,
+  rng: { next(): number },
+): number {
+  const wins = STEP_ARMS.map(() => 0);
+  const losses = STEP_ARMS.map(() => 0);
+  const best = new Map<number, number>();
+  for (const node of nodesInPositionOrder) {
+    const fitness =
+      node.outcome === 'scored' && node.result?.score != null
+        ? fitnessOf(node.result.score, direction)
+        : null;
+    const islandBest = best.get(node.island);
+    if (node.operator === 'improve' && node.depth === 0 && islandBest !== undefined) {
+      const arm = STEP_ARMS.indexOf(node.stepScale ?? 1);
+      if (arm >= 0 && (fitness !== null || node.outcome === 'buggy')) {
+        if (fitness !== null && fitness > islandBest) wins[arm]! += 1;
+        else losses[arm]! += 1;
+      }
+    }
+    if (fitness !== null) best.set(node.island, Math.max(islandBest ?? fitness, fitness));
+  }
+  let chosen = 0;
+  let top = Number.NEGATIVE_INFINITY;
+  STEP_ARMS.forEach((_, arm) => {
+    const draw = betaSample(1 + wins[arm]!, 1 + losses[arm]!, rng);
+    if (draw > top) {
+      top = draw;
+      chosen = arm;
+    }
+  });
+  return STEP_ARMS[chosen]!;
+}
+
+/** A Beta(a, b) draw for integer a, b ≥ 1: Gamma(a) / (Gamma(a) + Gamma(b)), sums of exponentials. */
+function betaSample(a: number, b: number, rng: { next(): number }): number {
+  const gamma = (k: number): number => {
+    let sum = 0;
+    for (let i = 0; i < k; i++) sum -= Math.log(1 - rng.next());
+    return sum;
+  };
+  const x = gamma(a);
+  return x / (x + gamma(b));
+}

@@ -3,7 +3,9 @@ import { resetIslands } from '../../src/island-reset';
 import { type NodeRecord } from '../../src/journal-record';
 import { SeededRng } from '../../src/seeded-rng';
 import {
+  banditStepScale,
   improveStepScale,
+  STEP_ARMS,
   STEP_GROW,
   STEP_SCALE_MIN,
   STEP_SHRINK,
@@ -66,7 +68,9 @@ describe('improveStepScale', () => {
     operator: NodeRecord['operator'],
     score: number | null,
     outcome: NodeRecord['outcome'] = score === null ? 'buggy' : 'scored',
+    stepScale?: number,
   ): NodeRecord => ({
+    ...(stepScale !== undefined ? { stepScale } : {}),
     type: 'node',
     taskId: 't',
     attemptId: `t:g0:s${slot}:d0:t0`,
@@ -127,5 +131,40 @@ describe('improveStepScale', () => {
     ];
     expect(improveStepScale(wins, 0, 'maximise')).toBe(1);
     expect(improveStepScale([node(0, 0, 'improve', 5)], 0, 'maximise')).toBe(1);
+  });
+
+  it('bandit: picks the arm whose children set island bests, and explores the others', () => {
+    // Arm 4 found 8 bests in 10 children, arm ¼ none in 10, arm 1 none in 10.
+    const nodes = [node(0, 0, 'draft', 0)];
+    let slot = 1;
+    let score = 0;
+    for (const arm of STEP_ARMS) {
+      for (let k = 0; k < 10; k++) {
+        const win = arm === 4 && k < 8;
+        if (win) score++;
+        nodes.push(node(slot++, 0, 'improve', win ? score : -1, 'scored', arm));
+      }
+    }
+    const rng = SeededRng.fromKey(5, 'bandit');
+    const picks = Array.from({ length: 400 }, () => banditStepScale(nodes, 'maximise', rng));
+    const share = (arm: number) => picks.filter((p) => p === arm).length / picks.length;
+    expect(share(4)).toBeGreaterThan(0.9);
+    // Without a record every arm is as likely (uniform Beta(1, 1) draws).
+    const fresh = Array.from({ length: 600 }, () =>
+      banditStepScale([node(0, 0, 'draft', 0)], 'maximise', rng),
+    );
+    for (const arm of STEP_ARMS) {
+      const n = fresh.filter((p) => p === arm).length;
+      expect(n).toBeGreaterThan(140);
+      expect(n).toBeLessThan(260);
+    }
+  });
+
+  it('bandit: counts a child without a recorded scale as arm 1, and buggy ones as misses', () => {
+    const nodes = [node(0, 0, 'draft', 0)];
+    for (let k = 1; k <= 30; k++) nodes.push(node(k, 0, 'improve', null)); // buggy, arm 1
+    const rng = SeededRng.fromKey(6, 'bandit');
+    const picks = Array.from({ length: 300 }, () => banditStepScale(nodes, 'maximise', rng));
+    expect(picks.filter((p) => p === 1).length).toBeLessThan(30);
   });
 });
