@@ -325,8 +325,17 @@ export const JobTransitions = {
     const fx = noEffects();
     const t = s.tasks[o.index];
     const spec = s.spec;
-    // Stale (an earlier attempt, a duplicate delivery) or unknown: nothing to do.
-    if (!t || !spec || t.attempts !== o.attempt || !holdsSlot(t.status)) {
+    // Stale (an earlier attempt, a duplicate delivery) or unknown: nothing to do. So is the
+    // outcome of an execution older than the latest that started: a task actor's activation
+    // fenced while its host was unreachable keeps running until it learns so, and its outcome
+    // (often an error from the sandbox the new execution replaced) must not become the task's.
+    if (
+      !t ||
+      !spec ||
+      t.attempts !== o.attempt ||
+      !holdsSlot(t.status) ||
+      o.executions < t.executions
+    ) {
       return { state: prev, effects: fx };
     }
     t.costUsd += o.costUsd;

@@ -90,8 +90,10 @@ export function createTaskActor(holder: JobRuntimeHolder, options: TaskActorOpti
         await ctx.checkpoint(next);
         const job = ctx.refs.refOf({ kind: JOB_ACTOR_KIND, id: msg.jobId });
         const outcome = await runAttempt(ctx, rt, holder, job, msg, next.executions, options);
+        // One outcome per execution: a fenced execution's outcome must not take the place of
+        // the new one's in the stream's duplicate window (the job keeps the latest execution's).
         await job.post('outcome', outcome, {
-          dedupeId: `outcome-${msg.jobId}-${msg.index}-${msg.attempt}`,
+          dedupeId: `outcome-${msg.jobId}-${msg.index}-${msg.attempt}-${next.executions}`,
         });
         return { state: next };
       },

@@ -268,4 +268,39 @@ describe('job transitions', () => {
     expect(r.state.tasks[0]).toMatchObject({ status: 'RUNNING', hostId: 'h1', executions: 2 });
     expect(r.effects.events[0]?.payload).toEqual({ attempt: 1, host: 'h1', execution: 2 });
   });
+
+  it('ignores the outcome of an execution older than the latest that started', () => {
+    let { state } = started(1);
+    state = JobTransitions.started(
+      state,
+      { index: 0, attempt: 1, hostId: 'h1', executions: 1 },
+      T0,
+    ).state;
+    // The first execution's host went quiet; the task actor was moved and ran it again.
+    state = JobTransitions.started(
+      state,
+      { index: 0, attempt: 1, hostId: 'h2', executions: 2 },
+      T0,
+    ).state;
+    // The fenced first execution reports late, with the error of its replaced sandbox.
+    let r = JobTransitions.outcome(
+      state,
+      outcome({
+        index: 0,
+        status: 'ERRORED',
+        executions: 1,
+        error: 'NOT_FOUND: sandbox sh-x-e1 was destroyed',
+      }),
+      T0 + 10,
+    );
+    expect(r.state).toBe(state);
+    expect(r.effects.events).toEqual([]);
+    r = JobTransitions.outcome(
+      state,
+      outcome({ index: 0, status: 'PASSED', executions: 2 }),
+      T0 + 20,
+    );
+    expect(r.state.tasks[0]).toMatchObject({ status: 'PASSED', executions: 2 });
+    expect(r.state.tasks[0]?.error).toBeUndefined();
+  });
 });
