@@ -77,9 +77,15 @@ test('a scripted model clicks and types: one task passes, the other fails on the
   expect(events.at(-1)?.type).toBe('JOB_FINISHED');
   const results = await jobs.results(record.jobId);
   const byId = Object.fromEntries(results.tasks.map((t) => [t.taskId, t]));
-  // With the error text, so an infrastructure failure says what it was.
-  expect([byId['approve']?.status, byId['approve']?.error]).toEqual(['TASK_PASSED', '']);
-  expect([byId['reject']?.status, byId['reject']?.error]).toEqual(['TASK_FAILED', '']);
+  // With the error text, so an infrastructure failure says what it was: a task redone after
+  // one (a setup timeout on a loaded host) keeps that attempt's error, per the TaskResult
+  // contract; a task done at its first attempt has none.
+  for (const [id, status] of [['approve', 'TASK_PASSED'], ['reject', 'TASK_FAILED']] as const) {
+    const t = byId[id]!;
+    expect(t.status).toBe(status);
+    if (t.attempts > 1) expect(t.error).not.toBe('');
+    else expect(t.error).toBe('');
+  }
   expect(byId['approve']?.details).toMatchObject({
     lastAction: 'DONE',
     steps: 4,

@@ -346,10 +346,9 @@ export const JobTransitions = {
     if (o.hostId !== undefined) t.hostId = o.hostId;
     if (o.stopReason !== undefined) t.stopReason = o.stopReason;
     fx.recordChanged = true;
-    // The task's error is its latest attempt's: a retry that ends graded and without an error
-    // must not keep the failed attempt's text (TASK_RETRY events keep that one).
+    // The task's error is its last failed attempt's (the TaskResult contract): a retry that
+    // ends graded keeps the earlier attempt's text, so a result says what it survived.
     if (o.error !== undefined) t.error = truncate(o.error);
-    else delete t.error;
     const cancelling = s.cancel !== undefined;
     if (
       o.status === 'ERRORED' &&

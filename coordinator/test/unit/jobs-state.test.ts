@@ -146,7 +146,7 @@ describe('job transitions', () => {
     expect(r.state.reason).toMatch(/^1 of 2 tasks errored \(first: t0: still/);
   });
 
-  it('reports the latest attempt’s error, not a retried one’s', () => {
+  it('keeps the last failed attempt’s error after a graded retry', () => {
     let { state } = started(1, { retries: { max: 1, backoffMs: 100 } });
     let r = JobTransitions.outcome(
       state,
@@ -161,7 +161,7 @@ describe('job transitions', () => {
       T0 + 200,
     );
     expect(r.state.tasks[0]?.status).toBe('FAILED');
-    expect(r.state.tasks[0]?.error).toBeUndefined();
+    expect(r.state.tasks[0]?.error).toBe('TIMEOUT: no window');
     const retry = r.state;
     expect(types(r.effects)).toContain('TASK_GRADED');
     expect(retry.phase).not.toBe('RUNNING');
