@@ -3,6 +3,7 @@ import {
   actorSubject,
   cancelledError,
   decodeErrorHeaders,
+  delay,
   formatAddress,
   Header,
   inboxSubject,
@@ -22,6 +23,11 @@ import { isNatsTimeout } from './internal/nats-errors';
 import { NO_RESPONDERS, ResponderSilentError } from './internal/requester';
 import { type CoreEnvelope, MAIL_HINT_TYPE } from './internal/protocol';
 import { type PlacementHints, type Transport } from './internal/transport';
+
+/** Activation rounds an ask makes before it says the actor does not stay active. */
+const MAX_ACTIVATION_ROUNDS = 8;
+/** First pause between activation rounds that did not answer (doubling, at most 400 ms). */
+const ACTIVATION_BACKOFF_MS = 25;
 
 /** Options of {@link ActorRef.ask}. */
 export interface AskOptions {
@@ -131,8 +137,10 @@ export class UntypedActorRef {
       if (reply === NO_RESPONDERS) {
         // Nobody is live at this address: have it activated, handing the ask over (the host
         // that starts it answers), or try again. A few rounds cover an activation that
-        // passivates again between the placer's reply and our retry.
-        if (++activations > 5) {
+        // passivates again between the placer's reply and our retry, and one still on its way
+        // out (the directory lists it until its passivation ends: an actor that passivates after
+        // every turn is asked again while the last turn's passivation runs).
+        if (++activations > MAX_ACTIVATION_ROUNDS) {
           throw new TroupeError(
             'UNAVAILABLE',
             `${formatAddress(this.address)} does not stay active`,
@@ -152,12 +160,20 @@ export class UntypedActorRef {
           if (err instanceof ResponderSilentError) throw silent(err);
           throw err;
         }
-        if (!reply) continue;
+        if (!reply) {
+          // The first round retries at once (an activation just started answers it); later
+          // ones wait out a passivation in progress.
+          if (activations > 1) {
+            const pause = Math.min(ACTIVATION_BACKOFF_MS * 2 ** (activations - 2), 400);
+            await delay(Math.min(pause, Math.max(0, deadline - Date.now())), options.signal);
+          }
+          continue;
+        }
       }
       const error = reply.headers ? decodeErrorHeaders(reply.headers) : undefined;
       if (error?.details?.['moved'] === true) {
         // We reached an activation on its way out: have the actor activated again and retry.
-        if (++activations > 5) throw error;
+        if (++activations > MAX_ACTIVATION_ROUNDS) throw error;
         await this.activate(deadline, options.signal);
         continue;
       }

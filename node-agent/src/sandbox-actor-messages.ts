@@ -253,6 +253,38 @@ export const StoredSandboxSpecSchema = z.object({
 });
 
 /** Persisted state of a sandbox actor. */
+/** Characters of each output stream a recorded command keeps (its tail). */
+export const RECORDED_OUTPUT_CHARS = 4_096;
+/** Background commands a sandbox's state remembers (the latest). */
+export const MAX_RECORDED_COMMANDS = 8;
+
+/**
+ * A background command as the sandbox's persisted state remembers it: started, and how it ended
+ * once a call (`wait`, `poll`, `kill`, `status`, `destroy`) saw it end. It outlives the container,
+ * so a caller that lost track of the command (its own crash, a retry after a fault) can learn that
+ * it already finished instead of running it again.
+ */
+export const RecordedCommandSchema = z.object({
+  taskId: z.string(),
+  startedAtMs: z.number().int().nonnegative(),
+  /** How it ended (output tails of at most {@link RECORDED_OUTPUT_CHARS} each); absent while running or unseen. */
+  ended: z
+    .object({
+      state: z.enum(['exited', 'killed', 'timed-out', 'failed']),
+      exitCode: z.number().int().optional(),
+      stdout: z.string(),
+      stderr: z.string(),
+      stdoutDroppedBytes: z.number().int().nonnegative(),
+      stderrDroppedBytes: z.number().int().nonnegative(),
+      oomKilled: z.boolean().optional(),
+      durationMs: z.number().nonnegative(),
+      error: z.string().optional(),
+    })
+    .optional(),
+});
+/** A background command in a sandbox's persisted state. */
+export type RecordedCommand = z.infer<typeof RecordedCommandSchema>;
+
 export const SandboxActorStateSchema = z.object({
   status: z.enum(SandboxActorStatus),
   spec: StoredSandboxSpecSchema.optional(),
@@ -271,6 +303,8 @@ export const SandboxActorStateSchema = z.object({
   jobId: z.string().optional(),
   /** Why the sandbox is `lost`. */
   lostReason: z.string().optional(),
+  /** Its background commands, oldest first (at most {@link MAX_RECORDED_COMMANDS}). */
+  commands: z.array(RecordedCommandSchema).optional(),
 });
 /** Persisted state of a sandbox actor. */
 export type SandboxActorState = z.infer<typeof SandboxActorStateSchema>;
@@ -347,4 +381,9 @@ export interface SandboxStatusReply {
   lostReason?: string;
   /** Live facts, while `ready`. */
   metadata?: SandboxMetadata;
+  /**
+   * Its background commands and how each ended, in every status (`destroyed` and `lost` too):
+   * what a caller that lost track of a command reads before running it again.
+   */
+  commands: RecordedCommand[];
 }

@@ -36,6 +36,9 @@ import {
   type ExportFilesReply,
   type GetFilesMessageSchema,
   type GetFilesReply,
+  MAX_RECORDED_COMMANDS,
+  RECORDED_OUTPUT_CHARS,
+  type RecordedCommand,
   type PutFilesMessageSchema,
   type PutFilesReply,
   SANDBOX_KIND,
@@ -130,6 +133,43 @@ function lostError(id: string, state: State): TroupeError {
       },
     },
   );
+}
+
+/**
+ * `state` with `status` recorded as how its command ended, or undefined when there is nothing new
+ * to record (still running, or already recorded).
+ */
+function recordEnded(state: State, status: TaskStatusReply): State | undefined {
+  if (status.state === 'running') return undefined;
+  const commands = state.commands ?? [];
+  const i = commands.findIndex((c) => c.taskId === status.taskId);
+  if (i >= 0 && commands[i]!.ended) return undefined;
+  const [stdout, stdoutCut] = keepTail(status.stdout);
+  const [stderr, stderrCut] = keepTail(status.stderr);
+  const ended: NonNullable<RecordedCommand['ended']> = {
+    state: status.state,
+    ...(status.exitCode !== undefined ? { exitCode: status.exitCode } : {}),
+    stdout,
+    stderr,
+    stdoutDroppedBytes: status.stdoutDroppedBytes + stdoutCut,
+    stderrDroppedBytes: status.stderrDroppedBytes + stderrCut,
+    ...(status.oomKilled !== undefined ? { oomKilled: status.oomKilled } : {}),
+    durationMs: Math.max(0, status.durationMs),
+    ...(status.error !== undefined ? { error: status.error } : {}),
+  };
+  const record: RecordedCommand =
+    i >= 0
+      ? { ...commands[i]!, ended }
+      : { taskId: status.taskId, startedAtMs: Date.now() - ended.durationMs, ended };
+  const next = i >= 0 ? commands.with(i, record) : [...commands, record];
+  return { ...state, commands: next.slice(-MAX_RECORDED_COMMANDS) };
+}
+
+/** The last {@link RECORDED_OUTPUT_CHARS} characters of `text`, and the bytes cut before them. */
+function keepTail(text: string): [string, number] {
+  if (text.length <= RECORDED_OUTPUT_CHARS) return [text, 0];
+  const cut = text.slice(0, text.length - RECORDED_OUTPUT_CHARS);
+  return [text.slice(text.length - RECORDED_OUTPUT_CHARS), Buffer.byteLength(cut)];
 }
 
 /**
@@ -301,7 +341,11 @@ export function createSandboxActor(options: SandboxActorOptions) {
     const { sandbox } = requireLive(ctx, state);
     const { cmd, ...opts } = msg;
     const taskId = await sandbox.startBackground(cmd, { ...opts, signal: ctx.signal });
-    return { reply: { taskId } };
+    const commands = [...(state.commands ?? []), { taskId, startedAtMs: Date.now() }];
+    return {
+      state: { ...state, commands: commands.slice(-MAX_RECORDED_COMMANDS) },
+      reply: { taskId },
+    };
   };
 
   const poll = async (
@@ -310,7 +354,7 @@ export function createSandboxActor(options: SandboxActorOptions) {
     state: State,
   ): Result<TaskStatusReply> => {
     const { sandbox } = requireLive(ctx, state);
-    return { reply: fitOutput(await sandbox.poll(msg.taskId), maxReplyBytes) };
+    return answer(state, await sandbox.poll(msg.taskId));
   };
 
   const wait = async (
@@ -327,7 +371,7 @@ export function createSandboxActor(options: SandboxActorOptions) {
       if (errorCode(err) !== ErrorCode.TIMEOUT || ctx.signal.aborted) throw err;
       status = await sandbox.poll(msg.taskId);
     }
-    return { reply: fitOutput(status, maxReplyBytes) };
+    return answer(state, status);
   };
 
   const kill = async (
@@ -337,7 +381,24 @@ export function createSandboxActor(options: SandboxActorOptions) {
   ): Result<TaskStatusReply> => {
     const { sandbox } = requireLive(ctx, state);
     const status = await sandbox.kill(msg.taskId, { signal: ctx.signal });
-    return { reply: fitOutput(status, maxReplyBytes) };
+    return answer(state, status);
+  };
+
+  /** A command's status as the reply, recorded in the state the first time it is seen ended. */
+  const answer = (state: State, status: TaskStatusReply): HandlerResult<State, TaskStatusReply> => {
+    const next = recordEnded(state, status);
+    return { ...(next ? { state: next } : {}), reply: fitOutput(status, maxReplyBytes) };
+  };
+
+  /** The state with every command that has ended since it was last looked at recorded. */
+  const withEndedCommands = async (state: State, sandbox: Sandbox): Promise<State> => {
+    let next = state;
+    for (const c of state.commands ?? []) {
+      if (c.ended) continue;
+      const status = await sandbox.poll(c.taskId).catch(() => undefined);
+      if (status) next = recordEnded(next, status) ?? next;
+    }
+    return next;
   };
 
   const writeStdin = async (
@@ -466,12 +527,15 @@ export function createSandboxActor(options: SandboxActorOptions) {
   ): Result<DestroyReply> => {
     if (state.status === 'new' || state.status === 'destroyed') return { reply: {} };
     const held = live.get(ctx.self.id);
+    let next = state;
     if (held && held.epoch === ctx.epoch) {
+      // A command that finished unobserved is recorded before its container goes.
+      next = await withEndedCommands(state, held.sandbox);
       await release(held, 'destroy');
       live.delete(ctx.self.id);
     }
     return {
-      state: { ...state, status: 'destroyed', destroyedAtMs: Date.now() },
+      state: { ...next, status: 'destroyed', destroyedAtMs: Date.now() },
       reply: {},
     };
   };
@@ -482,6 +546,8 @@ export function createSandboxActor(options: SandboxActorOptions) {
     state: State,
   ): Result<SandboxStatusReply> => {
     const held = live.get(ctx.self.id);
+    const current = held && held.epoch === ctx.epoch && state.status === 'ready';
+    const next = current ? await withEndedCommands(state, held.sandbox) : state;
     const reply: SandboxStatusReply = {
       sandboxId: ctx.self.id,
       status: state.status,
@@ -491,8 +557,9 @@ export function createSandboxActor(options: SandboxActorOptions) {
       ...(state.jobId ? { jobId: state.jobId } : {}),
       ...(state.lostReason ? { lostReason: state.lostReason } : {}),
       ...(held && state.status === 'ready' ? { metadata: held.sandbox.metadata() } : {}),
+      commands: next.commands ?? [],
     };
-    return { reply };
+    return { ...(next !== state ? { state: next } : {}), reply };
   };
 
   return defineActor({

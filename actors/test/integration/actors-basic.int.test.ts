@@ -243,3 +243,36 @@ test('onInvalid sees an invalid post before it is dead-lettered, and its state i
     await own.shutdown({ graceMs: 1_000 });
   }
 });
+
+test('an actor that passivates after every turn answers asks sent back to back', async () => {
+  // Like a sandbox with nothing left to hold: each turn ends with a passivation, so the next
+  // ask finds the activation on its way out (still in the directory) and must wait it out.
+  const late: { system?: ActorSystem } = {};
+  const OneShot = defineActor({
+    kind: 'one-shot',
+    state: z.object({ turns: z.number() }),
+    initialState: () => ({ turns: 0 }),
+    messages: { turn: z.object({}) },
+    handlers: {
+      turn: (ctx, _msg, state) => {
+        const self = ctx.self;
+        setImmediate(() => void late.system?.deactivate(self).catch(() => undefined));
+        return { state: { turns: state.turns + 1 }, reply: state.turns + 1 };
+      },
+    },
+  });
+  const own = await ActorSystem.start({
+    cluster: randomClusterName(),
+    servers: server.url,
+    hosting: [OneShot],
+  });
+  late.system = own;
+  try {
+    const ref = own.ref(OneShot, 'o1');
+    const replies: number[] = [];
+    for (let i = 0; i < 30; i++) replies.push(await ref.ask('turn', {}, { timeoutMs: 10_000 }));
+    expect(replies).toEqual(Array.from({ length: 30 }, (_, i) => i + 1));
+  } finally {
+    await own.shutdown({ graceMs: 1_000 });
+  }
+});

@@ -33,6 +33,11 @@ export interface ShellRun {
   timedOut: boolean;
   oomKilled: boolean;
   durationMs: number;
+  /**
+   * The earlier execution's sandbox whose finished command this run is: a fault ended that
+   * execution after its command exited, and the command was not run again.
+   */
+  recoveredFrom?: string;
 }
 
 /** Options of {@link createShellTasksDriver}. */
@@ -122,6 +127,14 @@ const TaskStatusSchema = z
   })
   .loose();
 type TaskStatus = z.output<typeof TaskStatusSchema>;
+/** The sandbox's `status` reply, for its recorded commands. */
+const SandboxCommandsSchema = z
+  .object({
+    commands: z
+      .array(z.object({ taskId: z.string(), ended: TaskStatusSchema.optional() }).loose())
+      .default([]),
+  })
+  .loose();
 
 /** The sandbox id of an attempt's execution. */
 export function shellSandboxId(resourceId: string): string {
@@ -226,6 +239,15 @@ export function createShellTasksDriver(
           ctx.log.warn({ err, resourceId: stale }, 'could not destroy a stale sandbox'),
         );
       }
+      const recovered = await finishedEarlier(ctx);
+      if (recovered) {
+        ctx.log.info(
+          { recoveredFrom: recovered.resourceId, exitCode: recovered.status.exitCode },
+          'the command finished in an earlier execution: not running it again',
+        );
+        const run = await finish(ctx, config.saveOutput, recovered.status, false);
+        return { ...run, recoveredFrom: recovered.resourceId };
+      }
       const sb = sandbox(ctx, ctx.resourceId);
       await sb.ask(
         'create',
@@ -316,6 +338,7 @@ export function createShellTasksDriver(
           durationMs: run.durationMs,
           stdoutTail: tail(run.stdout),
           stderrTail: tail(run.stderr),
+          ...(run.recoveredFrom ? { recoveredFrom: run.recoveredFrom } : {}),
         },
       };
     },
@@ -340,6 +363,36 @@ export function createShellTasksDriver(
       return { exitCodes, meanCommandMs: timed > 0 ? Math.round(durationMs / timed) : 0 };
     },
   };
+
+  /**
+   * The command's end as an earlier execution's sandbox recorded it, newest execution first, when
+   * one ran it to its exit: a fault (a crash of this process, a node agent or the network) ended
+   * that execution after the command exited, and running it again would repeat its effects. A
+   * sandbox that cannot be asked is skipped (the command then runs again, as before).
+   */
+  async function finishedEarlier(
+    ctx: TaskContext,
+  ): Promise<{ resourceId: string; status: TaskStatus } | undefined> {
+    for (const resourceId of [...ctx.earlierResourceIds].reverse()) {
+      let reply;
+      try {
+        reply = SandboxCommandsSchema.parse(
+          await sandbox(ctx, resourceId).ask(
+            'status',
+            {},
+            { timeoutMs: 15_000, signal: ctx.signal },
+          ),
+        );
+      } catch (err) {
+        if (ctx.signal.aborted) throw err;
+        ctx.log.warn({ err, resourceId }, 'could not read an earlier execution’s sandbox');
+        continue;
+      }
+      const done = reply.commands.findLast((c) => c.ended?.state === 'exited');
+      if (done?.ended) return { resourceId, status: done.ended };
+    }
+    return undefined;
+  }
 
   async function finish(
     ctx: TaskContext,

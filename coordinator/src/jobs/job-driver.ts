@@ -127,6 +127,13 @@ export interface TaskContext {
    * they created may still exist and should be removed.
    */
   staleResourceIds: string[];
+  /**
+   * The `resourceId`s of every earlier execution of this task, of this attempt and the ones
+   * before it, oldest first (at most the last 16; empty on a first execution). Work that an
+   * earlier execution finished before a fault ended it can be found there instead of being done
+   * again (the `shell-tasks` driver reads its finished command from those sandboxes).
+   */
+  earlierResourceIds: string[];
   /** Budget ledger scope for model calls (`job:<jobId>`), when the job has a budget. */
   budgetScope?: string;
   /**

@@ -49,6 +49,8 @@ export const TaskActorMessages = {
 export const TaskActorStateSchema = z.object({
   attempt: z.number().int().nonnegative(),
   executions: z.number().int().nonnegative(),
+  /** Resource ids of the task's earlier executions, oldest first (the last 16). */
+  earlier: z.array(z.string()).optional(),
 });
 type TaskActorState = z.output<typeof TaskActorStateSchema>;
 
@@ -59,6 +61,9 @@ export interface TaskActorOptions {
   /** Time allowed to `cleanup` an attempt. @default 60000 */
   cleanupTimeoutMs?: number;
 }
+
+/** Earlier executions' resource ids a task actor remembers. */
+const MAX_EARLIER_RESOURCES = 16;
 
 const ARTIFACT_NAME = /^[A-Za-z0-9._-][A-Za-z0-9._/-]{0,199}$/;
 
@@ -82,14 +87,21 @@ export function createTaskActor(holder: JobRuntimeHolder, options: TaskActorOpti
     handlers: {
       run: async (ctx, msg, state) => {
         const rt = holder.get();
+        const previous =
+          state.attempt > 0 && state.executions > 0
+            ? attemptResourceId(msg.jobId, msg.index, state.attempt, state.executions)
+            : undefined;
         const next: TaskActorState = {
           attempt: msg.attempt,
           executions: state.attempt === msg.attempt ? state.executions + 1 : 1,
+          earlier: [...(state.earlier ?? []), ...(previous ? [previous] : [])].slice(
+            -MAX_EARLIER_RESOURCES,
+          ),
         };
         // Recorded before any work, so a replay after a crash knows it is one.
         await ctx.checkpoint(next);
         const job = ctx.refs.refOf({ kind: JOB_ACTOR_KIND, id: msg.jobId });
-        const outcome = await runAttempt(ctx, rt, holder, job, msg, next.executions, options);
+        const outcome = await runAttempt(ctx, rt, holder, job, msg, next, options);
         // One outcome per execution: a fenced execution's outcome must not take the place of
         // the new one's in the stream's duplicate window (the job keeps the latest execution's).
         await job.post('outcome', outcome, {
@@ -113,9 +125,10 @@ async function runAttempt(
   holder: JobRuntimeHolder,
   job: UntypedActorRef,
   msg: RunMessage,
-  executions: number,
+  taskState: TaskActorState,
   options: TaskActorOptions,
 ): Promise<TaskOutcome> {
+  const { executions } = taskState;
   const started = Date.now();
   const base = {
     index: msg.index,
@@ -170,7 +183,7 @@ async function runAttempt(
     rt,
     job,
     msg,
-    executions,
+    taskState,
     spec,
     work,
     started + timeoutMs,
@@ -226,7 +239,7 @@ async function runAttempt(
             rt,
             job,
             msg,
-            executions,
+            taskState,
             spec,
             gradeSignal,
             Date.now() + rt.gradeTimeoutMs,
@@ -268,7 +281,7 @@ async function runAttempt(
         rt,
         job,
         msg,
-        executions,
+        taskState,
         spec,
         cleanupSignal,
         Date.now(),
@@ -302,7 +315,7 @@ function taskContext(
   rt: JobRuntime,
   job: UntypedActorRef,
   msg: RunMessage,
-  execution: number,
+  taskState: TaskActorState,
   spec: JobSpec,
   signal: AbortSignal,
   deadlineUnixMs: number,
@@ -341,11 +354,12 @@ function taskContext(
     refs: ctx.refs,
     log: ctx.log.child({ jobId: msg.jobId, taskId: msg.taskId, attempt: msg.attempt }),
     hostId: rt.hostId,
-    execution,
-    resourceId: attemptResourceId(msg.jobId, msg.index, msg.attempt, execution),
-    staleResourceIds: Array.from({ length: execution - 1 }, (_, i) =>
+    execution: taskState.executions,
+    resourceId: attemptResourceId(msg.jobId, msg.index, msg.attempt, taskState.executions),
+    staleResourceIds: Array.from({ length: taskState.executions - 1 }, (_, i) =>
       attemptResourceId(msg.jobId, msg.index, msg.attempt, i + 1),
     ),
+    earlierResourceIds: [...(taskState.earlier ?? [])],
     ...(spec.budget ? { budgetScope: `job:${msg.jobId}` } : {}),
     nats: { connection: rt.nc, cluster: rt.cluster, replicas: rt.replicas },
     artifacts: store,

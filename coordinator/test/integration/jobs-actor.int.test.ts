@@ -1,4 +1,5 @@
 import {
+  attemptResourceId,
   Coordinator,
   DriverRegistry,
   type JobDriver,
@@ -24,6 +25,8 @@ interface ScriptTask {
 }
 
 const calls = { run: new Map<string, number>(), cleanup: new Map<string, number>() };
+/** Each run's `ctx.resourceId` and `ctx.earlierResourceIds`, by job/task. */
+const resources = new Map<string, { resourceId: string; earlier: string[] }[]>();
 const budgetScopes: (string | undefined)[] = [];
 const bump = (m: Map<string, number>, k: string) => m.set(k, (m.get(k) ?? 0) + 1);
 
@@ -42,6 +45,10 @@ const scripted: JobDriver<ScriptTask, { ok: boolean; partial?: boolean }> = {
   async runTask(ctx, task) {
     const key = `${ctx.jobId}/${task.id}`;
     bump(calls.run, key);
+    resources.set(key, [
+      ...(resources.get(key) ?? []),
+      { resourceId: ctx.resourceId, earlier: [...ctx.earlierResourceIds] },
+    ]);
     if (task.do.startsWith('flaky:')) {
       const failures = Number(task.do.slice('flaky:'.length));
       if (ctx.attempt <= failures) throw new TroupeError('UNAVAILABLE', `flake ${ctx.attempt}`);
@@ -145,6 +152,16 @@ test('runs a job under its concurrency: retries infrastructure failures, never g
   expect(calls.run.get(`${record.jobId}/b`)).toBe(1); // the graded failure ran once
   expect(calls.run.get(`${record.jobId}/c`)).toBe(3);
   expect(calls.cleanup.get(`${record.jobId}/c`)).toBe(3); // cleanup after every attempt
+  // Each attempt is told the resources of every execution before it, oldest first.
+  const c = [1, 2, 3].map((attempt) => attemptResourceId(record.jobId, 2, attempt, 1));
+  expect(resources.get(`${record.jobId}/c`)).toEqual([
+    { resourceId: c[0], earlier: [] },
+    { resourceId: c[1], earlier: [c[0]] },
+    { resourceId: c[2], earlier: [c[0], c[1]] },
+  ]);
+  expect(resources.get(`${record.jobId}/a`)).toEqual([
+    { resourceId: attemptResourceId(record.jobId, 0, 1, 1), earlier: [] },
+  ]);
   expect(events.some((e) => e.type === 'LOG' && e.message === 'running a')).toBe(true);
 
   const results = await jobs.results(record.jobId);

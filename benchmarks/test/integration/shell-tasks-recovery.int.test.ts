@@ -1,0 +1,139 @@
+import { noopLogger } from '@troupe/actors';
+import {
+  createShellTasksDriver,
+  shellSandboxId,
+  type ShellTaskInput,
+  ShellTaskInputSchema,
+} from '@troupe/benchmarks';
+import { parseJobSpec, type TaskArtifacts, type TaskContext } from '@troupe/coordinator';
+import { sandboxRef } from '@troupe/node-agent';
+import { waitFor } from '@troupe/testkit';
+import { TestCluster } from '@troupe/test-cluster';
+
+// A fault (a crashed coordinator, a node agent that stopped answering, a partition) can end a
+// task's execution after its command exited and before its outcome was recorded. The retry must
+// not run the command again: the earlier execution's sandbox recorded how the command ended, in
+// its persisted state, and the shell-tasks driver reads it from there. Real NATS, a real node
+// agent and Docker; the task contexts are the ones the task actor would build for the retries.
+
+jest.setTimeout(300_000);
+
+let tc: TestCluster;
+const driver = createShellTasksDriver();
+// Each run prints a fresh random id: equal output means the same run.
+const spec = parseJobSpec({
+  kind: 'shell-tasks',
+  config: { saveOutput: false },
+  tasks: [{ id: 't0', command: 'cat /proc/sys/kernel/random/uuid' }],
+});
+
+beforeAll(async () => {
+  tc = await TestCluster.start({ docker: true, actors: true });
+  await tc.startNodeAgent({ hostId: 'recovery-agent', slots: { sandbox: 4 } });
+});
+
+afterAll(async () => {
+  await tc?.stop();
+});
+
+const noArtifacts: TaskArtifacts = {
+  pathOf: (name) => `tasks/t0/${name}`,
+  adopt: (name) => `tasks/t0/${name}`,
+  put: () => Promise.reject(new Error('no artifacts in this test')),
+};
+
+function context(resourceId: string, earlierResourceIds: string[]): TaskContext {
+  return {
+    jobId: 'j-recovery',
+    taskId: 't0',
+    index: 0,
+    attempt: earlierResourceIds.length + 1,
+    spec,
+    signal: AbortSignal.timeout(120_000),
+    deadlineUnixMs: Date.now() + 120_000,
+    refs: tc.actors,
+    log: noopLogger,
+    hostId: 'test',
+    execution: 1,
+    resourceId,
+    staleResourceIds: [],
+    earlierResourceIds,
+    artifacts: noArtifacts,
+    progress: () => undefined,
+  };
+}
+
+async function input(): Promise<ShellTaskInput> {
+  const plan = await driver.plan(spec, {
+    jobId: 'j-recovery',
+    signal: AbortSignal.timeout(10_000),
+    log: noopLogger,
+    payloadPrefix: 'jobs/j-recovery/payload/',
+  });
+  return ShellTaskInputSchema.parse(plan[0]!.input);
+}
+
+const statusOf = (resourceId: string) =>
+  sandboxRef(tc.actors, shellSandboxId(resourceId)).ask('status', {}, { timeoutMs: 15_000 });
+
+test('a command that exited before its execution failed is not run again by the retry', async () => {
+  const task = await input();
+  const first = await driver.runTask(context('rec-a1', []), task);
+  expect(first).toMatchObject({ exitCode: 0, timedOut: false });
+  expect(first.recoveredFrom).toBeUndefined();
+  expect(first.stdout).toMatch(/^[0-9a-f-]{36}\n$/);
+  // The attempt then failed on infrastructure: its cleanup destroyed the sandbox.
+  await driver.cleanup!(context('rec-a1', []), task);
+  expect((await statusOf('rec-a1')).status).toBe('destroyed');
+
+  const retry = await driver.runTask(context('rec-a2', ['rec-a1']), task);
+  expect(retry).toMatchObject({ exitCode: 0, stdout: first.stdout, recoveredFrom: 'rec-a1' });
+  // The retry never created a sandbox of its own.
+  expect((await statusOf('rec-a2')).status).toBe('new');
+  const grade = await driver.grade(context('rec-a2', ['rec-a1']), task, retry);
+  expect(grade).toMatchObject({ passed: true, details: { recoveredFrom: 'rec-a1' } });
+});
+
+test('a command that ended unobserved is recorded by status and kept after destroy', async () => {
+  const sb = sandboxRef(tc.actors, shellSandboxId('rec-b1'));
+  await sb.ask('create', { spec: { image: 'troupe-busybox:latest' } }, { timeoutMs: 120_000 });
+  const { taskId } = await sb.ask('startBackground', { cmd: 'echo quiet; exit 3' });
+  // Nobody waits on the command: `status` looks at it, and records it once it has ended.
+  const ended = await waitFor(
+    async () => (await statusOf('rec-b1')).commands.find((c) => c.ended)?.ended,
+    { timeoutMs: 30_000, message: 'the unobserved command recorded as ended' },
+  );
+  expect(ended).toMatchObject({ state: 'exited', exitCode: 3, stdout: 'quiet\n' });
+  await sb.ask('destroy', {}, { timeoutMs: 30_000 });
+  const after = await statusOf('rec-b1');
+  expect(after.status).toBe('destroyed');
+  expect(after.commands).toEqual([expect.objectContaining({ taskId, ended })]);
+});
+
+test('a command its sandbox was destroyed under did not finish: the retry runs it', async () => {
+  const task = await input();
+  const sb = sandboxRef(tc.actors, shellSandboxId('rec-c1'));
+  await sb.ask('create', { spec: { image: 'troupe-busybox:latest' } }, { timeoutMs: 120_000 });
+  const { taskId } = await sb.ask('startBackground', { cmd: 'sleep 600' });
+  await sb.ask('destroy', {}, { timeoutMs: 30_000 });
+  const killed = await statusOf('rec-c1');
+  expect(killed.commands.map((c) => [c.taskId, c.ended?.state ?? 'running'])).toEqual([
+    [taskId, 'running'],
+  ]);
+
+  const retry = await driver.runTask(context('rec-c2', ['rec-c1']), task);
+  expect(retry.recoveredFrom).toBeUndefined();
+  expect(retry).toMatchObject({ exitCode: 0, stdout: expect.stringMatching(/^[0-9a-f-]{36}\n$/) });
+  expect((await statusOf('rec-c2')).status).toBe('ready');
+  await driver.cleanup!(context('rec-c2', ['rec-c1']), task);
+});
+
+test('a destroyed sandbox answers status asks sent back to back', async () => {
+  // Each turn of a sandbox with no container ends with a passivation: the next ask reaches the
+  // activation on its way out and must wait for it rather than give up.
+  const sb = sandboxRef(tc.actors, shellSandboxId('rec-d1'));
+  await sb.ask('destroy', {}, { timeoutMs: 30_000 });
+  for (let i = 0; i < 40; i++) {
+    expect((await sb.ask('status', {}, { timeoutMs: 15_000 })).status).toBe('new');
+  }
+});
