@@ -22,6 +22,12 @@ export type HostInfo = z.infer<typeof HostInfoSchema>;
 export const RegisterReplySchema = z.object({
   heartbeatMs: z.number().int().positive(),
   deadAfterMs: z.number().int().positive(),
+  /**
+   * Set when the registering incarnation was declared dead (the reason): it is not revived —
+   * its actors have been moved — so the host fences every activation and registers again as a
+   * new incarnation. A host cut off from the coordinator (a partition) only learns this way.
+   */
+  fenced: z.string().optional(),
 });
 /** A decoded registration reply. */
 export type RegisterReply = z.infer<typeof RegisterReplySchema>;

@@ -15,6 +15,7 @@ import {
   HostInfoSchema,
   isNoResponders,
   type Logger,
+  type RegisterReply,
   watchConnectionStatus,
 } from '@troupe/actors';
 import { type NatsConnection, type Status, type Subscription } from '@nats-io/transport-node';
@@ -204,9 +205,19 @@ export class HostRegistry {
   }
 
   /** Registers (or re-registers) a host incarnation. */
-  async register(info: HostInfo): Promise<{ heartbeatMs: number; deadAfterMs: number }> {
+  async register(info: HostInfo): Promise<RegisterReply> {
     validateHostId(info.hostId);
     const previous = this.hosts.get(info.hostId);
+    if (previous && previous.info.incarnation === info.incarnation && previous.state === 'DEAD') {
+      // Its actors were moved when it was declared dead: reviving it would leave its stale
+      // activations live beside their new ones (holding slots, answering asks). It must fence
+      // them and come back as a new incarnation.
+      return {
+        heartbeatMs: this.heartbeatMs,
+        deadAfterMs: this.deadAfterMs,
+        fenced: previous.reason ?? 'declared dead',
+      };
+    }
     if (previous && previous.info.incarnation !== info.incarnation && previous.state !== 'DEAD') {
       // The same host id came back as a new process: the old incarnation's activations are gone.
       this.markDead(previous, 'replaced by a new incarnation');

@@ -1,4 +1,4 @@
-import { coordSubject, decodeErrorHeaders, type Logger } from '@troupe/proto';
+import { coordSubject, decodeErrorHeaders, type Logger, TroupeError } from '@troupe/proto';
 import { type NatsConnection } from '@nats-io/transport-node';
 import { type HostInfo, HeartbeatReplySchema, RegisterReplySchema } from '../host-protocol';
 import { decodeJson, encodeJson } from './json-codec';
@@ -58,7 +58,7 @@ export class HostRegistrar {
     }
   }
 
-  private async register(): Promise<void> {
+  private async register(again = false): Promise<void> {
     const reply = await this.nc.request(
       coordSubject(this.cluster, 'nodes', 'register'),
       encodeJson(this.host.info()),
@@ -67,6 +67,18 @@ export class HostRegistrar {
     const error = decodeErrorHeaders(reply.headers);
     if (error) throw error;
     const contract = RegisterReplySchema.parse(decodeJson(reply.data));
+    if (contract.fenced !== undefined && !again) {
+      // Declared dead while we could not hear it (a partition): our actors live elsewhere now.
+      this.log.warn(
+        { reason: contract.fenced },
+        'coordinator declared this host dead: fencing all activations',
+      );
+      this.host.fenceAll(contract.fenced);
+      return this.register(true);
+    }
+    if (contract.fenced !== undefined) {
+      throw new TroupeError('UNAVAILABLE', `registration refused: ${contract.fenced}`);
+    }
     this.heartbeatMs = contract.heartbeatMs;
     this.registered = true;
     this.log.info({ heartbeatMs: contract.heartbeatMs }, 'registered with the coordinator');

@@ -218,3 +218,66 @@ test("time the coordinator's own connection was down is not held against hosts",
     await proxy.stop();
   }
 });
+
+test('a host cut off until it was declared dead is fenced when it registers again, not revived', async () => {
+  // A partition, unlike a pause: the host's heartbeats fail while it is cut off, so it comes
+  // back by registering, not by a heartbeat that would be answered `fenced`. Reviving its old
+  // incarnation left its activations live beside the ones that replaced them — holding sandbox
+  // slots the coordinator counted as free (chaos seeds 1008–1010: "no free sandbox slot").
+  const cluster = randomClusterName();
+  const coordinator = await Coordinator.start({
+    cluster,
+    nats: { servers: server.url },
+    heartbeatMs: 200,
+    missedHeartbeats: 3,
+    sweepIntervalMs: 500,
+    metrics: { port: null },
+  });
+  const proxy = await startTcpProxy({ target: { port: server.port } });
+  const hostNc = await connect({
+    servers: proxy.url,
+    reconnectTimeWait: 200,
+    maxReconnectAttempts: -1,
+  });
+  const hostEvents = statusLog(hostNc);
+  const host = await ActorSystem.start({
+    cluster,
+    connection: hostNc,
+    hostId: 'cut',
+    hosting: [Tally],
+    placement: 'none',
+  });
+  const client = await ActorSystem.start({ cluster, servers: server.url });
+  try {
+    await waitFor(() => coordinator.registry?.isAlive('cut'), { timeoutMs: 10_000 });
+    const incarnation = coordinator.registry!.get('cut')!.info.incarnation;
+    await client.refOf({ kind: 'tally', id: 't1' }).ask('add', { entry: 'a' });
+    expect(host.activationCount).toBe(1);
+
+    proxy.cut();
+    await waitFor(() => coordinator.registry!.get('cut')!.state === 'DEAD', {
+      timeoutMs: 10_000,
+      message: 'the cut-off host declared dead',
+    });
+    proxy.restore();
+    await waitFor(() => hostEvents.includes('reconnect'), { timeoutMs: 10_000 });
+    await waitFor(
+      () => {
+        const r = coordinator.registry!.get('cut');
+        return r?.state === 'ALIVE' && r.info.incarnation !== incarnation;
+      },
+      { timeoutMs: 15_000, message: 'the host registered again as a new incarnation' },
+    );
+    // Its old activation was fenced, so its slot is free and the actor is placed afresh.
+    expect(host.activationCount).toBe(0);
+    await client.refOf({ kind: 'tally', id: 't1' }).ask('add', { entry: 'b' });
+    const { entry } = await client.directory.get({ kind: 'tally', id: 't1' });
+    expect(entry).toMatchObject({ hostId: 'cut', epoch: 2 });
+  } finally {
+    await client.shutdown();
+    await host.shutdown({ graceMs: 0 });
+    await hostNc.close();
+    await proxy.stop();
+    await coordinator.stop();
+  }
+});
