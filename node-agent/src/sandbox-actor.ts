@@ -588,20 +588,25 @@ export function createSandboxActor(options: SandboxActorOptions) {
       // A sandbox of an earlier activation in this process (fenced, so never passivated): it can
       // no longer be trusted to match the state, and nothing else would remove it.
       const stale = live.get(ctx.self.id);
+      let seen = state;
       if (stale) {
         live.delete(ctx.self.id);
+        // Its commands may have ended while that activation could not record it (cut off from
+        // NATS, then fenced): read them before the container goes, so a caller can learn they
+        // finished rather than run them again.
+        seen = await withEndedCommands(state, stale.sandbox);
         await release(stale, 'superseded by a new activation').catch((err: unknown) => {
           ctx.log.warn({ err }, 'could not destroy the previous activation’s sandbox');
         });
       }
-      if (state.status !== 'ready') return;
+      if (seen.status !== 'ready') return seen === state ? undefined : { state: seen };
       // The container lived and died with an earlier activation (see "Pinning").
       const container = state.containerId ?? state.backendSandboxId ?? 'unknown';
       const lostReason =
         `its container ${container.slice(0, 12)} on host ${state.hostId ?? '?'} ended with an ` +
         'earlier activation (host restart or crash, shutdown, idle timeout or fencing)';
       ctx.log.warn({ container, hostId: state.hostId }, 'sandbox lost');
-      return { state: { ...state, status: 'lost' as const, lostReason } };
+      return { state: { ...seen, status: 'lost' as const, lostReason } };
     },
     onDeactivate: async (ctx) => {
       const held = live.get(ctx.self.id);

@@ -1,0 +1,65 @@
+import { sandboxRef } from '@troupe/node-agent';
+import { waitFor } from '@troupe/testkit';
+import { TestCluster } from '@troupe/test-cluster';
+
+// A node agent that stops answering (paused, cut off) is declared dead and fences its
+// activations when it comes back; its sandboxes' containers are removed when their actors are
+// activated again on it. A command that ended while nobody could record it must be recorded
+// then, from the fenced activation's container, so that a caller learns it finished instead of
+// running it again.
+
+jest.setTimeout(180_000);
+
+let tc: TestCluster;
+
+beforeAll(async () => {
+  tc = await TestCluster.start({ docker: true, actors: true });
+});
+
+afterAll(async () => {
+  await tc?.stop();
+});
+
+test('a command that ended unrecorded is recorded when the fenced sandbox is activated again', async () => {
+  const agent = tc.spawnNodeAgent('fenced-agent', { TROUPE_SLOTS: 'sandbox=2' });
+  await tc.waitForHost('fenced-agent', 60_000);
+  const registry = tc.coordinator.registry!;
+  const incarnation = registry.get('fenced-agent')!.info.incarnation;
+  const sb = sandboxRef(tc.actors, 'fenced-sb');
+  await sb.ask('create', { spec: { image: 'troupe-busybox:latest' } }, { timeoutMs: 120_000 });
+  const { taskId } = await sb.ask('startBackground', { cmd: 'echo finished-unseen' });
+
+  // Nobody waits on it; the agent stops answering and is declared dead.
+  agent.child.kill('SIGSTOP');
+  try {
+    await waitFor(() => registry.get('fenced-agent')?.state === 'DEAD', {
+      timeoutMs: 30_000,
+      message: 'the paused node agent declared dead',
+    });
+  } finally {
+    agent.child.kill('SIGCONT');
+  }
+  await waitFor(
+    () => {
+      const r = registry.get('fenced-agent');
+      return r?.state === 'ALIVE' && r.info.incarnation !== incarnation;
+    },
+    { timeoutMs: 30_000, message: 'the node agent back as a new incarnation' },
+  );
+
+  // The next call activates the sandbox again, on the only host: its container ended with the
+  // fenced activation, and the command's end was read from it first.
+  const status = await sb.ask('status', {}, { timeoutMs: 30_000 });
+  expect(status.status).toBe('lost');
+  expect(status.commands).toEqual([
+    expect.objectContaining({
+      taskId,
+      ended: expect.objectContaining({ state: 'exited', exitCode: 0, stdout: 'finished-unseen\n' }),
+    }),
+  ]);
+  await sb.ask('destroy', {}, { timeoutMs: 30_000 });
+  await waitFor(async () => (await tc.containers()).length === 0, {
+    timeoutMs: 30_000,
+    message: 'no container left',
+  });
+});
