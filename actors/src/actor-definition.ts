@@ -1,4 +1,4 @@
-import { fromZodError, TroupeError, validateActorKind } from '@troupe/proto';
+import { type ActorAddress, fromZodError, TroupeError, validateActorKind } from '@troupe/proto';
 import { type z } from 'zod';
 import { type ActorContext } from './actor-context';
 
@@ -46,6 +46,13 @@ export interface ActorDefinitionOptions<
   ) => Promise<HandlerResult<z.output<SS>> | void> | HandlerResult<z.output<SS>> | void;
   /** Called when an activation is passivated or its host shuts down (not on a crash). */
   onDeactivate?: (ctx: ActorContext<z.output<SS>>, state: z.output<SS>) => Promise<void> | void;
+  /**
+   * Called once, synchronously, when an activation ends by fencing (a newer activation of the
+   * actor exists, or the coordinator declared its host dead): it can no longer commit, so there
+   * is no context, only its address and epoch. For letting go of what the activation held in
+   * this process (a container, a socket); an error thrown here is logged and ignored.
+   */
+  onFenced?: (self: ActorAddress, epoch: number) => void;
   /**
    * Called for a posted message whose payload fails validation (or is not JSON), just before it
    * is dead-lettered: a chance to tell whoever waits for its outcome (an agent records a refused
@@ -100,10 +107,11 @@ export interface ActorDefinition<
   M extends MessageSchemas = MessageSchemas,
   H extends HandlersFor<z.output<SS>, M> = HandlersFor<z.output<SS>, M>,
 > extends Required<
-  Omit<ActorDefinitionOptions<SS, M, H>, 'onActivate' | 'onDeactivate' | 'onInvalid'>
+  Omit<ActorDefinitionOptions<SS, M, H>, 'onActivate' | 'onDeactivate' | 'onFenced' | 'onInvalid'>
 > {
   onActivate?: ActorDefinitionOptions<SS, M, H>['onActivate'];
   onDeactivate?: ActorDefinitionOptions<SS, M, H>['onDeactivate'];
+  onFenced?: ActorDefinitionOptions<SS, M, H>['onFenced'];
   onInvalid?: ActorDefinitionOptions<SS, M, H>['onInvalid'];
 }
 

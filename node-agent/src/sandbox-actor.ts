@@ -94,6 +94,11 @@ export interface SandboxActorOptions {
   maxReplyBytes?: number;
   /** Largest tar `getFiles` returns inline. @default 524288 */
   maxInlineBytes?: number;
+  /**
+   * How long the container of a fenced activation (its host declared dead, say) is kept for a
+   * new activation on this host to take over before it is destroyed. @default 10000
+   */
+  fencedGraceMs?: number;
   /** How long `destroy` on passivation may take before it is left to the reaper. @default 30000 */
   destroyTimeoutMs?: number;
   /** Logger. @default a logger that drops everything */
@@ -190,6 +195,7 @@ export function createSandboxActor(options: SandboxActorOptions) {
   const maxReplyBytes = options.maxReplyBytes ?? 786_432;
   const maxInlineBytes = options.maxInlineBytes ?? 524_288;
   const destroyTimeoutMs = options.destroyTimeoutMs ?? 30_000;
+  const fencedGraceMs = options.fencedGraceMs ?? 10_000;
   const log = (options.logger ?? noopLogger).child({ component: 'sandbox-actor' });
   // Sandboxes of the live activations in this process, by actor id.
   const live = new Map<string, LiveSandbox>();
@@ -607,6 +613,19 @@ export function createSandboxActor(options: SandboxActorOptions) {
         'earlier activation (host restart or crash, shutdown, idle timeout or fencing)';
       ctx.log.warn({ container, hostId: state.hostId }, 'sandbox lost');
       return { state: { ...seen, status: 'lost' as const, lostReason } };
+    },
+    onFenced: (self, epoch) => {
+      const held = live.get(self.id);
+      if (!held || held.epoch !== epoch) return;
+      // A new activation on this host within the grace takes the container over (reading its
+      // commands first, see onActivate); otherwise it goes now, not at the reaper's next sweep.
+      setTimeout(() => {
+        if (live.get(self.id) !== held) return;
+        live.delete(self.id);
+        release(held, 'fenced').catch((err: unknown) => {
+          log.warn({ err, sandbox: held.sandbox.id }, 'could not destroy a fenced sandbox');
+        });
+      }, fencedGraceMs).unref();
     },
     onDeactivate: async (ctx) => {
       const held = live.get(ctx.self.id);

@@ -250,6 +250,11 @@ export class Activation implements TurnRunner {
     this.abort(new TroupeError('CANCELLED', `${this.key} was fenced by a newer activation`));
     replyAllMoved(this.queue.splice(0), this.key, this.log);
     this.end('fenced');
+    try {
+      this.def.onFenced?.(this.address, this.epoch);
+    } catch (err) {
+      this.log.warn({ err }, 'onFenced failed');
+    }
   }
 
   /** Aborts a running turn (shutdown grace expired). */

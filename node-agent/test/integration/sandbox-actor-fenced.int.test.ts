@@ -28,6 +28,11 @@ test('a command that ended unrecorded is recorded when the fenced sandbox is act
   const sb = sandboxRef(tc.actors, 'fenced-sb');
   await sb.ask('create', { spec: { image: 'troupe-busybox:latest' } }, { timeoutMs: 120_000 });
   const { taskId } = await sb.ask('startBackground', { cmd: 'echo finished-unseen' });
+  // A second sandbox nobody calls again: its fenced container must not wait for the reaper.
+  const idle = sandboxRef(tc.actors, 'fenced-idle');
+  await idle.ask('create', { spec: { image: 'troupe-busybox:latest' } }, { timeoutMs: 120_000 });
+  const idleContainers = () => tc.containers(['troupe.actor=sandbox/fenced-idle']);
+  expect(await idleContainers()).toHaveLength(1);
 
   // Nobody waits on it; the agent stops answering and is declared dead.
   agent.child.kill('SIGSTOP');
@@ -57,7 +62,14 @@ test('a command that ended unrecorded is recorded when the fenced sandbox is act
       ended: expect.objectContaining({ state: 'exited', exitCode: 0, stdout: 'finished-unseen\n' }),
     }),
   ]);
+  // The other fenced container is destroyed after the node agent's 10 s grace, well before the
+  // reaper could take it (it leaves containers younger than 30 s alone).
+  await waitFor(async () => (await idleContainers()).length === 0, {
+    timeoutMs: 25_000,
+    message: 'the fenced idle sandbox’s container destroyed',
+  });
   await sb.ask('destroy', {}, { timeoutMs: 30_000 });
+  await idle.ask('destroy', {}, { timeoutMs: 30_000 });
   await waitFor(async () => (await tc.containers()).length === 0, {
     timeoutMs: 30_000,
     message: 'no container left',
