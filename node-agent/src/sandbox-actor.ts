@@ -96,7 +96,8 @@ export interface SandboxActorOptions {
   maxInlineBytes?: number;
   /**
    * How long the container of a fenced activation (its host declared dead, say) is kept for a
-   * new activation on this host to take over before it is destroyed. @default 10000
+   * new activation on this host to take over before it is destroyed: about as long as an ask
+   * to it may still be waiting before its caller retries. @default 30000
    */
   fencedGraceMs?: number;
   /** How long `destroy` on passivation may take before it is left to the reaper. @default 30000 */
@@ -195,7 +196,7 @@ export function createSandboxActor(options: SandboxActorOptions) {
   const maxReplyBytes = options.maxReplyBytes ?? 786_432;
   const maxInlineBytes = options.maxInlineBytes ?? 524_288;
   const destroyTimeoutMs = options.destroyTimeoutMs ?? 30_000;
-  const fencedGraceMs = options.fencedGraceMs ?? 10_000;
+  const fencedGraceMs = options.fencedGraceMs ?? 30_000;
   const log = (options.logger ?? noopLogger).child({ component: 'sandbox-actor' });
   // Sandboxes of the live activations in this process, by actor id.
   const live = new Map<string, LiveSandbox>();

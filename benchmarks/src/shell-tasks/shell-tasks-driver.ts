@@ -289,7 +289,9 @@ export function createShellTasksDriver(
             await sb.ask(
               'wait',
               { taskId: started.taskId, timeoutMs: waitSliceMs },
-              { timeoutMs: waitSliceMs + 30_000, signal: ctx.signal },
+              // A margin for a busy node agent, short enough that a dead or cut-off one is
+              // noticed, and the task retried, while its sandbox can still be read.
+              { timeoutMs: waitSliceMs + 15_000, signal: ctx.signal },
             ),
           );
         } catch (err) {

@@ -8,7 +8,7 @@ import { TestCluster } from '@troupe/test-cluster';
 // then, from the fenced activation's container, so that a caller learns it finished instead of
 // running it again.
 
-jest.setTimeout(180_000);
+jest.setTimeout(240_000);
 
 let tc: TestCluster;
 
@@ -30,7 +30,11 @@ test('a command that ended unrecorded is recorded when the fenced sandbox is act
   const { taskId } = await sb.ask('startBackground', { cmd: 'echo finished-unseen' });
   // A second sandbox nobody calls again: its fenced container must not wait for the reaper.
   const idle = sandboxRef(tc.actors, 'fenced-idle');
-  await idle.ask('create', { spec: { image: 'troupe-busybox:latest' } }, { timeoutMs: 120_000 });
+  const idleCreated = await idle.ask(
+    'create',
+    { spec: { image: 'troupe-busybox:latest' } },
+    { timeoutMs: 120_000 },
+  );
   const idleContainers = () => tc.containers(['troupe.actor=sandbox/fenced-idle']);
   expect(await idleContainers()).toHaveLength(1);
 
@@ -62,12 +66,19 @@ test('a command that ended unrecorded is recorded when the fenced sandbox is act
       ended: expect.objectContaining({ state: 'exited', exitCode: 0, stdout: 'finished-unseen\n' }),
     }),
   ]);
-  // The other fenced container is destroyed after the node agent's 10 s grace, well before the
-  // reaper could take it (it leaves containers younger than 30 s alone).
-  await waitFor(async () => (await idleContainers()).length === 0, {
-    timeoutMs: 25_000,
+  // The other fenced container is destroyed by its node agent after the 30 s grace, not left
+  // to the reaper (whose first periodic sweep comes 60 s after the agent started).
+  const destroyedLines = () =>
+    agent
+      .output()
+      .split('\n')
+      .filter((l) => l.includes(idleCreated.metadata.id) && l.includes('sandbox destroyed'));
+  await waitFor(() => destroyedLines().length > 0, {
+    timeoutMs: 50_000,
     message: 'the fenced idle sandbox’s container destroyed',
   });
+  expect(destroyedLines()).toEqual([expect.stringContaining('"why":"fenced"')]);
+  expect(await idleContainers()).toEqual([]);
   await sb.ask('destroy', {}, { timeoutMs: 30_000 });
   await idle.ask('destroy', {}, { timeoutMs: 30_000 });
   await waitFor(async () => (await tc.containers()).length === 0, {
