@@ -80,7 +80,10 @@ test('a scripted model clicks and types: one task passes, the other fails on the
   // With the error text, so an infrastructure failure says what it was: a task redone after
   // one (a setup timeout on a loaded host) keeps that attempt's error, per the TaskResult
   // contract; a task done at its first attempt has none.
-  for (const [id, status] of [['approve', 'TASK_PASSED'], ['reject', 'TASK_FAILED']] as const) {
+  for (const [id, status] of [
+    ['approve', 'TASK_PASSED'],
+    ['reject', 'TASK_FAILED'],
+  ] as const) {
     const t = byId[id]!;
     expect(t.status).toBe(status);
     if (t.attempts > 1) expect(t.error).not.toBe('');
