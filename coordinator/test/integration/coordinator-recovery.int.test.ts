@@ -31,6 +31,28 @@ function statusLog(nc: NatsConnection): string[] {
   return events;
 }
 
+/**
+ * A host of `Tally` whose NATS connection goes through a TCP proxy the test can cut, with its
+ * connection's status events.
+ */
+async function proxiedHost(cluster: string, hostId: string) {
+  const proxy = await startTcpProxy({ target: { port: server.port } });
+  const hostNc = await connect({
+    servers: proxy.url,
+    reconnectTimeWait: 200,
+    maxReconnectAttempts: -1,
+  });
+  const hostEvents = statusLog(hostNc);
+  const host = await ActorSystem.start({
+    cluster,
+    connection: hostNc,
+    hostId,
+    hosting: [Tally],
+    placement: 'none',
+  });
+  return { proxy, hostNc, hostEvents, host };
+}
+
 test('a post announced only while its host was disconnected is processed once the host reconnects', async () => {
   const cluster = randomClusterName();
   // A death window (10 s) far longer than the partition: the host is never declared dead, so
@@ -43,20 +65,7 @@ test('a post announced only while its host was disconnected is processed once th
     sweepIntervalMs: 500,
     metrics: { port: null },
   });
-  const proxy = await startTcpProxy({ target: { port: server.port } });
-  const hostNc = await connect({
-    servers: proxy.url,
-    reconnectTimeWait: 200,
-    maxReconnectAttempts: -1,
-  });
-  const hostEvents = statusLog(hostNc);
-  const host = await ActorSystem.start({
-    cluster,
-    connection: hostNc,
-    hostId: 'h1',
-    hosting: [Tally],
-    placement: 'none',
-  });
+  const { proxy, hostNc, hostEvents, host } = await proxiedHost(cluster, 'h1');
   const client = await ActorSystem.start({ cluster, servers: server.url });
   try {
     await waitFor(() => coordinator.registry?.isAlive('h1'), { timeoutMs: 10_000 });
@@ -233,20 +242,7 @@ test('a host cut off until it was declared dead is fenced when it registers agai
     sweepIntervalMs: 500,
     metrics: { port: null },
   });
-  const proxy = await startTcpProxy({ target: { port: server.port } });
-  const hostNc = await connect({
-    servers: proxy.url,
-    reconnectTimeWait: 200,
-    maxReconnectAttempts: -1,
-  });
-  const hostEvents = statusLog(hostNc);
-  const host = await ActorSystem.start({
-    cluster,
-    connection: hostNc,
-    hostId: 'cut',
-    hosting: [Tally],
-    placement: 'none',
-  });
+  const { proxy, hostNc, hostEvents, host } = await proxiedHost(cluster, 'cut');
   const client = await ActorSystem.start({ cluster, servers: server.url });
   try {
     await waitFor(() => coordinator.registry?.isAlive('cut'), { timeoutMs: 10_000 });
