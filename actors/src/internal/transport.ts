@@ -2,6 +2,7 @@ import {
   type ActorAddress,
   coordSubject,
   decodeErrorHeaders,
+  delay,
   Header,
   type Logger,
   timeoutError,
@@ -24,6 +25,14 @@ import {
   ActivateReplySchema,
   type CoreEnvelope,
 } from './protocol';
+
+/**
+ * How long an activation request waits for a placement service to appear when none answers.
+ * Placers run on the leading coordinator only, so none answers while the lease changes hands (a
+ * leader that stepped down after a stall, a standby taking over from a dead leader: the lease
+ * time plus one renewal, 6 s by default). A cluster with no coordinator at all still fails soon.
+ */
+export const PLACER_GRACE_MS = 10_000;
 
 /** Scheduling hints a ref passes with activation requests. */
 export interface PlacementHints {
@@ -134,33 +143,40 @@ export class Transport {
 
   private async requestActivation(
     addr: ActorAddress,
-    options: { timeoutMs: number; hints?: PlacementHints },
+    options: { timeoutMs: number; signal?: AbortSignal; hints?: PlacementHints },
     ask: CoreEnvelope | undefined,
     liveness?: LivenessWatch,
   ): Promise<Msg> {
     const subject = coordSubject(this.cluster, 'sched', 'activate');
-    let reply;
-    try {
-      const h = natsHeaders();
-      h.set(Header.DEADLINE, String(Date.now() + options.timeoutMs));
-      reply = await this.requester.request(
-        subject,
-        encodeJson({ addr, ...options.hints, ...(ask ? { ask } : {}) }),
-        { timeoutMs: options.timeoutMs, headers: h, ...(liveness ? { liveness } : {}) },
-      );
-    } catch (err) {
-      if (err instanceof ResponderSilentError) throw err;
-      if (isNatsTimeout(err)) {
-        throw timeoutError(`activation of ${addr.kind}/${addr.id}`, options.timeoutMs);
+    const deadline = Date.now() + options.timeoutMs;
+    // No placer answers while the coordinators' lease changes hands: wait for the next leader.
+    const graceEnd = Math.min(deadline, Date.now() + PLACER_GRACE_MS);
+    for (let pause = 50; ; pause = Math.min(pause * 2, 500)) {
+      const timeoutMs = Math.max(1, deadline - Date.now());
+      let reply;
+      try {
+        const h = natsHeaders();
+        h.set(Header.DEADLINE, String(deadline));
+        reply = await this.requester.request(
+          subject,
+          encodeJson({ addr, ...options.hints, ...(ask ? { ask } : {}) }),
+          { timeoutMs, headers: h, ...(liveness ? { liveness } : {}) },
+        );
+      } catch (err) {
+        if (err instanceof ResponderSilentError) throw err;
+        if (isNatsTimeout(err)) {
+          throw timeoutError(`activation of ${addr.kind}/${addr.id}`, options.timeoutMs);
+        }
+        throw new TroupeError('UNAVAILABLE', 'activation request failed', { cause: err });
       }
-      throw new TroupeError('UNAVAILABLE', 'activation request failed', { cause: err });
+      if (reply !== NO_RESPONDERS) return reply;
+      if (Date.now() + pause >= graceEnd) {
+        throw new TroupeError(
+          'UNAVAILABLE',
+          `no placement service answers on ${subject}: start a coordinator, or an ActorSystem with placement 'local'`,
+        );
+      }
+      await delay(pause, options.signal);
     }
-    if (reply === NO_RESPONDERS) {
-      throw new TroupeError(
-        'UNAVAILABLE',
-        `no placement service answers on ${subject}: start a coordinator, or an ActorSystem with placement 'local'`,
-      );
-    }
-    return reply;
   }
 }

@@ -1,0 +1,106 @@
+import { errorCode, noopLogger } from '@troupe/proto';
+import { randomClusterName, startNatsServer, type NatsServerHandle } from '@troupe/testkit';
+import { z } from 'zod';
+import { defineActor } from '../../src/actor-definition';
+import { ActorSystem } from '../../src/actor-system';
+import { NO_RESPONDERS } from '../../src/internal/requester';
+import { PlacementService } from '../../src/placement-service';
+
+// Placers run on the leading coordinator only: while the lease changes hands, no placer answers
+// activation requests. An ask sent in that gap waits for the next leader instead of failing.
+
+let server: NatsServerHandle;
+beforeAll(async () => {
+  server = await startNatsServer();
+});
+afterAll(async () => {
+  await server.stop();
+});
+
+const echo = defineActor({
+  kind: 'echo',
+  state: z.object({}),
+  initialState: () => ({}),
+  messages: { hit: z.object({}) },
+  handlers: { hit: () => ({ reply: 'pong' }) },
+  idleTimeoutMs: 60_000,
+});
+
+function placerFor(base: ActorSystem, hostId: string): PlacementService {
+  return new PlacementService({
+    transport: base.transport,
+    jsm: base.jsm,
+    directory: base.directory,
+    states: base.states,
+    log: noopLogger,
+    selectHost: async () => ({ hostId }),
+    onPlacementFailed: () => {},
+    sweepIntervalMs: 60_000,
+  });
+}
+
+/** Resolves when `system`'s next activation request finds no placer. */
+function nextPlacerGap(system: ActorSystem): Promise<void> {
+  const requester = system.transport.requester;
+  const original = requester.request.bind(requester);
+  return new Promise((resolve) => {
+    requester.request = async (subject, data, options) => {
+      const reply = await original(subject, data, options);
+      if (subject.endsWith('.sched.activate') && reply === NO_RESPONDERS) {
+        requester.request = original;
+        resolve();
+      }
+      return reply;
+    };
+  });
+}
+
+test('an ask sent while no placer runs is answered once one starts', async () => {
+  const cluster = randomClusterName();
+  const systems: ActorSystem[] = [];
+  let placer: PlacementService | undefined;
+  try {
+    const host = await ActorSystem.start({
+      cluster,
+      servers: server.url,
+      hostId: 'host-a',
+      hosting: [echo],
+      placement: 'none',
+    });
+    systems.push(host);
+    const client = await ActorSystem.start({ cluster, servers: server.url, placement: 'none' });
+    systems.push(client);
+    const gap = nextPlacerGap(client);
+    const asked = client.ref(echo, 'one').ask('hit', {}, { timeoutMs: 30_000 });
+    await gap;
+    // The new leader's placer comes up after the ask found none.
+    const base = await ActorSystem.start({ cluster, servers: server.url, placement: 'none' });
+    systems.push(base);
+    placer = placerFor(base, 'host-a');
+    await placer.start();
+    await expect(asked).resolves.toBe('pong');
+    expect(host.activationsStarted).toBe(1);
+  } finally {
+    await placer?.stop();
+    for (const s of systems.reverse()) await s.shutdown({ graceMs: 200 });
+  }
+});
+
+test('with no placer at all, an ask fails UNAVAILABLE naming the placement subject', async () => {
+  const cluster = randomClusterName();
+  const client = await ActorSystem.start({ cluster, servers: server.url, placement: 'none' });
+  try {
+    const started = Date.now();
+    const err = await client
+      .ref(echo, 'one')
+      .ask('hit', {}, { timeoutMs: 1_500 })
+      .catch((e: unknown) => e);
+    expect(errorCode(err)).toBe('UNAVAILABLE');
+    expect((err as Error).message).toContain(`no placement service answers on troupe.${cluster}`);
+    // It waited for a placer up to the ask's deadline (shorter than the grace), not longer.
+    expect(Date.now() - started).toBeGreaterThanOrEqual(1_000);
+    expect(Date.now() - started).toBeLessThan(5_000);
+  } finally {
+    await client.shutdown({ graceMs: 200 });
+  }
+});
