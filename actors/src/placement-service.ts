@@ -19,7 +19,11 @@ import {
   TroupeError,
   validateAddress,
 } from '@troupe/proto';
-import { type NatsConnection, type Subscription } from '@nats-io/transport-node';
+import {
+  headers as natsHeaders,
+  type NatsConnection,
+  type Subscription,
+} from '@nats-io/transport-node';
 import {
   AckPolicy,
   DeliverPolicy,
@@ -31,6 +35,7 @@ import {
 import { type Directory, type DirectoryEntry, isLiveState, type VersionedEntry } from './directory';
 import { type StateStore } from './state-store';
 import { decodeJson, encodeJson } from './internal/json-codec';
+import { WORKING_HEADER } from './internal/ask-keepalive';
 import { isNoResponders } from './internal/nats-errors';
 import { NO_RESPONDERS, type Requester } from './internal/requester';
 import {
@@ -212,9 +217,15 @@ export class PlacementService {
         }
         this.activate(request).then(
           ({ hostId, epoch, answeredBy }) => {
-            // The host that took the ask answers the asker itself.
+            // The host that took the ask answers the asker itself. Tell the asker so: its
+            // liveness watch starts now, not at the host's first sign of life, which never
+            // comes when the host is cut off right after taking the ask.
             if (answeredBy === undefined || answeredBy !== msg.reply) {
               msg.respond(encodeJson({ hostId, epoch } satisfies ActivateReply));
+            } else {
+              const h = natsHeaders();
+              h.set(WORKING_HEADER, 'handed-over');
+              msg.respond(new Uint8Array(), { headers: h });
             }
           },
           (e: unknown) => msg.respond(new Uint8Array(), { headers: encodeErrorHeaders(e) }),

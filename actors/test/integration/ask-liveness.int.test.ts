@@ -214,6 +214,38 @@ test('an ask handed over with the activation is watched from the host that took 
   }
 });
 
+test('an ask handed to a host that falls silent before its first sign fails soon', async () => {
+  const { gate, open } = gated();
+  let startedWork!: () => void;
+  const working = new Promise<void>((resolve) => (startedWork = resolve));
+  let r: Rig | undefined;
+  try {
+    r = await rig(gate, () => startedWork());
+    // The host takes the ask but nothing it sends reaches the asker (cut off right after it
+    // answered the placer): the watch must start from the placer's word of the hand-over.
+    jest.spyOn(r.host.transport.keepalive, 'track').mockImplementation((msg) => msg);
+    const ref = r.client.ref(
+      workerActor(gate, () => {}),
+      'w5',
+    );
+    const askedAt = Date.now();
+    const outcome = ref.ask('work', {}, { timeoutMs: LONG_TIMEOUT_MS }).then(
+      () => undefined,
+      (err: unknown) => err,
+    );
+    await working;
+    const err = await outcome;
+
+    expect(errorCode(err)).toBe('UNAVAILABLE');
+    expect((err as TroupeError).details?.['hostSilent']).toBe(true);
+    expect(r.signs()).toBe(1); // the placer's, and none from the host
+    expect(Date.now() - askedAt).toBeLessThan(LONG_TIMEOUT_MS / 4);
+  } finally {
+    open();
+    await teardown(r);
+  }
+});
+
 test('a short ask is not watched: it ends at its own deadline', async () => {
   const { gate, open } = gated();
   let startedWork!: () => void;
