@@ -25,7 +25,7 @@ import { type CoreEnvelope, MAIL_HINT_TYPE } from './internal/protocol';
 import { type PlacementHints, type Transport } from './internal/transport';
 
 /** Activation rounds an ask makes before it says the actor does not stay active. */
-const MAX_ACTIVATION_ROUNDS = 8;
+const MAX_ACTIVATION_ROUNDS = 12;
 /** First pause between activation rounds that did not answer (doubling, at most 400 ms). */
 const ACTIVATION_BACKOFF_MS = 25;
 
@@ -161,25 +161,36 @@ export class UntypedActorRef {
           throw err;
         }
         if (!reply) {
-          // The first round retries at once (an activation just started answers it); later
-          // ones wait out a passivation in progress.
-          if (activations > 1) {
-            const pause = Math.min(ACTIVATION_BACKOFF_MS * 2 ** (activations - 2), 400);
-            await delay(Math.min(pause, Math.max(0, deadline - Date.now())), options.signal);
-          }
+          await this.activationPause(activations, deadline, options.signal);
           continue;
         }
       }
       const error = reply.headers ? decodeErrorHeaders(reply.headers) : undefined;
       if (error?.details?.['moved'] === true) {
-        // We reached an activation on its way out: have the actor activated again and retry.
+        // We reached an activation on its way out (passivating, or fenced): have the actor
+        // activated again and retry, giving a passivation in progress time to end.
         if (++activations > MAX_ACTIVATION_ROUNDS) throw error;
+        await this.activationPause(activations, deadline, options.signal);
         await this.activate(deadline, options.signal);
         continue;
       }
       if (error) throw error;
       return decodeJson(reply.data);
     }
+  }
+
+  /**
+   * Before activation round `round` of an ask: the first retries at once (an activation just
+   * started answers it); later ones wait out a passivation in progress, 25 ms doubling to 400 ms.
+   */
+  private async activationPause(
+    round: number,
+    deadline: number,
+    signal: AbortSignal | undefined,
+  ): Promise<void> {
+    if (round <= 1) return;
+    const pause = Math.min(ACTIVATION_BACKOFF_MS * 2 ** (round - 2), 400);
+    await delay(Math.min(pause, Math.max(0, deadline - Date.now())), signal);
   }
 
   private async activate(deadline: number, signal: AbortSignal | undefined): Promise<void> {

@@ -276,3 +276,45 @@ test('an actor that passivates after every turn answers asks sent back to back',
     await own.shutdown({ graceMs: 1_000 });
   }
 });
+
+test('an ask that reaches an activation with a slow passivation waits it out', async () => {
+  // Like a sandbox whose container takes seconds to remove: asks sent meanwhile are told the
+  // actor is passivating, and must be answered by the next activation, not fail.
+  let deactivating!: () => void;
+  const started = new Promise<void>((resolve) => (deactivating = resolve));
+  const SlowExit = defineActor({
+    kind: 'slow-exit',
+    state: z.object({ turns: z.number() }),
+    initialState: () => ({ turns: 0 }),
+    messages: { turn: z.object({}) },
+    handlers: {
+      turn: (_ctx, _msg, state) => ({
+        state: { turns: state.turns + 1 },
+        reply: state.turns + 1,
+      }),
+    },
+    onDeactivate: async () => {
+      deactivating();
+      await new Promise((resolve) => setTimeout(resolve, 2_500));
+    },
+  });
+  const own = await ActorSystem.start({
+    cluster: randomClusterName(),
+    servers: server.url,
+    hosting: [SlowExit],
+  });
+  try {
+    const ref = own.ref(SlowExit, 's1');
+    expect(await ref.ask('turn', {}, { timeoutMs: 10_000 })).toBe(1);
+    const passivated = own.deactivate(ref.address);
+    await started;
+    const askedAt = Date.now();
+    expect(await ref.ask('turn', {}, { timeoutMs: 20_000 })).toBe(2);
+    // Answered by the next activation, once the passivation had ended.
+    expect(Date.now() - askedAt).toBeGreaterThanOrEqual(1_000);
+    await passivated;
+    expect(own.activationCount).toBe(1);
+  } finally {
+    await own.shutdown({ graceMs: 1_000 });
+  }
+});
