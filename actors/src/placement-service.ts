@@ -5,6 +5,7 @@ import {
   decodeErrorHeaders,
   delay,
   encodeErrorHeaders,
+  errorCode,
   formatAddress,
   Header,
   hostSubject,
@@ -259,7 +260,14 @@ export class PlacementService {
         : { addr: request, deadlineMs: Date.now() + this.activationTimeoutMs };
     const key = formatAddress(req.addr);
     const existing = this.inFlight.get(key);
-    if (existing) return existing;
+    if (existing) {
+      // A shared attempt gives up at its own deadline (a wake-up's is short): a request with a
+      // later one goes on after it rather than fail with it.
+      return existing.catch((err: unknown) => {
+        if (this.closed || errorCode(err) !== 'TIMEOUT' || Date.now() >= req.deadlineMs) throw err;
+        return this.activate(req);
+      });
+    }
     const p = this.doActivate(req).finally(() => this.inFlight.delete(key));
     this.inFlight.set(key, p);
     return p;
