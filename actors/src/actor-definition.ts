@@ -1,6 +1,7 @@
 import { type ActorAddress, fromZodError, TroupeError, validateActorKind } from '@troupe/proto';
 import { type z } from 'zod';
 import { type ActorContext } from './actor-context';
+import { type RefFactory } from './ref-factory';
 
 /** What a handler returns: the new state (omit to keep it) and, for `ask`, the reply. */
 export interface HandlerResult<S, R = unknown> {
@@ -49,10 +50,12 @@ export interface ActorDefinitionOptions<
   /**
    * Called once, synchronously, when an activation ends by fencing (a newer activation of the
    * actor exists, or the coordinator declared its host dead): it can no longer commit, so there
-   * is no context, only its address and epoch. For letting go of what the activation held in
-   * this process (a container, a socket); an error thrown here is logged and ignored.
+   * is no context, only its address, its epoch and refs that send as the actor. For letting go
+   * of what the activation held in this process (a container, a socket), and for posting what
+   * only it knows to the next activation (posts are not fenced); an error thrown here is logged
+   * and ignored.
    */
-  onFenced?: (self: ActorAddress, epoch: number) => void;
+  onFenced?: (self: ActorAddress, epoch: number, refs: RefFactory) => void;
   /**
    * Called for a posted message whose payload fails validation (or is not JSON), just before it
    * is dead-lettered: a chance to tell whoever waits for its outcome (an agent records a refused

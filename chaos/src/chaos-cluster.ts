@@ -124,7 +124,7 @@ export class ChaosCluster {
               TROUPE_NATS_URL: nats.urls.join(','),
               TROUPE_COORDINATOR_ID: `chaos-coord-${i}`,
               TROUPE_METRICS_PORT: 'off',
-              TROUPE_LOG_LEVEL: 'info',
+              TROUPE_LOG_LEVEL: process.env['TROUPE_CHAOS_LOG_LEVEL'] ?? 'info',
             },
           });
         coordinators.push({
@@ -148,7 +148,7 @@ export class ChaosCluster {
               TROUPE_HOST_ID: `chaos-agent-${i}`,
               TROUPE_SLOTS: `sandbox=${options.slots ?? 4}`,
               TROUPE_METRICS_PORT: 'off',
-              TROUPE_LOG_LEVEL: 'info',
+              TROUPE_LOG_LEVEL: process.env['TROUPE_CHAOS_LOG_LEVEL'] ?? 'info',
               TROUPE_VM: 'off',
             },
           });

@@ -199,6 +199,28 @@ export const SnapshotMessageSchema = z
 /** `destroy` and `status`: no payload. */
 export const EmptyMessageSchema = z.object({}).strict();
 
+/** How a background command ended, as a sandbox records it (output tails). */
+export const CommandEndSchema = z.object({
+  state: z.enum(['exited', 'killed', 'timed-out', 'failed']),
+  exitCode: z.number().int().optional(),
+  stdout: z.string(),
+  stderr: z.string(),
+  stdoutDroppedBytes: z.number().int().nonnegative(),
+  stderrDroppedBytes: z.number().int().nonnegative(),
+  oomKilled: z.boolean().optional(),
+  durationMs: z.number().nonnegative(),
+  error: z.string().optional(),
+});
+
+/**
+ * `commandEnded` (posted, no reply): a background command of this sandbox ended while its
+ * activation could not record it (cut off from NATS, then fenced). The fenced activation reads
+ * the end from its container and posts it, so the next activation, on any host, records it.
+ */
+export const CommandEndedMessageSchema = z
+  .object({ taskId: z.string().min(1).max(200), ended: CommandEndSchema })
+  .strict();
+
 /** Every message of the sandbox actor, by type. */
 export const SandboxMessages = {
   create: CreateSandboxMessageSchema,
@@ -215,6 +237,7 @@ export const SandboxMessages = {
   snapshot: SnapshotMessageSchema,
   destroy: EmptyMessageSchema,
   status: EmptyMessageSchema,
+  commandEnded: CommandEndedMessageSchema,
 } as const;
 
 /** Payload of `create`. */
@@ -268,22 +291,12 @@ export const RecordedCommandSchema = z.object({
   taskId: z.string(),
   startedAtMs: z.number().int().nonnegative(),
   /** How it ended (output tails of at most {@link RECORDED_OUTPUT_CHARS} each); absent while running or unseen. */
-  ended: z
-    .object({
-      state: z.enum(['exited', 'killed', 'timed-out', 'failed']),
-      exitCode: z.number().int().optional(),
-      stdout: z.string(),
-      stderr: z.string(),
-      stdoutDroppedBytes: z.number().int().nonnegative(),
-      stderrDroppedBytes: z.number().int().nonnegative(),
-      oomKilled: z.boolean().optional(),
-      durationMs: z.number().nonnegative(),
-      error: z.string().optional(),
-    })
-    .optional(),
+  ended: CommandEndSchema.optional(),
 });
 /** A background command in a sandbox's persisted state. */
 export type RecordedCommand = z.infer<typeof RecordedCommandSchema>;
+/** How a background command ended, in a sandbox's persisted state. */
+export type CommandEnd = z.infer<typeof CommandEndSchema>;
 
 export const SandboxActorStateSchema = z.object({
   status: z.enum(SandboxActorStatus),

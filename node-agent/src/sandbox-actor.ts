@@ -6,6 +6,7 @@ import {
   defineActor,
   type HandlerResult,
   type RefFactory,
+  type UntypedActorRef,
 } from '@troupe/actors';
 import {
   ErrorCode,
@@ -26,6 +27,7 @@ import { decodeFiles } from './internal/wire-files';
 import type { Sandbox, SandboxSnapshot } from './sandbox';
 import type { SandboxBackend } from './sandbox-backend';
 import {
+  type CommandEndedMessageSchema,
   type CreateSandboxMessageSchema,
   type CreateSandboxReply,
   type DestroyReply,
@@ -38,6 +40,7 @@ import {
   type GetFilesReply,
   MAX_RECORDED_COMMANDS,
   RECORDED_OUTPUT_CHARS,
+  type CommandEnd,
   type RecordedCommand,
   type PutFilesMessageSchema,
   type PutFilesReply,
@@ -110,6 +113,8 @@ export interface SandboxActorOptions {
 interface LiveSandbox {
   sandbox: Sandbox;
   epoch: number;
+  /** Background commands this activation started (their ends are read when it is fenced). */
+  commands: string[];
   pool?: WarmPool;
   snapshots: SandboxSnapshot[];
 }
@@ -146,13 +151,29 @@ function lostError(id: string, state: State): TroupeError {
  * to record (still running, or already recorded).
  */
 function recordEnded(state: State, status: TaskStatusReply): State | undefined {
-  if (status.state === 'running') return undefined;
+  const ended = commandEnd(status);
+  return ended && recordEnd(state, status.taskId, ended);
+}
+
+/** `state` with command `taskId` recorded as ended `ended`; undefined when it already was. */
+function recordEnd(state: State, taskId: string, ended: CommandEnd): State | undefined {
   const commands = state.commands ?? [];
-  const i = commands.findIndex((c) => c.taskId === status.taskId);
+  const i = commands.findIndex((c) => c.taskId === taskId);
   if (i >= 0 && commands[i]!.ended) return undefined;
+  const record: RecordedCommand =
+    i >= 0
+      ? { ...commands[i]!, ended }
+      : { taskId, startedAtMs: Math.max(0, Date.now() - ended.durationMs), ended };
+  const next = i >= 0 ? commands.with(i, record) : [...commands, record];
+  return { ...state, commands: next.slice(-MAX_RECORDED_COMMANDS) };
+}
+
+/** How a command ended, as the state records it (output tails); undefined while it runs. */
+function commandEnd(status: TaskStatusReply): CommandEnd | undefined {
+  if (status.state === 'running') return undefined;
   const [stdout, stdoutCut] = keepTail(status.stdout);
   const [stderr, stderrCut] = keepTail(status.stderr);
-  const ended: NonNullable<RecordedCommand['ended']> = {
+  return {
     state: status.state,
     ...(status.exitCode !== undefined ? { exitCode: status.exitCode } : {}),
     stdout,
@@ -163,12 +184,6 @@ function recordEnded(state: State, status: TaskStatusReply): State | undefined {
     durationMs: Math.max(0, status.durationMs),
     ...(status.error !== undefined ? { error: status.error } : {}),
   };
-  const record: RecordedCommand =
-    i >= 0
-      ? { ...commands[i]!, ended }
-      : { taskId: status.taskId, startedAtMs: Date.now() - ended.durationMs, ended };
-  const next = i >= 0 ? commands.with(i, record) : [...commands, record];
-  return { ...state, commands: next.slice(-MAX_RECORDED_COMMANDS) };
 }
 
 /** The last {@link RECORDED_OUTPUT_CHARS} characters of `text`, and the bytes cut before them. */
@@ -298,6 +313,7 @@ export function createSandboxActor(options: SandboxActorOptions) {
     const held: LiveSandbox = {
       sandbox,
       epoch: ctx.epoch,
+      commands: [],
       snapshots: [],
       ...(pool ? { pool } : {}),
     };
@@ -345,9 +361,10 @@ export function createSandboxActor(options: SandboxActorOptions) {
     msg: z.output<typeof StartBackgroundMessageSchema>,
     state: State,
   ): Result<StartBackgroundReply> => {
-    const { sandbox } = requireLive(ctx, state);
+    const held = requireLive(ctx, state);
     const { cmd, ...opts } = msg;
-    const taskId = await sandbox.startBackground(cmd, { ...opts, signal: ctx.signal });
+    const taskId = await held.sandbox.startBackground(cmd, { ...opts, signal: ctx.signal });
+    held.commands.push(taskId);
     const commands = [...(state.commands ?? []), { taskId, startedAtMs: Date.now() }];
     return {
       state: { ...state, commands: commands.slice(-MAX_RECORDED_COMMANDS) },
@@ -406,6 +423,44 @@ export function createSandboxActor(options: SandboxActorOptions) {
       if (status) next = recordEnded(next, status) ?? next;
     }
     return next;
+  };
+
+  /**
+   * Posts to `self` the end of every command of `held` as soon as it ends, within `withinMs`
+   * (a command still running then is killed with the container, and not reported).
+   */
+  const reportEnded = async (
+    held: LiveSandbox,
+    self: UntypedActorRef,
+    epoch: number,
+    withinMs: number,
+  ): Promise<void> => {
+    await Promise.all(
+      held.commands.map(async (taskId) => {
+        const status = await held.sandbox
+          .wait(taskId, { timeoutMs: withinMs })
+          .catch(() => held.sandbox.poll(taskId))
+          .catch(() => undefined);
+        const ended = status && commandEnd(status);
+        if (!ended) return;
+        await self.post(
+          'commandEnded',
+          { taskId, ended },
+          // Once per command, however many times it is reported.
+          { dedupeId: `ended-${self.address.id}-${epoch}-${taskId}` },
+        );
+      }),
+    );
+  };
+
+  /** Records a command end posted by a fenced activation of this sandbox (see onFenced). */
+  const commandEnded = async (
+    _ctx: Ctx,
+    msg: z.output<typeof CommandEndedMessageSchema>,
+    state: State,
+  ): Result<Record<string, never>> => {
+    const next = recordEnd(state, msg.taskId, msg.ended);
+    return { ...(next ? { state: next } : {}), reply: {} };
   };
 
   const writeStdin = async (
@@ -589,6 +644,7 @@ export function createSandboxActor(options: SandboxActorOptions) {
       snapshot: guarded(snapshot),
       destroy: guarded(destroy),
       status: guarded(status),
+      commandEnded: guarded(commandEnded),
     },
     idleTimeoutMs: options.idleTimeoutMs ?? 1_800_000,
     onActivate: async (ctx, state) => {
@@ -615,17 +671,30 @@ export function createSandboxActor(options: SandboxActorOptions) {
       ctx.log.warn({ container, hostId: state.hostId }, 'sandbox lost');
       return { state: { ...seen, status: 'lost' as const, lostReason } };
     },
-    onFenced: (self, epoch) => {
+    onFenced: (self, epoch, refs) => {
       const held = live.get(self.id);
       if (!held || held.epoch !== epoch) return;
+      // Commands that ended while this activation could not record it (cut off, then fenced),
+      // or that end during the grace: the next activation may be on another host, away from
+      // this container, so their ends go to it as posts.
+      const reported = reportEnded(held, refs.refOf(self), epoch, fencedGraceMs).catch(
+        (err: unknown) => {
+          log.warn(
+            { err, sandbox: held.sandbox.id },
+            'could not report a fenced sandbox’s commands',
+          );
+        },
+      );
       // A new activation on this host within the grace takes the container over (reading its
       // commands first, see onActivate); otherwise it goes now, not at the reaper's next sweep.
       setTimeout(() => {
         if (live.get(self.id) !== held) return;
         live.delete(self.id);
-        release(held, 'fenced').catch((err: unknown) => {
-          log.warn({ err, sandbox: held.sandbox.id }, 'could not destroy a fenced sandbox');
-        });
+        void reported
+          .then(() => release(held, 'fenced'))
+          .catch((err: unknown) => {
+            log.warn({ err, sandbox: held.sandbox.id }, 'could not destroy a fenced sandbox');
+          });
       }, fencedGraceMs).unref();
     },
     onDeactivate: async (ctx) => {

@@ -251,7 +251,7 @@ export class Activation implements TurnRunner {
     replyAllMoved(this.queue.splice(0), this.key, this.log);
     this.end('fenced');
     try {
-      this.def.onFenced?.(this.address, this.epoch);
+      this.def.onFenced?.(this.address, this.epoch, this.refsForSelf());
     } catch (err) {
       this.log.warn({ err }, 'onFenced failed');
     }

@@ -130,6 +130,7 @@ type TaskStatus = z.output<typeof TaskStatusSchema>;
 /** The sandbox's `status` reply, for its recorded commands. */
 const SandboxCommandsSchema = z
   .object({
+    status: z.string().optional(),
     commands: z
       .array(z.object({ taskId: z.string(), ended: TaskStatusSchema.optional() }).loose())
       .default([]),
@@ -233,20 +234,44 @@ export function createShellTasksDriver(
 
     async runTask(ctx, raw) {
       const { task, config } = parseWith(ShellTaskInputSchema, raw, { prefix: 'input' });
-      // A crash interrupted an earlier execution of this attempt: its sandbox may still live.
+      const earlier = await readEarlier(ctx);
+      // A crash interrupted an earlier execution of this attempt: its sandbox may still live,
+      // and its command still run there. Such a command is waited for, not started again.
+      const adopt = earlier.running?.resourceId;
       for (const stale of ctx.staleResourceIds) {
+        if (stale === adopt) continue;
         await destroy(ctx, stale).catch((err: unknown) =>
           ctx.log.warn({ err, resourceId: stale }, 'could not destroy a stale sandbox'),
         );
       }
-      const recovered = await finishedEarlier(ctx);
-      if (recovered) {
+      if (earlier.finished) {
+        const recovered = earlier.finished;
         ctx.log.info(
           { recoveredFrom: recovered.resourceId, exitCode: recovered.status.exitCode },
           'the command finished in an earlier execution: not running it again',
         );
         const run = await finish(ctx, config.saveOutput, recovered.status, false);
         return { ...run, recoveredFrom: recovered.resourceId };
+      }
+      if (earlier.running) {
+        const { resourceId, taskId } = earlier.running;
+        ctx.log.info(
+          { adoptedFrom: resourceId, taskId },
+          'the command is still running in an earlier execution: waiting for it there',
+        );
+        try {
+          const run = await awaitCommand(ctx, config, sandbox(ctx, resourceId), taskId);
+          return { ...run, recoveredFrom: resourceId };
+        } catch (err) {
+          if (ctx.signal.aborted) throw err;
+          // Its sandbox is lost or cannot be reached: the command runs again here, as it would
+          // have without the earlier execution.
+          ctx.log.warn({ err, resourceId }, 'could not wait for the earlier execution’s command');
+        } finally {
+          await destroy(ctx, resourceId).catch((err: unknown) =>
+            ctx.log.warn({ err, resourceId }, 'could not destroy a stale sandbox'),
+          );
+        }
       }
       const sb = sandbox(ctx, ctx.resourceId);
       await sb.ask(
@@ -282,44 +307,7 @@ export function createShellTasksDriver(
           { timeoutMs: 30_000, signal: ctx.signal },
         ),
       );
-      let status: TaskStatus | undefined;
-      while (!ctx.signal.aborted) {
-        try {
-          status = TaskStatusSchema.parse(
-            await sb.ask(
-              'wait',
-              { taskId: started.taskId, timeoutMs: waitSliceMs },
-              // A margin for a busy node agent, short enough that a dead or cut-off one is
-              // noticed, and the task retried, while its sandbox can still be read.
-              { timeoutMs: waitSliceMs + 15_000, signal: ctx.signal },
-            ),
-          );
-        } catch (err) {
-          if (ctx.signal.aborted) break;
-          throw err;
-        }
-        if (status.state !== 'running') break;
-      }
-      if (ctx.signal.aborted) {
-        // Timeout, cancellation or shutdown: kill the command and keep what it printed.
-        const killed = await sb
-          .ask('kill', { taskId: started.taskId }, { timeoutMs: waitSliceMs + 15_000 })
-          .catch(() => undefined);
-        const reason: unknown = ctx.signal.reason;
-        if (isCancelled(reason) || errorCode(reason) !== 'TIMEOUT') throw reason;
-        const parsed = TaskStatusSchema.safeParse(killed);
-        status = parsed.success ? parsed.data : status;
-        if (!status) throw reason;
-        return await finish(ctx, config.saveOutput, status, true);
-      }
-      if (!status) throw new TroupeError('INTERNAL', 'the sandbox reported no status');
-      if (status.state === 'failed') {
-        throw new TroupeError(
-          'UNAVAILABLE',
-          `the command could not run: ${status.error ?? 'unknown'}`,
-        );
-      }
-      return await finish(ctx, config.saveOutput, status, status.state === 'timed-out');
+      return await awaitCommand(ctx, config, sb, started.taskId);
     },
 
     async grade(_ctx, raw, run) {
@@ -367,14 +355,69 @@ export function createShellTasksDriver(
   };
 
   /**
-   * The command's end as an earlier execution's sandbox recorded it, newest execution first, when
-   * one ran it to its exit: a fault (a crash of this process, a node agent or the network) ended
-   * that execution after the command exited, and running it again would repeat its effects. A
-   * sandbox that cannot be asked is skipped (the command then runs again, as before).
+   * Waits for background command `taskId` in `sb` in short slices, and returns its run; on the
+   * task's timeout, cancellation or shutdown, kills it (a timeout is graded on what it printed).
    */
-  async function finishedEarlier(
+  async function awaitCommand(
     ctx: TaskContext,
-  ): Promise<{ resourceId: string; status: TaskStatus } | undefined> {
+    config: ShellTasksConfig,
+    sb: UntypedActorRef,
+    taskId: string,
+  ): Promise<ShellRun> {
+    let status: TaskStatus | undefined;
+    while (!ctx.signal.aborted) {
+      try {
+        status = TaskStatusSchema.parse(
+          await sb.ask(
+            'wait',
+            { taskId, timeoutMs: waitSliceMs },
+            // A margin for a busy node agent, short enough that a dead or cut-off one is
+            // noticed, and the task retried, while its sandbox can still be read.
+            { timeoutMs: waitSliceMs + 15_000, signal: ctx.signal },
+          ),
+        );
+      } catch (err) {
+        if (ctx.signal.aborted) break;
+        throw err;
+      }
+      if (status.state !== 'running') break;
+    }
+    if (ctx.signal.aborted) {
+      // Timeout, cancellation or shutdown: kill the command and keep what it printed.
+      const killed = await sb
+        .ask('kill', { taskId }, { timeoutMs: waitSliceMs + 15_000 })
+        .catch(() => undefined);
+      const reason: unknown = ctx.signal.reason;
+      if (isCancelled(reason) || errorCode(reason) !== 'TIMEOUT') throw reason;
+      const parsed = TaskStatusSchema.safeParse(killed);
+      status = parsed.success ? parsed.data : status;
+      if (!status) throw reason;
+      return await finish(ctx, config.saveOutput, status, true);
+    }
+    if (!status) throw new TroupeError('INTERNAL', 'the sandbox reported no status');
+    if (status.state === 'failed') {
+      throw new TroupeError(
+        'UNAVAILABLE',
+        `the command could not run: ${status.error ?? 'unknown'}`,
+      );
+    }
+    return await finish(ctx, config.saveOutput, status, status.state === 'timed-out');
+  }
+
+  /**
+   * What earlier executions' sandboxes know of the command, newest execution first. `finished`:
+   * one ran it to its exit — a fault (a crash of this process, a node agent or the network) ended
+   * that execution after the command exited, and running it again would repeat its effects.
+   * `running`: the newest interrupted execution of this attempt started it and it has not ended
+   * yet, so it is waited for there. A sandbox that cannot be asked is skipped (the command then
+   * runs again, as before).
+   */
+  async function readEarlier(ctx: TaskContext): Promise<{
+    finished?: { resourceId: string; status: TaskStatus };
+    running?: { resourceId: string; taskId: string };
+  }> {
+    const stale = new Set(ctx.staleResourceIds);
+    let running: { resourceId: string; taskId: string } | undefined;
     for (const resourceId of [...ctx.earlierResourceIds].reverse()) {
       let reply;
       try {
@@ -390,10 +433,18 @@ export function createShellTasksDriver(
         ctx.log.warn({ err, resourceId }, 'could not read an earlier execution’s sandbox');
         continue;
       }
+      ctx.log.debug(
+        { resourceId, status: reply.status, commands: reply.commands.map((c) => c.ended?.state) },
+        'an earlier execution’s sandbox',
+      );
       const done = reply.commands.findLast((c) => c.ended?.state === 'exited');
-      if (done?.ended) return { resourceId, status: done.ended };
+      if (done?.ended) return { finished: { resourceId, status: done.ended } };
+      const last = reply.commands.at(-1);
+      if (!running && stale.has(resourceId) && reply.status === 'ready' && last && !last.ended) {
+        running = { resourceId, taskId: last.taskId };
+      }
     }
-    return undefined;
+    return running ? { running } : {};
   }
 
   async function finish(

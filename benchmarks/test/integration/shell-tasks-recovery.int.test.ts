@@ -42,7 +42,11 @@ const noArtifacts: TaskArtifacts = {
   put: () => Promise.reject(new Error('no artifacts in this test')),
 };
 
-function context(resourceId: string, earlierResourceIds: string[]): TaskContext {
+function context(
+  resourceId: string,
+  earlierResourceIds: string[],
+  more: Partial<TaskContext> = {},
+): TaskContext {
   return {
     jobId: 'j-recovery',
     taskId: 't0',
@@ -60,6 +64,7 @@ function context(resourceId: string, earlierResourceIds: string[]): TaskContext 
     earlierResourceIds,
     artifacts: noArtifacts,
     progress: () => undefined,
+    ...more,
   };
 }
 
@@ -136,4 +141,46 @@ test('a destroyed sandbox answers status asks sent back to back', async () => {
   for (let i = 0; i < 40; i++) {
     expect((await sb.ask('status', {}, { timeoutMs: 15_000 })).status).toBe('new');
   }
+});
+
+test('a command still running in an interrupted execution is waited for, not started again', async () => {
+  // The execution that started the command was interrupted (its task actor's host died) while
+  // the command ran; the replay of the attempt finds it running in that sandbox.
+  const slow = parseJobSpec({
+    kind: 'shell-tasks',
+    config: { saveOutput: false },
+    tasks: [{ id: 't0', command: 'sleep 4; cat /proc/sys/kernel/random/uuid' }],
+  });
+  const plan = await driver.plan(slow, {
+    jobId: 'j-recovery',
+    signal: AbortSignal.timeout(10_000),
+    log: noopLogger,
+    payloadPrefix: 'jobs/j-recovery/payload/',
+  });
+  const task = ShellTaskInputSchema.parse(plan[0]!.input);
+  const sb = sandboxRef(tc.actors, shellSandboxId('rec-e1'));
+  await sb.ask('create', { spec: { image: 'troupe-busybox:latest' } }, { timeoutMs: 120_000 });
+  const { taskId } = await sb.ask('startBackground', { cmd: task.task.command });
+  const said: string[] = [];
+  const log = {
+    ...noopLogger,
+    info: (_obj: object, msg?: string) => void said.push(msg ?? ''),
+    child: () => log,
+  };
+
+  const replay = await driver.runTask(
+    context('rec-e2', ['rec-e1'], { spec: slow, staleResourceIds: ['rec-e1'], log }),
+    task,
+  );
+  expect(said).toContain(
+    'the command is still running in an earlier execution: waiting for it there',
+  );
+  expect(replay).toMatchObject({ exitCode: 0, recoveredFrom: 'rec-e1' });
+  // The output is the one run's: the sandbox recorded it, and no second sandbox was made.
+  const earlier = await statusOf('rec-e1');
+  expect(earlier.status).toBe('destroyed');
+  expect(earlier.commands).toEqual([
+    expect.objectContaining({ taskId, ended: expect.objectContaining({ stdout: replay.stdout }) }),
+  ]);
+  expect((await statusOf('rec-e2')).status).toBe('new');
 });

@@ -1,4 +1,5 @@
 import { sandboxRef } from '@troupe/node-agent';
+import { Header, inboxSubject } from '@troupe/proto';
 import { waitFor } from '@troupe/testkit';
 import { TestCluster } from '@troupe/test-cluster';
 
@@ -85,4 +86,66 @@ test('a command that ended unrecorded is recorded when the fenced sandbox is act
     timeoutMs: 30_000,
     message: 'no container left',
   });
+  // The next test's sandboxes go to its own agents.
+  await agent.kill('SIGTERM');
+  await waitFor(() => registry.get('fenced-agent')?.state !== 'ALIVE', {
+    timeoutMs: 30_000,
+    message: 'the node agent gone',
+  });
+});
+
+test('a fenced agent posts its command ends, so an activation on another host records them', async () => {
+  const agent = tc.spawnNodeAgent('fenced-first', { TROUPE_SLOTS: 'sandbox=2' });
+  await tc.waitForHost('fenced-first', 60_000);
+  const registry = tc.coordinator.registry!;
+  const incarnation = registry.get('fenced-first')!.info.incarnation;
+  const sb = sandboxRef(tc.actors, 'fenced-moved');
+  await sb.ask('create', { spec: { image: 'troupe-busybox:latest' } }, { timeoutMs: 120_000 });
+  const { taskId } = await sb.ask('startBackground', { cmd: 'echo ended-elsewhere' });
+  // The end reaches the actor's inbox as a post, whichever host activates it next.
+  const posted: string[] = [];
+  const inbox = tc.nc.subscribe(inboxSubject(tc.cluster, sb.address), {
+    callback: (_err, m) => void posted.push(m.headers?.get(Header.MSG_TYPE) ?? ''),
+  });
+
+  agent.child.kill('SIGSTOP');
+  try {
+    await waitFor(() => registry.get('fenced-first')?.state === 'DEAD', {
+      timeoutMs: 30_000,
+      message: 'the paused node agent declared dead',
+    });
+  } finally {
+    agent.child.kill('SIGCONT');
+  }
+  await waitFor(
+    () => {
+      const r = registry.get('fenced-first');
+      return r?.state === 'ALIVE' && r.info.incarnation !== incarnation;
+    },
+    { timeoutMs: 30_000, message: 'the node agent back as a new incarnation' },
+  );
+  await waitFor(() => posted.length > 0, {
+    timeoutMs: 30_000,
+    message: 'the fenced activation posting its command’s end',
+  });
+  inbox.unsubscribe();
+  expect(posted).toEqual(['commandEnded']);
+  // The agent and its container go for good; the sandbox is activated on another host.
+  await agent.kill('SIGKILL');
+  await waitFor(() => registry.get('fenced-first')?.state !== 'ALIVE', {
+    timeoutMs: 30_000,
+    message: 'the killed node agent no longer alive',
+  });
+  tc.spawnNodeAgent('fenced-second', { TROUPE_SLOTS: 'sandbox=2' });
+  await tc.waitForHost('fenced-second', 60_000);
+
+  const status = await sb.ask('status', {}, { timeoutMs: 30_000 });
+  expect(status.status).toBe('lost');
+  expect(status.commands).toEqual([
+    expect.objectContaining({
+      taskId,
+      ended: expect.objectContaining({ state: 'exited', exitCode: 0, stdout: 'ended-elsewhere\n' }),
+    }),
+  ]);
+  await sb.ask('destroy', {}, { timeoutMs: 30_000 });
 });
