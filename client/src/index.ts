@@ -11,5 +11,7 @@ export {
   type ListJobsFilter,
   type SubmitOptions,
   type TroupeClientOptions,
+  type WatchJobsFilter,
+  type WatchListOptions,
   type WatchOptions,
 } from './troupe-client';

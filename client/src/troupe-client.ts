@@ -27,6 +27,7 @@ import {
   type JobResults__Output,
   type JobServiceClient,
   type JobState,
+  type JobsUpdate__Output,
   type ListJobsRequest,
   type ListJobsResponse__Output,
   type ListNodesRequest,
@@ -34,6 +35,7 @@ import {
   loadJobApi,
   type Node__Output,
   type NodeServiceClient,
+  type NodesUpdate__Output,
   type RolloutRequest,
   type RolloutResponse__Output,
   type SubmitJobRequest,
@@ -127,6 +129,29 @@ export interface WatchOptions {
   maxReconnects?: number;
   /** Called before each reconnect (for progress displays). */
   onReconnect?: (info: { attempt: number; fromSequence: number; error: TroupeError }) => void;
+}
+
+/** Options of {@link TroupeClient.watchJobs} and {@link TroupeClient.watchNodes}. */
+export interface WatchListOptions {
+  /** Stops the watch (the iterator ends without an error). */
+  signal?: AbortSignal;
+  /**
+   * Reopen the stream when it breaks; the first message of the new stream is a fresh snapshot
+   * (`snapshot: true`). @default true
+   */
+  reconnect?: boolean;
+  /** Consecutive failed reconnects before giving up. @default 10 */
+  maxReconnects?: number;
+  /** Called before each reconnect (for progress displays). */
+  onReconnect?: (info: { attempt: number; error: TroupeError }) => void;
+}
+
+/** Filters of {@link TroupeClient.watchJobs}. */
+export interface WatchJobsFilter {
+  states?: JobState[];
+  labels?: Record<string, string>;
+  /** Size of the view: the newest matching jobs. @default 50 (the server's default) */
+  limit?: number;
 }
 
 type Unary<Req, Res> = (
@@ -387,6 +412,79 @@ export class TroupeClient {
         if (!resumable) throw e;
         failures++;
         options.onReconnect?.({ attempt: failures, fromSequence: next, error: e });
+        await sleep(this.backoff(failures), options.signal);
+      } finally {
+        stream.cancel();
+      }
+    }
+  }
+
+  /**
+   * The job list, live (WatchJobs): a snapshot of the `limit` newest jobs matching the filter,
+   * then each change of that view (jobs that entered or changed, ids that left). A broken stream
+   * is reopened and starts again with a snapshot, so a consumer that replaces its view on every
+   * `snapshot: true` message never drifts. The iterator ends quietly when `signal` aborts.
+   */
+  watchJobs(
+    filter: WatchJobsFilter = {},
+    options: WatchListOptions = {},
+  ): AsyncGenerator<JobsUpdate__Output> {
+    return this.follow<JobsUpdate__Output>(
+      (deadline) =>
+        this.jobs.WatchJobs(
+          {
+            states: filter.states ?? [],
+            labelSelector: filter.labels ?? {},
+            limit: filter.limit ?? 0,
+          },
+          this.metadata(),
+          { deadline },
+        ),
+      options,
+    );
+  }
+
+  /**
+   * The node list, live (WatchNodes): a snapshot of every registered node agent, then each
+   * change (nodes that registered or changed, host ids that left), reopened with a fresh snapshot
+   * when the stream breaks (a leader change, for one). Ends quietly when `signal` aborts.
+   */
+  watchNodes(options: WatchListOptions = {}): AsyncGenerator<NodesUpdate__Output> {
+    return this.follow<NodesUpdate__Output>(
+      (deadline) => this.nodes.WatchNodes({}, this.metadata(), { deadline }),
+      options,
+    );
+  }
+
+  /**
+   * Messages of a list stream that has no end of its own, reopened when it breaks or when its
+   * `watchStreamMs` deadline passes (each new stream starts with a snapshot).
+   */
+  private async *follow<T>(
+    open: (deadline: number) => ClientReadableStream<T>,
+    options: WatchListOptions,
+  ): AsyncGenerator<T> {
+    let failures = 0;
+    const maxReconnects = options.maxReconnects ?? 10;
+    const reconnect = options.reconnect ?? true;
+    for (;;) {
+      if (options.signal?.aborted) return;
+      const streamDeadline = Date.now() + this.watchStreamMs;
+      const stream = open(streamDeadline);
+      try {
+        for await (const m of abortable(stream, options.signal)) {
+          failures = 0;
+          yield m as T;
+        }
+        if (options.signal?.aborted) return;
+        throw new TroupeError('UNAVAILABLE', 'the watch stream ended early');
+      } catch (err) {
+        if (options.signal?.aborted) return;
+        const e = err instanceof TroupeError ? err : toClientError(err, this.address);
+        if (e.code === 'TIMEOUT' && Date.now() >= streamDeadline && reconnect) continue;
+        if (!reconnect || !RESUMABLE.has(e.code) || failures >= maxReconnects) throw e;
+        failures++;
+        options.onReconnect?.({ attempt: failures, error: e });
         await sleep(this.backoff(failures), options.signal);
       } finally {
         stream.cancel();

@@ -19,7 +19,7 @@ import {
   watchConnectionStatus,
 } from '@troupe/actors';
 import { type NatsConnection, type Status, type Subscription } from '@nats-io/transport-node';
-import { type KV } from '@nats-io/kv';
+import { type KV, KvWatchInclude } from '@nats-io/kv';
 import { z } from 'zod';
 
 /** Liveness of a registered host. */
@@ -363,6 +363,24 @@ export class HostRegistry {
       await this.persist(r);
     }
     return r;
+  }
+
+  /**
+   * Host ids as their persisted registrations change (register, drain, declared dead,
+   * deregister), from a watch of the nodes bucket: by the time one arrives here, {@link list}
+   * shows the change. Ends when `signal` aborts.
+   */
+  async *changes(signal: AbortSignal): AsyncGenerator<string> {
+    if (signal.aborted) return;
+    const watcher = await this.options.kv.watch({ include: KvWatchInclude.UpdatesOnly });
+    const stop = () => watcher.stop();
+    signal.addEventListener('abort', stop, { once: true });
+    try {
+      for await (const e of watcher) yield e.key;
+    } finally {
+      signal.removeEventListener('abort', stop);
+      watcher.stop();
+    }
   }
 
   /** Every known host. */

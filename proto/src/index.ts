@@ -219,6 +219,16 @@ export type {
   ListNodesResponse__Output,
 } from './generated/troupe/v1/ListNodesResponse';
 export type { Node, Node__Output } from './generated/troupe/v1/Node';
+export type { JobsUpdate, JobsUpdate__Output } from './generated/troupe/v1/JobsUpdate';
+export type { NodesUpdate, NodesUpdate__Output } from './generated/troupe/v1/NodesUpdate';
+export type {
+  WatchJobsRequest,
+  WatchJobsRequest__Output,
+} from './generated/troupe/v1/WatchJobsRequest';
+export type {
+  WatchNodesRequest,
+  WatchNodesRequest__Output,
+} from './generated/troupe/v1/WatchNodesRequest';
 export type {
   SubmitJobRequest,
   SubmitJobRequest__Output,

@@ -15,6 +15,8 @@ export type DashboardApi = Pick<
   | 'getArtifact'
   | 'downloadArtifact'
   | 'listNodes'
+  | 'watchJobs'
+  | 'watchNodes'
   | 'cancelJob'
   | 'drainNode'
 >;

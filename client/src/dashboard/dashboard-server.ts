@@ -7,6 +7,7 @@ import { type DashboardApi } from './dashboard-api';
 import { DashboardAuth } from './dashboard-auth';
 import { evolveView } from './evolve-view';
 import { resumeSequence, streamJobEvents } from './job-event-stream';
+import { type BrowserListUpdate, streamList } from './list-stream';
 import { ResultsCache } from './results-cache';
 import { parseTaskPageQuery, taskPage } from './task-page';
 import { trajectoryView } from './trajectory-view';
@@ -213,6 +214,28 @@ export class DashboardServer {
         nowMs: Date.now(),
       });
     }
+    if (method === 'GET' && root === 'stream' && parts.length === 2) {
+      if (id === 'jobs') {
+        return this.relay(res, (signal) =>
+          mapUpdates(this.options.api.watchJobs({ limit: 50 }, { signal }), (u) => ({
+            snapshot: u.snapshot,
+            items: u.jobs.map((j) => jobSummary(j, u.atUnixMs)),
+            removed: u.removedJobIds,
+            nowMs: u.atUnixMs,
+          })),
+        );
+      }
+      if (id === 'nodes') {
+        return this.relay(res, (signal) =>
+          mapUpdates(this.options.api.watchNodes({ signal }), (u) => ({
+            snapshot: u.snapshot,
+            items: u.nodes,
+            removed: u.removedHostIds,
+            nowMs: u.atUnixMs,
+          })),
+        );
+      }
+    }
     if (method === 'GET' && root === 'nodes' && parts.length === 1) {
       const nodes = await this.options.api.listNodes({ signal });
       return this.json(res, 200, { nodes, nowMs: Date.now() });
@@ -354,6 +377,24 @@ export class DashboardServer {
   }
 
   /**
+   * Serves a list watch as server-sent events until the browser goes away or the server stops
+   * ({@link dropStreams} ends these too; the browser reconnects to a fresh snapshot).
+   */
+  private async relay(
+    res: ServerResponse,
+    updates: (signal: AbortSignal) => AsyncIterable<BrowserListUpdate>,
+  ): Promise<void> {
+    const controller = new AbortController();
+    this.streams.add(controller);
+    res.on('close', () => controller.abort());
+    try {
+      await streamList({ updates: updates(controller.signal), res, signal: controller.signal });
+    } finally {
+      this.streams.delete(controller);
+    }
+  }
+
+  /**
    * The cluster's budget ledger (GetBudget): scopes with limits, spend and reservations, the name
    * of each job scope's job, and the budgets of jobs whose scope the ledger has folded away (a
    * finished job's): limit from the spec, spend from the job's progress. Jobs: the newest 500.
@@ -459,6 +500,13 @@ export class DashboardServer {
       ...(details ? { details } : {}),
     });
   }
+}
+
+async function* mapUpdates<T>(
+  updates: AsyncIterable<T>,
+  fn: (u: T) => BrowserListUpdate,
+): AsyncGenerator<BrowserListUpdate> {
+  for await (const u of updates) yield fn(u);
 }
 
 function checkId(field: string, value: string | undefined, rule: RegExp): void {

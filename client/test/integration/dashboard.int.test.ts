@@ -33,7 +33,24 @@ interface EvolveLive {
 
 /** What the dashboard's script exposes on `window.troupe` for tests. */
 interface TroupeWindow {
-  troupe: { eventSeqs: number[]; streamEnded?: boolean };
+  troupe: {
+    eventSeqs: number[];
+    streamEnded?: boolean;
+    listUpdates: Record<string, number>;
+    listSnapshots: Record<string, number>;
+  };
+}
+
+/** Messages (`listUpdates`) or snapshots (`listSnapshots`) the page received of a list stream. */
+async function listCount(
+  p: Page,
+  kind: 'listUpdates' | 'listSnapshots',
+  list: 'jobs' | 'nodes',
+): Promise<number> {
+  return p.evaluate(([k, l]) => (globalThis as unknown as TroupeWindow).troupe[k][l] ?? 0, [
+    kind,
+    list,
+  ] as const);
 }
 
 let fake: FakeOpenAI;
@@ -402,4 +419,63 @@ test("an evolve job's fitness curves per island, lineage and diffs", async () =>
   await page.goto(`${dashboard.url}#/nodes`);
   await page.waitForSelector('#nodes-body tr[data-host]', { timeout: 30_000 });
   await shot('nodes');
+});
+
+test('the jobs list and the nodes page update by push, with no polling', async () => {
+  await ensureLoggedIn();
+  // Every request of the list APIs the page makes from here on (the old pages polled them).
+  const polled: string[] = [];
+  const streams: string[] = [];
+  const onRequest = (r: { url: () => string }) => {
+    const p = new URL(r.url()).pathname;
+    if (p === '/api/jobs' || p === '/api/nodes') polled.push(p);
+    if (p.startsWith('/api/stream/')) streams.push(p);
+  };
+  page.on('request', onRequest);
+  try {
+    await page.goto(`${dashboard.url}#/`);
+    await waitFor(async () => (await listCount(page, 'listSnapshots', 'jobs')) >= 1, {
+      timeoutMs: 30_000,
+      message: 'the jobs list snapshot',
+    });
+    const job = await client.submitJob(
+      [
+        'name: dashboard-push',
+        'kind: shell-tasks',
+        'concurrency: 1',
+        'tasks: {count: 3, command: "sleep 1; echo task {i}", idPrefix: p}',
+      ].join('\n'),
+    );
+    const row = `tr[data-job="${job.jobId}"]`;
+    await page.waitForSelector(row, { timeout: 60_000 });
+    await page.waitForSelector(`${row} td.state-SUCCEEDED`, { timeout: 120_000 });
+    expect(await page.textContent(`${row} td.done`)).toBe('3 / 3');
+    expect(await listCount(page, 'listUpdates', 'jobs')).toBeGreaterThanOrEqual(3);
+
+    // A dropped stream: EventSource reconnects and the list starts again from a fresh snapshot.
+    const snapshots = await listCount(page, 'listSnapshots', 'jobs');
+    await waitFor(() => dashboard.dropStreams() >= 1, { intervalMs: 50, timeoutMs: 30_000 });
+    await waitFor(async () => (await listCount(page, 'listSnapshots', 'jobs')) > snapshots, {
+      timeoutMs: 30_000,
+      message: 'a new snapshot after the reconnect',
+    });
+    await page.waitForSelector(`${row} td.state-SUCCEEDED`, { timeout: 30_000 });
+
+    // The nodes page: a drain shows up without a reload.
+    await page.goto(`${dashboard.url}#/nodes`);
+    const host = await page.waitForSelector('#nodes-body tr[data-host]', { timeout: 30_000 });
+    const hostId = (await host.getAttribute('data-host'))!;
+    expect(await page.textContent(`tr[data-host="${hostId}"]`)).toContain('READY');
+    await client.drainNode(hostId, 'dashboard push test');
+    await waitFor(
+      async () =>
+        (await page.textContent(`tr[data-host="${hostId}"]`))?.includes('DRAINING') ?? false,
+      { timeoutMs: 30_000, message: 'the drained node on the nodes page' },
+    );
+    await shot('nodes-draining');
+    expect(polled).toEqual([]);
+    expect(streams).toEqual(expect.arrayContaining(['/api/stream/jobs', '/api/stream/nodes']));
+  } finally {
+    page.off('request', onRequest);
+  }
 });

@@ -27,12 +27,14 @@ import {
   type JobEvent,
   type JobResults,
   type JobServiceHandlers,
+  type JobsUpdate,
   type ListJobsRequest__Output,
   type ListJobsResponse,
   type ListNodesRequest__Output,
   type ListNodesResponse,
   loadJobApi,
   type NodeServiceHandlers,
+  type NodesUpdate,
   type RolloutRequest__Output,
   type RolloutResponse,
   type SubmitJobRequest__Output,
@@ -42,20 +44,19 @@ import {
   toTroupeError,
   TroupeError,
   type WatchJobRequest__Output,
+  type WatchJobsRequest__Output,
+  type WatchNodesRequest__Output,
 } from '@troupe/proto';
-import { type HostRecord } from '../host-registry';
 import { BearerAuth } from './bearer-auth';
 import { type BudgetSource, toWireBudget } from './budget-wire';
 import { type GrpcConfig } from './grpc-config';
 import { type JobManager } from './job-manager';
 import { toWireEvent, toWireJob, toWireNode, toWireResults } from './job-wire';
+import { watchJobList } from './job-list-watch';
+import { type NodeSource, watchNodeList } from './node-list-watch';
 import { RolloutService } from './rollout-service';
 
-/** What NodeService reads: the coordinator's host registry (present on the leader only). */
-export interface NodeSource {
-  list(): HostRecord[];
-  drain(hostId: string, reason?: string): Promise<HostRecord>;
-}
+export type { NodeSource } from './node-list-watch';
 
 /** What a caller passes to {@link JobApiServer.start}. */
 export interface JobApiServerOptions {
@@ -229,6 +230,25 @@ export class JobApiServer {
           for await (const e of events) await write(toWireEvent(e));
         },
       ),
+      WatchJobs: stream<WatchJobsRequest__Output, JobsUpdate>(
+        'WatchJobs',
+        async (req, signal, write) => {
+          const changes = watchJobList(jobs.store, {
+            states: req.states.filter((s) => s !== 'JOB_STATE_UNSPECIFIED'),
+            labels: req.labelSelector,
+            limit: req.limit,
+            signal,
+          });
+          for await (const c of changes) {
+            await write({
+              snapshot: c.snapshot,
+              jobs: c.jobs.map(toWireJob),
+              removedJobIds: c.removed,
+              atUnixMs: Date.now(),
+            });
+          }
+        },
+      ),
       CancelJob: unary<CancelJobRequest__Output, CancelJobResponse>(
         'CancelJob',
         async (req, signal) => ({
@@ -299,6 +319,19 @@ export class JobApiServer {
           .sort((a, b) => (a.info.hostId < b.info.hostId ? -1 : 1))
           .map(toWireNode),
       })),
+      WatchNodes: stream<WatchNodesRequest__Output, NodesUpdate>(
+        'WatchNodes',
+        async (_req, signal, write) => {
+          for await (const c of watchNodeList({ source: options.nodes, signal })) {
+            await write({
+              snapshot: c.snapshot,
+              nodes: c.nodes.map(toWireNode),
+              removedHostIds: c.removed,
+              atUnixMs: Date.now(),
+            });
+          }
+        },
+      ),
       DrainNode: unary<DrainNodeRequest__Output, DrainNodeResponse>('DrainNode', async (req) => {
         if (!req.hostId) throw invalidArgument('host_id', 'is required');
         const node = await leaderNodes().drain(req.hostId, req.reason || 'drained by operator');

@@ -119,8 +119,18 @@ export class JobStore {
    * with 400 jobs; with more history than one value per key, the newest wins.
    */
   async listJobs(): Promise<ListedJob[]> {
+    return (await this.listJobsAt()).jobs;
+  }
+
+  /**
+   * {@link listJobs} with the bucket revision it read up to: a {@link watchJobs} from the next
+   * revision misses no change made after the listing and repeats none before it.
+   */
+  async listJobsAt(): Promise<{ jobs: ListedJob[]; revision: number }> {
     const latest = new Map<string, KvEntry>();
+    let revision = 0;
     for await (const e of await this.kv.history({ key: 'job.*' })) {
+      revision = Math.max(revision, e.revision);
       if (e.operation === 'PUT') latest.set(e.key, e);
       else latest.delete(e.key);
     }
@@ -135,7 +145,41 @@ export class JobStore {
       const parsed = ListedJobSchema.safeParse(value);
       if (parsed.success) jobs.push({ ...parsed.data, stored: value });
     }
-    return jobs;
+    return { jobs, revision };
+  }
+
+  /**
+   * Follows the job records written after `afterRevision` (0: every record, current values
+   * first): each change as the job id and the record as stored (unchecked), or undefined when the
+   * record was deleted. Ends when `signal` aborts.
+   */
+  async *watchJobs(
+    afterRevision: number,
+    signal: AbortSignal,
+  ): AsyncGenerator<{ jobId: string; stored: unknown }> {
+    if (signal.aborted) return;
+    const watcher = await this.kv.watch({
+      key: 'job.*',
+      ...(afterRevision > 0 ? { resumeFromRevision: afterRevision + 1 } : {}),
+    });
+    const stop = () => watcher.stop();
+    signal.addEventListener('abort', stop, { once: true });
+    try {
+      for await (const e of watcher) {
+        let stored: unknown;
+        if (e.operation === 'PUT') {
+          try {
+            stored = e.json();
+          } catch {
+            continue; // not a record this version wrote
+          }
+        }
+        yield { jobId: e.key.slice('job.'.length), stored };
+      }
+    } finally {
+      signal.removeEventListener('abort', stop);
+      watcher.stop();
+    }
   }
 
   /**

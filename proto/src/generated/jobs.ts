@@ -22,6 +22,7 @@ import type { JobEvent as _troupe_v1_JobEvent, JobEvent__Output as _troupe_v1_Jo
 import type { JobProgress as _troupe_v1_JobProgress, JobProgress__Output as _troupe_v1_JobProgress__Output } from './troupe/v1/JobProgress';
 import type { JobResults as _troupe_v1_JobResults, JobResults__Output as _troupe_v1_JobResults__Output } from './troupe/v1/JobResults';
 import type { JobServiceClient as _troupe_v1_JobServiceClient, JobServiceDefinition as _troupe_v1_JobServiceDefinition } from './troupe/v1/JobService';
+import type { JobsUpdate as _troupe_v1_JobsUpdate, JobsUpdate__Output as _troupe_v1_JobsUpdate__Output } from './troupe/v1/JobsUpdate';
 import type { ListJobsRequest as _troupe_v1_ListJobsRequest, ListJobsRequest__Output as _troupe_v1_ListJobsRequest__Output } from './troupe/v1/ListJobsRequest';
 import type { ListJobsResponse as _troupe_v1_ListJobsResponse, ListJobsResponse__Output as _troupe_v1_ListJobsResponse__Output } from './troupe/v1/ListJobsResponse';
 import type { ListNodesRequest as _troupe_v1_ListNodesRequest, ListNodesRequest__Output as _troupe_v1_ListNodesRequest__Output } from './troupe/v1/ListNodesRequest';
@@ -29,6 +30,7 @@ import type { ListNodesResponse as _troupe_v1_ListNodesResponse, ListNodesRespon
 import type { ModelEndpoint as _troupe_v1_ModelEndpoint, ModelEndpoint__Output as _troupe_v1_ModelEndpoint__Output } from './troupe/v1/ModelEndpoint';
 import type { Node as _troupe_v1_Node, Node__Output as _troupe_v1_Node__Output } from './troupe/v1/Node';
 import type { NodeServiceClient as _troupe_v1_NodeServiceClient, NodeServiceDefinition as _troupe_v1_NodeServiceDefinition } from './troupe/v1/NodeService';
+import type { NodesUpdate as _troupe_v1_NodesUpdate, NodesUpdate__Output as _troupe_v1_NodesUpdate__Output } from './troupe/v1/NodesUpdate';
 import type { RolloutRequest as _troupe_v1_RolloutRequest, RolloutRequest__Output as _troupe_v1_RolloutRequest__Output } from './troupe/v1/RolloutRequest';
 import type { RolloutResponse as _troupe_v1_RolloutResponse, RolloutResponse__Output as _troupe_v1_RolloutResponse__Output } from './troupe/v1/RolloutResponse';
 import type { RolloutResult as _troupe_v1_RolloutResult, RolloutResult__Output as _troupe_v1_RolloutResult__Output } from './troupe/v1/RolloutResult';
@@ -38,6 +40,8 @@ import type { SubmitJobRequest as _troupe_v1_SubmitJobRequest, SubmitJobRequest_
 import type { SubmitJobResponse as _troupe_v1_SubmitJobResponse, SubmitJobResponse__Output as _troupe_v1_SubmitJobResponse__Output } from './troupe/v1/SubmitJobResponse';
 import type { TaskResult as _troupe_v1_TaskResult, TaskResult__Output as _troupe_v1_TaskResult__Output } from './troupe/v1/TaskResult';
 import type { WatchJobRequest as _troupe_v1_WatchJobRequest, WatchJobRequest__Output as _troupe_v1_WatchJobRequest__Output } from './troupe/v1/WatchJobRequest';
+import type { WatchJobsRequest as _troupe_v1_WatchJobsRequest, WatchJobsRequest__Output as _troupe_v1_WatchJobsRequest__Output } from './troupe/v1/WatchJobsRequest';
+import type { WatchNodesRequest as _troupe_v1_WatchNodesRequest, WatchNodesRequest__Output as _troupe_v1_WatchNodesRequest__Output } from './troupe/v1/WatchNodesRequest';
 
 type SubtypeConstructor<Constructor extends new (...args: any) => any, Subtype> = {
   new(...args: ConstructorParameters<Constructor>): Subtype;
@@ -72,6 +76,7 @@ export interface ProtoGrpcType {
        */
       JobService: SubtypeConstructor<typeof grpc.Client, _troupe_v1_JobServiceClient> & { service: _troupe_v1_JobServiceDefinition }
       JobState: EnumTypeDefinition
+      JobsUpdate: MessageTypeDefinition<_troupe_v1_JobsUpdate, _troupe_v1_JobsUpdate__Output>
       ListJobsRequest: MessageTypeDefinition<_troupe_v1_ListJobsRequest, _troupe_v1_ListJobsRequest__Output>
       ListJobsResponse: MessageTypeDefinition<_troupe_v1_ListJobsResponse, _troupe_v1_ListJobsResponse__Output>
       ListNodesRequest: MessageTypeDefinition<_troupe_v1_ListNodesRequest, _troupe_v1_ListNodesRequest__Output>
@@ -83,6 +88,7 @@ export interface ProtoGrpcType {
        */
       NodeService: SubtypeConstructor<typeof grpc.Client, _troupe_v1_NodeServiceClient> & { service: _troupe_v1_NodeServiceDefinition }
       NodeState: EnumTypeDefinition
+      NodesUpdate: MessageTypeDefinition<_troupe_v1_NodesUpdate, _troupe_v1_NodesUpdate__Output>
       RolloutRequest: MessageTypeDefinition<_troupe_v1_RolloutRequest, _troupe_v1_RolloutRequest__Output>
       RolloutResponse: MessageTypeDefinition<_troupe_v1_RolloutResponse, _troupe_v1_RolloutResponse__Output>
       RolloutResult: MessageTypeDefinition<_troupe_v1_RolloutResult, _troupe_v1_RolloutResult__Output>
@@ -94,6 +100,8 @@ export interface ProtoGrpcType {
       TaskResult: MessageTypeDefinition<_troupe_v1_TaskResult, _troupe_v1_TaskResult__Output>
       TaskStatus: EnumTypeDefinition
       WatchJobRequest: MessageTypeDefinition<_troupe_v1_WatchJobRequest, _troupe_v1_WatchJobRequest__Output>
+      WatchJobsRequest: MessageTypeDefinition<_troupe_v1_WatchJobsRequest, _troupe_v1_WatchJobsRequest__Output>
+      WatchNodesRequest: MessageTypeDefinition<_troupe_v1_WatchNodesRequest, _troupe_v1_WatchNodesRequest__Output>
     }
   }
 }

@@ -42,6 +42,7 @@ describe('loadJobApi', () => {
         'Rollout',
         'SubmitJob',
         'WatchJob',
+        'WatchJobs',
       ].sort(),
     );
     expect(jobs.SubmitJob.path).toBe('/troupe.v1.JobService/SubmitJob');
@@ -52,7 +53,13 @@ describe('loadJobApi', () => {
     ]);
     expect([jobs.SubmitJob.requestStream, jobs.SubmitJob.responseStream]).toEqual([false, false]);
     expect([jobs.Rollout.requestStream, jobs.Rollout.responseStream]).toEqual([false, false]);
-    expect(Object.keys(api.NodeService.service).sort()).toEqual(['DrainNode', 'ListNodes']);
+    expect([jobs.WatchJobs.requestStream, jobs.WatchJobs.responseStream]).toEqual([false, true]);
+    const nodes = api.NodeService.service;
+    expect(Object.keys(nodes).sort()).toEqual(['DrainNode', 'ListNodes', 'WatchNodes']);
+    expect([nodes.WatchNodes.requestStream, nodes.WatchNodes.responseStream]).toEqual([
+      false,
+      true,
+    ]);
     expect(api.grpc.troupe.v1.JobService).toBe(api.JobService);
     expect(Object.keys(api.packageDefinition)).toContain('troupe.v1.Job');
   });

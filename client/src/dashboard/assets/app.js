@@ -10,7 +10,13 @@
   }
 
   /** State the tests and the perf script read. */
-  const troupe = (window.troupe = { eventSeqs: [], renders: {}, info: { allowActions: false } });
+  const troupe = (window.troupe = {
+    eventSeqs: [],
+    renders: {},
+    listUpdates: {},
+    listSnapshots: {},
+    info: { allowActions: false },
+  });
   const main = document.getElementById('main');
   const live = document.getElementById('live');
   let cleanup = [];
@@ -100,6 +106,51 @@
       clearTimeout(timer);
     });
   }
+  // A list kept live by push (WatchJobs/WatchNodes relayed as server-sent events): a snapshot
+  // replaces it, an update patches it. EventSource reconnects by itself after a broken stream, and
+  // every new stream starts with a fresh snapshot, so nothing is resumed and nothing drifts. A
+  // refused stream (logged out, server gone) closes the EventSource: it is reopened after a check.
+  function liveList(path, idOf, onChange) {
+    const items = new Map();
+    let skewMs = 0;
+    let source;
+    let stopped = false;
+    let retry;
+    const serverNow = () => Date.now() + skewMs;
+    const apply = (m, snapshot) => {
+      const u = JSON.parse(m.data);
+      if (snapshot) items.clear();
+      for (const id of u.removed) items.delete(id);
+      for (const it of u.items) items.set(idOf(it), it);
+      skewMs = u.nowMs - Date.now();
+      troupe.listUpdates[path] = (troupe.listUpdates[path] || 0) + 1;
+      if (snapshot) troupe.listSnapshots[path] = (troupe.listSnapshots[path] || 0) + 1;
+      onChange([...items.values()], serverNow);
+    };
+    function connect() {
+      source = new EventSource('/api/stream/' + path);
+      source.onopen = () => live.classList.add('on');
+      source.onerror = () => {
+        live.classList.remove('on');
+        if (source.readyState !== EventSource.CLOSED || stopped) return;
+        // api() sends a logged-out page to the login form.
+        retry = setTimeout(() => api('info').then(connect, connect), 2000);
+      };
+      source.addEventListener('snapshot', (m) => apply(m, true));
+      source.addEventListener('update', (m) => apply(m, false));
+      source.addEventListener('failure', (m) =>
+        console.warn(path + ' stream: ' + JSON.parse(m.data).message),
+      );
+    }
+    connect();
+    cleanup.push(() => {
+      stopped = true;
+      clearTimeout(retry);
+      source.close();
+      live.classList.remove('on');
+    });
+    return { items, serverNow };
+  }
   function fail(e) {
     main.replaceChildren(h('p', { class: 'error' }, String(e.message || e)));
   }
@@ -135,36 +186,42 @@
         tbody,
       ),
     );
-    every(2000, async () => {
-      const { jobs } = await api('jobs');
-      tbody.replaceChildren(
-        ...jobs.map((j) =>
-          h(
-            'tr',
-            { 'data-job': j.jobId },
-            h('td', {}, h('a', { href: '#/job/' + enc(j.jobId) }, j.jobId)),
-            h('td', {}, j.name),
-            h('td', {}, j.kind),
-            h('td', { class: 'state-' + j.state }, j.state),
-            h('td', {}, bar(j.done, j.passed, j.total)),
-            h('td', { class: 'done' }, j.done + ' / ' + j.total),
-            h('td', {}, pct(j.passRate)),
-            h('td', {}, usd(j.costUsd)),
-            h('td', {}, j.etaMs === null ? '—' : dur(j.etaMs)),
-            h('td', {}, when(j.createdMs)),
-          ),
-        ),
-      );
-      if (jobs.length === 0)
-        tbody.append(
-          h(
-            'tr',
-            {},
-            h('td', { colspan: 10, class: 'muted' }, 'No jobs yet: troupe submit <spec>'),
+    liveList(
+      'jobs',
+      (j) => j.jobId,
+      (list) => {
+        const jobs = list.sort((a, b) =>
+          a.createdMs !== b.createdMs ? b.createdMs - a.createdMs : a.jobId < b.jobId ? 1 : -1,
+        );
+        tbody.replaceChildren(
+          ...jobs.map((j) =>
+            h(
+              'tr',
+              { 'data-job': j.jobId },
+              h('td', {}, h('a', { href: '#/job/' + enc(j.jobId) }, j.jobId)),
+              h('td', {}, j.name),
+              h('td', {}, j.kind),
+              h('td', { class: 'state-' + j.state }, j.state),
+              h('td', {}, bar(j.done, j.passed, j.total)),
+              h('td', { class: 'done' }, j.done + ' / ' + j.total),
+              h('td', {}, pct(j.passRate)),
+              h('td', {}, usd(j.costUsd)),
+              h('td', {}, j.etaMs === null ? '—' : dur(j.etaMs)),
+              h('td', {}, when(j.createdMs)),
+            ),
           ),
         );
-      troupe.renders.jobs = performance.now();
-    });
+        if (jobs.length === 0)
+          tbody.append(
+            h(
+              'tr',
+              {},
+              h('td', { colspan: 10, class: 'muted' }, 'No jobs yet: troupe submit <spec>'),
+            ),
+          );
+        troupe.renders.jobs = performance.now();
+      },
+    );
   }
 
   // ---- job page ----------------------------------------------------------------------------
@@ -934,8 +991,25 @@
         tbody,
       ),
     );
-    every(2000, async () => {
-      const { nodes, nowMs } = await api('nodes');
+    // Heartbeat ages move with the clock, not with updates: redrawn every second from the list.
+    let nodes = [];
+    const list = liveList(
+      'nodes',
+      (n) => n.hostId,
+      (all) => {
+        nodes = all.sort((a, b) => (a.hostId < b.hostId ? -1 : 1));
+        draw();
+      },
+    );
+    const ago = (ms) =>
+      ms ? Math.max(0, Math.round((list.serverNow() - ms) / 1000)) + ' s ago' : '—';
+    const ticker = setInterval(() => {
+      for (const td of tbody.querySelectorAll('td[data-heartbeat]')) {
+        td.textContent = ago(Number(td.getAttribute('data-heartbeat')));
+      }
+    }, 1000);
+    cleanup.push(() => clearInterval(ticker));
+    function draw() {
       tbody.replaceChildren(
         ...nodes.map((n) => {
           const slots = Object.keys(n.slots)
@@ -954,13 +1028,7 @@
             h('td', {}, n.cpu),
             h('td', {}, n.memMb + ' MB'),
             h('td', {}, n.backends.join(', ')),
-            h(
-              'td',
-              {},
-              n.lastHeartbeatUnixMs
-                ? Math.max(0, Math.round((nowMs - n.lastHeartbeatUnixMs) / 1000)) + ' s ago'
-                : '—',
-            ),
+            h('td', { 'data-heartbeat': n.lastHeartbeatUnixMs }, ago(n.lastHeartbeatUnixMs)),
             h(
               'td',
               {},
@@ -975,7 +1043,7 @@
           );
         }),
       );
-    });
+    }
   }
   function budgetBar(spent, reserved, limit) {
     if (limit === null || limit === undefined || limit <= 0) return '—';

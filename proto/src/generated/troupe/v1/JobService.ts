@@ -14,6 +14,7 @@ import type { GetRolloutsRequest as _troupe_v1_GetRolloutsRequest, GetRolloutsRe
 import type { Job as _troupe_v1_Job, Job__Output as _troupe_v1_Job__Output } from '../../troupe/v1/Job';
 import type { JobEvent as _troupe_v1_JobEvent, JobEvent__Output as _troupe_v1_JobEvent__Output } from '../../troupe/v1/JobEvent';
 import type { JobResults as _troupe_v1_JobResults, JobResults__Output as _troupe_v1_JobResults__Output } from '../../troupe/v1/JobResults';
+import type { JobsUpdate as _troupe_v1_JobsUpdate, JobsUpdate__Output as _troupe_v1_JobsUpdate__Output } from '../../troupe/v1/JobsUpdate';
 import type { ListJobsRequest as _troupe_v1_ListJobsRequest, ListJobsRequest__Output as _troupe_v1_ListJobsRequest__Output } from '../../troupe/v1/ListJobsRequest';
 import type { ListJobsResponse as _troupe_v1_ListJobsResponse, ListJobsResponse__Output as _troupe_v1_ListJobsResponse__Output } from '../../troupe/v1/ListJobsResponse';
 import type { RolloutRequest as _troupe_v1_RolloutRequest, RolloutRequest__Output as _troupe_v1_RolloutRequest__Output } from '../../troupe/v1/RolloutRequest';
@@ -21,6 +22,7 @@ import type { RolloutResponse as _troupe_v1_RolloutResponse, RolloutResponse__Ou
 import type { SubmitJobRequest as _troupe_v1_SubmitJobRequest, SubmitJobRequest__Output as _troupe_v1_SubmitJobRequest__Output } from '../../troupe/v1/SubmitJobRequest';
 import type { SubmitJobResponse as _troupe_v1_SubmitJobResponse, SubmitJobResponse__Output as _troupe_v1_SubmitJobResponse__Output } from '../../troupe/v1/SubmitJobResponse';
 import type { WatchJobRequest as _troupe_v1_WatchJobRequest, WatchJobRequest__Output as _troupe_v1_WatchJobRequest__Output } from '../../troupe/v1/WatchJobRequest';
+import type { WatchJobsRequest as _troupe_v1_WatchJobsRequest, WatchJobsRequest__Output as _troupe_v1_WatchJobsRequest__Output } from '../../troupe/v1/WatchJobsRequest';
 
 /**
  * Submits, inspects, watches and cancels jobs. Served by the coordinator.
@@ -210,6 +212,27 @@ export interface JobServiceClient extends grpc.Client {
   watchJob(argument: _troupe_v1_WatchJobRequest, metadata: grpc.Metadata, options?: grpc.CallOptions): grpc.ClientReadableStream<_troupe_v1_JobEvent__Output>;
   watchJob(argument: _troupe_v1_WatchJobRequest, options?: grpc.CallOptions): grpc.ClientReadableStream<_troupe_v1_JobEvent__Output>;
   
+  /**
+   * Streams the job list: first a snapshot of the `limit` newest jobs that
+   * match the filters (what ListJobs' first page returns), then an update each
+   * time one of them changes, a newer matching job appears, or a job leaves
+   * the view. Follows the jobs bucket, so it is served by every coordinator.
+   * The stream runs until the client cancels it or its deadline passes; a
+   * client that reconnects gets a fresh snapshot.
+   */
+  WatchJobs(argument: _troupe_v1_WatchJobsRequest, metadata: grpc.Metadata, options?: grpc.CallOptions): grpc.ClientReadableStream<_troupe_v1_JobsUpdate__Output>;
+  WatchJobs(argument: _troupe_v1_WatchJobsRequest, options?: grpc.CallOptions): grpc.ClientReadableStream<_troupe_v1_JobsUpdate__Output>;
+  /**
+   * Streams the job list: first a snapshot of the `limit` newest jobs that
+   * match the filters (what ListJobs' first page returns), then an update each
+   * time one of them changes, a newer matching job appears, or a job leaves
+   * the view. Follows the jobs bucket, so it is served by every coordinator.
+   * The stream runs until the client cancels it or its deadline passes; a
+   * client that reconnects gets a fresh snapshot.
+   */
+  watchJobs(argument: _troupe_v1_WatchJobsRequest, metadata: grpc.Metadata, options?: grpc.CallOptions): grpc.ClientReadableStream<_troupe_v1_JobsUpdate__Output>;
+  watchJobs(argument: _troupe_v1_WatchJobsRequest, options?: grpc.CallOptions): grpc.ClientReadableStream<_troupe_v1_JobsUpdate__Output>;
+  
 }
 
 /**
@@ -287,6 +310,16 @@ export interface JobServiceHandlers extends grpc.UntypedServiceImplementation {
    */
   WatchJob: grpc.handleServerStreamingCall<_troupe_v1_WatchJobRequest__Output, _troupe_v1_JobEvent>;
   
+  /**
+   * Streams the job list: first a snapshot of the `limit` newest jobs that
+   * match the filters (what ListJobs' first page returns), then an update each
+   * time one of them changes, a newer matching job appears, or a job leaves
+   * the view. Follows the jobs bucket, so it is served by every coordinator.
+   * The stream runs until the client cancels it or its deadline passes; a
+   * client that reconnects gets a fresh snapshot.
+   */
+  WatchJobs: grpc.handleServerStreamingCall<_troupe_v1_WatchJobsRequest__Output, _troupe_v1_JobsUpdate>;
+  
 }
 
 export interface JobServiceDefinition extends grpc.ServiceDefinition {
@@ -300,4 +333,5 @@ export interface JobServiceDefinition extends grpc.ServiceDefinition {
   Rollout: MethodDefinition<_troupe_v1_RolloutRequest, _troupe_v1_RolloutResponse, _troupe_v1_RolloutRequest__Output, _troupe_v1_RolloutResponse__Output>
   SubmitJob: MethodDefinition<_troupe_v1_SubmitJobRequest, _troupe_v1_SubmitJobResponse, _troupe_v1_SubmitJobRequest__Output, _troupe_v1_SubmitJobResponse__Output>
   WatchJob: MethodDefinition<_troupe_v1_WatchJobRequest, _troupe_v1_JobEvent, _troupe_v1_WatchJobRequest__Output, _troupe_v1_JobEvent__Output>
+  WatchJobs: MethodDefinition<_troupe_v1_WatchJobsRequest, _troupe_v1_JobsUpdate, _troupe_v1_WatchJobsRequest__Output, _troupe_v1_JobsUpdate__Output>
 }
