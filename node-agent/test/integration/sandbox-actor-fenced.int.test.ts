@@ -1,7 +1,7 @@
 import { sandboxRef } from '@troupe/node-agent';
 import { Header, inboxSubject } from '@troupe/proto';
 import { waitFor } from '@troupe/testkit';
-import { TestCluster } from '@troupe/test-cluster';
+import { TestCluster, type TestProcess } from '@troupe/test-cluster';
 
 // A node agent that stops answering (paused, cut off) is declared dead and fences its
 // activations when it comes back; its sandboxes' containers are removed when their actors are
@@ -21,11 +21,35 @@ afterAll(async () => {
   await tc?.stop();
 });
 
+/**
+ * Pauses a node agent until the coordinator declares it dead, then lets it go on: it learns it
+ * was fenced and comes back as a new incarnation.
+ */
+async function pauseUntilFenced(agent: TestProcess, hostId: string): Promise<void> {
+  const registry = tc.coordinator.registry!;
+  const incarnation = registry.get(hostId)!.info.incarnation;
+  agent.child.kill('SIGSTOP');
+  try {
+    await waitFor(() => registry.get(hostId)?.state === 'DEAD', {
+      timeoutMs: 30_000,
+      message: 'the paused node agent declared dead',
+    });
+  } finally {
+    agent.child.kill('SIGCONT');
+  }
+  await waitFor(
+    () => {
+      const r = registry.get(hostId);
+      return r?.state === 'ALIVE' && r.info.incarnation !== incarnation;
+    },
+    { timeoutMs: 30_000, message: 'the node agent back as a new incarnation' },
+  );
+}
+
 test('a command that ended unrecorded is recorded when the fenced sandbox is activated again', async () => {
   const agent = tc.spawnNodeAgent('fenced-agent', { TROUPE_SLOTS: 'sandbox=2' });
   await tc.waitForHost('fenced-agent', 60_000);
   const registry = tc.coordinator.registry!;
-  const incarnation = registry.get('fenced-agent')!.info.incarnation;
   const sb = sandboxRef(tc.actors, 'fenced-sb');
   await sb.ask('create', { spec: { image: 'troupe-busybox:latest' } }, { timeoutMs: 120_000 });
   const { taskId } = await sb.ask('startBackground', { cmd: 'echo finished-unseen' });
@@ -40,22 +64,7 @@ test('a command that ended unrecorded is recorded when the fenced sandbox is act
   expect(await idleContainers()).toHaveLength(1);
 
   // Nobody waits on it; the agent stops answering and is declared dead.
-  agent.child.kill('SIGSTOP');
-  try {
-    await waitFor(() => registry.get('fenced-agent')?.state === 'DEAD', {
-      timeoutMs: 30_000,
-      message: 'the paused node agent declared dead',
-    });
-  } finally {
-    agent.child.kill('SIGCONT');
-  }
-  await waitFor(
-    () => {
-      const r = registry.get('fenced-agent');
-      return r?.state === 'ALIVE' && r.info.incarnation !== incarnation;
-    },
-    { timeoutMs: 30_000, message: 'the node agent back as a new incarnation' },
-  );
+  await pauseUntilFenced(agent, 'fenced-agent');
 
   // The next call activates the sandbox again, on the only host: its container ended with the
   // fenced activation, and the command's end was read from it first.
@@ -98,7 +107,6 @@ test('a fenced agent posts its command ends, so an activation on another host re
   const agent = tc.spawnNodeAgent('fenced-first', { TROUPE_SLOTS: 'sandbox=2' });
   await tc.waitForHost('fenced-first', 60_000);
   const registry = tc.coordinator.registry!;
-  const incarnation = registry.get('fenced-first')!.info.incarnation;
   const sb = sandboxRef(tc.actors, 'fenced-moved');
   await sb.ask('create', { spec: { image: 'troupe-busybox:latest' } }, { timeoutMs: 120_000 });
   const { taskId } = await sb.ask('startBackground', { cmd: 'echo ended-elsewhere' });
@@ -108,22 +116,7 @@ test('a fenced agent posts its command ends, so an activation on another host re
     callback: (_err, m) => void posted.push(m.headers?.get(Header.MSG_TYPE) ?? ''),
   });
 
-  agent.child.kill('SIGSTOP');
-  try {
-    await waitFor(() => registry.get('fenced-first')?.state === 'DEAD', {
-      timeoutMs: 30_000,
-      message: 'the paused node agent declared dead',
-    });
-  } finally {
-    agent.child.kill('SIGCONT');
-  }
-  await waitFor(
-    () => {
-      const r = registry.get('fenced-first');
-      return r?.state === 'ALIVE' && r.info.incarnation !== incarnation;
-    },
-    { timeoutMs: 30_000, message: 'the node agent back as a new incarnation' },
-  );
+  await pauseUntilFenced(agent, 'fenced-first');
   await waitFor(() => posted.length > 0, {
     timeoutMs: 30_000,
     message: 'the fenced activation posting its command’s end',
