@@ -677,24 +677,21 @@ export function createSandboxActor(options: SandboxActorOptions) {
       // Commands that ended while this activation could not record it (cut off, then fenced),
       // or that end during the grace: the next activation may be on another host, away from
       // this container, so their ends go to it as posts.
-      const reported = reportEnded(held, refs.refOf(self), epoch, fencedGraceMs).catch(
-        (err: unknown) => {
-          log.warn(
-            { err, sandbox: held.sandbox.id },
-            'could not report a fenced sandbox’s commands',
-          );
-        },
-      );
+      // (Until a second before the container goes, so a command is not reported killed by it.)
+      const watchMs = Math.max(0, fencedGraceMs - 1_000);
+      void reportEnded(held, refs.refOf(self), epoch, watchMs).catch((err: unknown) => {
+        log.warn({ err, sandbox: held.sandbox.id }, 'could not report a fenced sandbox’s commands');
+      });
       // A new activation on this host within the grace takes the container over (reading its
       // commands first, see onActivate); otherwise it goes now, not at the reaper's next sweep.
+      // (Commands still running then are killed with it: their ends are not reported, and a post
+      // held up by a NATS outage does not hold the container.)
       setTimeout(() => {
         if (live.get(self.id) !== held) return;
         live.delete(self.id);
-        void reported
-          .then(() => release(held, 'fenced'))
-          .catch((err: unknown) => {
-            log.warn({ err, sandbox: held.sandbox.id }, 'could not destroy a fenced sandbox');
-          });
+        release(held, 'fenced').catch((err: unknown) => {
+          log.warn({ err, sandbox: held.sandbox.id }, 'could not destroy a fenced sandbox');
+        });
       }, fencedGraceMs).unref();
     },
     onDeactivate: async (ctx) => {
