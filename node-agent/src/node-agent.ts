@@ -34,6 +34,11 @@ import { ImageManager } from './image-manager';
 import { type ImagePreparer, ImageResolver } from './image-resolver';
 import { ProcessSandboxBackend } from './process-sandbox-backend';
 import { type ReapResult, Reaper } from './reaper';
+import {
+  type OrphanCommandEnd,
+  orphanCommandReader,
+  postOrphanCommandEnds,
+} from './internal/orphan-commands';
 import { SANDBOX_KIND } from './sandbox-actor-messages';
 import { createSandboxActor } from './sandbox-actor';
 import type { SandboxBackend } from './sandbox-backend';
@@ -150,21 +155,7 @@ export class NodeAgent {
     }
     const dockerClient = useDocker ? docker : undefined;
 
-    // 2. A starting node agent owns nothing yet: every object with this cluster's and host's
-    // labels was left by an earlier process with this host id (a crash, a kill -9).
-    if (dockerClient) {
-      const swept = await new Reaper({
-        docker: dockerClient,
-        cluster,
-        host: hostId,
-        minAgeMs: 0,
-        isOwned: () => false,
-        logger: log,
-      }).sweep({ signal: lifetime.signal });
-      logSweep(log, swept, 'start-up sweep');
-    }
-
-    // 3. NATS and the artifact store.
+    // 2. NATS (and, below, the artifact store).
     const nc = deps.connection ?? (await connectNats(config));
     let system: ActorSystem | undefined;
     const pools: WarmPool[] = [];
@@ -180,7 +171,24 @@ export class NodeAgent {
       : [];
     const resources = machineResources();
     let vm: VmHost | undefined;
+    // Ends of commands that ran in containers of an earlier process, posted once hosting.
+    const orphanEnds: OrphanCommandEnd[] = [];
     try {
+      // 3. A starting node agent owns nothing yet: every object with this cluster's and host's
+      // labels was left by an earlier process with this host id (a crash, a kill -9). How their
+      // commands ended is read from Docker first: nothing else knows it.
+      if (dockerClient) {
+        const swept = await new Reaper({
+          docker: dockerClient,
+          cluster,
+          host: hostId,
+          minAgeMs: 0,
+          isOwned: () => false,
+          beforeRemove: orphanCommandReader(nc, cluster, dockerClient, (e) => orphanEnds.push(e)),
+          logger: log,
+        }).sweep({ signal: lifetime.signal });
+        logSweep(log, swept, 'start-up sweep');
+      }
       vm = await startVmHost(config.vm, {
         cluster,
         hostId,
@@ -298,6 +306,7 @@ export class NodeAgent {
         replicas: config.replicas,
       });
       late.system = system;
+      await postOrphanCommandEnds(system, orphanEnds, log);
 
       // 6. Periodic sweeps: an object is owned while the directory says its actor lives on this
       // host incarnation.

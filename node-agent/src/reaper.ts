@@ -43,6 +43,14 @@ export interface ReaperOptions extends z.input<typeof ReaperConfigSchema> {
    * cannot relabel a container). Without this option pool objects go through `isOwned('pool', …)`.
    */
   livePoolIds?: () => Iterable<string>;
+  /**
+   * Called for an orphaned container just before it is removed, to read what only it still knows
+   * (how its commands ended). An error is logged; the container is removed all the same.
+   */
+  beforeRemove?: (container: {
+    id: string;
+    labels: Readonly<Record<string, string>>;
+  }) => Promise<void>;
   /** Logger. @default a logger that drops everything */
   logger?: Logger;
 }
@@ -69,15 +77,17 @@ export class Reaper {
   private readonly docker: Docker;
   private readonly isOwned: ReaperOptions['isOwned'];
   private readonly livePoolIds: ReaperOptions['livePoolIds'];
+  private readonly beforeRemove: ReaperOptions['beforeRemove'];
   private readonly log: Logger;
   private readonly schedule: PeriodicSweep<ReapResult>;
 
   constructor(options: ReaperOptions) {
-    const { docker, isOwned, livePoolIds, logger, ...rest } = options;
+    const { docker, isOwned, livePoolIds, beforeRemove, logger, ...rest } = options;
     this.config = parseWith(ReaperConfigSchema, rest, { prefix: 'options' });
     this.docker = docker;
     this.isOwned = isOwned;
     this.livePoolIds = livePoolIds;
+    this.beforeRemove = beforeRemove;
     this.log = (logger ?? noopLogger).child({
       component: 'reaper',
       cluster: this.config.cluster,
@@ -149,6 +159,9 @@ export class Reaper {
         liveSandboxes.add(sandbox);
         continue;
       }
+      await this.beforeRemove?.({ id: c.Id, labels }).catch((err: unknown) => {
+        this.log.warn({ err, container: c.Id.slice(0, 12) }, 'could not read an orphan first');
+      });
       try {
         await this.docker.getContainer(c.Id).remove({ force: true, v: true, abortSignal: signal });
         result.containers.push(c.Id);

@@ -221,6 +221,16 @@ export const CommandEndedMessageSchema = z
   .object({ taskId: z.string().min(1).max(200), ended: CommandEndSchema })
   .strict();
 
+/**
+ * `execEnded` (posted, no reply): a node agent restarted after a crash found the container of an
+ * earlier process of its host and, before removing it, read how its commands ended from the
+ * backend (Docker keeps an exec's exit code, not its output): `handle` is the command's recorded
+ * handle.
+ */
+export const ExecEndedMessageSchema = z
+  .object({ handle: z.string().min(1).max(200), exitCode: z.number().int() })
+  .strict();
+
 /** Every message of the sandbox actor, by type. */
 export const SandboxMessages = {
   create: CreateSandboxMessageSchema,
@@ -238,6 +248,7 @@ export const SandboxMessages = {
   destroy: EmptyMessageSchema,
   status: EmptyMessageSchema,
   commandEnded: CommandEndedMessageSchema,
+  execEnded: ExecEndedMessageSchema,
 } as const;
 
 /** Payload of `create`. */
@@ -290,6 +301,8 @@ export const MAX_RECORDED_COMMANDS = 8;
 export const RecordedCommandSchema = z.object({
   taskId: z.string(),
   startedAtMs: z.number().int().nonnegative(),
+  /** The backend's handle of the command (Docker: its exec id), see `execEnded`. */
+  handle: z.string().optional(),
   /** How it ended (output tails of at most {@link RECORDED_OUTPUT_CHARS} each); absent while running or unseen. */
   ended: CommandEndSchema.optional(),
 });

@@ -28,6 +28,7 @@ import type { Sandbox, SandboxSnapshot } from './sandbox';
 import type { SandboxBackend } from './sandbox-backend';
 import {
   type CommandEndedMessageSchema,
+  type ExecEndedMessageSchema,
   type CreateSandboxMessageSchema,
   type CreateSandboxReply,
   type DestroyReply,
@@ -365,7 +366,11 @@ export function createSandboxActor(options: SandboxActorOptions) {
     const { cmd, ...opts } = msg;
     const taskId = await held.sandbox.startBackground(cmd, { ...opts, signal: ctx.signal });
     held.commands.push(taskId);
-    const commands = [...(state.commands ?? []), { taskId, startedAtMs: Date.now() }];
+    const handle = held.sandbox.backgroundHandle?.(taskId);
+    const commands = [
+      ...(state.commands ?? []),
+      { taskId, startedAtMs: Date.now(), ...(handle ? { handle } : {}) },
+    ];
     return {
       state: { ...state, commands: commands.slice(-MAX_RECORDED_COMMANDS) },
       reply: { taskId },
@@ -451,6 +456,30 @@ export function createSandboxActor(options: SandboxActorOptions) {
         );
       }),
     );
+  };
+
+  /**
+   * Records a command end read by a restarted node agent from a dead process's container (see
+   * ExecEndedMessageSchema): the exit code only, the output went with that process.
+   */
+  const execEnded = async (
+    _ctx: Ctx,
+    msg: z.output<typeof ExecEndedMessageSchema>,
+    state: State,
+  ): Result<Record<string, never>> => {
+    const command = state.commands?.find((c) => c.handle === msg.handle);
+    if (!command || command.ended) return { reply: {} };
+    const next = recordEnd(state, command.taskId, {
+      state: 'exited',
+      exitCode: msg.exitCode,
+      stdout: '',
+      stderr: '',
+      stdoutDroppedBytes: 0,
+      stderrDroppedBytes: 0,
+      durationMs: 0,
+      error: 'its output went with the node agent process that ran it',
+    });
+    return { ...(next ? { state: next } : {}), reply: {} };
   };
 
   /** Records a command end posted by a fenced activation of this sandbox (see onFenced). */
@@ -645,6 +674,7 @@ export function createSandboxActor(options: SandboxActorOptions) {
       destroy: guarded(destroy),
       status: guarded(status),
       commandEnded: guarded(commandEnded),
+      execEnded: guarded(execEnded),
     },
     idleTimeoutMs: options.idleTimeoutMs ?? 1_800_000,
     onActivate: async (ctx, state) => {

@@ -231,6 +231,11 @@ export interface Sandbox {
   exec(cmd: Command, options?: ExecOptions): Promise<ExecResult>;
   /** Starts a command in the background; returns its task id. */
   startBackground(cmd: Command, options?: BackgroundExecOptions): Promise<string>;
+  /**
+   * The backend's own handle of a background task (Docker: its exec id), by which a later
+   * process can still learn how it ended after this one is gone; undefined when there is none.
+   */
+  backgroundHandle?(taskId: string): string | undefined;
   /** State and output so far of a background task. */
   poll(taskId: string): Promise<BackgroundTaskStatus>;
   /**

@@ -106,6 +106,8 @@ export class DockerSandbox implements Sandbox {
   private readonly tasks: TaskTable;
   /** Wall-clock start (ms since the epoch, Docker's clock) of each running background task. */
   private readonly taskSinceMs = new Map<string, number>();
+  /** Exec id of each background task. */
+  private readonly taskExecIds = new Map<string, string>();
   private state: SandboxStatus = 'starting';
   private startedAt?: number;
   private readyAt?: number;
@@ -504,7 +506,12 @@ export class DockerSandbox implements Sandbox {
       ...(opts.interactive ? { interactive: true } : {}),
     });
     this.tasks.add(taskId, run, opts.timeoutMs);
+    this.taskExecIds.set(taskId, run.execId);
     return taskId;
+  }
+
+  backgroundHandle(taskId: string): string | undefined {
+    return this.taskExecIds.get(taskId);
   }
 
   async poll(taskId: string): Promise<BackgroundTaskStatus> {

@@ -1,3 +1,4 @@
+import Docker from 'dockerode';
 import { sandboxRef } from '@troupe/node-agent';
 import { Header, inboxSubject } from '@troupe/proto';
 import { waitFor } from '@troupe/testkit';
@@ -129,7 +130,7 @@ test('a fenced agent posts its command ends, so an activation on another host re
     timeoutMs: 30_000,
     message: 'the killed node agent no longer alive',
   });
-  tc.spawnNodeAgent('fenced-second', { TROUPE_SLOTS: 'sandbox=2' });
+  const second = tc.spawnNodeAgent('fenced-second', { TROUPE_SLOTS: 'sandbox=2' });
   await tc.waitForHost('fenced-second', 60_000);
 
   const status = await sb.ask('status', {}, { timeoutMs: 30_000 });
@@ -141,4 +142,50 @@ test('a fenced agent posts its command ends, so an activation on another host re
     }),
   ]);
   await sb.ask('destroy', {}, { timeoutMs: 30_000 });
+  await second.kill('SIGTERM');
+  await waitFor(() => registry.get('fenced-second')?.state !== 'ALIVE', {
+    timeoutMs: 30_000,
+    message: 'the second node agent gone',
+  });
+});
+
+test('a node agent killed after its command ended: its restart reads the end from Docker', async () => {
+  const registry = tc.coordinator.registry!;
+  const agent = tc.spawnNodeAgent('killed-agent', { TROUPE_SLOTS: 'sandbox=2' });
+  await tc.waitForHost('killed-agent', 60_000);
+  const sb = sandboxRef(tc.actors, 'killed-sb');
+  await sb.ask('create', { spec: { image: 'troupe-busybox:latest' } }, { timeoutMs: 120_000 });
+  const { taskId } = await sb.ask('startBackground', { cmd: 'echo lost-with-the-agent; exit 3' });
+  // The sandbox recorded the command's exec; Docker says when it has ended. Nobody asked.
+  const recorded = await tc.actors.states.read(sb.address);
+  const handle = (recorded?.record.data as { commands: { handle?: string }[] }).commands[0]?.handle;
+  expect(handle).toMatch(/^[0-9a-f]{64}$/);
+  const docker = new Docker();
+  await waitFor(async () => (await docker.getExec(handle!).inspect()).Running === false, {
+    timeoutMs: 30_000,
+    message: 'the command ended',
+  });
+
+  await agent.kill('SIGKILL');
+  await waitFor(() => registry.get('killed-agent')?.state !== 'ALIVE', {
+    timeoutMs: 30_000,
+    message: 'the killed node agent no longer alive',
+  });
+  const restarted = tc.spawnNodeAgent('killed-agent', { TROUPE_SLOTS: 'sandbox=2' });
+  await tc.waitForHost('killed-agent', 60_000);
+  // Its start-up sweep removed the old container after reading the exit code, and told the
+  // actor; the output went with the killed process.
+  const ended = await waitFor(
+    async () =>
+      (await sb.ask('status', {}, { timeoutMs: 30_000 })).commands.find((c) => c.ended)?.ended,
+    { timeoutMs: 30_000, message: 'the command recorded as ended' },
+  );
+  expect(ended).toMatchObject({ state: 'exited', exitCode: 3, stdout: '' });
+  expect(ended.error).toMatch(/output went with the node agent process/);
+  expect((await sb.ask('status', {}, { timeoutMs: 30_000 })).commands).toEqual([
+    expect.objectContaining({ taskId, handle }),
+  ]);
+  expect(await tc.containers(['troupe.actor=sandbox/killed-sb'])).toEqual([]);
+  await sb.ask('destroy', {}, { timeoutMs: 30_000 });
+  await restarted.kill('SIGTERM');
 });

@@ -1,0 +1,77 @@
+import { type ActorSystem, StateStore } from '@troupe/actors';
+import { type ActorAddress, kvBucketName, type Logger, parseAddress } from '@troupe/proto';
+import { Kvm } from '@nats-io/kv';
+import { type NatsConnection } from '@nats-io/transport-node';
+import type Docker from 'dockerode';
+import { TroupeLabel } from '../labels';
+import { SANDBOX_KIND, SandboxActorStateSchema } from '../sandbox-actor-messages';
+
+/** How a command of a dead process's sandbox ended, for its actor's `execEnded`. */
+export interface OrphanCommandEnd {
+  actor: ActorAddress;
+  handle: string;
+  exitCode: number;
+}
+
+/**
+ * Reads, before the reaper removes an orphaned sandbox container (what an earlier process of this
+ * host left when it was killed), how the commands its actor recorded as running ended: Docker
+ * keeps an exec's exit code while its container exists, not its output. `collect` receives one
+ * entry per ended command; the node agent posts them (`execEnded`) once its actor system runs.
+ */
+export function orphanCommandReader(
+  nc: NatsConnection,
+  cluster: string,
+  docker: Docker,
+  collect: (end: OrphanCommandEnd) => void,
+): (container: { labels: Readonly<Record<string, string>> }) => Promise<void> {
+  let states: Promise<StateStore | undefined> | undefined;
+  // An existing bucket only: a node agent never creates the cluster's buckets (the coordinator
+  // does, with the cluster's replicas). No bucket, no state, nothing to read.
+  const store = () =>
+    (states ??= new Kvm(nc)
+      .open(kvBucketName(cluster, 'state'))
+      .then((kv) => new StateStore(kv))
+      .catch(() => undefined));
+  return async ({ labels }) => {
+    let actor: ActorAddress;
+    try {
+      actor = parseAddress(labels[TroupeLabel.ACTOR] ?? '');
+    } catch {
+      return;
+    }
+    if (actor.kind !== SANDBOX_KIND) return;
+    const stored = await (await store())?.read(actor);
+    const parsed = SandboxActorStateSchema.safeParse(stored?.record.data);
+    if (!parsed.success) return;
+    for (const c of parsed.data.commands ?? []) {
+      if (c.ended || !c.handle) continue;
+      const exec = await docker
+        .getExec(c.handle)
+        .inspect()
+        .catch(() => undefined);
+      if (!exec || exec.Running || typeof exec.ExitCode !== 'number') continue;
+      collect({ actor, handle: c.handle, exitCode: exec.ExitCode });
+    }
+  };
+}
+
+/** Posts the collected ends to their sandbox actors (`execEnded`, once per command). */
+export async function postOrphanCommandEnds(
+  system: ActorSystem,
+  ends: readonly OrphanCommandEnd[],
+  log: Logger,
+): Promise<void> {
+  for (const e of ends) {
+    await system
+      .refOf(e.actor)
+      .post(
+        'execEnded',
+        { handle: e.handle, exitCode: e.exitCode },
+        { dedupeId: `exec-ended-${e.handle}` },
+      )
+      .catch((err: unknown) => {
+        log.warn({ err, actor: e.actor }, 'could not report an orphaned command’s end');
+      });
+  }
+}
