@@ -1,5 +1,12 @@
-import { type ActorAddress, ErrorReason, stateKey, TroupeError } from '@troupe/proto';
-import { type KV } from '@nats-io/kv';
+import {
+  type ActorAddress,
+  ErrorReason,
+  parseActorKey,
+  stateKey,
+  stateKindFilter,
+  TroupeError,
+} from '@troupe/proto';
+import { type KV, type KvEntry } from '@nats-io/kv';
 import { z } from 'zod';
 import { isWrongLastSequence } from './internal/kv-errors';
 import { decodeJson, encodeJson } from './internal/json-codec';
@@ -72,6 +79,35 @@ export class StoreUnavailableError extends TroupeError {
 export class StateStore {
   constructor(private readonly kv: KV) {}
 
+  /**
+   * Follows the commits of actors of `kind` made after `afterRevision` (0: every record, current
+   * values first): each as the actor id and the record, or `undefined` when the record was
+   * deleted. Ends when `signal` aborts. Only what reached the bucket is seen: a turn's state is
+   * visible here once it has committed.
+   */
+  async *watchKind(
+    kind: string,
+    afterRevision: number,
+    signal: AbortSignal,
+  ): AsyncGenerator<{ id: string; record: StateRecord | undefined; revision: number }> {
+    if (signal.aborted) return;
+    const watcher = await this.kv.watch({
+      key: stateKindFilter(kind),
+      ...(afterRevision > 0 ? { resumeFromRevision: afterRevision + 1 } : {}),
+    });
+    const stop = () => watcher.stop();
+    signal.addEventListener('abort', stop, { once: true });
+    try {
+      for await (const e of watcher) {
+        const change = recordChange(e);
+        if (change) yield { ...change, revision: e.revision };
+      }
+    } finally {
+      signal.removeEventListener('abort', stop);
+      watcher.stop();
+    }
+  }
+
   /** Reads the record; `undefined` when the actor has never committed. */
   async read(addr: ActorAddress): Promise<StoredState | undefined> {
     const e = await this.kv.get(stateKey(addr));
@@ -134,6 +170,22 @@ export class StateStore {
       }
       throw storeError(err);
     }
+  }
+}
+
+/**
+ * The actor id and record of a KV entry (`record` undefined for a deletion); `undefined` for a
+ * key or a value this version did not write.
+ */
+function recordChange(e: KvEntry): { id: string; record: StateRecord | undefined } | undefined {
+  const addr = parseActorKey(e.key);
+  if (!addr) return undefined;
+  if (e.operation !== 'PUT' || e.value.length === 0) return { id: addr.id, record: undefined };
+  try {
+    const parsed = StateRecordSchema.safeParse(decodeJson(e.value));
+    return parsed.success ? { id: addr.id, record: parsed.data } : undefined;
+  } catch {
+    return undefined;
   }
 }
 

@@ -32,6 +32,11 @@ export {
   type EvolveDriverOptions,
 } from './evolve/evolve-driver';
 export { type EvolveBudgetContext } from './evolve/evolve-island-actor';
+export {
+  openSearchBudgetScope,
+  searchBudgetScope,
+  searchLedgerRoot,
+} from './evolve/search-budget-scope';
 export { checkSuite, dryRunTask, type SuiteCheck } from './evolve/check-suite';
 export { expandCompetitionTasks, loadTaskBundle } from './evolve/competition-tasks';
 export { type EvolveTask, EvolveTaskListSchema } from './evolve/evolve-job-spec';

@@ -27,6 +27,7 @@ import {
   type JobResults__Output,
   type JobServiceClient,
   type JobState,
+  type BudgetUpdate__Output,
   type JobsUpdate__Output,
   type ListJobsRequest,
   type ListJobsResponse__Output,
@@ -131,7 +132,10 @@ export interface WatchOptions {
   onReconnect?: (info: { attempt: number; fromSequence: number; error: TroupeError }) => void;
 }
 
-/** Options of {@link TroupeClient.watchJobs} and {@link TroupeClient.watchNodes}. */
+/**
+ * Options of {@link TroupeClient.watchJobs}, {@link TroupeClient.watchNodes} and
+ * {@link TroupeClient.watchBudget}.
+ */
 export interface WatchListOptions {
   /** Stops the watch (the iterator ends without an error). */
   signal?: AbortSignal;
@@ -452,6 +456,22 @@ export class TroupeClient {
   watchNodes(options: WatchListOptions = {}): AsyncGenerator<NodesUpdate__Output> {
     return this.follow<NodesUpdate__Output>(
       (deadline) => this.nodes.WatchNodes({}, this.metadata(), { deadline }),
+      options,
+    );
+  }
+
+  /**
+   * The budget, live (WatchBudget): a snapshot of every scope (the cluster's ledger and the jobs'
+   * own ledgers holding searches' scopes, each with its `ledger`) and the open reservations — what
+   * {@link getBudget} returns — then each change as the ledgers commit it: scopes that changed,
+   * scopes removed, reservations opened and closed. Reopened with a fresh snapshot when the stream
+   * breaks. Ends quietly when `signal` aborts.
+   * @param scope - only this scope and the reservations of its subtree (`NOT_FOUND` when no
+   * ledger holds it); empty for every scope
+   */
+  watchBudget(scope = '', options: WatchListOptions = {}): AsyncGenerator<BudgetUpdate__Output> {
+    return this.follow<BudgetUpdate__Output>(
+      (deadline) => this.jobs.WatchBudget({ scope }, this.metadata(), { deadline }),
       options,
     );
   }

@@ -12,6 +12,7 @@ import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { BudgetLedger } from './budget/budget-ledger';
 import { BudgetLedgerActor } from './budget/budget-ledger-actor';
+import { LedgerStateFeed } from './budget/ledger-state-feed';
 import { registerBudgetMetrics } from './budget/budget-metrics';
 import { RateLimitActor } from './budget/rate-limit-actor';
 import { ClusterPlacement } from './cluster-placement';
@@ -148,6 +149,11 @@ export class Coordinator {
             jobs,
             nodes: () => c.registry,
             budget: new BudgetLedger(system),
+            ledgers: new LedgerStateFeed({
+              cluster: config.cluster,
+              jsm: system.jsm,
+              states: system.states,
+            }),
             config: config.grpc,
             logger: log,
           });

@@ -51,6 +51,7 @@ export {
   type LedgerState,
   type ScopeUsage,
 } from './budget/ledger-state';
+export { LedgerStateFeed, type LedgerStates } from './budget/ledger-state-feed';
 export {
   ledgerActorId,
   parseLedgerRoot,

@@ -124,6 +124,7 @@ export {
   parseEventsSubject,
   parseInboxSubject,
   stateKey,
+  stateKindFilter,
   trajectoryStreamName,
   trajectorySubject,
   trajectorySubjectFilter,
@@ -220,6 +221,16 @@ export type {
 } from './generated/troupe/v1/ListNodesResponse';
 export type { Node, Node__Output } from './generated/troupe/v1/Node';
 export type { JobsUpdate, JobsUpdate__Output } from './generated/troupe/v1/JobsUpdate';
+export type { BudgetUpdate, BudgetUpdate__Output } from './generated/troupe/v1/BudgetUpdate';
+export type { BudgetScopeRef, BudgetScopeRef__Output } from './generated/troupe/v1/BudgetScopeRef';
+export type {
+  BudgetReservationRef,
+  BudgetReservationRef__Output,
+} from './generated/troupe/v1/BudgetReservationRef';
+export type {
+  WatchBudgetRequest,
+  WatchBudgetRequest__Output,
+} from './generated/troupe/v1/WatchBudgetRequest';
 export type { NodesUpdate, NodesUpdate__Output } from './generated/troupe/v1/NodesUpdate';
 export type {
   WatchJobsRequest,

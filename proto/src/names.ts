@@ -362,6 +362,11 @@ export function stateKey(addr: ActorAddress): string {
   return addressTokens(addr);
 }
 
+/** `<kind>.*`: the keys of every actor of `kind` in the state bucket (for watches and listings). */
+export function stateKindFilter(kind: string): string {
+  return `${validateActorKind(kind)}.*`;
+}
+
 /** The address in a `<kind>.<id>` KV key, or `undefined` when the key is not one. */
 export function parseActorKey(key: string): ActorAddress | undefined {
   const parts = key.split('.');

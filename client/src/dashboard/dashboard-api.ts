@@ -17,6 +17,7 @@ export type DashboardApi = Pick<
   | 'listNodes'
   | 'watchJobs'
   | 'watchNodes'
+  | 'watchBudget'
   | 'cancelJob'
   | 'drainNode'
 >;

@@ -3,6 +3,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { type AddressInfo } from 'node:net';
 import * as path from 'node:path';
 import { errorCode, type Job__Output, type Logger, noopLogger, TroupeError } from '@troupe/proto';
+import { budgetListUpdates } from './budget-stream';
 import { type DashboardApi } from './dashboard-api';
 import { DashboardAuth } from './dashboard-auth';
 import { evolveView } from './evolve-view';
@@ -224,6 +225,9 @@ export class DashboardServer {
             nowMs: u.atUnixMs,
           })),
         );
+      }
+      if (id === 'budget') {
+        return this.relay(res, (signal) => budgetListUpdates(this.options.api, signal));
       }
       if (id === 'nodes') {
         return this.relay(res, (signal) =>

@@ -1,7 +1,7 @@
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { applyFilePatch, parsePatch } from '@troupe/benchmarks';
+import { applyFilePatch, openSearchBudgetScope, parsePatch } from '@troupe/benchmarks';
 import { ensureDocker, FakeOpenAI, type ScriptedResponse, waitFor } from '@troupe/testkit';
 import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
 import { EmbeddedCluster } from '../../src/cli/embedded-cluster';
@@ -45,7 +45,7 @@ interface TroupeWindow {
 async function listCount(
   p: Page,
   kind: 'listUpdates' | 'listSnapshots',
-  list: 'jobs' | 'nodes',
+  list: 'jobs' | 'nodes' | 'budget',
 ): Promise<number> {
   return p.evaluate(([k, l]) => (globalThis as unknown as TroupeWindow).troupe[k][l] ?? 0, [
     kind,
@@ -270,7 +270,7 @@ test("an agent task's trajectory: messages, tool calls and results, cost per ste
   await shot('budget');
 });
 
-test("GetBudget lists a model call's reservation while it is held; the budget page shows it", async () => {
+test("a model call's reservation while it is held: GetBudget, WatchBudget and the budget page by push", async () => {
   // The first model call of the job blocks in the fake provider until the test lets it go: its
   // reservation is held in the ledger meanwhile, deterministically (no timing involved).
   await ensureLoggedIn();
@@ -284,7 +284,39 @@ test("GetBudget lists a model call's reservation while it is held; the budget pa
     }
     return reply(req.body);
   });
+  // Every request of the budget API the page makes (the old page polled it every 1.5 s).
+  const polled: string[] = [];
+  const streams: string[] = [];
+  const onRequest = (r: { url: () => string }) => {
+    const p = new URL(r.url()).pathname;
+    if (p === '/api/budget') polled.push(p);
+    if (p.startsWith('/api/stream/')) streams.push(p);
+  };
+  page.on('request', onRequest);
+  // The budget as a WatchBudget consumer holds it: open reservations and closed ones.
+  const watch = new AbortController();
+  const opened = new Map<string, { scope: string; usd: number }>();
+  const closed: string[] = [];
+  const watching = (async () => {
+    for await (const u of client.watchBudget('', { signal: watch.signal })) {
+      if (u.snapshot) opened.clear();
+      for (const r of u.opened) opened.set(`${r.ledger} ${r.id}`, r);
+      for (const r of u.closed) {
+        opened.delete(`${r.ledger} ${r.id}`);
+        closed.push(`${r.ledger} ${r.id}`);
+      }
+    }
+  })();
   try {
+    // The page is open before the job starts: the reservation has to come to it by push. (An
+    // earlier test may have left the page on the budget page: leave it, so that it opens anew.)
+    await page.goto(`${dashboard.url}#/`);
+    const snapshots = await listCount(page, 'listSnapshots', 'budget');
+    await page.goto(`${dashboard.url}#/budget`);
+    await waitFor(async () => (await listCount(page, 'listSnapshots', 'budget')) > snapshots, {
+      timeoutMs: 30_000,
+      message: 'the budget snapshot',
+    });
     const job = await client.submitJob(
       JSON.stringify({
         name: 'dashboard-budget',
@@ -311,6 +343,7 @@ test("GetBudget lists a model call's reservation while it is held; the budget pa
     );
     expect(held.usd).toBeGreaterThan(0);
     expect(held.holder).not.toBe('');
+    expect(held.ledger).toBe('cluster');
     expect(held.expiresUnixMs).toBeGreaterThan(Date.now());
     // One scope alone: the job's, with the held amount counted in its reserved totals.
     const one = await client.getBudget(scope);
@@ -322,8 +355,13 @@ test("GetBudget lists a model call's reservation while it is held; the budget pa
     await expect(client.getBudget('not a scope')).rejects.toMatchObject({
       code: 'INVALID_ARGUMENT',
     });
+    const key = `cluster ${held.id}`;
+    await waitFor(() => opened.get(key), {
+      timeoutMs: 30_000,
+      message: 'the reservation opened in WatchBudget',
+    });
+    expect(opened.get(key)!.scope).toBe(held.scope);
 
-    await page.goto(`${dashboard.url}#/budget`);
     await page.waitForSelector(`#reservations tr[data-reservation="${held.id}"]`, {
       timeout: 30_000,
     });
@@ -331,11 +369,16 @@ test("GetBudget lists a model call's reservation while it is held; the budget pa
     await shot('budget-reservation');
 
     release();
-    // Settled: the reservation leaves the ledger and the page, and the call is charged (in the
-    // cluster scope, which keeps a finished job's spending once its scope is folded away).
+    // Settled: the reservation leaves the ledger, the watch and the page, and the call is
+    // charged (in the cluster scope, which keeps a finished job's spending once its scope is
+    // folded away).
     await page.waitForSelector(`#reservations tr[data-reservation="${held.id}"]`, {
       state: 'detached',
       timeout: 120_000,
+    });
+    await waitFor(() => closed.includes(key), {
+      timeoutMs: 60_000,
+      message: 'the reservation closed in WatchBudget',
     });
     await finish(job.jobId);
     await waitFor(async () => !(await client.getBudget()).reservations.some(ofJob), {
@@ -345,8 +388,28 @@ test("GetBudget lists a model call's reservation while it is held; the budget pa
     const after = (await client.getBudget('cluster')).scopes[0]!;
     expect(after.spent!.calls).toBeGreaterThan(before.spent!.calls);
     expect(after.spent!.usd).toBeGreaterThan(before.spent!.usd);
+    // The finished job's scope is folded away: the page shows it closed, without a reload.
+    await page.waitForSelector(`#budget tr[data-scope="${scope}"][data-closed]`, {
+      timeout: 60_000,
+    });
+    // A search's scope (what the evolve driver opens for `maxCostUsd`, in the job's own ledger)
+    // appears under its job's row.
+    const search = await openSearchBudgetScope(cluster.coordinator.system, job.jobId, 's1', 2);
+    const searchRow = `#budget tr[data-scope="${search}"][data-ledger="${scope}"]`;
+    await page.waitForSelector(searchRow, { timeout: 30_000 });
+    expect(await page.textContent(searchRow)).toContain('dashboard-budget');
+    const rows = await page.locator('#budget-body tr').all();
+    const order = await Promise.all(rows.map((r) => r.getAttribute('data-scope')));
+    expect(order.indexOf(search)).toBe(order.indexOf(scope) + 1);
+    await shot('budget-search-scope');
+    expect(await listCount(page, 'listSnapshots', 'budget')).toBe(snapshots + 1);
+    expect(polled).toEqual([]);
+    expect(streams).toContain('/api/stream/budget');
   } finally {
     release();
+    watch.abort();
+    await watching.catch(() => undefined);
+    page.off('request', onRequest);
     fake.setHandler((req) => reply(req.body));
   }
 });

@@ -11,6 +11,7 @@ import {
 import { type Logger, noopLogger } from '@troupe/actors';
 import {
   type ArtifactChunk,
+  type BudgetUpdate,
   cancelledError,
   type CancelJobRequest__Output,
   type CancelJobResponse,
@@ -43,12 +44,16 @@ import {
   toGrpcServiceError,
   toTroupeError,
   TroupeError,
+  type WatchBudgetRequest__Output,
   type WatchJobRequest__Output,
   type WatchJobsRequest__Output,
   type WatchNodesRequest__Output,
 } from '@troupe/proto';
 import { BearerAuth } from './bearer-auth';
+import { type LedgerStates } from '../budget/ledger-state-feed';
+import { snapshot as ledgerSnapshot } from '../budget/ledger-state';
 import { type BudgetSource, toWireBudget } from './budget-wire';
+import { watchBudget } from './budget-watch';
 import { type GrpcConfig } from './grpc-config';
 import { type JobManager } from './job-manager';
 import { toWireEvent, toWireJob, toWireNode, toWireResults } from './job-wire';
@@ -65,6 +70,12 @@ export interface JobApiServerOptions {
   nodes: () => NodeSource | undefined;
   /** The cluster's budget ledger, read by GetBudget; without it GetBudget is UNAVAILABLE. */
   budget?: BudgetSource;
+  /**
+   * The persisted states of every budget ledger: GetBudget lists the jobs' own ledgers (a search's
+   * scopes) from it, and WatchBudget follows it; without it GetBudget lists the cluster's ledger
+   * alone and WatchBudget is UNAVAILABLE.
+   */
+  ledgers?: LedgerStates;
   config: GrpcConfig;
   logger?: Logger;
 }
@@ -271,7 +282,34 @@ export class JobApiServer {
           if (!options.budget) {
             throw new TroupeError('UNAVAILABLE', 'this coordinator serves no budget ledger');
           }
-          return toWireBudget(await options.budget.snapshot({ signal }), req.scope);
+          const [cluster, listed] = await Promise.all([
+            options.budget.snapshot({ signal }),
+            options.ledgers?.list(),
+          ]);
+          // The jobs' own ledgers as persisted (asking each would activate every job's ledger).
+          const own = [...(listed?.ledgers.entries() ?? [])]
+            .filter(([root]) => root !== 'cluster')
+            .sort(([a], [b]) => (a < b ? -1 : 1))
+            .map(([, state]) => ledgerSnapshot(state, cluster.atMs).reply);
+          return toWireBudget([cluster, ...own], req.scope);
+        },
+      ),
+      WatchBudget: stream<WatchBudgetRequest__Output, BudgetUpdate>(
+        'WatchBudget',
+        async (req, signal, write) => {
+          if (!options.ledgers) {
+            throw new TroupeError('UNAVAILABLE', 'this coordinator serves no budget ledger');
+          }
+          for await (const c of watchBudget(options.ledgers, { scope: req.scope, signal })) {
+            await write({
+              snapshot: c.snapshot,
+              scopes: c.scopes,
+              removedScopes: c.removedScopes,
+              opened: c.opened,
+              closed: c.closed,
+              atUnixMs: c.atUnixMs,
+            });
+          }
         },
       ),
       GetArtifact: stream<GetArtifactRequest__Output, ArtifactChunk>(

@@ -64,6 +64,7 @@ test('every scope sorted, limits as optional fields, reservations oldest first',
       tokens: 100,
       holder: 'agent-1',
       expiresUnixMs: T0 + 60_000,
+      ledger: 'cluster',
     },
     {
       id: b.id,
@@ -72,6 +73,7 @@ test('every scope sorted, limits as optional fields, reservations oldest first',
       tokens: 100,
       holder: 'agent-2',
       expiresUnixMs: T0 + 60_000,
+      ledger: 'cluster',
     },
   ]);
 });
@@ -103,4 +105,44 @@ test('a malformed scope names the field; an unknown one is NOT_FOUND', () => {
   expect(bad.code).toBe('INVALID_ARGUMENT');
   expect(bad.details).toMatchObject({ field: 'scope' });
   expect(() => toWireBudget(snap, 'job:zzz')).toThrow(/does not exist/);
+});
+
+/** A job's own ledger (root `job:j`) holding a search's scope, as `openSearchBudgetScope` makes. */
+function searchLedger(): LedgerState {
+  let s = emptyLedgerState('job:j');
+  s = createScope(s, { scope: 'agent:j/search-1', parent: 'job:j', limits: { usd: 2 } }, T0).state;
+  return s;
+}
+
+test("a job's own ledger lists its searches' scopes (not its root) under the job", () => {
+  let own = searchLedger();
+  const r = held(own, 'agent:j/search-1', 0.3, 'island-0');
+  own = r.state;
+  let cluster = tree();
+  cluster = held(cluster, 'job:j', 0.3, 'island-0').state;
+  const wire = toWireBudget([snapshot(cluster, T0).reply, snapshot(own, T0).reply]);
+  const search = wire.scopes!.filter((x) => x.ledger === 'job:j');
+  expect(search).toEqual([
+    expect.objectContaining({
+      scope: 'agent:j/search-1',
+      parent: 'job:j',
+      limit: { usd: 2 },
+      reserved: { usd: 0.3, tokens: 100, calls: 1 },
+    }),
+  ]);
+  // The cluster's `job:j` scope is listed once, from the cluster's ledger.
+  expect(wire.scopes!.filter((x) => x.scope === 'job:j').map((x) => x.ledger)).toEqual(['cluster']);
+  // The same call holds a reservation in each ledger; ids are unique per ledger only.
+  expect(wire.reservations!.map((x) => [x.ledger, x.id])).toEqual([
+    ['cluster', 'r1'],
+    ['job:j', r.id],
+  ]);
+  // The job's subtree covers the search's reservation; the search scope alone is found.
+  const job = toWireBudget([snapshot(cluster, T0).reply, snapshot(own, T0).reply], 'job:j');
+  expect(job.reservations!.map((x) => x.ledger)).toEqual(['cluster', 'job:j']);
+  const one = toWireBudget(
+    [snapshot(cluster, T0).reply, snapshot(own, T0).reply],
+    'agent:j/search-1',
+  );
+  expect(one.scopes!.map((x) => [x.ledger, x.scope])).toEqual([['job:j', 'agent:j/search-1']]);
 });

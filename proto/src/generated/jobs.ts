@@ -4,8 +4,11 @@ import type { EnumTypeDefinition, MessageTypeDefinition } from '@grpc/proto-load
 import type { ArtifactChunk as _troupe_v1_ArtifactChunk, ArtifactChunk__Output as _troupe_v1_ArtifactChunk__Output } from './troupe/v1/ArtifactChunk';
 import type { BudgetLimits as _troupe_v1_BudgetLimits, BudgetLimits__Output as _troupe_v1_BudgetLimits__Output } from './troupe/v1/BudgetLimits';
 import type { BudgetReservation as _troupe_v1_BudgetReservation, BudgetReservation__Output as _troupe_v1_BudgetReservation__Output } from './troupe/v1/BudgetReservation';
+import type { BudgetReservationRef as _troupe_v1_BudgetReservationRef, BudgetReservationRef__Output as _troupe_v1_BudgetReservationRef__Output } from './troupe/v1/BudgetReservationRef';
 import type { BudgetScope as _troupe_v1_BudgetScope, BudgetScope__Output as _troupe_v1_BudgetScope__Output } from './troupe/v1/BudgetScope';
+import type { BudgetScopeRef as _troupe_v1_BudgetScopeRef, BudgetScopeRef__Output as _troupe_v1_BudgetScopeRef__Output } from './troupe/v1/BudgetScopeRef';
 import type { BudgetTotals as _troupe_v1_BudgetTotals, BudgetTotals__Output as _troupe_v1_BudgetTotals__Output } from './troupe/v1/BudgetTotals';
+import type { BudgetUpdate as _troupe_v1_BudgetUpdate, BudgetUpdate__Output as _troupe_v1_BudgetUpdate__Output } from './troupe/v1/BudgetUpdate';
 import type { CancelJobRequest as _troupe_v1_CancelJobRequest, CancelJobRequest__Output as _troupe_v1_CancelJobRequest__Output } from './troupe/v1/CancelJobRequest';
 import type { CancelJobResponse as _troupe_v1_CancelJobResponse, CancelJobResponse__Output as _troupe_v1_CancelJobResponse__Output } from './troupe/v1/CancelJobResponse';
 import type { DrainNodeRequest as _troupe_v1_DrainNodeRequest, DrainNodeRequest__Output as _troupe_v1_DrainNodeRequest__Output } from './troupe/v1/DrainNodeRequest';
@@ -39,6 +42,7 @@ import type { SamplingParams as _troupe_v1_SamplingParams, SamplingParams__Outpu
 import type { SubmitJobRequest as _troupe_v1_SubmitJobRequest, SubmitJobRequest__Output as _troupe_v1_SubmitJobRequest__Output } from './troupe/v1/SubmitJobRequest';
 import type { SubmitJobResponse as _troupe_v1_SubmitJobResponse, SubmitJobResponse__Output as _troupe_v1_SubmitJobResponse__Output } from './troupe/v1/SubmitJobResponse';
 import type { TaskResult as _troupe_v1_TaskResult, TaskResult__Output as _troupe_v1_TaskResult__Output } from './troupe/v1/TaskResult';
+import type { WatchBudgetRequest as _troupe_v1_WatchBudgetRequest, WatchBudgetRequest__Output as _troupe_v1_WatchBudgetRequest__Output } from './troupe/v1/WatchBudgetRequest';
 import type { WatchJobRequest as _troupe_v1_WatchJobRequest, WatchJobRequest__Output as _troupe_v1_WatchJobRequest__Output } from './troupe/v1/WatchJobRequest';
 import type { WatchJobsRequest as _troupe_v1_WatchJobsRequest, WatchJobsRequest__Output as _troupe_v1_WatchJobsRequest__Output } from './troupe/v1/WatchJobsRequest';
 import type { WatchNodesRequest as _troupe_v1_WatchNodesRequest, WatchNodesRequest__Output as _troupe_v1_WatchNodesRequest__Output } from './troupe/v1/WatchNodesRequest';
@@ -53,8 +57,11 @@ export interface ProtoGrpcType {
       ArtifactChunk: MessageTypeDefinition<_troupe_v1_ArtifactChunk, _troupe_v1_ArtifactChunk__Output>
       BudgetLimits: MessageTypeDefinition<_troupe_v1_BudgetLimits, _troupe_v1_BudgetLimits__Output>
       BudgetReservation: MessageTypeDefinition<_troupe_v1_BudgetReservation, _troupe_v1_BudgetReservation__Output>
+      BudgetReservationRef: MessageTypeDefinition<_troupe_v1_BudgetReservationRef, _troupe_v1_BudgetReservationRef__Output>
       BudgetScope: MessageTypeDefinition<_troupe_v1_BudgetScope, _troupe_v1_BudgetScope__Output>
+      BudgetScopeRef: MessageTypeDefinition<_troupe_v1_BudgetScopeRef, _troupe_v1_BudgetScopeRef__Output>
       BudgetTotals: MessageTypeDefinition<_troupe_v1_BudgetTotals, _troupe_v1_BudgetTotals__Output>
+      BudgetUpdate: MessageTypeDefinition<_troupe_v1_BudgetUpdate, _troupe_v1_BudgetUpdate__Output>
       CancelJobRequest: MessageTypeDefinition<_troupe_v1_CancelJobRequest, _troupe_v1_CancelJobRequest__Output>
       CancelJobResponse: MessageTypeDefinition<_troupe_v1_CancelJobResponse, _troupe_v1_CancelJobResponse__Output>
       DrainNodeRequest: MessageTypeDefinition<_troupe_v1_DrainNodeRequest, _troupe_v1_DrainNodeRequest__Output>
@@ -99,6 +106,7 @@ export interface ProtoGrpcType {
       SubmitJobResponse: MessageTypeDefinition<_troupe_v1_SubmitJobResponse, _troupe_v1_SubmitJobResponse__Output>
       TaskResult: MessageTypeDefinition<_troupe_v1_TaskResult, _troupe_v1_TaskResult__Output>
       TaskStatus: EnumTypeDefinition
+      WatchBudgetRequest: MessageTypeDefinition<_troupe_v1_WatchBudgetRequest, _troupe_v1_WatchBudgetRequest__Output>
       WatchJobRequest: MessageTypeDefinition<_troupe_v1_WatchJobRequest, _troupe_v1_WatchJobRequest__Output>
       WatchJobsRequest: MessageTypeDefinition<_troupe_v1_WatchJobsRequest, _troupe_v1_WatchJobsRequest__Output>
       WatchNodesRequest: MessageTypeDefinition<_troupe_v1_WatchNodesRequest, _troupe_v1_WatchNodesRequest__Output>

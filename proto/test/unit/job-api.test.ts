@@ -43,6 +43,7 @@ describe('loadJobApi', () => {
         'SubmitJob',
         'WatchJob',
         'WatchJobs',
+        'WatchBudget',
       ].sort(),
     );
     expect(jobs.SubmitJob.path).toBe('/troupe.v1.JobService/SubmitJob');
@@ -54,6 +55,10 @@ describe('loadJobApi', () => {
     expect([jobs.SubmitJob.requestStream, jobs.SubmitJob.responseStream]).toEqual([false, false]);
     expect([jobs.Rollout.requestStream, jobs.Rollout.responseStream]).toEqual([false, false]);
     expect([jobs.WatchJobs.requestStream, jobs.WatchJobs.responseStream]).toEqual([false, true]);
+    expect([jobs.WatchBudget.requestStream, jobs.WatchBudget.responseStream]).toEqual([
+      false,
+      true,
+    ]);
     const nodes = api.NodeService.service;
     expect(Object.keys(nodes).sort()).toEqual(['DrainNode', 'ListNodes', 'WatchNodes']);
     expect([nodes.WatchNodes.requestStream, nodes.WatchNodes.responseStream]).toEqual([

@@ -89,23 +89,6 @@
       h('div', { class: 'k' }, k),
     );
   }
-  function every(ms, fn) {
-    let stopped = false;
-    let timer;
-    const tick = async () => {
-      try {
-        await fn();
-      } catch (e) {
-        console.warn(e);
-      }
-      if (!stopped) timer = setTimeout(tick, ms);
-    };
-    tick();
-    cleanup.push(() => {
-      stopped = true;
-      clearTimeout(timer);
-    });
-  }
   // A list kept live by push (WatchJobs/WatchNodes relayed as server-sent events): a snapshot
   // replaces it, an update patches it. EventSource reconnects by itself after a broken stream, and
   // every new stream starts with a fresh snapshot, so nothing is resumed and nothing drifts. A
@@ -1102,46 +1085,99 @@
       h(
         'p',
         { class: 'muted' },
-        'From the coordinator’s budget ledger (GetBudget), refreshed every 1.5 s. A model call reserves its worst case before it is sent and settles with what it cost.',
+        'From the coordinator’s budget ledgers (WatchBudget), updated as they change; a search’s scopes, held in its job’s own ledger, are listed under the job. A model call reserves its worst case before it is sent and settles with what it cost.',
       ),
     );
-    every(1500, async () => {
-      const b = await api('budget');
-      const root = b.scopes.find((s) => s.parent === '') || null;
+    // Kept by push (WatchBudget and the newest jobs, relayed as one list of keyed entries):
+    // scopes and reservations of every ledger, and the jobs that name them.
+    let entries = [];
+    const list = liveList(
+      'budget',
+      (e) => e.key,
+      (all) => {
+        entries = all;
+        draw();
+      },
+    );
+    const expiresIn = (ms) => dur(Math.max(0, ms - list.serverNow()));
+    // Times to expiry move with the clock, not with updates.
+    const ticker = setInterval(() => {
+      for (const td of held.querySelectorAll('td[data-expires]')) {
+        td.textContent = expiresIn(Number(td.getAttribute('data-expires')));
+      }
+    }, 1000);
+    cleanup.push(() => clearInterval(ticker));
+    function scopeRow(s, job, search) {
+      return h(
+        'tr',
+        {
+          'data-scope': s.scope,
+          'data-ledger': s.ledger,
+          class: (s.exhausted ? 'error' : '') + (search ? ' search-scope' : ''),
+        },
+        h('td', {}, search ? '└ ' + s.scope + ' (search)' : s.scope),
+        h('td', {}, job ? h('a', { href: '#/job/' + enc(job.jobId) }, job.name) : '—'),
+        h('td', {}, usd(s.spent.usd)),
+        h('td', {}, usd(s.reserved.usd)),
+        h('td', {}, usd(s.limit.usd)),
+        h('td', {}, s.spent.tokens + ' / ' + (s.limit.tokens === undefined ? '∞' : s.limit.tokens)),
+        h('td', {}, s.spent.calls + (s.reserved.calls ? ' (+' + s.reserved.calls + ')' : '')),
+        h('td', {}, budgetBar(s.spent.usd, s.reserved.usd, s.limit.usd)),
+      );
+    }
+    function draw() {
+      const byId = (a, b) =>
+        a.scope !== b.scope ? (a.scope < b.scope ? -1 : 1) : a.ledger < b.ledger ? -1 : 1;
+      const all = entries.filter((e) => e.type === 'scope').sort(byId);
+      const cluster = all.filter((s) => s.ledger === 'cluster');
+      // A search's scopes live in its job's own ledger: shown under the job's row.
+      const searches = all.filter((s) => s.ledger !== 'cluster');
+      const reservations = entries
+        .filter((e) => e.type === 'reservation')
+        .sort((a, b) =>
+          a.ledger !== b.ledger
+            ? a.ledger === 'cluster'
+              ? -1
+              : b.ledger === 'cluster'
+                ? 1
+                : a.ledger < b.ledger
+                  ? -1
+                  : 1
+            : a.id.length - b.id.length || (a.id < b.id ? -1 : 1),
+        );
+      const jobs = new Map(
+        entries.filter((e) => e.type === 'job').map((j) => ['job:' + j.jobId, j]),
+      );
+      const root = cluster.find((s) => s.parent === '') || null;
       cards.replaceChildren(
         card('spent (cluster)', usd(root ? root.spent.usd : 0), 'budget-spent'),
         card('reserved now', usd(root ? root.reserved.usd : 0), 'budget-reserved'),
-        card('open reservations', b.reservations.length, 'budget-open'),
-        card('scopes', b.scopes.length),
+        card('open reservations', reservations.length, 'budget-open'),
+        card('scopes', all.length),
       );
-      scopes.replaceChildren(
-        ...b.scopes.map((s) => {
-          const job = b.jobs[s.scope];
-          return h(
-            'tr',
-            { 'data-scope': s.scope, class: s.exhausted ? 'error' : '' },
-            h('td', {}, s.scope),
-            h('td', {}, job ? h('a', { href: '#/job/' + enc(job.jobId) }, job.name) : '—'),
-            h('td', {}, usd(s.spent.usd)),
-            h('td', {}, usd(s.reserved.usd)),
-            h('td', {}, usd(s.limit.usd)),
-            h(
-              'td',
-              {},
-              s.spent.tokens + ' / ' + (s.limit.tokens === undefined ? '∞' : s.limit.tokens),
-            ),
-            h('td', {}, s.spent.calls + (s.reserved.calls ? ' (+' + s.reserved.calls + ')' : '')),
-            h('td', {}, budgetBar(s.spent.usd, s.reserved.usd, s.limit.usd)),
-          );
-        }),
-      );
+      const shown = new Set();
+      const underJob = (scope, job) =>
+        searches
+          .filter((s) => s.parent === scope)
+          .map((s) => {
+            shown.add(s);
+            return scopeRow(s, job, true);
+          });
+      const rows = [];
+      for (const s of cluster) {
+        const job = jobs.get(s.scope);
+        rows.push(scopeRow(s, job, false));
+        if (s.scope.startsWith('job:')) rows.push(...underJob(s.scope, job));
+      }
       // Finished jobs' scopes, folded into the cluster's by the ledger: from the job records.
-      for (const c of b.closed)
-        scopes.append(
+      const inLedger = new Set(cluster.map((s) => s.scope));
+      for (const [scope, c] of jobs) {
+        if (inLedger.has(scope) || !c.budgeted) continue;
+        rows.push(
           h(
             'tr',
-            { 'data-scope': c.scope, 'data-closed': '' },
-            h('td', {}, c.scope + ' (closed)'),
+            { 'data-scope': scope, 'data-closed': '' },
+            h('td', {}, scope + ' (closed)'),
             h('td', {}, h('a', { href: '#/job/' + enc(c.jobId) }, c.name)),
             h('td', {}, usd(c.spentUsd)),
             h('td', {}, '—'),
@@ -1151,23 +1187,27 @@
             h('td', {}, budgetBar(c.spentUsd, 0, c.limitUsd)),
           ),
         );
+        rows.push(...underJob(scope, c));
+      }
+      for (const s of searches) if (!shown.has(s)) rows.push(scopeRow(s, jobs.get(s.parent), true));
+      scopes.replaceChildren(...rows);
       held.replaceChildren(
-        ...b.reservations.map((r) =>
+        ...reservations.map((r) =>
           h(
             'tr',
-            { 'data-reservation': r.id },
+            { 'data-reservation': r.id, 'data-ledger': r.ledger },
             h('td', {}, r.id),
-            h('td', {}, r.scope),
+            h('td', {}, r.scope + (r.ledger !== 'cluster' ? ' (ledger ' + r.ledger + ')' : '')),
             h('td', {}, usd(r.usd)),
             h('td', {}, r.tokens),
             h('td', { class: 'wrap' }, r.holder),
-            h('td', {}, dur(Math.max(0, r.expiresUnixMs - b.atUnixMs))),
+            h('td', { 'data-expires': r.expiresUnixMs }, expiresIn(r.expiresUnixMs)),
           ),
         ),
       );
-      none.hidden = b.reservations.length > 0;
+      none.hidden = reservations.length > 0;
       troupe.renders.budget = performance.now();
-    });
+    }
   }
 
   // ---- router --------------------------------------------------------------------------------

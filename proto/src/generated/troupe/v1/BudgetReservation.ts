@@ -25,6 +25,11 @@ export interface BudgetReservation {
    * When the ledger reclaims it unless settled or released, Unix ms.
    */
   'expiresUnixMs'?: (number | string | Long);
+  /**
+   * Root of the ledger holding it (see `BudgetScope.ledger`). Ids are unique
+   * within a ledger only: a reservation is identified by (ledger, id).
+   */
+  'ledger'?: (string);
 }
 
 /**
@@ -50,4 +55,9 @@ export interface BudgetReservation__Output {
    * When the ledger reclaims it unless settled or released, Unix ms.
    */
   'expiresUnixMs': (number);
+  /**
+   * Root of the ledger holding it (see `BudgetScope.ledger`). Ids are unique
+   * within a ledger only: a reservation is identified by (ledger, id).
+   */
+  'ledger': (string);
 }

@@ -12,7 +12,8 @@ export interface BudgetScope {
    */
   'scope'?: (string);
   /**
-   * Parent scope id; empty for the root.
+   * Parent scope id; empty for the root. A search's scope names its job
+   * (`job:<job_id>`) although it is held in the job's own ledger.
    */
   'parent'?: (string);
   'limit'?: (_troupe_v1_BudgetLimits | null);
@@ -29,9 +30,17 @@ export interface BudgetScope {
    */
   'reservations'?: (number);
   /**
-   * No model call fits any more here or in an ancestor.
+   * No model call fits any more here or in an ancestor (of its own ledger).
    */
   'exhausted'?: (boolean);
+  /**
+   * Root of the ledger holding the scope: "cluster" for the cluster's ledger
+   * (jobs and their agents), "job:<job_id>" for a job's own ledger, which
+   * holds the `agent:<job_id>/<search_id>` scopes of its searches (their
+   * `max_cost_usd`). A scope is identified by (ledger, scope). The root of a
+   * job's own ledger is not listed: it only adds up its searches' scopes.
+   */
+  'ledger'?: (string);
 }
 
 /**
@@ -43,7 +52,8 @@ export interface BudgetScope__Output {
    */
   'scope': (string);
   /**
-   * Parent scope id; empty for the root.
+   * Parent scope id; empty for the root. A search's scope names its job
+   * (`job:<job_id>`) although it is held in the job's own ledger.
    */
   'parent': (string);
   'limit': (_troupe_v1_BudgetLimits__Output | null);
@@ -60,7 +70,15 @@ export interface BudgetScope__Output {
    */
   'reservations': (number);
   /**
-   * No model call fits any more here or in an ancestor.
+   * No model call fits any more here or in an ancestor (of its own ledger).
    */
   'exhausted': (boolean);
+  /**
+   * Root of the ledger holding the scope: "cluster" for the cluster's ledger
+   * (jobs and their agents), "job:<job_id>" for a job's own ledger, which
+   * holds the `agent:<job_id>/<search_id>` scopes of its searches (their
+   * `max_cost_usd`). A scope is identified by (ledger, scope). The root of a
+   * job's own ledger is not listed: it only adds up its searches' scopes.
+   */
+  'ledger': (string);
 }

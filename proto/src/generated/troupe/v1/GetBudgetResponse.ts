@@ -6,11 +6,12 @@ import type { Long } from '@grpc/proto-loader';
 
 export interface GetBudgetResponse {
   /**
-   * Scopes sorted by id.
+   * Scopes sorted by id (then ledger).
    */
   'scopes'?: (_troupe_v1_BudgetScope)[];
   /**
-   * Open reservations, oldest first.
+   * Open reservations: the cluster ledger's, then each job ledger's, oldest
+   * first within a ledger.
    */
   'reservations'?: (_troupe_v1_BudgetReservation)[];
   /**
@@ -21,11 +22,12 @@ export interface GetBudgetResponse {
 
 export interface GetBudgetResponse__Output {
   /**
-   * Scopes sorted by id.
+   * Scopes sorted by id (then ledger).
    */
   'scopes': (_troupe_v1_BudgetScope__Output)[];
   /**
-   * Open reservations, oldest first.
+   * Open reservations: the cluster ledger's, then each job ledger's, oldest
+   * first within a ledger.
    */
   'reservations': (_troupe_v1_BudgetReservation__Output)[];
   /**

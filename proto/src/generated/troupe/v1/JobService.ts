@@ -3,6 +3,7 @@
 import type * as grpc from '@grpc/grpc-js'
 import type { MethodDefinition } from '@grpc/proto-loader'
 import type { ArtifactChunk as _troupe_v1_ArtifactChunk, ArtifactChunk__Output as _troupe_v1_ArtifactChunk__Output } from '../../troupe/v1/ArtifactChunk';
+import type { BudgetUpdate as _troupe_v1_BudgetUpdate, BudgetUpdate__Output as _troupe_v1_BudgetUpdate__Output } from '../../troupe/v1/BudgetUpdate';
 import type { CancelJobRequest as _troupe_v1_CancelJobRequest, CancelJobRequest__Output as _troupe_v1_CancelJobRequest__Output } from '../../troupe/v1/CancelJobRequest';
 import type { CancelJobResponse as _troupe_v1_CancelJobResponse, CancelJobResponse__Output as _troupe_v1_CancelJobResponse__Output } from '../../troupe/v1/CancelJobResponse';
 import type { GetArtifactRequest as _troupe_v1_GetArtifactRequest, GetArtifactRequest__Output as _troupe_v1_GetArtifactRequest__Output } from '../../troupe/v1/GetArtifactRequest';
@@ -21,6 +22,7 @@ import type { RolloutRequest as _troupe_v1_RolloutRequest, RolloutRequest__Outpu
 import type { RolloutResponse as _troupe_v1_RolloutResponse, RolloutResponse__Output as _troupe_v1_RolloutResponse__Output } from '../../troupe/v1/RolloutResponse';
 import type { SubmitJobRequest as _troupe_v1_SubmitJobRequest, SubmitJobRequest__Output as _troupe_v1_SubmitJobRequest__Output } from '../../troupe/v1/SubmitJobRequest';
 import type { SubmitJobResponse as _troupe_v1_SubmitJobResponse, SubmitJobResponse__Output as _troupe_v1_SubmitJobResponse__Output } from '../../troupe/v1/SubmitJobResponse';
+import type { WatchBudgetRequest as _troupe_v1_WatchBudgetRequest, WatchBudgetRequest__Output as _troupe_v1_WatchBudgetRequest__Output } from '../../troupe/v1/WatchBudgetRequest';
 import type { WatchJobRequest as _troupe_v1_WatchJobRequest, WatchJobRequest__Output as _troupe_v1_WatchJobRequest__Output } from '../../troupe/v1/WatchJobRequest';
 import type { WatchJobsRequest as _troupe_v1_WatchJobsRequest, WatchJobsRequest__Output as _troupe_v1_WatchJobsRequest__Output } from '../../troupe/v1/WatchJobsRequest';
 
@@ -63,6 +65,9 @@ export interface JobServiceClient extends grpc.Client {
    * limits, spend and reserved amounts, and the reservations held open by
    * model calls in flight. NOT_FOUND when the named scope does not exist;
    * INVALID_ARGUMENT when `scope` is not a budget scope id.
+   * A search's own ledger (root `job:<job_id>`, holding the search's
+   * `agent:<job_id>/<search_id>` scopes) is listed with it: see
+   * `BudgetScope.ledger`.
    */
   GetBudget(argument: _troupe_v1_GetBudgetRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_troupe_v1_GetBudgetResponse__Output>): grpc.ClientUnaryCall;
   GetBudget(argument: _troupe_v1_GetBudgetRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_troupe_v1_GetBudgetResponse__Output>): grpc.ClientUnaryCall;
@@ -73,6 +78,9 @@ export interface JobServiceClient extends grpc.Client {
    * limits, spend and reserved amounts, and the reservations held open by
    * model calls in flight. NOT_FOUND when the named scope does not exist;
    * INVALID_ARGUMENT when `scope` is not a budget scope id.
+   * A search's own ledger (root `job:<job_id>`, holding the search's
+   * `agent:<job_id>/<search_id>` scopes) is listed with it: see
+   * `BudgetScope.ledger`.
    */
   getBudget(argument: _troupe_v1_GetBudgetRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_troupe_v1_GetBudgetResponse__Output>): grpc.ClientUnaryCall;
   getBudget(argument: _troupe_v1_GetBudgetRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_troupe_v1_GetBudgetResponse__Output>): grpc.ClientUnaryCall;
@@ -198,6 +206,31 @@ export interface JobServiceClient extends grpc.Client {
   submitJob(argument: _troupe_v1_SubmitJobRequest, callback: grpc.requestCallback<_troupe_v1_SubmitJobResponse__Output>): grpc.ClientUnaryCall;
   
   /**
+   * Streams the budget: first a snapshot (what GetBudget returns for the same
+   * `scope`), then an update each time a ledger commits a change: scopes whose
+   * limits or totals changed, reservations opened and closed (settled,
+   * released or expired), scopes removed. Driven by a watch of the ledgers'
+   * persisted state, so it is served by every coordinator and adds no load on
+   * the ledgers. NOT_FOUND / INVALID_ARGUMENT for `scope` as GetBudget. The
+   * stream runs until the client cancels it or its deadline passes; a client
+   * that reconnects gets a fresh snapshot.
+   */
+  WatchBudget(argument: _troupe_v1_WatchBudgetRequest, metadata: grpc.Metadata, options?: grpc.CallOptions): grpc.ClientReadableStream<_troupe_v1_BudgetUpdate__Output>;
+  WatchBudget(argument: _troupe_v1_WatchBudgetRequest, options?: grpc.CallOptions): grpc.ClientReadableStream<_troupe_v1_BudgetUpdate__Output>;
+  /**
+   * Streams the budget: first a snapshot (what GetBudget returns for the same
+   * `scope`), then an update each time a ledger commits a change: scopes whose
+   * limits or totals changed, reservations opened and closed (settled,
+   * released or expired), scopes removed. Driven by a watch of the ledgers'
+   * persisted state, so it is served by every coordinator and adds no load on
+   * the ledgers. NOT_FOUND / INVALID_ARGUMENT for `scope` as GetBudget. The
+   * stream runs until the client cancels it or its deadline passes; a client
+   * that reconnects gets a fresh snapshot.
+   */
+  watchBudget(argument: _troupe_v1_WatchBudgetRequest, metadata: grpc.Metadata, options?: grpc.CallOptions): grpc.ClientReadableStream<_troupe_v1_BudgetUpdate__Output>;
+  watchBudget(argument: _troupe_v1_WatchBudgetRequest, options?: grpc.CallOptions): grpc.ClientReadableStream<_troupe_v1_BudgetUpdate__Output>;
+  
+  /**
    * Streams the job's event log from `from_sequence`, replaying past events
    * first and then following live ones. The stream ends after the
    * JOB_FINISHED event, or when the client cancels the call.
@@ -256,6 +289,9 @@ export interface JobServiceHandlers extends grpc.UntypedServiceImplementation {
    * limits, spend and reserved amounts, and the reservations held open by
    * model calls in flight. NOT_FOUND when the named scope does not exist;
    * INVALID_ARGUMENT when `scope` is not a budget scope id.
+   * A search's own ledger (root `job:<job_id>`, holding the search's
+   * `agent:<job_id>/<search_id>` scopes) is listed with it: see
+   * `BudgetScope.ledger`.
    */
   GetBudget: grpc.handleUnaryCall<_troupe_v1_GetBudgetRequest__Output, _troupe_v1_GetBudgetResponse>;
   
@@ -304,6 +340,18 @@ export interface JobServiceHandlers extends grpc.UntypedServiceImplementation {
   SubmitJob: grpc.handleUnaryCall<_troupe_v1_SubmitJobRequest__Output, _troupe_v1_SubmitJobResponse>;
   
   /**
+   * Streams the budget: first a snapshot (what GetBudget returns for the same
+   * `scope`), then an update each time a ledger commits a change: scopes whose
+   * limits or totals changed, reservations opened and closed (settled,
+   * released or expired), scopes removed. Driven by a watch of the ledgers'
+   * persisted state, so it is served by every coordinator and adds no load on
+   * the ledgers. NOT_FOUND / INVALID_ARGUMENT for `scope` as GetBudget. The
+   * stream runs until the client cancels it or its deadline passes; a client
+   * that reconnects gets a fresh snapshot.
+   */
+  WatchBudget: grpc.handleServerStreamingCall<_troupe_v1_WatchBudgetRequest__Output, _troupe_v1_BudgetUpdate>;
+  
+  /**
    * Streams the job's event log from `from_sequence`, replaying past events
    * first and then following live ones. The stream ends after the
    * JOB_FINISHED event, or when the client cancels the call.
@@ -332,6 +380,7 @@ export interface JobServiceDefinition extends grpc.ServiceDefinition {
   ListJobs: MethodDefinition<_troupe_v1_ListJobsRequest, _troupe_v1_ListJobsResponse, _troupe_v1_ListJobsRequest__Output, _troupe_v1_ListJobsResponse__Output>
   Rollout: MethodDefinition<_troupe_v1_RolloutRequest, _troupe_v1_RolloutResponse, _troupe_v1_RolloutRequest__Output, _troupe_v1_RolloutResponse__Output>
   SubmitJob: MethodDefinition<_troupe_v1_SubmitJobRequest, _troupe_v1_SubmitJobResponse, _troupe_v1_SubmitJobRequest__Output, _troupe_v1_SubmitJobResponse__Output>
+  WatchBudget: MethodDefinition<_troupe_v1_WatchBudgetRequest, _troupe_v1_BudgetUpdate, _troupe_v1_WatchBudgetRequest__Output, _troupe_v1_BudgetUpdate__Output>
   WatchJob: MethodDefinition<_troupe_v1_WatchJobRequest, _troupe_v1_JobEvent, _troupe_v1_WatchJobRequest__Output, _troupe_v1_JobEvent__Output>
   WatchJobs: MethodDefinition<_troupe_v1_WatchJobsRequest, _troupe_v1_JobsUpdate, _troupe_v1_WatchJobsRequest__Output, _troupe_v1_JobsUpdate__Output>
 }
