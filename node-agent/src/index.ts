@@ -139,6 +139,7 @@ export {
   type ProcessSandboxBackendOptions,
 } from './process-sandbox-backend';
 export { readTar, type TarEntry } from './read-tar';
+export { packStream, type AddTarEntry, type TarBodyStream, type TarHeader } from './tar-pack';
 export {
   Reaper,
   ReaperConfigSchema,

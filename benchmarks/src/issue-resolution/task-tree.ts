@@ -1,8 +1,8 @@
 import { lstatSync, readdirSync, readlinkSync, type Stats } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { Readable } from 'node:stream';
-import tar from 'tar-stream';
+import { type Readable } from 'node:stream';
+import { packStream } from '@troupe/node-agent';
 
 /** One entry of a task tree (`repo/`, `grader/`), as {@link scanTree} found it. */
 export interface TreeEntry {
@@ -110,20 +110,13 @@ export function scanTree(root: string, label: string): TreeScan {
  * changed size since the scan fails the stream with a {@link TreeEntryError}.
  */
 export function packTree(scan: TreeScan, label: string): Readable {
-  const pack = tar.pack();
-  const write = (header: Partial<tar.Header> & { name: string }, data?: Buffer): Promise<void> =>
-    new Promise((resolve, reject) => {
-      const cb = (err?: Error | null): void => (err ? reject(err) : resolve());
-      if (data === undefined) pack.entry(header, cb);
-      else pack.entry(header, data, cb);
-    });
-  const produce = async (): Promise<void> => {
+  return packStream(async (add) => {
     for (const e of scan.entries) {
       const base = { mode: e.mode, mtime: EPOCH, uid: 0, gid: 0, uname: '', gname: '' };
       if (e.type === 'directory') {
-        await write({ ...base, name: `${e.rel}/`, type: 'directory' });
+        await add({ ...base, name: `${e.rel}/`, type: 'directory' });
       } else if (e.type === 'symlink') {
-        await write({ ...base, name: e.rel, type: 'symlink', linkname: e.linkname ?? '' });
+        await add({ ...base, name: e.rel, type: 'symlink', linkname: e.linkname ?? '' });
       } else {
         const data = await readFile(path.join(scan.root, e.rel));
         if (data.length !== e.size) {
@@ -132,12 +125,8 @@ export function packTree(scan: TreeScan, label: string): Readable {
             `changed while it was being copied (${e.size} bytes listed, ${data.length} read)`,
           );
         }
-        await write({ ...base, name: e.rel, type: 'file', size: data.length }, data);
+        await add({ ...base, name: e.rel, type: 'file', size: data.length }, data);
       }
     }
-    pack.finalize();
-  };
-  produce().catch((err: Error) => pack.destroy(err));
-  // tar-stream's streams are streamx streams: hand callers a real Node stream.
-  return Readable.from(pack);
+  });
 }

@@ -7,6 +7,7 @@ import { pipeline } from 'node:stream/promises';
 import { invalidArgument } from '@troupe/proto';
 import tar from 'tar-stream';
 import type { FileEntry, FileSource } from '../sandbox';
+import { type AddTarEntry, packStream } from '../tar-pack';
 
 /** Owner given to packed entries. */
 export interface TarOwner {
@@ -61,8 +62,6 @@ export async function packFileMap(
   owner: TarOwner,
   field = 'files',
 ): Promise<Buffer> {
-  const pack = tar.pack();
-  const out = collect(pack as unknown as AsyncIterable<Buffer>);
   const dirs = new Set<string>();
   const entries: [string, Buffer, number][] = [];
   for (const [name, value] of Object.entries(files)) {
@@ -81,14 +80,20 @@ export async function packFileMap(
       parent = path.posix.dirname(parent);
     }
   }
-  for (const dir of [...dirs].sort()) {
-    pack.entry({ name: `${dir}/`, type: 'directory', mode: 0o755, mtime: EPOCH, ...owner });
-  }
-  for (const [name, content, mode] of entries.sort((a, b) => (a[0] < b[0] ? -1 : 1))) {
-    pack.entry({ name, type: 'file', mode, size: content.length, mtime: EPOCH, ...owner }, content);
-  }
-  pack.finalize();
-  return out;
+  const sorted = entries.sort((a, b) => (a[0] < b[0] ? -1 : 1));
+  return collect(
+    packStream(async (add) => {
+      for (const dir of [...dirs].sort()) {
+        await add({ name: `${dir}/`, type: 'directory', mode: 0o755, mtime: EPOCH, ...owner });
+      }
+      for (const [name, content, mode] of sorted) {
+        await add(
+          { name, type: 'file', mode, size: content.length, mtime: EPOCH, ...owner },
+          content,
+        );
+      }
+    }),
+  );
 }
 
 /** How {@link tarStreamOf} rewrites entries. */
@@ -119,15 +124,14 @@ export function rewriteTar(
   const field = rewrite.field ?? 'files';
   const prefix = rewrite.prefix ?? '';
   const extract = tar.extract();
-  const pack = tar.pack();
   const dirOwner = rewrite.prefixOwner ?? owner ?? { uid: 0, gid: 0 };
   const dirs = new Set<string>();
-  const addDir = (dir: string): void => {
-    pack.entry({ name: `${dir}/`, type: 'directory', mode: 0o755, mtime: EPOCH, ...dirOwner });
-    dirs.add(dir);
-  };
-  for (const dir of prefixDirs(prefix)) addDir(dir);
-  const copy = async (): Promise<void> => {
+  const copy = async (add: AddTarEntry): Promise<void> => {
+    const addDir = async (dir: string): Promise<void> => {
+      dirs.add(dir);
+      await add({ name: `${dir}/`, type: 'directory', mode: 0o755, mtime: EPOCH, ...dirOwner });
+    };
+    for (const dir of prefixDirs(prefix)) await addDir(dir);
     for await (const entry of extract) {
       const { header } = entry;
       const rel = safeRelative(header.name, `${field} (tar entry)`);
@@ -143,27 +147,25 @@ export function rewriteTar(
       for (let p = path.posix.dirname(name); p !== '.' && !dirs.has(p); p = path.posix.dirname(p)) {
         missing.unshift(p);
       }
-      missing.forEach(addDir);
+      for (const dir of missing) await addDir(dir);
       if (isDir) dirs.add(name);
       const h = { ...header, name: isDir ? `${name}/` : name };
       if (owner !== undefined) {
         Object.assign(h, { uid: owner.uid, gid: owner.gid, uname: '', gname: '' });
       }
-      await new Promise<void>((resolve, reject) => {
-        const out = pack.entry(h, (err) => (err ? reject(err) : resolve()));
-        entry.pipe(out);
-      });
+      await add(h, entry);
     }
-    pack.finalize();
   };
-  copy().catch((err: Error) => {
-    extract.destroy();
-    pack.destroy(err);
-  });
   (input as Readable).on('error', (err: Error) => extract.destroy(err));
   (input as Readable).pipe(extract);
-  // tar-stream's streams are streamx streams: hand callers a real Node stream.
-  return Readable.from(pack);
+  return packStream(async (add) => {
+    try {
+      await copy(add);
+    } catch (err) {
+      extract.destroy();
+      throw err;
+    }
+  });
 }
 
 /** A tar stream for any {@link FileSource}, rewritten as {@link rewriteTar} describes. */
@@ -204,49 +206,45 @@ export async function packDirectory(
   dir: string,
   options: PackDirectoryOptions = {},
 ): Promise<Buffer> {
-  const pack = tar.pack();
-  const out = collect(pack as unknown as AsyncIterable<Buffer>);
   const prefix = options.prefix ? `${options.prefix.replace(/\/$/, '')}/` : '';
-  if (prefix !== '') {
-    const st = await lstat(dir);
-    pack.entry({
-      name: prefix,
-      type: 'directory',
-      mode: st.mode & 0o7777,
-      mtime: EPOCH,
-      ...ownerOf(st, options),
-    });
-  }
-  async function walk(rel: string): Promise<void> {
-    const names = (await readdir(path.join(dir, rel))).sort();
-    for (const name of names) {
-      const relPath = rel === '' ? name : `${rel}/${name}`;
-      const abs = path.join(dir, relPath);
-      const st = await lstat(abs);
-      const base = {
-        name: `${prefix}${relPath}`,
-        mode: st.mode & 0o7777,
-        mtime: EPOCH,
-        ...ownerOf(st, options),
-      };
-      if (st.isDirectory()) {
-        pack.entry({ ...base, name: `${base.name}/`, type: 'directory' });
-        await walk(relPath);
-      } else if (st.isFile()) {
-        const content = await readFile(abs);
-        await new Promise<void>((resolve, reject) => {
-          pack.entry({ ...base, type: 'file', size: content.length }, content, (err) =>
-            err ? reject(err) : resolve(),
-          );
+  return collect(
+    packStream(async (add) => {
+      if (prefix !== '') {
+        const st = await lstat(dir);
+        await add({
+          name: prefix,
+          type: 'directory',
+          mode: st.mode & 0o7777,
+          mtime: EPOCH,
+          ...ownerOf(st, options),
         });
-      } else if (st.isSymbolicLink()) {
-        pack.entry({ ...base, type: 'symlink', linkname: await readlink(abs) });
       }
-    }
-  }
-  await walk('');
-  pack.finalize();
-  return out;
+      const walk = async (rel: string): Promise<void> => {
+        const names = (await readdir(path.join(dir, rel))).sort();
+        for (const name of names) {
+          const relPath = rel === '' ? name : `${rel}/${name}`;
+          const abs = path.join(dir, relPath);
+          const st = await lstat(abs);
+          const base = {
+            name: `${prefix}${relPath}`,
+            mode: st.mode & 0o7777,
+            mtime: EPOCH,
+            ...ownerOf(st, options),
+          };
+          if (st.isDirectory()) {
+            await add({ ...base, name: `${base.name}/`, type: 'directory' });
+            await walk(relPath);
+          } else if (st.isFile()) {
+            const content = await readFile(abs);
+            await add({ ...base, type: 'file', size: content.length }, content);
+          } else if (st.isSymbolicLink()) {
+            await add({ ...base, type: 'symlink', linkname: await readlink(abs) });
+          }
+        }
+      };
+      await walk('');
+    }),
+  );
 }
 
 function ownerOf(st: { uid: number; gid: number }, options: PackDirectoryOptions): TarOwner {

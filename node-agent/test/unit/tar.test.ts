@@ -11,6 +11,7 @@ import {
   rewriteTar,
   tarStreamOf,
 } from '../../src/internal/tar';
+import { packStream } from '../../src/tar-pack';
 
 async function tarOf(
   entries: { name: string; type?: 'directory'; content?: string }[],
@@ -95,5 +96,64 @@ describe('tar helpers', () => {
     } finally {
       await dir.cleanup();
     }
+  });
+});
+
+describe('a tar stream destroyed while an entry is open', () => {
+  // The consumer of a packed stream may destroy it with an error at any time (an activation
+  // fenced mid-upload aborts its store.put). tar-stream then destroys the open entry stream with
+  // that error; an entry stream nobody listens to would throw it out of the process.
+  const uncaught: unknown[] = [];
+  const onUncaught = (err: unknown): void => void uncaught.push(err);
+  beforeEach(() => {
+    uncaught.length = 0;
+    process.prependListener('uncaughtException', onUncaught);
+  });
+  afterEach(() => void process.removeListener('uncaughtException', onUncaught));
+
+  async function destroyMidway(stream: Readable): Promise<unknown> {
+    const failed = new Promise((resolve) => stream.once('error', resolve));
+    await new Promise<void>((resolve) => stream.once('readable', resolve));
+    stream.read();
+    stream.destroy(new Error('fenced by a newer activation'));
+    const err = await failed;
+    // Long enough for streamx's deferred destroy callbacks to have run.
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    await new Promise<void>((resolve) => setTimeout(resolve, 20));
+    return err;
+  }
+
+  test('rewriteTar reports the error to its consumer only', async () => {
+    const big = await tarOf([{ name: 'big.bin', content: 'x'.repeat(4 << 20) }]);
+    // Hands the tar over in small pieces, so an entry is open when the consumer gives up.
+    const input = Readable.from(
+      (function* () {
+        for (let i = 0; i < big.length; i += 16 << 10) yield big.subarray(i, i + (16 << 10));
+      })(),
+    );
+    const err = await destroyMidway(rewriteTar(input, { uid: 1, gid: 1 }, { prefix: 'w' }));
+    expect(String(err)).toContain('fenced by a newer activation');
+    expect(uncaught).toEqual([]);
+  });
+
+  test('packDirectory-style streams from packStream report it to their consumer only', async () => {
+    const stream = packStream(async (add) => {
+      await add({ name: 'a/', type: 'directory', mode: 0o755 });
+      for (let i = 0; i < 8; i++) {
+        await add({ name: `a/${i}.bin`, mode: 0o644 }, Buffer.alloc(1 << 20, i));
+      }
+    });
+    const err = await destroyMidway(stream);
+    expect(String(err)).toContain('fenced by a newer activation');
+    expect(uncaught).toEqual([]);
+  });
+
+  test('a producer failure fails the stream with its error', async () => {
+    const stream = packStream(async (add) => {
+      await add({ name: 'one.txt' }, Buffer.from('1'));
+      throw new Error('changed while it was being copied');
+    });
+    await expect(collect(stream)).rejects.toThrow('changed while it was being copied');
+    expect(uncaught).toEqual([]);
   });
 });
