@@ -2,6 +2,7 @@ import { type ActorAddress, directoryKey, TroupeError } from '@troupe/proto';
 import { type KV } from '@nats-io/kv';
 import { z } from 'zod';
 import { isWrongLastSequence } from './internal/kv-errors';
+import { kvKeys } from './kv-keys';
 import { decodeJson, encodeJson } from './internal/json-codec';
 
 /** Lifecycle states of an actor in the directory (ARCHITECTURE.md §5). */
@@ -100,8 +101,7 @@ export class Directory {
   /** Lists every entry (used by the local placer's recovery sweep). */
   async list(): Promise<Map<string, VersionedEntry>> {
     const out = new Map<string, VersionedEntry>();
-    const keys = await this.kv.keys();
-    for await (const key of keys) {
+    for (const key of await kvKeys(this.kv)) {
       const e = await this.kv.get(key);
       if (!e || e.operation !== 'PUT' || e.value.length === 0) continue;
       const parsed = DirectoryEntrySchema.safeParse(decodeJson(e.value));

@@ -51,6 +51,7 @@ export {
 } from './state-store';
 export { isNoResponders, isTransientNatsError } from './internal/nats-errors';
 export { isWrongLastSequence } from './internal/kv-errors';
+export { kvKeys } from './kv-keys';
 export { watchConnectionStatus } from './connection-status';
 export {
   LocalPlacer,

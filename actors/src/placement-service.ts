@@ -6,7 +6,9 @@ import {
   delay,
   encodeErrorHeaders,
   errorCode,
+  ErrorReason,
   formatAddress,
+  hasReason,
   Header,
   hostSubject,
   inboxStreamName,
@@ -365,9 +367,15 @@ export class PlacementService {
             current.entry.incarnation === target.incarnation) &&
           isLiveState(current.entry.state);
         if (!ours && current.entry.epoch !== entry.epoch) continue; // someone moved on
+        // A store the activation needs was unreachable (a stream electing a leader after a server
+        // loss): the actor is not at fault, so it is never STOPPED for it. After the attempts it
+        // is left asleep with `recover` set, and the recovery sweep places it again.
+        const infrastructure = hasReason(error, ErrorReason.STORE_UNAVAILABLE);
+        const exhausted = failures >= this.maxAttempts;
         const stop =
           !refused &&
-          (failures >= this.maxAttempts || (!error.retryable && error.code !== 'UNAVAILABLE'));
+          !infrastructure &&
+          (exhausted || (!error.retryable && error.code !== 'UNAVAILABLE'));
         if (ours || stop) {
           await this.options.directory.compareAndSet(addr, current.revision, {
             state: stop ? 'STOPPED' : 'SLEEPING',
@@ -376,8 +384,18 @@ export class PlacementService {
             reason: `activation failed: ${error.message}`,
             ...(stop ? {} : { recover: true }),
           });
+        } else if (
+          infrastructure &&
+          exhausted &&
+          current.entry.state === 'SLEEPING' &&
+          current.entry.recover !== true
+        ) {
+          // Best effort (a race or a failed write leaves it to the next wake or sweep).
+          await this.options.directory
+            .compareAndSet(addr, current.revision, { ...current.entry, recover: true })
+            .catch(() => undefined);
         }
-        if (stop) throw error;
+        if (stop || (infrastructure && exhausted)) throw error;
         if (refused && refusals > MAX_REFUSALS) throw error;
         await delay(refused ? 20 * refusals : 100 * 4 ** (failures - 1), undefined, {
           unref: true,
@@ -630,9 +648,14 @@ export class PlacementService {
         reason: `host ${entry.hostId ?? '-'} lost`,
         recover: true,
       });
-    } else if (entry.state === 'SLEEPING' && entry.recover) {
-      // Nothing pending (checked by a sweep after the one that flagged it, when a lost host's
-      // entry was flagged with nothing pending): an ordinary sleeping actor now. A post from here on wakes it as usual (one racing this write makes its
+    } else if (
+      entry.state === 'SLEEPING' &&
+      entry.recover &&
+      Date.now() - entry.updatedAtMs >= RECOVER_SETTLE_MS
+    ) {
+      // Nothing pending, and the flag has stood long enough for any replica to have caught up
+      // (a direct get may be answered by one that lags, and miss a post): an ordinary sleeping
+      // actor now. A post from here on wakes it as usual (one racing this write makes its
       // activation's claim fail and be retried, never lost).
       await this.options.directory.compareAndSet(addr, revision, {
         ...entry,
@@ -664,6 +687,13 @@ export class PlacementService {
     return next?.seq;
   }
 }
+
+/**
+ * How long an actor keeps its `recover` flag with nothing found pending: every sweep until then
+ * looks again, since the inbox read that found nothing may have been answered by a replica that
+ * had not caught up yet (after a server loss, one can lag for seconds).
+ */
+export const RECOVER_SETTLE_MS = 10_000;
 
 /** An activate reply, plus whether this placer started the activation (vs. found it live). */
 type PlacedReply = ActivateReply & {

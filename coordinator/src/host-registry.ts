@@ -17,6 +17,7 @@ import {
   type Logger,
   type RegisterReply,
   watchConnectionStatus,
+  kvKeys,
 } from '@troupe/actors';
 import { type NatsConnection, type Status, type Subscription } from '@nats-io/transport-node';
 import { type KV, KvWatchInclude } from '@nats-io/kv';
@@ -91,8 +92,7 @@ export class HostRegistry {
 
   /** Loads persisted registrations and starts answering register/heartbeat/deregister. */
   async start(): Promise<void> {
-    const keys = await this.options.kv.keys();
-    for await (const key of keys) {
+    for (const key of await kvKeys(this.options.kv)) {
       const e = await this.options.kv.get(key);
       if (!e || e.operation !== 'PUT') continue;
       const parsed = PersistedSchema.safeParse(e.json());

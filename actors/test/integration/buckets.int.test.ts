@@ -2,6 +2,7 @@ import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { startNatsServer, type NatsServerHandle } from '@troupe/testkit';
 import { createKv, createObjectStore } from '../../src/buckets';
+import { kvKeys } from '../../src/kv-keys';
 
 let server: NatsServerHandle;
 let conns: NatsConnection[];
@@ -43,4 +44,25 @@ test('createObjectStore from many connections at once: every caller gets the one
 
 test('createKv passes on errors other than the create race', async () => {
   await expect(createKv(conns[0]!, 'bad name with spaces')).rejects.toThrow(/invalid bucket name/i);
+});
+
+test('kvKeys lists the keys matching a filter from the stream, deleted ones included', async () => {
+  const kv = await createKv(conns[0]!, 'kv_keys', { history: 2 });
+  // More keys than one page of a plain (unfiltered) stream info would carry, and nested tokens.
+  for (let i = 0; i < 300; i++) await kv.put(`a.${i}`, 'v');
+  await kv.put('b.x.y', 'v');
+  await kv.put('b.z', 'v');
+  await kv.put('b.z', 'w'); // two revisions, one key
+  await kv.delete('a.7');
+  const all = await kvKeys(kv);
+  expect(all).toHaveLength(302);
+  expect(new Set(all).size).toBe(302);
+  expect(all).toEqual(expect.arrayContaining(['a.0', 'a.7', 'a.299', 'b.x.y', 'b.z']));
+  expect((await kvKeys(kv, 'b.*')).sort()).toEqual(['b.z']);
+  expect((await kvKeys(kv, 'b.>')).sort()).toEqual(['b.x.y', 'b.z']);
+  expect(await kvKeys(kv, 'c.>')).toEqual([]);
+  // What kv.keys() lists (live keys only) is what kvKeys lists minus the deleted one.
+  const live: string[] = [];
+  for await (const k of await kv.keys()) live.push(k);
+  expect(live.sort()).toEqual(all.filter((k) => k !== 'a.7').sort());
 });

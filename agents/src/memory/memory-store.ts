@@ -1,4 +1,4 @@
-import { createKv } from '@troupe/actors';
+import { createKv, kvKeys } from '@troupe/actors';
 import type { KV } from '@nats-io/kv';
 import { type NatsConnection } from '@nats-io/transport-node';
 import { ErrorCode, KvBucket, kvBucketName, parseWith, TroupeError } from '@troupe/proto';
@@ -177,9 +177,7 @@ export class MemoryStore {
   /** The latest version of every entry of a scope, in key order. */
   async list(scope: string): Promise<VersionedMemoryEntry[]> {
     const s = parseWith(MemoryScopeSchema, scope, { prefix: 'scope' });
-    const keys: string[] = [];
-    for await (const k of await this.kv.keys(`${s}.>`)) keys.push(k);
-    keys.sort();
+    const keys = (await kvKeys(this.kv, `${s}.>`)).sort();
     const out: VersionedMemoryEntry[] = [];
     for (const k of keys.slice(-MemoryLimits.SEARCH_ENTRIES)) {
       const e = await this.read(s, k.slice(s.length + 1));

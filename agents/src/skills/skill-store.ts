@@ -1,4 +1,4 @@
-import { createKv } from '@troupe/actors';
+import { createKv, kvKeys } from '@troupe/actors';
 import type { KV } from '@nats-io/kv';
 import { type NatsConnection } from '@nats-io/transport-node';
 import { ErrorCode, KvBucket, kvBucketName, parseWith, TroupeError } from '@troupe/proto';
@@ -53,9 +53,7 @@ export class SkillStore implements SkillSource {
 
   /** Every skill's name and description, in name order. */
   async list(): Promise<Pick<Skill, 'name' | 'description'>[]> {
-    const names: string[] = [];
-    for await (const k of await this.kv.keys()) names.push(k);
-    names.sort();
+    const names = (await kvKeys(this.kv)).sort();
     const out: Pick<Skill, 'name' | 'description'>[] = [];
     for (const n of names) {
       const s = await this.get(n);

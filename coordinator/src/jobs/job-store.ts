@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { isWrongLastSequence, createKv, createObjectStore } from '@troupe/actors';
+import { isWrongLastSequence, createKv, createObjectStore, kvKeys } from '@troupe/actors';
 import { kvBucketName, objectStoreName, toTroupeError, TroupeError } from '@troupe/proto';
 import { type NatsConnection } from '@nats-io/transport-node';
 import { type KV, type KvEntry } from '@nats-io/kv';
@@ -205,8 +205,7 @@ export class JobStore {
 
   /** Every stored task result of a job, by plan index. */
   async taskResults(jobId: string): Promise<Map<number, TaskResultRecord>> {
-    const keys: string[] = [];
-    for await (const k of await this.kv.keys(`result.${jobId}.*`)) keys.push(k);
+    const keys = await kvKeys(this.kv, `result.${jobId}.*`);
     const out = new Map<number, TaskResultRecord>();
     await Promise.all(
       keys.map(async (k) => {

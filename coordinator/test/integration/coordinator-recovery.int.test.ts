@@ -1,4 +1,10 @@
-import { ActorSystem, noopLogger, watchConnectionStatus } from '@troupe/actors';
+import {
+  ActorSystem,
+  defineActor,
+  noopLogger,
+  StoreUnavailableError,
+  watchConnectionStatus,
+} from '@troupe/actors';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { inboxStreamName } from '@troupe/proto';
@@ -11,6 +17,7 @@ import {
 } from '@troupe/testkit';
 import { Coordinator } from '../../src/coordinator';
 import { type TestProcess } from '@troupe/test-cluster';
+import { z } from 'zod';
 import { startHost, Tally } from './helpers';
 
 // Recovery of posted messages that no mail hint and no wake-on-post will ever announce again:
@@ -274,6 +281,64 @@ test('a host cut off until it was declared dead is fenced when it registers agai
     await host.shutdown({ graceMs: 0 });
     await hostNc.close();
     await proxy.stop();
+    await coordinator.stop();
+  }
+});
+
+test('an actor whose activations find its store unavailable is never STOPPED: the sweep places it again', async () => {
+  // A stream electing a new leader after a server loss fails activations with STORE_UNAVAILABLE
+  // for seconds. Before, three such failures marked the actor STOPPED and its posts waited for a
+  // manual restart; now it stays asleep with `recover` set and the recovery sweep retries.
+  const cluster = randomClusterName();
+  const coordinator = await Coordinator.start({
+    cluster,
+    nats: { servers: server.url },
+    heartbeatMs: 250,
+    missedHeartbeats: 8,
+    sweepIntervalMs: 300,
+    metrics: { port: null },
+  });
+  let failuresLeft = 5; // more than the placer's three attempts per activation
+  const Flaky = defineActor({
+    kind: 'flaky',
+    state: z.object({ entries: z.array(z.string()) }),
+    initialState: () => ({ entries: [] as string[] }),
+    messages: { add: z.object({ entry: z.string() }) },
+    handlers: {
+      add: (_ctx, msg, state) => ({ state: { entries: [...state.entries, msg.entry] } }),
+    },
+    onActivate: () => {
+      if (failuresLeft-- > 0) throw new StoreUnavailableError(new Error('stream has no leader'));
+    },
+  });
+  const host = await ActorSystem.start({
+    cluster,
+    servers: server.url,
+    hostId: 'h1',
+    hosting: [Flaky],
+    placement: 'none',
+  });
+  const client = await ActorSystem.start({ cluster, servers: server.url });
+  try {
+    await waitFor(() => coordinator.registry?.isAlive('h1'), { timeoutMs: 10_000 });
+    const addr = { kind: 'flaky', id: 'f1' };
+    await client.refOf(addr).post('add', { entry: 'a' });
+    const states: string[] = [];
+    await waitFor(
+      async () => {
+        const { entry } = await client.directory.get(addr);
+        if (states[states.length - 1] !== entry.state) states.push(entry.state);
+        const stored = (await client.states.read(addr))?.record.data as
+          { entries: string[] } | undefined;
+        return stored?.entries.length === 1;
+      },
+      { timeoutMs: 20_000, message: 'the post is processed once the store answers again' },
+    );
+    expect(failuresLeft).toBeLessThan(0);
+    expect(states).not.toContain('STOPPED');
+  } finally {
+    await client.shutdown();
+    await host.shutdown({ graceMs: 0 });
     await coordinator.stop();
   }
 });
