@@ -1,4 +1,5 @@
-import { ActorSystem } from '@troupe/actors';
+import { ActorSystem, defineActor } from '@troupe/actors';
+import { z } from 'zod';
 import { jetstreamManager } from '@nats-io/jetstream';
 import {
   deadLetterStreamName,
@@ -16,6 +17,16 @@ import {
 import { Coordinator } from '../../src/coordinator';
 import { DriverRegistry } from '../../src/jobs/driver-registry';
 import { Tally } from './helpers';
+
+/** Like `Tally`, but asleep 300 ms after each turn. */
+const Napper = defineActor({
+  kind: 'napper',
+  state: z.object({ entries: z.array(z.string()) }),
+  initialState: () => ({ entries: [] as string[] }),
+  messages: { add: z.object({ entry: z.string() }) },
+  handlers: { add: (_ctx, msg, state) => ({ state: { entries: [...state.entries, msg.entry] } }) },
+  idleTimeoutMs: 300,
+});
 
 let nats: NatsClusterHandle;
 beforeAll(async () => {
@@ -108,5 +119,78 @@ test('with replicas 3 every stream and bucket is replicated, and losing one of t
     await client.shutdown();
     await host.shutdown({ graceMs: 0 });
     await coordinator.stop();
+  }
+});
+
+test('a sleeping actor is woken soon after the server holding the wake consumer is lost', async () => {
+  // The wake-on-post watcher is a pull consumer: its pending pull dies with the server that
+  // leads the consumer. With nats.js's default pull (30 s) the next post waited over 30 s for
+  // its wake; now the watcher re-pulls within a few seconds.
+  const own = await startNatsCluster({ size: 3 });
+  const cluster = randomClusterName();
+  const coordinator = await Coordinator.start(
+    {
+      cluster,
+      nats: { servers: own.urls },
+      replicas: 3,
+      heartbeatMs: 250,
+      missedHeartbeats: 40, // the host is never declared dead here: only the wake is tested
+      sweepIntervalMs: 500,
+      metrics: { port: null },
+    },
+    { drivers: new DriverRegistry() },
+  );
+  const host = await ActorSystem.start({
+    cluster,
+    servers: own.urls,
+    hostId: 'h1',
+    hosting: [Napper],
+    placement: 'none',
+    replicas: 3,
+  });
+  const client = await ActorSystem.start({ cluster, servers: own.urls });
+  try {
+    await waitFor(() => coordinator.registry?.isAlive('h1'), { timeoutMs: 15_000 });
+    const addr = { kind: 'napper', id: 'n1' };
+    const ref = client.refOf(addr);
+    const entriesOf = async (): Promise<string[]> =>
+      ((await client.states.read(addr))?.record.data as { entries: string[] } | undefined)
+        ?.entries ?? [];
+    await ref.post('add', { entry: 'a' }, { dedupeId: 'a' });
+    await waitFor(async () => (await entriesOf()).length === 1, { timeoutMs: 20_000 });
+    await waitFor(async () => (await client.directory.get(addr)).entry.state === 'SLEEPING', {
+      timeoutMs: 10_000,
+      message: 'the actor went to sleep',
+    });
+
+    const jsm = await jetstreamManager(client.nc);
+    const wake = await jsm.consumers.info(inboxStreamName(cluster), 'troupe-wake');
+    const victim = own.servers.findIndex((_s, i) => `s${i + 1}` === wake.cluster?.leader);
+    expect(victim).toBeGreaterThanOrEqual(0);
+    await own.servers[victim]!.kill();
+
+    await waitFor(
+      async () => {
+        await ref.post(
+          'add',
+          { entry: 'b' },
+          { dedupeId: 'b', signal: AbortSignal.timeout(3_000) },
+        );
+        return true;
+      },
+      { timeoutMs: 30_000, message: 'post b accepted after the server loss' },
+    );
+    const acceptedAt = Date.now();
+    await waitFor(async () => (await entriesOf()).length === 2, {
+      timeoutMs: 20_000,
+      message: 'the sleeping actor woken for the post made after the server loss',
+    });
+    process.stderr.write(`woken ${Date.now() - acceptedAt} ms after the post was accepted\n`);
+    expect(await entriesOf()).toEqual(['a', 'b']);
+  } finally {
+    await client.shutdown();
+    await host.shutdown({ graceMs: 0 });
+    await coordinator.stop();
+    await own.stop();
   }
 });
