@@ -7,6 +7,7 @@ import {
 } from '@troupe/proto';
 import { type DashboardApi } from './dashboard-api';
 import { type BrowserListUpdate } from './list-stream';
+import { mapAsync } from './sse';
 
 /** Jobs the budget page knows by name (and whose spec budgets it shows once their scope closed). */
 const BUDGET_JOBS = 500;
@@ -36,8 +37,8 @@ export async function* budgetListUpdates(
   signal: AbortSignal,
 ): AsyncGenerator<BrowserListUpdate> {
   const parts = merge<PartMessage>([
-    map(api.watchBudget('', { signal }), budgetMessage),
-    map(api.watchJobs({ limit: BUDGET_JOBS }, { signal }), jobsMessage),
+    mapAsync(api.watchBudget('', { signal }), budgetMessage),
+    mapAsync(api.watchJobs({ limit: BUDGET_JOBS }, { signal }), jobsMessage),
   ]);
   const held: Record<Part, Set<string>> = { budget: new Set(), jobs: new Set() };
   const first = new Map<Part, PartMessage>();
@@ -157,10 +158,6 @@ function jobEntry(j: Job__Output) {
     limitTokens: budget?.tokens ?? null,
     spentUsd: j.progress?.costUsd ?? 0,
   };
-}
-
-async function* map<T, U>(source: AsyncIterable<T>, fn: (t: T) => U): AsyncGenerator<U> {
-  for await (const t of source) yield fn(t);
 }
 
 /**

@@ -12,6 +12,7 @@ import { type BrowserListUpdate, streamList } from './list-stream';
 import { ResultsCache } from './results-cache';
 import { parseTaskPageQuery, taskPage } from './task-page';
 import { trajectoryView } from './trajectory-view';
+import { mapAsync } from './sse';
 
 /** What a caller passes to {@link DashboardServer.start}. */
 export interface DashboardServerOptions {
@@ -218,7 +219,7 @@ export class DashboardServer {
     if (method === 'GET' && root === 'stream' && parts.length === 2) {
       if (id === 'jobs') {
         return this.relay(res, (signal) =>
-          mapUpdates(this.options.api.watchJobs({ limit: 50 }, { signal }), (u) => ({
+          mapAsync(this.options.api.watchJobs({ limit: 50 }, { signal }), (u) => ({
             snapshot: u.snapshot,
             items: u.jobs.map((j) => jobSummary(j, u.atUnixMs)),
             removed: u.removedJobIds,
@@ -231,7 +232,7 @@ export class DashboardServer {
       }
       if (id === 'nodes') {
         return this.relay(res, (signal) =>
-          mapUpdates(this.options.api.watchNodes({ signal }), (u) => ({
+          mapAsync(this.options.api.watchNodes({ signal }), (u) => ({
             snapshot: u.snapshot,
             items: u.nodes,
             removed: u.removedHostIds,
@@ -504,13 +505,6 @@ export class DashboardServer {
       ...(details ? { details } : {}),
     });
   }
-}
-
-async function* mapUpdates<T>(
-  updates: AsyncIterable<T>,
-  fn: (u: T) => BrowserListUpdate,
-): AsyncGenerator<BrowserListUpdate> {
-  for await (const u of updates) yield fn(u);
 }
 
 function checkId(field: string, value: string | undefined, rule: RegExp): void {

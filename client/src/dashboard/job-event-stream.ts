@@ -1,6 +1,7 @@
 import { type ServerResponse } from 'node:http';
 import { type JobEvent__Output } from '@troupe/proto';
 import { type DashboardApi } from './dashboard-api';
+import { serveSse } from './sse';
 
 /** A job event as the browser receives it (`data:` of an SSE message, `id:` its sequence). */
 export interface BrowserJobEvent {
@@ -57,35 +58,18 @@ export interface JobEventStreamOptions {
  * `end` event tells the page to stop reconnecting.
  */
 export async function streamJobEvents(options: JobEventStreamOptions): Promise<void> {
-  const { res, signal } = options;
-  res.writeHead(200, {
-    'content-type': 'text/event-stream; charset=utf-8',
-    'cache-control': 'no-store',
-    connection: 'keep-alive',
-    'x-accel-buffering': 'no',
-  });
-  res.write('retry: 1000\n\n');
-  const keepAlive = setInterval(() => res.write(': keep-alive\n\n'), options.keepAliveMs ?? 15_000);
-  keepAlive.unref();
-  try {
+  const { signal } = options;
+  await serveSse({ ...options, retryMs: 1_000 }, async (send) => {
     for await (const e of options.api.watch(options.jobId, {
       fromSequence: options.fromSequence,
       signal,
     })) {
       const b = toBrowser(e);
-      res.write(`id: ${b.seq}\nevent: job\ndata: ${JSON.stringify(b)}\n\n`);
+      send({ id: b.seq, event: 'job', data: b });
       if (b.type === 'JOB_FINISHED') {
-        res.write('event: end\ndata: {}\n\n');
+        send({ event: 'end', data: {} });
         break;
       }
     }
-  } catch (err) {
-    if (!signal.aborted) {
-      const message = err instanceof Error ? err.message : String(err);
-      res.write(`event: failure\ndata: ${JSON.stringify({ message })}\n\n`);
-    }
-  } finally {
-    clearInterval(keepAlive);
-    res.end();
-  }
+  });
 }

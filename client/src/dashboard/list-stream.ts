@@ -1,4 +1,5 @@
 import { type ServerResponse } from 'node:http';
+import { serveSse } from './sse';
 
 /** One message of a list stream, as the browser receives it (`data:` of an SSE message). */
 export interface BrowserListUpdate {
@@ -32,28 +33,11 @@ export interface ListStreamOptions {
  * a fresh snapshot, so the page never shows a list that drifted from the cluster's.
  */
 export async function streamList(options: ListStreamOptions): Promise<void> {
-  const { res, signal } = options;
-  res.writeHead(200, {
-    'content-type': 'text/event-stream; charset=utf-8',
-    'cache-control': 'no-store',
-    connection: 'keep-alive',
-    'x-accel-buffering': 'no',
-  });
-  res.write(`retry: ${options.retryMs ?? 2_000}\n\n`);
-  const keepAlive = setInterval(() => res.write(': keep-alive\n\n'), options.keepAliveMs ?? 15_000);
-  keepAlive.unref();
-  try {
+  const { signal } = options;
+  await serveSse({ ...options, retryMs: options.retryMs ?? 2_000 }, async (send) => {
     for await (const u of options.updates) {
       if (signal.aborted) break;
-      res.write(`event: ${u.snapshot ? 'snapshot' : 'update'}\ndata: ${JSON.stringify(u)}\n\n`);
+      send({ event: u.snapshot ? 'snapshot' : 'update', data: u });
     }
-  } catch (err) {
-    if (!signal.aborted) {
-      const message = err instanceof Error ? err.message : String(err);
-      res.write(`event: failure\ndata: ${JSON.stringify({ message })}\n\n`);
-    }
-  } finally {
-    clearInterval(keepAlive);
-    res.end();
-  }
+  });
 }
