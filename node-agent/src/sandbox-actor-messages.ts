@@ -213,22 +213,15 @@ export const CommandEndSchema = z.object({
 });
 
 /**
- * `commandEnded` (posted, no reply): a background command of this sandbox ended while its
- * activation could not record it (cut off from NATS, then fenced). The fenced activation reads
- * the end from its container and posts it, so the next activation, on any host, records it.
+ * `commandEnded` (posted, no reply): a background command of this sandbox ended while no
+ * activation could record it, and whoever learned of the end reports it, so the next activation,
+ * on any host, records it: a fenced activation (cut off from NATS) reads the end from its
+ * container; a node agent restarted after a crash reads, before removing the container of its
+ * predecessor, the exit codes Docker kept (not the output, which went with the killed process).
+ * An end already recorded is kept.
  */
 export const CommandEndedMessageSchema = z
   .object({ taskId: z.string().min(1).max(200), ended: CommandEndSchema })
-  .strict();
-
-/**
- * `execEnded` (posted, no reply): a node agent restarted after a crash found the container of an
- * earlier process of its host and, before removing it, read how its commands ended from the
- * backend (Docker keeps an exec's exit code, not its output): `handle` is the command's recorded
- * handle.
- */
-export const ExecEndedMessageSchema = z
-  .object({ handle: z.string().min(1).max(200), exitCode: z.number().int() })
   .strict();
 
 /** Every message of the sandbox actor, by type. */
@@ -248,7 +241,6 @@ export const SandboxMessages = {
   destroy: EmptyMessageSchema,
   status: EmptyMessageSchema,
   commandEnded: CommandEndedMessageSchema,
-  execEnded: ExecEndedMessageSchema,
 } as const;
 
 /** Payload of `create`. */
@@ -301,7 +293,7 @@ export const MAX_RECORDED_COMMANDS = 8;
 export const RecordedCommandSchema = z.object({
   taskId: z.string(),
   startedAtMs: z.number().int().nonnegative(),
-  /** The backend's handle of the command (Docker: its exec id), see `execEnded`. */
+  /** The backend's handle of the command (Docker: its exec id), read by a restarted agent. */
   handle: z.string().optional(),
   /** How it ended (output tails of at most {@link RECORDED_OUTPUT_CHARS} each); absent while running or unseen. */
   ended: CommandEndSchema.optional(),

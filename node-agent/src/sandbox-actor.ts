@@ -28,7 +28,6 @@ import type { Sandbox, SandboxSnapshot } from './sandbox';
 import type { SandboxBackend } from './sandbox-backend';
 import {
   type CommandEndedMessageSchema,
-  type ExecEndedMessageSchema,
   type CreateSandboxMessageSchema,
   type CreateSandboxReply,
   type DestroyReply,
@@ -458,31 +457,7 @@ export function createSandboxActor(options: SandboxActorOptions) {
     );
   };
 
-  /**
-   * Records a command end read by a restarted node agent from a dead process's container (see
-   * ExecEndedMessageSchema): the exit code only, the output went with that process.
-   */
-  const execEnded = async (
-    _ctx: Ctx,
-    msg: z.output<typeof ExecEndedMessageSchema>,
-    state: State,
-  ): Result<Record<string, never>> => {
-    const command = state.commands?.find((c) => c.handle === msg.handle);
-    if (!command || command.ended) return { reply: {} };
-    const next = recordEnd(state, command.taskId, {
-      state: 'exited',
-      exitCode: msg.exitCode,
-      stdout: '',
-      stderr: '',
-      stdoutDroppedBytes: 0,
-      stderrDroppedBytes: 0,
-      durationMs: 0,
-      error: 'its output went with the node agent process that ran it',
-    });
-    return { ...(next ? { state: next } : {}), reply: {} };
-  };
-
-  /** Records a command end posted by a fenced activation of this sandbox (see onFenced). */
+  /** Records a command end posted by a fenced activation or a restarted node agent. */
   const commandEnded = async (
     _ctx: Ctx,
     msg: z.output<typeof CommandEndedMessageSchema>,
@@ -620,8 +595,13 @@ export function createSandboxActor(options: SandboxActorOptions) {
     const held = live.get(ctx.self.id);
     let next = state;
     if (held && held.epoch === ctx.epoch) {
-      // A command that finished unobserved is recorded before its container goes.
+      // A command that finished unobserved is recorded before its container goes — committed,
+      // not just returned: removing the container cannot be rolled back, and a commit that
+      // fails after it (a NATS server lost) would leave the end recorded nowhere and the
+      // command to be run again. A store that is unreachable fails the destroy here, with the
+      // container and its commands' ends still there for a retry.
       next = await withEndedCommands(state, held.sandbox);
+      await ctx.checkpoint(next);
       await release(held, 'destroy');
       live.delete(ctx.self.id);
     }
@@ -674,7 +654,6 @@ export function createSandboxActor(options: SandboxActorOptions) {
       destroy: guarded(destroy),
       status: guarded(status),
       commandEnded: guarded(commandEnded),
-      execEnded: guarded(execEnded),
     },
     idleTimeoutMs: options.idleTimeoutMs ?? 1_800_000,
     onActivate: async (ctx, state) => {

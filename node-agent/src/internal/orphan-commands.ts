@@ -6,9 +6,14 @@ import type Docker from 'dockerode';
 import { TroupeLabel } from '../labels';
 import { SANDBOX_KIND, SandboxActorStateSchema } from '../sandbox-actor-messages';
 
-/** How a command of a dead process's sandbox ended, for its actor's `execEnded`. */
+/** Exit codes from here up are not taken as a dead process's command's verdict. */
+const UNTRUSTED_EXIT_CODES = 126;
+
+/** How a command of a dead process's sandbox ended, for its actor's `commandEnded`. */
 export interface OrphanCommandEnd {
   actor: ActorAddress;
+  taskId: string;
+  /** The command's handle (Docker exec id). */
   handle: string;
   exitCode: number;
 }
@@ -17,7 +22,7 @@ export interface OrphanCommandEnd {
  * Reads, before the reaper removes an orphaned sandbox container (what an earlier process of this
  * host left when it was killed), how the commands its actor recorded as running ended: Docker
  * keeps an exec's exit code while its container exists, not its output. `collect` receives one
- * entry per ended command; the node agent posts them (`execEnded`) once its actor system runs.
+ * entry per ended command; the node agent posts them (`commandEnded`) once its actor system runs.
  */
 export function orphanCommandReader(
   nc: NatsConnection,
@@ -51,12 +56,18 @@ export function orphanCommandReader(
         .inspect()
         .catch(() => undefined);
       if (!exec || exec.Running || typeof exec.ExitCode !== 'number') continue;
-      collect({ actor, handle: c.handle, exitCode: exec.ExitCode });
+      // 126 and above may be the exec torn down with the killed agent rather than the command's
+      // own verdict (Docker could not run it: 126; a signal such as SIGPIPE once the agent's end
+      // of the output closed: 128+n; a chaos run saw 126 for a command killed this way, and
+      // its task was graded on it). Left unrecorded, the command is run again: a re-run, never
+      // a wrong answer.
+      if (exec.ExitCode >= UNTRUSTED_EXIT_CODES) continue;
+      collect({ actor, taskId: c.taskId, handle: c.handle, exitCode: exec.ExitCode });
     }
   };
 }
 
-/** Posts the collected ends to their sandbox actors (`execEnded`, once per command). */
+/** Posts the collected ends to their sandbox actors (`commandEnded`, once per command). */
 export async function postOrphanCommandEnds(
   system: ActorSystem,
   ends: readonly OrphanCommandEnd[],
@@ -66,8 +77,20 @@ export async function postOrphanCommandEnds(
     await system
       .refOf(e.actor)
       .post(
-        'execEnded',
-        { handle: e.handle, exitCode: e.exitCode },
+        'commandEnded',
+        {
+          taskId: e.taskId,
+          ended: {
+            state: 'exited',
+            exitCode: e.exitCode,
+            stdout: '',
+            stderr: '',
+            stdoutDroppedBytes: 0,
+            stderrDroppedBytes: 0,
+            durationMs: 0,
+            error: 'its output went with the node agent process that ran it',
+          },
+        },
         { dedupeId: `exec-ended-${e.handle}` },
       )
       .catch((err: unknown) => {

@@ -156,15 +156,24 @@ test('a node agent killed after its command ended: its restart reads the end fro
   const sb = sandboxRef(tc.actors, 'killed-sb');
   await sb.ask('create', { spec: { image: 'troupe-busybox:latest' } }, { timeoutMs: 120_000 });
   const { taskId } = await sb.ask('startBackground', { cmd: 'echo lost-with-the-agent; exit 3' });
-  // The sandbox recorded the command's exec; Docker says when it has ended. Nobody asked.
+  // An exit status of 126 or more may be the exec torn down with the agent (Docker could not
+  // run it: 126; a signal, such as SIGPIPE once the agent's end of the output closed: 128+n),
+  // not the command's verdict: it is not recorded, so the caller runs the command again.
+  const torn = await sb.ask('startBackground', { cmd: 'exit 141' });
+  // The sandbox recorded the commands' execs; Docker says when they have ended. Nobody asked.
   const recorded = await tc.actors.states.read(sb.address);
-  const handle = (recorded?.record.data as { commands: { handle?: string }[] }).commands[0]?.handle;
-  expect(handle).toMatch(/^[0-9a-f]{64}$/);
+  const handles = (recorded?.record.data as { commands: { handle?: string }[] }).commands.map(
+    (c) => c.handle,
+  );
+  const handle = handles[0];
+  expect(handles).toEqual([expect.stringMatching(/^[0-9a-f]{64}$/), expect.any(String)]);
   const docker = new Docker();
-  await waitFor(async () => (await docker.getExec(handle!).inspect()).Running === false, {
-    timeoutMs: 30_000,
-    message: 'the command ended',
-  });
+  for (const h of handles) {
+    await waitFor(async () => (await docker.getExec(h!).inspect()).Running === false, {
+      timeoutMs: 30_000,
+      message: 'the command ended',
+    });
+  }
 
   await agent.kill('SIGKILL');
   await waitFor(() => registry.get('killed-agent')?.state !== 'ALIVE', {
@@ -182,9 +191,12 @@ test('a node agent killed after its command ended: its restart reads the end fro
   );
   expect(ended).toMatchObject({ state: 'exited', exitCode: 3, stdout: '' });
   expect(ended.error).toMatch(/output went with the node agent process/);
-  expect((await sb.ask('status', {}, { timeoutMs: 30_000 })).commands).toEqual([
+  const commands = (await sb.ask('status', {}, { timeoutMs: 30_000 })).commands;
+  expect(commands).toEqual([
     expect.objectContaining({ taskId, handle }),
+    expect.objectContaining({ taskId: torn.taskId, handle: handles[1] }),
   ]);
+  expect(commands[1]!.ended).toBeUndefined();
   expect(await tc.containers(['troupe.actor=sandbox/killed-sb'])).toEqual([]);
   await sb.ask('destroy', {}, { timeoutMs: 30_000 });
   await restarted.kill('SIGTERM');

@@ -7,6 +7,8 @@ import {
   sandboxRef,
   TroupeLabel,
 } from '@troupe/node-agent';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { kvBucketName } from '@troupe/proto';
 import { startNatsServer, waitFor, type NatsServerHandle } from '@troupe/testkit';
 import { TestCluster } from '@troupe/test-cluster';
 import { dockerFixture, type DockerFixture, leftovers, rejection, sha256, tarOf } from './helpers';
@@ -209,6 +211,52 @@ describe('sandbox actor on a node agent', () => {
     const unknown = await rejection(sb.ask('poll', { taskId: 'nope' }));
     expect(unknown.code).toBe('NOT_FOUND');
     await sb.ask('destroy', {});
+  });
+
+  test('destroy removes the container only once the state holding its commands is stored', async () => {
+    // Removing a container cannot be rolled back. A commit that failed after it (a NATS server
+    // lost mid-turn) left the command ends read from the container recorded nowhere, and the
+    // caller's retry ran the command again. Here the state bucket refuses every write.
+    const sb = sandboxRef(c.actors, 'sb-store-first');
+    await sb.ask('create', { spec: { image: fx.busybox } }, { timeoutMs: 60_000 });
+    const { taskId } = await sb.ask('startBackground', { cmd: 'echo ended-unobserved' });
+    const containers = () => c.containers(['troupe.actor=sandbox/sb-store-first']);
+    expect(await containers()).toHaveLength(1);
+    // Ended, as Docker tells, while nobody asked the sandbox: only destroy reads its end.
+    const recorded = await c.actors.states.read(sb.address);
+    const handle = (recorded?.record.data as { commands: { handle: string }[] }).commands[0]!
+      .handle;
+    await waitFor(async () => (await fx.docker.getExec(handle).inspect()).Running === false, {
+      timeoutMs: 30_000,
+      message: 'the command ended',
+    });
+    const jsm = await jetstreamManager(c.actors.nc);
+    const stream = `KV_${kvBucketName(c.cluster, 'state')}`;
+    const { config } = await jsm.streams.info(stream);
+    await jsm.streams.update(stream, { ...config, max_msg_size: 16 });
+    try {
+      const refused = await rejection(sb.ask('destroy', {}, { timeoutMs: 5_000 }));
+      expect(refused.code).toBe('UNAVAILABLE');
+      expect(await containers()).toHaveLength(1);
+    } finally {
+      await jsm.streams.update(stream, config);
+    }
+    await waitFor(
+      async () => {
+        await sb.ask('destroy', {}, { timeoutMs: 10_000 });
+        return true;
+      },
+      { timeoutMs: 30_000, message: 'destroy succeeds once the bucket takes writes again' },
+    );
+    expect(await containers()).toEqual([]);
+    const status = await sb.ask('status', {});
+    expect(status.status).toBe('destroyed');
+    expect(status.commands).toEqual([
+      expect.objectContaining({
+        taskId,
+        ended: expect.objectContaining({ state: 'exited', stdout: 'ended-unobserved\n' }),
+      }),
+    ]);
   });
 
   test('a sandbox that was never created answers NOT_FOUND; a bad spec names the field', async () => {
