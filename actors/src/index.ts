@@ -52,6 +52,7 @@ export {
 export { isNoResponders, isTransientNatsError } from './internal/nats-errors';
 export { isWrongLastSequence } from './internal/kv-errors';
 export { kvKeys } from './kv-keys';
+export { PULL_EXPIRES_MS } from './pull-expiry';
 export { watchConnectionStatus } from './connection-status';
 export {
   LocalPlacer,

@@ -36,6 +36,7 @@ import {
   type JsMsg,
 } from '@nats-io/jetstream';
 import { type Directory, type DirectoryEntry, isLiveState, type VersionedEntry } from './directory';
+import { PULL_EXPIRES_MS } from './pull-expiry';
 import { type StateStore } from './state-store';
 import { decodeJson, encodeJson } from './internal/json-codec';
 import { WORKING_HEADER } from './internal/ask-keepalive';
@@ -534,7 +535,7 @@ export class PlacementService {
       }
     }
     const consumer = await js.consumers.get(stream, this.consumerName);
-    this.messages = await consumer.consume({ max_messages: 512, expires: WAKE_PULL_EXPIRES_MS });
+    this.messages = await consumer.consume({ max_messages: 512, expires: PULL_EXPIRES_MS });
     this.watcherDone = (async () => {
       for await (const m of this.messages!) {
         void this.onInboxMessage(m);
@@ -687,15 +688,6 @@ export class PlacementService {
     return next?.seq;
   }
 }
-
-/**
- * Lifetime of each pull request of the wake-on-post watcher. The client re-pulls when a request
- * expires or when two idle heartbeats (half of this each) are missed, as they are once the server
- * holding the consumer is lost. nats.js's default (30 s) left sleeping actors unwoken for over 30 s
- * after a server loss (measured: a post made after the consumer's server was killed was not
- * delivered within 40 s); with 2 s it is delivered about 2 s after the stream accepts it again.
- */
-export const WAKE_PULL_EXPIRES_MS = 2_000;
 
 /**
  * How long an actor keeps its `recover` flag with nothing found pending: every sweep until then

@@ -1,5 +1,5 @@
-import { eventsStreamName, eventsSubject, eventsSubjectFilter, Header } from '@troupe/proto';
-import { ensureStream } from '@troupe/actors';
+import { delay, eventsStreamName, eventsSubject, eventsSubjectFilter, Header } from '@troupe/proto';
+import { ensureStream, isTransientNatsError, PULL_EXPIRES_MS } from '@troupe/actors';
 import { headers as natsHeaders, nanos, type NatsConnection } from '@nats-io/transport-node';
 import {
   AckPolicy,
@@ -120,38 +120,80 @@ export class JobEventLog {
     } else if (!follow) {
       return;
     }
-    // An explicit consumer with the singular filter_subject: nats-server 2.9 ignores the filter
-    // of ordered consumers created with `filterSubjects` (PLATFORM-NOTES "Trap").
-    const info = await this.jsm.consumers.add(stream, {
-      filter_subject: eventsSubject(this.cluster, jobId),
-      deliver_policy: DeliverPolicy.All,
-      ack_policy: AckPolicy.None,
-      inactive_threshold: nanos(60_000),
-      mem_storage: true,
-    });
-    const consumer = await this.js.consumers.get(stream, info.name);
-    const messages = await consumer.consume({ max_messages: 512 });
-    const stop = () => void messages.close().catch(() => undefined);
-    signal?.addEventListener('abort', stop, { once: true });
     let last = from - 1;
-    try {
-      if (!follow && info.num_pending === 0) return;
-      for await (const m of messages) {
-        const event = decodeEvent(m);
-        if (event && event.sequence > last) {
-          last = event.sequence;
-          yield event;
-          // The end, unless the job was resumed after it (a later JOB_RESUMED is already stored).
-          if (event.type === 'JOB_FINISHED' && m.info.pending === 0) return;
+    // Stream sequence after the last message delivered: where a replacement consumer starts.
+    let resumeSeq = 0;
+    for (let first = true; ; first = false) {
+      // An explicit consumer with the singular filter_subject: nats-server 2.9 ignores the
+      // filter of ordered consumers created with `filterSubjects` (PLATFORM-NOTES "Trap").
+      const config = {
+        filter_subject: eventsSubject(this.cluster, jobId),
+        ...(resumeSeq > 0
+          ? { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: resumeSeq }
+          : { deliver_policy: DeliverPolicy.All }),
+        ack_policy: AckPolicy.None,
+        inactive_threshold: nanos(60_000),
+        mem_storage: true,
+      };
+      // A replacement waits for the stream to answer again (a new leader after a server loss).
+      const info = first
+        ? await this.jsm.consumers.add(stream, config)
+        : await whileTransient(() => this.jsm.consumers.add(stream, config), signal);
+      const consumer = await this.js.consumers.get(stream, info.name);
+      const messages = await consumer.consume({ max_messages: 512, expires: PULL_EXPIRES_MS });
+      const stop = () => void messages.close().catch(() => undefined);
+      signal?.addEventListener('abort', stop, { once: true });
+      // The consumer lives on one server: when that server is lost, the pulls get no heartbeat
+      // (or no consumer) and nothing more would arrive. A new consumer resumes where this one
+      // stopped; the sequence check below drops anything delivered twice.
+      let lost = false;
+      void (async () => {
+        for await (const st of messages.status()) {
+          if (
+            (st.type === 'heartbeats_missed' && st.count >= 2) ||
+            st.type === 'consumer_not_found' ||
+            st.type === 'consumer_deleted' ||
+            st.type === 'no_responders'
+          ) {
+            lost = true;
+            stop();
+            return;
+          }
         }
-        if (!follow && m.info.pending === 0) return;
+      })().catch(() => undefined);
+      try {
+        if (first && !follow && info.num_pending === 0) return;
+        for await (const m of messages) {
+          resumeSeq = m.seq + 1;
+          const event = decodeEvent(m);
+          if (event && event.sequence > last) {
+            last = event.sequence;
+            yield event;
+            // The end, unless the job was resumed after it (a later JOB_RESUMED is stored).
+            if (event.type === 'JOB_FINISHED' && m.info.pending === 0) return;
+          }
+          if (!follow && m.info.pending === 0) return;
+        }
+        if (signal?.aborted || !lost) return;
+      } finally {
+        signal?.removeEventListener('abort', stop);
+        stop();
+        await this.jsm.consumers.delete(stream, info.name).catch(() => undefined);
       }
-      if (signal?.aborted) return;
-    } finally {
-      signal?.removeEventListener('abort', stop);
-      stop();
-      await this.jsm.consumers.delete(stream, info.name).catch(() => undefined);
     }
+  }
+}
+
+/** `fn`, tried again while it fails with a transient NATS error, for up to 30 s. */
+async function whileTransient<T>(fn: () => Promise<T>, signal?: AbortSignal): Promise<T> {
+  const giveUpAt = Date.now() + 30_000;
+  for (let pause = 250; ; pause = Math.min(pause * 2, 2_000)) {
+    try {
+      return await fn();
+    } catch (err) {
+      if (!isTransientNatsError(err) || Date.now() + pause > giveUpAt) throw err;
+    }
+    await delay(pause, signal);
   }
 }
 

@@ -16,6 +16,8 @@ import {
 } from '@troupe/testkit';
 import { Coordinator } from '../../src/coordinator';
 import { DriverRegistry } from '../../src/jobs/driver-registry';
+import { JobEventLog } from '../../src/jobs/job-event-log';
+import { connect } from '@nats-io/transport-node';
 import { Tally } from './helpers';
 
 /** Like `Tally`, but asleep 300 ms after each turn. */
@@ -191,6 +193,63 @@ test('a sleeping actor is woken soon after the server holding the wake consumer 
     await client.shutdown();
     await host.shutdown({ graceMs: 0 });
     await coordinator.stop();
+    await own.stop();
+  }
+});
+
+test("a job's event stream keeps following after the server holding its consumer is lost", async () => {
+  // WatchJob follows a job's events through a pull consumer that lives on one server; with
+  // nats.js's default pull (30 s) an event stored after that server was lost waited that long.
+  const own = await startNatsCluster({ size: 3 });
+  const cluster = randomClusterName();
+  const nc = await connect({ servers: own.urls });
+  const ac = new AbortController();
+  try {
+    const log = await JobEventLog.open(nc, cluster, { replicas: 3 });
+    const event = (sequence: number, type: 'JOB_QUEUED' | 'JOB_STARTED') => ({
+      sequence,
+      jobId: 'j1',
+      type,
+      timeUnixMs: Date.now(),
+      taskId: '',
+      message: `event ${sequence}`,
+    });
+    await log.append([event(1, 'JOB_QUEUED')]);
+    const seen: number[] = [];
+    const reading = (async () => {
+      for await (const e of log.read('j1', { signal: ac.signal })) seen.push(e.sequence);
+    })();
+    await waitFor(() => seen.length === 1, { timeoutMs: 10_000, message: 'the first event' });
+
+    const jsm = await jetstreamManager(nc);
+    const consumers: { leader?: string }[] = [];
+    for await (const ci of jsm.consumers.list(eventsStreamName(cluster))) {
+      consumers.push({ leader: ci.cluster?.leader });
+    }
+    expect(consumers).toHaveLength(1);
+    const victim = own.servers.findIndex((_s, i) => `s${i + 1}` === consumers[0]!.leader);
+    expect(victim).toBeGreaterThanOrEqual(0);
+    await own.servers[victim]!.kill();
+
+    await waitFor(
+      async () => {
+        await log.append([event(2, 'JOB_STARTED')]);
+        return true;
+      },
+      { timeoutMs: 30_000, message: 'event 2 stored after the server loss' },
+    );
+    const storedAt = Date.now();
+    await waitFor(() => seen.length === 2, {
+      timeoutMs: 15_000,
+      message: 'the reader got the event stored after the server loss',
+    });
+    process.stderr.write(`event followed ${Date.now() - storedAt} ms after it was stored\n`);
+    expect(seen).toEqual([1, 2]);
+    ac.abort();
+    await reading;
+  } finally {
+    ac.abort();
+    await nc.close();
     await own.stop();
   }
 });
