@@ -302,12 +302,44 @@ export class TroupeClient {
     return res.job;
   }
 
-  /** Per-task results and the aggregate. */
-  async getResults(jobId: string, options: CallOpts = {}): Promise<JobResults__Output> {
+  /**
+   * Every task's result and the aggregate: {@link getResultsPage} page after page (the state and
+   * aggregate are the last page's). `onPage` is told the tasks read so far, for progress.
+   */
+  async getResults(
+    jobId: string,
+    options: CallOpts & { pageSize?: number; onPage?: (read: number) => void } = {},
+  ): Promise<JobResults__Output> {
+    const { pageSize, onPage, ...call } = options;
+    const tasks: JobResults__Output['tasks'] = [];
+    let pageToken = '';
+    for (;;) {
+      const page = await this.getResultsPage(jobId, {
+        ...call,
+        ...(pageSize !== undefined ? { pageSize } : {}),
+        pageToken,
+      });
+      tasks.push(...page.tasks);
+      onPage?.(tasks.length);
+      if (!page.nextPageToken) return { ...page, tasks };
+      pageToken = page.nextPageToken;
+    }
+  }
+
+  /**
+   * One page of a job's task results, in plan order, with the aggregate (`GetResults`): `pageSize`
+   * tasks (0: the server's default, 1,000; at most 5,000) from `pageToken` (the previous page's
+   * `nextPageToken`; empty for the first).
+   */
+  async getResultsPage(
+    jobId: string,
+    options: CallOpts & { pageSize?: number; pageToken?: string } = {},
+  ): Promise<JobResults__Output> {
+    const { pageSize, pageToken, ...call } = options;
     return this.unary<GetResultsRequest, JobResults__Output>(
       this.jobs.GetResults.bind(this.jobs),
-      { jobId },
-      options,
+      { jobId, pageSize: pageSize ?? 0, pageToken: pageToken ?? '' },
+      call,
     );
   }
 

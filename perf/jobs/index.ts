@@ -14,7 +14,15 @@
  * - also printed: `(job wall − script wall) × concurrency / N`, the difference per task against
  *   the script (negative when Troupe's sandbox path is faster than the plain script's)
  *
- * Options: `--tasks N` (200), `--concurrency C` (4), `--samples S` (1 job run per sample).
+ * - `completions_per_s`: tasks graded per second in one `noop` job of `--big N` tasks (10,000) at
+ *   concurrency `--big-concurrency C` (256), submit → JOB_FINISHED: the job engine's throughput
+ *   when tasks cost nothing
+ * - `coordinator_rss_growth`: RSS of the process hosting the coordinator when that job ends / when
+ *   its 1,000th task was graded (the engine keeps no per-task state in memory: goal ≤ 1.5)
+ * - `job_100k_wall_s`: that job's wall time, reported when `--big` is at least 100,000
+ *
+ * Options: `--tasks N` (200), `--concurrency C` (4), `--samples S` (1 job run per sample),
+ * `--big N` (10000; 0 skips the throughput job), `--big-concurrency C` (256).
  */
 import { registerBuiltinDrivers } from '@troupe/benchmarks';
 import { TroupeClient } from '@troupe/client';
@@ -32,6 +40,8 @@ function arg(name: string): string | undefined {
 const TASKS = Number(arg('--tasks') ?? 200);
 const CONCURRENCY = Number(arg('--concurrency') ?? 4);
 const SAMPLES = Number(arg('--samples') ?? 1);
+const BIG = Number(arg('--big') ?? 10_000);
+const BIG_CONCURRENCY = Number(arg('--big-concurrency') ?? 256);
 
 /** Runs `count` containers of `image` running `true`, `concurrency` at a time. */
 async function scriptRun(docker: Docker, image: string, label: string): Promise<number> {
@@ -97,6 +107,45 @@ async function jobRun(
   if (!finished) throw new Error('the job did not finish');
   const results = await client.getResults(job.jobId);
   return { wallMs, passed: results.aggregate?.passed ?? 0 };
+}
+
+/**
+ * One large `noop` job: its wall time, and the process's RSS when the 1,000th task was graded and
+ * when the job finished.
+ */
+async function bigRun(
+  client: TroupeClient,
+): Promise<{ wallMs: number; rssAt1k: number; rssEnd: number }> {
+  const t0 = nowUs();
+  const job = await client.submitJob({
+    name: 'perf-jobs-big',
+    kind: 'noop',
+    concurrency: BIG_CONCURRENCY,
+    retries: { max: 0 },
+    tasks: BIG,
+  });
+  let graded = 0;
+  let rssAt1k = 0;
+  let finished = false;
+  let lastReport = Date.now();
+  for await (const e of client.watch(job.jobId)) {
+    if (e.type === 'TASK_GRADED' && ++graded === Math.min(1_000, BIG)) {
+      rssAt1k = process.memoryUsage().rss;
+    }
+    if (Date.now() - lastReport > 10_000) {
+      lastReport = Date.now();
+      console.log(`[perf/jobs] big job: ${graded}/${BIG} graded`);
+    }
+    if (e.type === 'JOB_FINISHED') finished = true;
+  }
+  const wallMs = (nowUs() - t0) / 1000;
+  const rssEnd = process.memoryUsage().rss;
+  if (!finished) throw new Error('the big job did not finish');
+  const results = await client.getResultsPage(job.jobId, { pageSize: 1 });
+  if (results.aggregate?.passed !== BIG || graded !== BIG) {
+    throw new Error(`big job: ${results.aggregate?.passed} passed, ${graded} graded of ${BIG}`);
+  }
+  return { wallMs, rssAt1k, rssEnd };
 }
 
 async function main(): Promise<void> {
@@ -167,9 +216,26 @@ async function main(): Promise<void> {
       noop_job_wall_ms: noopMs,
       difference_vs_script_per_task_ms: ((jobMs - scriptMs) * CONCURRENCY) / TASKS,
     });
+    const big = BIG > 0 ? await bigRun(client) : undefined;
+    if (big) {
+      printTable('perf/jobs big', {
+        tasks: BIG,
+        concurrency: BIG_CONCURRENCY,
+        wall_s: big.wallMs / 1000,
+        rss_at_1k_mb: big.rssAt1k / 2 ** 20,
+        rss_end_mb: big.rssEnd / 2 ** 20,
+      });
+    }
     printResult('jobs', {
       job_vs_script_ratio: jobMs / scriptMs,
       overhead_per_task_ms: (noopMs * CONCURRENCY) / TASKS,
+      ...(big
+        ? {
+            completions_per_s: BIG / (big.wallMs / 1000),
+            coordinator_rss_growth: big.rssEnd / big.rssAt1k,
+            ...(BIG >= 100_000 ? { job_100k_wall_s: big.wallMs / 1000 } : {}),
+          }
+        : {}),
     });
   } finally {
     client.close();

@@ -1,4 +1,9 @@
-import { MAX_TASKS_PER_JOB, TASK_ID_PATTERN, TASK_ID_RULE } from '@troupe/coordinator';
+import {
+  MAX_INLINE_TASKS,
+  MAX_TASKS_PER_JOB,
+  TASK_ID_PATTERN,
+  TASK_ID_RULE,
+} from '@troupe/coordinator';
 import { NamePattern } from '@troupe/proto';
 import { z } from 'zod';
 
@@ -146,8 +151,8 @@ export const ShellTaskGeneratorSchema = z
   .strict();
 
 /** `spec.tasks` as a list (ids checked for uniqueness by the driver). */
-export const ShellTaskListSchema = z.array(ShellTaskSchema).max(MAX_TASKS_PER_JOB, {
-  error: `at most ${MAX_TASKS_PER_JOB} tasks (a job holds at most ${MAX_TASKS_PER_JOB})`,
+export const ShellTaskListSchema = z.array(ShellTaskSchema).max(MAX_INLINE_TASKS, {
+  error: `at most ${MAX_INLINE_TASKS} tasks inline (generate more with {count, command})`,
 });
 
 /** What a task actor receives as the task's input. */

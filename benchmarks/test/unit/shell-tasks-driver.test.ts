@@ -1,5 +1,10 @@
 import { createShellTasksDriver, registerBuiltinDrivers } from '@troupe/benchmarks';
-import { DriverRegistry, MAX_TASKS_PER_JOB, parseJobSpec } from '@troupe/coordinator';
+import {
+  DriverRegistry,
+  MAX_INLINE_TASKS,
+  MAX_TASKS_PER_JOB,
+  parseJobSpec,
+} from '@troupe/coordinator';
 import type { TroupeError } from '@troupe/proto';
 import { noopLogger } from '@troupe/actors';
 
@@ -83,7 +88,7 @@ describe('shell-tasks driver', () => {
     expect(() => driver.validate(spec)).toThrow(expected);
   });
 
-  it('refuses a task list longer than a job holds before checking its elements', () => {
+  it('refuses an inline task list longer than MAX_INLINE_TASKS before checking its elements', () => {
     // 50,000 wrong elements took ~0.8 s to refuse (one issue each, a 3 MB message).
     const spec = parseJobSpec({
       kind: 'shell-tasks',
@@ -98,7 +103,7 @@ describe('shell-tasks driver', () => {
     expect(err?.code).toBe('INVALID_ARGUMENT');
     expect(err?.details).toEqual({
       field: 'spec.tasks',
-      rule: `must hold at most ${MAX_TASKS_PER_JOB} tasks (got 50000): a job holds at most ${MAX_TASKS_PER_JOB}, split the task set into several jobs`,
+      rule: `must hold at most ${MAX_INLINE_TASKS} tasks (got 50000): list at most ${MAX_INLINE_TASKS} inline, or generate them (shell-tasks {count, command}) or split the set into several jobs`,
     });
     // Within the limit, a list of wrong elements is refused with a bounded message.
     const within = parseJobSpec({

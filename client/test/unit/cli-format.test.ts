@@ -119,6 +119,7 @@ const results: JobResults__Output = {
       detailsJson: '',
     },
   ],
+  nextPageToken: '',
 };
 
 describe('results rendering', () => {

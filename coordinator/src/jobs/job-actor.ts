@@ -31,7 +31,10 @@ import {
   type JobState,
   JobStateSchema,
   JobTransitions,
+  positionsOf,
   TaskOutcomeSchema,
+  taskView,
+  type WorkList,
 } from './job-state';
 
 const Index = z.number().int().nonnegative();
@@ -101,8 +104,9 @@ export interface JobActorOptions {
 }
 
 /**
- * The job actor (kind `job`, id = job id): keeps the spec, the plan's task table and the
- * counters, fans tasks out to task actors under the job's concurrency, retries infrastructure
+ * The job actor (kind `job`, id = job id): keeps the spec, the counters, a cursor into the plan
+ * and the tasks in flight (finished tasks are task records, so a job's size is not bounded by its
+ * state), fans tasks out to task actors under the job's concurrency, retries infrastructure
  * failures with backoff (durable reminders), handles cancellation, and records every change as an
  * event on the job's event subject and in the job's KV record. All transitions are in
  * {@link JobTransitions}; this file carries out their effects.
@@ -134,10 +138,30 @@ export function createJobActor(holder: JobRuntimeHolder, options: JobActorOption
       resume: async (ctx, msg, state) => {
         const rt = holder.get();
         holder.forget(state.jobId);
-        const result = JobTransitions.resume(state, { spec: msg.spec }, now());
+        if (!isFinalPhase(state.phase)) return;
+        // The new work list: every task without a grade (no record: never taken, or stopped).
+        const records = await rt.store.taskRecords(state.jobId);
+        const rerun: WorkList = { indices: [], attempts: [] };
+        for (let i = 0; i < state.total; i++) {
+          const r = records.get(i);
+          if (!r || r.status === 'ERRORED' || r.status === 'CANCELLED') {
+            rerun.indices.push(i);
+            rerun.attempts.push(r?.attempts ?? 0);
+          }
+        }
+        const generation = state.generation + 1;
+        await rt.store.putWork(state.jobId, generation, rerun);
+        holder.rememberWork(state.jobId, generation, rerun);
+        const work = await holder.work(state.jobId, generation);
+        const result = JobTransitions.resume(
+          state,
+          { spec: msg.spec, rerun: rerun.indices.length },
+          now(),
+          work,
+        );
         if (result.state !== state && msg.spec.budget) {
           // The finished job's scope was folded into the cluster's: open one for what is left.
-          const spent = countTasks(state.tasks);
+          const spent = countTasks(state);
           const { usd, tokens } = msg.spec.budget;
           await new BudgetLedger(ctx.refs).createScope(`job:${state.jobId}`, 'cluster', {
             ...(usd !== undefined ? { usd: Math.max(0, usd - spent.costUsd) } : {}),
@@ -153,13 +177,18 @@ export function createJobActor(holder: JobRuntimeHolder, options: JobActorOption
         return { state: await carryOut(ctx, holder.get(), holder, state, result) };
       },
       outcome: async (ctx, msg, state) => {
-        const result = JobTransitions.outcome(state, msg, now());
+        const work = await holder.work(state.jobId, state.generation);
+        const result = JobTransitions.outcome(state, msg, now(), work);
         return { state: await carryOut(ctx, holder.get(), holder, state, result) };
       },
       progress: async (ctx, msg, state) => {
-        const t = state.tasks[msg.index];
-        // Best effort: a report may overtake the `started` post or trail the outcome.
-        if (!t || t.attempts !== msg.attempt || isFinalPhase(state.phase)) return;
+        if (isFinalPhase(state.phase)) return;
+        // Best effort: a report may overtake the `started` post or trail the outcome (the task
+        // has left the state then: its record tells the attempt).
+        const t =
+          state.active.find((a) => a.index === msg.index) ??
+          (await holder.get().store.taskRecordsAt(state.jobId, [msg.index])).get(msg.index);
+        if (!t || t.attempts !== msg.attempt) return;
         const event: JobEventDraft =
           msg.message !== undefined
             ? { type: 'LOG', taskId: t.id, message: msg.message, payload: { attempt: msg.attempt } }
@@ -182,6 +211,7 @@ export function createJobActor(holder: JobRuntimeHolder, options: JobActorOption
             events: [event],
             dispatch: [],
             retries: [],
+            finals: [],
             recordChanged: false,
             finished: false,
           },
@@ -189,14 +219,16 @@ export function createJobActor(holder: JobRuntimeHolder, options: JobActorOption
         return { state: await carryOut(ctx, holder.get(), holder, state, result, true) };
       },
       retry: async (ctx, msg, state) => {
-        const result = JobTransitions.retryDue(state, msg, now());
+        const work = await holder.work(state.jobId, state.generation);
+        const result = JobTransitions.retryDue(state, msg, now(), work);
         return { state: await carryOut(ctx, holder.get(), holder, state, result) };
       },
       startDeadline: async (ctx, msg, state) => {
         const rt = holder.get();
         const timeoutMs = state.spec?.taskTimeoutMs ?? 0;
-        const result = JobTransitions.startDeadline(state, { ...msg, timeoutMs }, now());
-        const t = result.state.tasks[msg.index];
+        const work = await holder.work(state.jobId, state.generation);
+        const result = JobTransitions.startDeadline(state, { ...msg, timeoutMs }, now(), work);
+        const t = result.effects.finals.find((f) => f.index === msg.index);
         if (result.state !== state && t) {
           ctx.log.warn(
             { jobId: state.jobId, taskId: t.id, attempt: msg.attempt },
@@ -223,7 +255,8 @@ export function createJobActor(holder: JobRuntimeHolder, options: JobActorOption
         if (state.phase === 'NEW') {
           throw new TroupeError('UNAVAILABLE', `job ${state.jobId} has not started yet; retry`);
         }
-        const result = JobTransitions.cancel(state, msg, now());
+        const work = await holder.work(state.jobId, state.generation);
+        const result = JobTransitions.cancel(state, msg, now(), work);
         const next = await carryOut(ctx, rt, holder, state, result);
         if (next.cancel && !state.cancel && next.phase === 'RUNNING') {
           await remindAt(
@@ -248,9 +281,9 @@ export function createJobActor(holder: JobRuntimeHolder, options: JobActorOption
         // Not awaited: a task actor in a long turn answers BUSY; a sleeping one with a pending
         // `run` is activated by the ask and then processes it.
         const rt = holder.get();
-        state.tasks.forEach((t, index) => {
+        state.active.forEach((t) => {
           if (t.status !== 'QUEUED' && t.status !== 'RUNNING') return;
-          const addr = { kind: TASK_ACTOR_KIND, id: taskActorId(state.jobId, index) };
+          const addr = { kind: TASK_ACTOR_KIND, id: taskActorId(state.jobId, t.index) };
           void revive(rt.directory, addr, ctx.log)
             .then(() =>
               ctx.refs
@@ -297,7 +330,13 @@ async function planJob(
       payloadPrefix: jobPayloadPrefix(jobId),
     });
     checkPlan(plan);
-    await rt.store.putPlan(jobId, plan);
+    await Promise.all([
+      rt.store.putPlan(jobId, plan),
+      rt.store.putTaskIds(
+        jobId,
+        plan.map((t) => t.id),
+      ),
+    ]);
     holder.rememberPlan(jobId, plan);
     return { taskIds: plan.map((t) => t.id) };
   } catch (err) {
@@ -343,6 +382,11 @@ async function carryOut(
   const t = Date.now();
   const next: JobState = { ...result.state };
   const drafts = [...effects.events];
+  // Task records first: the driver's `collect` reads them, and results read after a count that
+  // includes a task find its record.
+  if (effects.finals.length > 0) {
+    await rt.store.putTaskRecords(next.jobId, next.generation, effects.finals);
+  }
   if (effects.finished) {
     next.extra = await collectExtra(rt, next);
     const aggregate = aggregateOf(next, t);
@@ -499,16 +543,26 @@ async function collectExtra(
   const driver = rt.drivers.get(s.spec.kind);
   if (!driver.collect) return undefined;
   try {
-    const results = await rt.store.taskResults(s.jobId);
-    const tasks: CollectedTask[] = s.tasks.map((t, i) => {
-      const r = results.get(i);
-      return {
-        taskId: t.id,
-        status: t.status,
-        ...(t.score !== undefined ? { score: t.score } : {}),
-        ...(r?.details ? { details: r.details } : {}),
-      };
-    });
+    const [results, records, ids, work] = await Promise.all([
+      rt.store.taskResults(s.jobId),
+      rt.store.taskRecords(s.jobId),
+      rt.store.getTaskIds(s.jobId),
+      s.generation > 1 ? rt.store.getWork(s.jobId, s.generation) : undefined,
+    ]);
+    const positionOf = positionsOf(s, work);
+    const tasks: CollectedTask[] = [];
+    for (let i = 0; i < s.total; i++) {
+      // Every task is finished: a record, or in the stopped part of the work list.
+      const r = records.get(i);
+      const view = taskView(s, i, ids?.[i] ?? r?.id ?? `#${i}`, r, positionOf(i));
+      const d = results.get(i);
+      tasks.push({
+        taskId: view.id,
+        status: view.status,
+        ...(view.score !== undefined ? { score: view.score } : {}),
+        ...(d?.details ? { details: d.details } : {}),
+      });
+    }
     return await driver.collect(s.spec, tasks);
   } catch (err) {
     rt.log.warn({ err, jobId: s.jobId }, 'driver collect failed');

@@ -267,7 +267,13 @@ export class JobApiServer {
         }),
       ),
       GetResults: unary<GetResultsRequest__Output, JobResults>('GetResults', async (req, signal) =>
-        toWireResults(await jobs.results(requireJobId(req.jobId), signal)),
+        toWireResults(
+          await jobs.results(requireJobId(req.jobId), {
+            signal,
+            pageSize: req.pageSize,
+            pageToken: req.pageToken,
+          }),
+        ),
       ),
       Rollout: unary<RolloutRequest__Output, RolloutResponse>('Rollout', (req, signal) =>
         rollouts.rollout(req, signal),

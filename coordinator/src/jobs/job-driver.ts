@@ -9,22 +9,29 @@ export const TASK_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 export const TASK_ID_RULE = 'must match [A-Za-z0-9][A-Za-z0-9._-]{0,127}';
 
 /**
- * Most tasks one job may plan. The job actor keeps its whole task table in one state record
- * (rewritten per transition, bounded by NATS `max_payload`, 1 MiB by default); a larger task set
- * is split into several jobs.
+ * Most tasks one job may plan. The job actor's state holds counters, a cursor and the tasks in
+ * flight, never a row per task (finished tasks are task records of their own), so the bound is
+ * the plan's: it is stored as one object, and a coordinator keeps a job's task ids in memory.
  */
-export const MAX_TASKS_PER_JOB = 2_000;
+export const MAX_TASKS_PER_JOB = 1_000_000;
 
 /**
- * Refuses a task list longer than {@link MAX_TASKS_PER_JOB} before its elements are validated:
+ * Most tasks a spec may list inline (`tasks: [...]`): a list travels in the SubmitJob request and
+ * the job's record. Larger task sets are generated (shell-tasks' `{count, command}`) by the
+ * driver's plan, up to {@link MAX_TASKS_PER_JOB}.
+ */
+export const MAX_INLINE_TASKS = 10_000;
+
+/**
+ * Refuses a task list longer than {@link MAX_INLINE_TASKS} before its elements are validated:
  * a schema reports every broken element, so a huge list of wrong elements would cost seconds to
  * refuse (and a message of megabytes). Anything that is not a list passes (the schema names it).
  */
 export function checkTaskCount(value: unknown, field: string): void {
-  if (Array.isArray(value) && value.length > MAX_TASKS_PER_JOB) {
+  if (Array.isArray(value) && value.length > MAX_INLINE_TASKS) {
     throw invalidArgument(
       field,
-      `must hold at most ${MAX_TASKS_PER_JOB} tasks (got ${value.length}): a job holds at most ${MAX_TASKS_PER_JOB}, split the task set into several jobs`,
+      `must hold at most ${MAX_INLINE_TASKS} tasks (got ${value.length}): list at most ${MAX_INLINE_TASKS} inline, or generate them (shell-tasks {count, command}) or split the set into several jobs`,
     );
   }
 }

@@ -29,7 +29,7 @@ import {
   parseSpecTextAsync,
   type SpecTextFormat,
 } from './job-spec';
-import { emptyJobState, JobStateSchema, type TaskPhase } from './job-state';
+import { emptyJobState, JobStateSchema, positionsOf, type TaskPhase, taskView } from './job-state';
 import { jobArtifactPrefix, JobStore } from './job-store';
 import { createTaskActor, type TaskActorOptions } from './task-actor';
 
@@ -134,12 +134,48 @@ export interface TaskResultView {
   details?: Record<string, unknown>;
 }
 
-/** Results of a job: per task and aggregate. */
+/** Results of a job: a page of its tasks, and the aggregate. */
 export interface JobResultsView {
   jobId: string;
   state: JobRecord['state'];
   aggregate: JobAggregateRecord;
+  /** This page's tasks, in plan order. */
   tasks: TaskResultView[];
+  /** Token of the next page; empty on the last. */
+  nextPageToken: string;
+}
+
+/** Tasks of a results page when none is asked for. */
+export const DEFAULT_RESULTS_PAGE = 1_000;
+/** Most tasks of a results page. */
+export const MAX_RESULTS_PAGE = 5_000;
+
+function resultsPageSize(asked: number | undefined): number {
+  if (asked === undefined || asked === 0) return DEFAULT_RESULTS_PAGE;
+  if (!Number.isInteger(asked) || asked < 0 || asked > MAX_RESULTS_PAGE) {
+    throw invalidArgument('page_size', `must be between 0 and ${MAX_RESULTS_PAGE}`, asked);
+  }
+  return asked;
+}
+
+function encodeResultsToken(jobId: string, from: number): string {
+  return Buffer.from(JSON.stringify({ j: jobId, i: from })).toString('base64url');
+}
+
+function decodeResultsToken(token: string, jobId: string): number {
+  const bad = () =>
+    invalidArgument('page_token', `is not a token of job ${jobId}'s results`, token.slice(0, 64));
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(Buffer.from(token, 'base64url').toString('utf8'));
+  } catch {
+    throw bad();
+  }
+  if (typeof parsed !== 'object' || parsed === null) throw bad();
+  const p = parsed as Record<string, unknown>;
+  const i = p['i'];
+  if (p['j'] !== jobId || typeof i !== 'number' || !Number.isInteger(i) || i < 0) throw bad();
+  return i;
 }
 
 /** An artifact being read. */
@@ -199,6 +235,7 @@ export class JobManager {
   private readonly holder = new JobRuntimeHolder();
   private readonly log: Logger;
   private readonly policies = new Map<string, JobPolicy>();
+  private readonly idsCache = new Map<string, readonly string[]>();
   private started?: JobManagerStartOptions & { store: JobStore; events: JobEventLog };
   private stopWatch?: () => void;
   private watchdog?: NodeJS.Timeout;
@@ -443,17 +480,38 @@ export class JobManager {
     return JobRecordSchema.parse(reply);
   }
 
-  /** Per-task results and the aggregate (also while the job runs). */
-  async results(jobId: string, signal?: AbortSignal): Promise<JobResultsView> {
+  /**
+   * Per-task results, a page at a time in plan order, and the aggregate (also while the job
+   * runs). A page is read by plan index — the job actor's snapshot for the tasks in flight, the
+   * task records of the finished ones — so tasks finishing between two pages never shift one.
+   */
+  async results(
+    jobId: string,
+    options: { signal?: AbortSignal; pageSize?: number; pageToken?: string } = {},
+  ): Promise<JobResultsView> {
+    const { signal } = options;
+    const pageSize = resultsPageSize(options.pageSize);
     const record = await this.get(jobId);
     const { refs, store } = this.need();
+    const from = options.pageToken ? decodeResultsToken(options.pageToken, jobId) : 0;
     const reply = await refs
       .refOf({ kind: JOB_ACTOR_KIND, id: jobId })
       .withHints({ jobId })
       .ask('snapshot', {}, { timeoutMs: 15_000, ...(signal ? { signal } : {}) });
     const state = JobStateSchema.parse(reply);
-    const details = await store.taskResults(jobId);
-    const tasks: TaskResultView[] = state.tasks.map((t, i) => {
+    const to = Math.min(state.total, from + pageSize);
+    const indices = Array.from({ length: Math.max(0, to - from) }, (_, k) => from + k);
+    const [ids, records, details, work] = await Promise.all([
+      indices.length > 0 ? this.taskIds(jobId) : [],
+      store.taskRecordsAt(jobId, indices),
+      store.taskResultsAt(jobId, indices),
+      state.generation > 1 && indices.length > 0
+        ? store.getWork(jobId, state.generation)
+        : undefined,
+    ]);
+    const positionOf = positionsOf(state, work);
+    const tasks: TaskResultView[] = indices.map((i) => {
+      const t = taskView(state, i, ids[i] ?? `#${i}`, records.get(i), positionOf(i));
       const d = details.get(i);
       const fresh = d !== undefined && d.attempt === t.attempts && d.status === t.status;
       return {
@@ -475,7 +533,22 @@ export class JobManager {
       state: state.phase === 'NEW' ? record.state : state.phase,
       aggregate: aggregateOf(state, Date.now()),
       tasks,
+      nextPageToken: to < state.total ? encodeResultsToken(jobId, to) : '',
     };
+  }
+
+  /** A job's task ids in plan order (a small cache: a results page reads them). */
+  private async taskIds(jobId: string): Promise<readonly string[]> {
+    const cached = this.idsCache.get(jobId);
+    if (cached) return cached;
+    const ids = (await this.need().store.getTaskIds(jobId)) ?? [];
+    this.idsCache.set(jobId, ids);
+    while (this.idsCache.size > 16) {
+      const oldest = this.idsCache.keys().next().value;
+      if (oldest === undefined) break;
+      this.idsCache.delete(oldest);
+    }
+    return ids;
   }
 
   /** The job's events from `fromSequence`, replayed then followed until JOB_FINISHED. */

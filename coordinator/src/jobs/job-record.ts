@@ -76,7 +76,7 @@ export type TaskResultRecord = z.output<typeof TaskResultRecordSchema>;
 
 /** The aggregate of a job's state at `now`. */
 export function aggregateOf(s: JobState, now: number): JobAggregateRecord {
-  const c = countTasks(s.tasks);
+  const c = countTasks(s);
   const started = s.startedUnixMs;
   const end = s.finishedUnixMs ?? now;
   return {
@@ -100,7 +100,7 @@ export function aggregateOf(s: JobState, now: number): JobAggregateRecord {
 export function recordOf(s: JobState, now: number): JobRecord {
   const spec = s.spec;
   if (!spec) throw new Error(`job ${s.jobId} has no spec yet`);
-  const c = countTasks(s.tasks);
+  const c = countTasks(s);
   const state = s.phase === 'NEW' ? 'QUEUED' : s.phase;
   return {
     jobId: s.jobId,

@@ -6,6 +6,7 @@ import { type DriverRegistry } from './driver-registry';
 import { type PlannedTask } from './job-driver';
 import { type JobEventLog } from './job-event-log';
 import { type JobSpec, JobSpecSchema } from './job-spec';
+import { type JobWork, listWork, planWork, type WorkList } from './job-state';
 import { type JobStore } from './job-store';
 
 /** Actor kind of job actors (one per job, id = job id). */
@@ -71,6 +72,8 @@ export class JobRuntimeHolder {
   private runtime?: JobRuntime;
   private readonly plans = new Map<string, PlannedTask[]>();
   private readonly specs = new Map<string, JobSpec>();
+  private readonly ids = new Map<string, string[]>();
+  private readonly works = new Map<string, { generation: number; list: WorkList }>();
 
   /** Binds the runtime (once). */
   bind(runtime: JobRuntime): void {
@@ -98,6 +101,39 @@ export class JobRuntimeHolder {
   /** Caches a plan just stored. */
   rememberPlan(jobId: string, plan: PlannedTask[]): void {
     this.remember(this.plans, jobId, plan);
+    this.remember(
+      this.ids,
+      jobId,
+      plan.map((t) => t.id),
+    );
+  }
+
+  /**
+   * The work list of a job's `generation` (the plan in order for the first; the stored list of a
+   * resume for later ones), cached.
+   */
+  async work(jobId: string, generation: number): Promise<JobWork> {
+    let ids = this.ids.get(jobId);
+    if (!ids) {
+      ids = (await this.plan(jobId)).map((t) => t.id);
+      this.remember(this.ids, jobId, ids);
+    }
+    if (generation <= 1) return planWork(ids);
+    let list = this.works.get(jobId);
+    if (list?.generation !== generation) {
+      const stored = await this.get().store.getWork(jobId, generation);
+      if (!stored) {
+        throw new TroupeError('NOT_FOUND', `job ${jobId} has no work list ${generation}`);
+      }
+      list = { generation, list: stored };
+      this.remember(this.works, jobId, list);
+    }
+    return listWork(ids, list.list);
+  }
+
+  /** Caches the work list of a resume just stored. */
+  rememberWork(jobId: string, generation: number, list: WorkList): void {
+    this.remember(this.works, jobId, { generation, list });
   }
 
   /** A job's validated spec (cached; read from its job record on first use). */
@@ -115,6 +151,8 @@ export class JobRuntimeHolder {
   forget(jobId: string): void {
     this.plans.delete(jobId);
     this.specs.delete(jobId);
+    this.ids.delete(jobId);
+    this.works.delete(jobId);
   }
 
   private remember<T>(map: Map<string, T>, key: string, value: T): void {

@@ -60,8 +60,14 @@ export function holdsSlot(phase: TaskPhase): boolean {
   return phase === 'QUEUED' || phase === 'RUNNING';
 }
 
-/** One task as the job actor tracks it (compact: the job's whole table is rewritten per turn). */
+/**
+ * One task the job actor is working on: taken from the work list and not finished (PENDING after
+ * a retry's backoff, BACKOFF, QUEUED, RUNNING). A task that finishes leaves the job's state and
+ * is written as a task record (`task.<jobId>.<index>`, {@link TaskRecordSchema}).
+ */
 export const TaskEntrySchema = z.object({
+  /** Position of the task in the plan. */
+  index: z.number().int().nonnegative(),
   id: z.string(),
   status: z.enum(TaskPhase),
   /** Attempts dispatched so far. */
@@ -84,7 +90,36 @@ export const TaskEntrySchema = z.object({
 /** A task entry. */
 export type TaskEntry = z.output<typeof TaskEntrySchema>;
 
-/** The job actor's persisted state. */
+/**
+ * A finished task as the job's task record keeps it (`task.<jobId>.<index>` in the jobs bucket):
+ * its last entry and the generation (1, then one more per resume) that finished it.
+ */
+export const TaskRecordSchema = TaskEntrySchema.extend({
+  generation: z.number().int().positive(),
+});
+/** A task record. */
+export type TaskRecord = z.output<typeof TaskRecordSchema>;
+
+const Count = z.number().int().nonnegative();
+
+/** Finished tasks by status. */
+const DoneCountsSchema = z.object({
+  passed: Count,
+  failed: Count,
+  errored: Count,
+  timedOut: Count,
+  cancelled: Count,
+});
+type DoneCounts = z.output<typeof DoneCountsSchema>;
+
+/**
+ * The job actor's persisted state: counters and a cursor, never a table of every task. A job's
+ * tasks are its plan (object store); this generation's work list is the plan in order, or, after
+ * a resume, the list of tasks run again (object store); `cursor` is the next position of the
+ * work list to dispatch; `active` holds the tasks taken from it and not finished (at most about
+ * twice the concurrency); finished tasks are task records. So the state's size does not grow with
+ * the job, and a turn costs the same at 100,000 tasks as at 10.
+ */
 export const JobStateSchema = z.object({
   jobId: z.string(),
   phase: z.enum(JobPhase),
@@ -95,13 +130,47 @@ export const JobStateSchema = z.object({
   finishedUnixMs: z.number().int().optional(),
   /** Sequence number the next event gets. */
   nextSequence: z.number().int().positive(),
-  tasks: z.array(TaskEntrySchema),
+  /** Tasks in the plan. */
+  total: Count,
+  /** 1, plus one per resume. */
+  generation: z.number().int().positive(),
+  /** Positions in this generation's work list. */
+  workLength: Count,
+  /** Next position of the work list to take. */
+  cursor: Count,
+  /** Tasks taken from the work list and not finished, in the order they were taken. */
+  active: z.array(TaskEntrySchema),
+  /** Finished tasks by status (every generation: a resume moves its re-run tasks out). */
+  done: DoneCountsSchema,
+  /** Model spend of every attempt so far. */
+  spent: z.object({
+    costUsd: z.number().nonnegative(),
+    promptTokens: Count,
+    completionTokens: Count,
+  }),
+  /**
+   * Work-list positions from `position` on were never taken: they ended with `status` and
+   * `error` all at once (cancellation, an exhausted budget), with no task record each.
+   */
+  stopped: z
+    .object({
+      position: Count,
+      status: z.enum(['CANCELLED', 'ERRORED']),
+      error: z.string(),
+    })
+    .optional(),
+  /** The first task of this generation that ended ERRORED (the job's failure reason). */
+  firstError: z.object({ id: z.string(), error: z.string() }).optional(),
   cancel: z.object({ reason: z.string(), requestedUnixMs: z.number().int() }).optional(),
   /** Benchmark-specific aggregate metrics from the driver's `collect`. */
   extra: z.record(z.string(), z.unknown()).optional(),
 });
 /** The job actor's state. */
 export type JobState = z.output<typeof JobStateSchema>;
+
+function zeroDone(): DoneCounts {
+  return { passed: 0, failed: 0, errored: 0, timedOut: 0, cancelled: 0 };
+}
 
 /** A job actor that has not received its spec yet. */
 export function emptyJobState(jobId: string): JobState {
@@ -111,7 +180,50 @@ export function emptyJobState(jobId: string): JobState {
     reason: '',
     createdUnixMs: 0,
     nextSequence: 1,
-    tasks: [],
+    total: 0,
+    generation: 1,
+    workLength: 0,
+    cursor: 0,
+    active: [],
+    done: zeroDone(),
+    spent: { costUsd: 0, promptTokens: 0, completionTokens: 0 },
+  };
+}
+
+/**
+ * The job's work list as transitions read it: which plan index each position holds, and each
+ * task's id. The actor builds it from the plan and, after a resume, the stored work list.
+ */
+export interface JobWork {
+  /** Plan index at `position` of this generation's work list. */
+  indexAt(position: number): number;
+  /** Attempts the task at `position` had in earlier generations (its attempts continue). */
+  attemptsAt(position: number): number;
+  /** Task id of plan index `index`. */
+  idOf(index: number): string;
+}
+
+/** A resumed generation's work list as stored: plan indices and their earlier attempts. */
+export interface WorkList {
+  indices: number[];
+  attempts: number[];
+}
+
+/** The work list of a first generation: the plan in order. */
+export function planWork(taskIds: readonly string[]): JobWork {
+  return { indexAt: (p) => p, attemptsAt: () => 0, idOf: (i) => taskIds[i] ?? `#${i}` };
+}
+
+/** The work list of a resumed generation. */
+export function listWork(taskIds: readonly string[], list: WorkList): JobWork {
+  return {
+    indexAt: (p) => {
+      const i = list.indices[p];
+      if (i === undefined) throw new Error(`work list has no position ${p}`);
+      return i;
+    },
+    attemptsAt: (p) => list.attempts[p] ?? 0,
+    idOf: (i) => taskIds[i] ?? `#${i}`,
   };
 }
 
@@ -123,6 +235,8 @@ export interface JobEffects {
   dispatch: { index: number; attempt: number }[];
   /** Retries to wake the actor for. */
   retries: { index: number; attempt: number; atMs: number }[];
+  /** Tasks that finished in this transition: their task records must be written. */
+  finals: TaskEntry[];
   /** The job record (KV index) must be rewritten. */
   recordChanged: boolean;
   /** The job reached a final phase in this transition. */
@@ -130,10 +244,17 @@ export interface JobEffects {
 }
 
 function noEffects(): JobEffects {
-  return { events: [], dispatch: [], retries: [], recordChanged: false, finished: false };
+  return {
+    events: [],
+    dispatch: [],
+    retries: [],
+    finals: [],
+    recordChanged: false,
+    finished: false,
+  };
 }
 
-/** Counters over the task table. */
+/** Counters over a job's tasks. */
 export interface TaskCounts {
   total: number;
   pending: number;
@@ -149,53 +270,24 @@ export interface TaskCounts {
   completionTokens: number;
 }
 
-/** Counts tasks by status and sums their spend. */
-export function countTasks(tasks: readonly TaskEntry[]): TaskCounts {
-  const c: TaskCounts = {
-    total: tasks.length,
-    pending: 0,
-    running: 0,
-    passed: 0,
-    failed: 0,
-    errored: 0,
-    timedOut: 0,
-    cancelled: 0,
-    done: 0,
-    costUsd: 0,
-    promptTokens: 0,
-    completionTokens: 0,
+/** Counts a job's tasks by status and sums their spend. */
+export function countTasks(s: JobState): TaskCounts {
+  const d = s.done;
+  const done = d.passed + d.failed + d.errored + d.timedOut + d.cancelled;
+  return {
+    total: s.total,
+    pending: s.total - done,
+    running: s.active.filter((t) => holdsSlot(t.status)).length,
+    passed: d.passed,
+    failed: d.failed,
+    errored: d.errored,
+    timedOut: d.timedOut,
+    cancelled: d.cancelled,
+    done,
+    costUsd: s.spent.costUsd,
+    promptTokens: s.spent.promptTokens,
+    completionTokens: s.spent.completionTokens,
   };
-  for (const t of tasks) {
-    c.costUsd += t.costUsd;
-    c.promptTokens += t.promptTokens;
-    c.completionTokens += t.completionTokens;
-    switch (t.status) {
-      case 'PASSED':
-        c.passed++;
-        break;
-      case 'FAILED':
-        c.failed++;
-        break;
-      case 'ERRORED':
-        c.errored++;
-        break;
-      case 'TIMED_OUT':
-        c.timedOut++;
-        break;
-      case 'CANCELLED':
-        c.cancelled++;
-        break;
-      case 'RUNNING':
-      case 'QUEUED':
-        c.running++;
-        c.pending++;
-        break;
-      default:
-        c.pending++;
-    }
-  }
-  c.done = c.total - c.pending;
-  return c;
 }
 
 /** The outcome a task actor reports for one attempt. */
@@ -221,15 +313,29 @@ export const TaskOutcomeSchema = z.object({
 /** A task attempt's outcome. */
 export type TaskOutcome = z.output<typeof TaskOutcomeSchema>;
 
-// Kept short: the task table is one state record (the full error is in the task's result).
+// Kept short: an entry is part of the job's state (the full error is in the task's result).
 const MAX_ERROR_CHARS = 200;
+/**
+ * Most TASK_FINISHED events one stop (cancellation, exhausted budget) writes for tasks never
+ * taken from the work list; the rest are summed up in one LOG event.
+ */
+export const MAX_STOP_EVENTS = 1_000;
 
 function truncate(text: string, max = MAX_ERROR_CHARS): string {
   return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
 }
 
 function clone(state: JobState): JobState {
-  return { ...state, tasks: state.tasks.map((t) => ({ ...t })) };
+  return {
+    ...state,
+    active: state.active.map((t) => ({ ...t })),
+    done: { ...state.done },
+    spent: { ...state.spent },
+  };
+}
+
+function entryOf(s: JobState, index: number): TaskEntry | undefined {
+  return s.active.find((t) => t.index === index);
 }
 
 /** Backoff before retry number `retry` (1 for the first): doubling from `backoffMs`, capped. */
@@ -271,25 +377,19 @@ export const JobTransitions = {
       finish(s, fx, 'FAILED', `planning failed: ${input.planError ?? 'no plan'}`, input.now);
       return { state: s, effects: fx };
     }
-    s.tasks = input.taskIds.map((id) => ({
-      id,
-      status: 'PENDING',
-      attempts: 0,
-      costUsd: 0,
-      promptTokens: 0,
-      completionTokens: 0,
-      durationMs: 0,
-      executions: 0,
-    }));
+    s.total = input.taskIds.length;
+    s.workLength = s.total;
+    s.cursor = 0;
+    s.generation = 1;
     s.phase = 'RUNNING';
     s.startedUnixMs = input.now;
     fx.events.push({
       type: 'JOB_STARTED',
       taskId: '',
-      message: `job ${s.jobId} started: ${s.tasks.length} tasks, concurrency ${input.spec.concurrency}`,
-      payload: { total: s.tasks.length, concurrency: input.spec.concurrency },
+      message: `job ${s.jobId} started: ${s.total} tasks, concurrency ${input.spec.concurrency}`,
+      payload: { total: s.total, concurrency: input.spec.concurrency },
     });
-    fill(s, fx);
+    fill(s, fx, planWork(input.taskIds));
     maybeFinish(s, fx, input.now);
     return { state: s, effects: fx };
   },
@@ -300,11 +400,13 @@ export const JobTransitions = {
     msg: { index: number; attempt: number; hostId: string; executions: number },
     now: number,
   ): { state: JobState; effects: JobEffects } {
-    const s = clone(prev);
     const fx = noEffects();
-    const t = s.tasks[msg.index];
-    if (!t || t.attempts !== msg.attempt || !holdsSlot(t.status))
+    const before = entryOf(prev, msg.index);
+    if (!before || before.attempts !== msg.attempt || !holdsSlot(before.status)) {
       return { state: prev, effects: fx };
+    }
+    const s = clone(prev);
+    const t = entryOf(s, msg.index) as TaskEntry;
     t.status = 'RUNNING';
     t.hostId = msg.hostId;
     t.executions = msg.executions;
@@ -320,27 +422,36 @@ export const JobTransitions = {
   },
 
   /** A task attempt ended. Infrastructure failures are retried with backoff, nothing else is. */
-  outcome(prev: JobState, o: TaskOutcome, now: number): { state: JobState; effects: JobEffects } {
-    const s = clone(prev);
+  outcome(
+    prev: JobState,
+    o: TaskOutcome,
+    now: number,
+    work: JobWork,
+  ): { state: JobState; effects: JobEffects } {
     const fx = noEffects();
-    const t = s.tasks[o.index];
-    const spec = s.spec;
+    const before = entryOf(prev, o.index);
+    const spec = prev.spec;
     // Stale (an earlier attempt, a duplicate delivery) or unknown: nothing to do. So is the
     // outcome of an execution older than the latest that started: a task actor's activation
     // fenced while its host was unreachable keeps running until it learns so, and its outcome
     // (often an error from the sandbox the new execution replaced) must not become the task's.
     if (
-      !t ||
+      !before ||
       !spec ||
-      t.attempts !== o.attempt ||
-      !holdsSlot(t.status) ||
-      o.executions < t.executions
+      before.attempts !== o.attempt ||
+      !holdsSlot(before.status) ||
+      o.executions < before.executions
     ) {
       return { state: prev, effects: fx };
     }
+    const s = clone(prev);
+    const t = entryOf(s, o.index) as TaskEntry;
     t.costUsd += o.costUsd;
     t.promptTokens += o.promptTokens;
     t.completionTokens += o.completionTokens;
+    s.spent.costUsd += o.costUsd;
+    s.spent.promptTokens += o.promptTokens;
+    s.spent.completionTokens += o.completionTokens;
     t.durationMs = o.durationMs;
     t.executions = o.executions;
     if (o.hostId !== undefined) t.hostId = o.hostId;
@@ -374,9 +485,9 @@ export const JobTransitions = {
       });
     } else {
       const status = cancelling && o.status === 'ERRORED' ? 'CANCELLED' : o.status;
-      t.status = status;
       if (o.score !== undefined) t.score = o.score;
       else delete t.score;
+      end(s, fx, t, status);
       const graded = status === 'PASSED' || status === 'FAILED' || status === 'TIMED_OUT';
       if (graded) {
         fx.events.push({
@@ -400,7 +511,7 @@ export const JobTransitions = {
       }
     }
     if (o.costUsd > 0 || o.promptTokens > 0 || o.completionTokens > 0) {
-      const c = countTasks(s.tasks);
+      const c = countTasks(s);
       fx.events.push({
         type: 'BUDGET',
         taskId: '',
@@ -414,14 +525,14 @@ export const JobTransitions = {
       });
     }
     if (!isFinalPhase(s.phase) && (o.budgetExhausted || budgetSpent(s))) {
-      stopPending(s, fx, 'ERRORED', 'not run: the job budget is exhausted');
-      if (countTasks(s.tasks).running === 0) {
+      stopPending(s, fx, 'ERRORED', 'not run: the job budget is exhausted', work);
+      if (countTasks(s).running === 0) {
         finish(s, fx, 'FAILED', budgetReason(s), now);
       } else if (!s.reason) {
         s.reason = budgetReason(s);
       }
     }
-    fill(s, fx);
+    fill(s, fx, work);
     maybeFinish(s, fx, now);
     return { state: s, effects: fx };
   },
@@ -436,8 +547,9 @@ export const JobTransitions = {
     prev: JobState,
     msg: { index: number; attempt: number; timeoutMs: number },
     now: number,
+    work: JobWork,
   ): { state: JobState; effects: JobEffects } {
-    const t = prev.tasks[msg.index];
+    const t = entryOf(prev, msg.index);
     if (!t || t.attempts !== msg.attempt || t.status !== 'QUEUED') {
       return { state: prev, effects: noEffects() };
     }
@@ -458,6 +570,7 @@ export const JobTransitions = {
         executions: 0,
       },
       now,
+      work,
     );
   },
 
@@ -466,17 +579,18 @@ export const JobTransitions = {
     prev: JobState,
     msg: { index: number; attempt: number },
     now: number,
+    work: JobWork,
   ): { state: JobState; effects: JobEffects } {
-    const t = prev.tasks[msg.index];
-    if (!t || t.status !== 'BACKOFF' || t.attempts + 1 !== msg.attempt) {
+    const before = entryOf(prev, msg.index);
+    if (!before || before.status !== 'BACKOFF' || before.attempts + 1 !== msg.attempt) {
       return { state: prev, effects: noEffects() };
     }
     const s = clone(prev);
     const fx = noEffects();
-    const task = s.tasks[msg.index] as TaskEntry;
+    const task = entryOf(s, msg.index) as TaskEntry;
     task.status = 'PENDING';
     delete task.retryAtMs;
-    fill(s, fx);
+    fill(s, fx, work);
     maybeFinish(s, fx, now);
     return { state: s, effects: fx };
   },
@@ -490,6 +604,7 @@ export const JobTransitions = {
     prev: JobState,
     msg: { reason: string },
     now: number,
+    work: JobWork,
   ): { state: JobState; effects: JobEffects } {
     if (isFinalPhase(prev.phase) || prev.cancel) return { state: prev, effects: noEffects() };
     const s = clone(prev);
@@ -502,7 +617,7 @@ export const JobTransitions = {
       message: `cancellation requested: ${msg.reason}`,
       payload: { reason: msg.reason },
     });
-    stopPending(s, fx, 'CANCELLED', `cancelled: ${msg.reason}`);
+    stopPending(s, fx, 'CANCELLED', `cancelled: ${msg.reason}`, work);
     maybeFinish(s, fx, now);
     return { state: s, effects: fx };
   },
@@ -515,10 +630,10 @@ export const JobTransitions = {
     if (isFinalPhase(prev.phase) || !prev.cancel) return { state: prev, effects: noEffects() };
     const s = clone(prev);
     const fx = noEffects();
-    for (const t of s.tasks) {
+    for (const t of [...s.active]) {
       if (holdsSlot(t.status)) {
-        t.status = 'CANCELLED';
         t.error = 'cancelled: did not stop within the grace period';
+        end(s, fx, t, 'CANCELLED');
         fx.events.push({
           type: 'TASK_FINISHED',
           taskId: t.id,
@@ -533,48 +648,75 @@ export const JobTransitions = {
 
   /**
    * Resubmission of a finished job (`resume_job_id`): tasks that ended ERRORED or CANCELLED (or
-   * never ran) run again; graded ones keep their results.
+   * never ran) run again; graded ones keep their results. `rerun` is the new work list, found by
+   * the actor from the task records (in plan order).
    */
   resume(
     prev: JobState,
-    msg: { spec: JobSpec },
+    msg: { spec: JobSpec; rerun: number },
     now: number,
+    work: JobWork,
   ): { state: JobState; effects: JobEffects } {
-    const s = clone(prev);
     const fx = noEffects();
-    if (!isFinalPhase(s.phase)) return { state: prev, effects: fx };
+    if (!isFinalPhase(prev.phase)) return { state: prev, effects: fx };
+    const s = clone(prev);
     s.spec = msg.spec;
     s.phase = 'RUNNING';
     s.reason = '';
     delete s.cancel;
     delete s.finishedUnixMs;
     delete s.extra;
-    let again = 0;
-    for (const t of s.tasks) {
-      if (t.status === 'ERRORED' || t.status === 'CANCELLED' || !isFinalTaskPhase(t.status)) {
-        t.status = 'PENDING';
-        delete t.error;
-        delete t.retryAtMs;
-        again++;
-      }
-    }
+    delete s.stopped;
+    delete s.firstError;
+    s.generation += 1;
+    s.workLength = msg.rerun;
+    s.cursor = 0;
+    s.active = [];
+    s.done.errored = 0;
+    s.done.cancelled = 0;
     fx.recordChanged = true;
     fx.events.push({
       type: 'JOB_RESUMED',
       taskId: '',
-      message: `job ${s.jobId} resumed: ${again} of ${s.tasks.length} tasks run again`,
-      payload: { rerun: again, total: s.tasks.length },
+      message: `job ${s.jobId} resumed: ${msg.rerun} of ${s.total} tasks run again`,
+      payload: { rerun: msg.rerun, total: s.total },
     });
-    fill(s, fx);
+    fill(s, fx, work);
     maybeFinish(s, fx, now);
     return { state: s, effects: fx };
   },
 };
 
+/** Ends an active task with `status`: out of the state, into a task record and the counters. */
+function end(s: JobState, fx: JobEffects, t: TaskEntry, status: TaskPhase): void {
+  t.status = status;
+  delete t.retryAtMs;
+  s.active = s.active.filter((a) => a.index !== t.index);
+  fx.finals.push(t);
+  fx.recordChanged = true;
+  switch (status) {
+    case 'PASSED':
+      s.done.passed++;
+      break;
+    case 'FAILED':
+      s.done.failed++;
+      break;
+    case 'TIMED_OUT':
+      s.done.timedOut++;
+      break;
+    case 'CANCELLED':
+      s.done.cancelled++;
+      break;
+    default:
+      s.done.errored++;
+      if (!s.firstError) s.firstError = { id: t.id, error: t.error ?? '' };
+  }
+}
+
 function budgetSpent(s: JobState): boolean {
   const b = s.spec?.budget;
   if (!b) return false;
-  const c = countTasks(s.tasks);
+  const c = s.spent;
   return (
     (b.usd !== undefined && c.costUsd >= b.usd) ||
     (b.tokens !== undefined && c.promptTokens + c.completionTokens >= b.tokens)
@@ -582,68 +724,118 @@ function budgetSpent(s: JobState): boolean {
 }
 
 function budgetReason(s: JobState): string {
-  const c = countTasks(s.tasks);
+  const c = s.spent;
   const b = s.spec?.budget;
   return `budget exhausted: spent $${c.costUsd.toFixed(4)}${b?.usd !== undefined ? ` of $${b.usd}` : ''}, ${c.promptTokens + c.completionTokens} tokens${b?.tokens !== undefined ? ` of ${b.tokens}` : ''}`;
 }
 
-/** Ends every task that has not started (PENDING, BACKOFF) with `status`. */
+/**
+ * Ends every task that has not started with `status`: active ones waiting (PENDING, BACKOFF) as
+ * records, and the rest of the work list all at once (`stopped`).
+ */
 function stopPending(
   s: JobState,
   fx: JobEffects,
   status: 'CANCELLED' | 'ERRORED',
   error: string,
+  work: JobWork,
 ): void {
-  for (const t of s.tasks) {
+  const finished = (id: string) =>
+    fx.events.push({
+      type: 'TASK_FINISHED',
+      taskId: id,
+      message: `task ${id} ${status.toLowerCase()}: ${error}`,
+      payload: { status, error },
+    });
+  for (const t of [...s.active]) {
     if (t.status === 'PENDING' || t.status === 'BACKOFF') {
-      t.status = status;
       t.error = error;
-      delete t.retryAtMs;
-      fx.recordChanged = true;
-      fx.events.push({
-        type: 'TASK_FINISHED',
-        taskId: t.id,
-        message: `task ${t.id} ${status.toLowerCase()}: ${error}`,
-        payload: { status, error },
-      });
+      end(s, fx, t, status);
+      finished(t.id);
     }
   }
+  const rest = s.workLength - s.cursor;
+  if (rest <= 0) return;
+  for (let p = s.cursor; p < s.workLength && p < s.cursor + MAX_STOP_EVENTS; p++) {
+    finished(work.idOf(work.indexAt(p)));
+  }
+  if (rest > MAX_STOP_EVENTS) {
+    fx.events.push({
+      type: 'LOG',
+      taskId: '',
+      message: `${rest - MAX_STOP_EVENTS} more tasks ${status.toLowerCase()}: ${error}`,
+      payload: { status, error, tasks: rest - MAX_STOP_EVENTS },
+    });
+  }
+  s.stopped = { position: s.cursor, status, error };
+  if (status === 'CANCELLED') s.done.cancelled += rest;
+  else {
+    s.done.errored += rest;
+    if (!s.firstError) s.firstError = { id: work.idOf(work.indexAt(s.cursor)), error };
+  }
+  s.cursor = s.workLength;
+  fx.recordChanged = true;
 }
 
-/** Dispatches PENDING tasks, in plan order, while the job has free concurrency slots. */
-function fill(s: JobState, fx: JobEffects): void {
+/**
+ * Dispatches waiting tasks while the job has free concurrency slots: retried ones first, then new
+ * ones from the work list. Tasks in backoff hold no slot, but new ones are not taken while as many
+ * wait as run, so the state stays bounded by twice the concurrency.
+ */
+function fill(s: JobState, fx: JobEffects, work: JobWork): void {
   if (s.phase !== 'RUNNING' || s.cancel || !s.spec) return;
-  let free = s.spec.concurrency - countTasks(s.tasks).running;
-  for (let i = 0; i < s.tasks.length && free > 0; i++) {
-    const t = s.tasks[i] as TaskEntry;
-    if (t.status !== 'PENDING') continue;
+  const limit = s.spec.concurrency;
+  let free = limit - countTasks(s).running;
+  const queue = (t: TaskEntry) => {
     t.status = 'QUEUED';
     t.attempts += 1;
     t.executions = 0;
     delete t.retryAtMs;
     free--;
     fx.recordChanged = true;
-    fx.dispatch.push({ index: i, attempt: t.attempts });
+    fx.dispatch.push({ index: t.index, attempt: t.attempts });
     fx.events.push({
       type: 'TASK_QUEUED',
       taskId: t.id,
       message: `task ${t.id} attempt ${t.attempts} queued`,
       payload: { attempt: t.attempts },
     });
+  };
+  for (const t of s.active) {
+    if (free <= 0) return;
+    if (t.status === 'PENDING') queue(t);
+  }
+  while (free > 0 && s.cursor < s.workLength && s.active.length < 2 * limit) {
+    const index = work.indexAt(s.cursor);
+    const attempts = work.attemptsAt(s.cursor);
+    s.cursor += 1;
+    const t: TaskEntry = {
+      index,
+      id: work.idOf(index),
+      status: 'PENDING',
+      attempts,
+      costUsd: 0,
+      promptTokens: 0,
+      completionTokens: 0,
+      durationMs: 0,
+      executions: 0,
+    };
+    s.active.push(t);
+    queue(t);
   }
 }
 
 /** Finishes the job when no task is left to run. */
 function maybeFinish(s: JobState, fx: JobEffects, now: number): void {
   if (isFinalPhase(s.phase) || s.phase === 'NEW') return;
-  const c = countTasks(s.tasks);
+  const c = countTasks(s);
   if (c.pending > 0) return;
   if (s.cancel) {
     finish(s, fx, 'CANCELLED', s.cancel.reason, now);
   } else if (budgetSpent(s) || s.reason.startsWith('budget exhausted')) {
     finish(s, fx, 'FAILED', budgetReason(s), now);
   } else if (c.errored > 0) {
-    const first = s.tasks.find((t) => t.status === 'ERRORED');
+    const first = s.firstError;
     finish(
       s,
       fx,
@@ -663,4 +855,63 @@ function finish(s: JobState, fx: JobEffects, phase: JobPhase, reason: string, no
   fx.finished = true;
   fx.recordChanged = true;
   // JOB_FINISHED itself is appended by the actor once `collect` has run (it carries the aggregate).
+}
+
+/**
+ * A task's status as results show it, from what is known of it: its active entry, its task record
+ * and whether this generation's work list holds it (`position`, undefined when not). A task with
+ * neither is pending (not taken yet), unless the work list was stopped before its position.
+ */
+export function taskView(
+  s: JobState,
+  index: number,
+  id: string,
+  record: TaskRecord | undefined,
+  position: number | undefined,
+): TaskEntry {
+  const active = entryOf(s, index);
+  if (active) return active;
+  if (record && record.generation === s.generation) return stripGeneration(record);
+  const blank: TaskEntry = {
+    index,
+    id,
+    status: 'PENDING',
+    attempts: 0,
+    costUsd: 0,
+    promptTokens: 0,
+    completionTokens: 0,
+    durationMs: 0,
+    executions: 0,
+  };
+  if (position !== undefined) {
+    const stop = s.stopped;
+    if (stop && position >= stop.position) {
+      return {
+        ...(record ? stripGeneration(record) : blank),
+        status: stop.status,
+        error: stop.error,
+      };
+    }
+    return { ...(record ? stripGeneration(record) : blank), status: 'PENDING' };
+  }
+  return record ? stripGeneration(record) : blank;
+}
+
+/**
+ * Position of each plan index in the state's current work list (undefined when not in it):
+ * identity in a first generation, from `work` (the stored list) after a resume.
+ */
+export function positionsOf(
+  s: JobState,
+  work: WorkList | undefined,
+): (index: number) => number | undefined {
+  if (s.generation <= 1) return (i) => (i < s.workLength ? i : undefined);
+  const map = new Map<number, number>();
+  (work?.indices ?? []).forEach((index, position) => map.set(index, position));
+  return (i) => map.get(i);
+}
+
+function stripGeneration(r: TaskRecord): TaskEntry {
+  const { generation: _g, ...entry } = r;
+  return entry;
 }

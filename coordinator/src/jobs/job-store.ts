@@ -12,6 +12,7 @@ import {
   type TaskResultRecord,
   TaskResultRecordSchema,
 } from './job-record';
+import { type TaskEntry, type TaskRecord, TaskRecordSchema, type WorkList } from './job-state';
 
 /** Options of {@link JobStore.open}. */
 export interface JobStoreOptions {
@@ -22,6 +23,16 @@ export interface JobStoreOptions {
 /** Where a job's plan is kept in the object store. */
 export function planObjectName(jobId: string): string {
   return `jobs/${jobId}/plan.json`;
+}
+
+/** Where a job's task ids, in plan order, are kept in the object store. */
+export function taskIdsObjectName(jobId: string): string {
+  return `jobs/${jobId}/task-ids.json`;
+}
+
+/** Where the work list of a resumed job's generation is kept in the object store. */
+export function workObjectName(jobId: string, generation: number): string {
+  return `jobs/${jobId}/work-${generation}.json`;
 }
 
 /** Prefix of every artifact of a job in the object store. */
@@ -52,12 +63,19 @@ export type ListedJob = z.output<typeof ListedJobSchema> & {
 };
 
 const PlanSchema = z.array(z.object({ id: z.string(), input: z.unknown() }));
+const TaskIdsSchema = z.array(z.string());
+const WorkSchema = z.object({
+  indices: z.array(z.number().int().nonnegative()),
+  attempts: z.array(z.number().int().nonnegative()),
+});
+/** Task records or results read at once (direct gets in flight). */
+const READ_BATCH = 256;
 
 /**
  * Persistence of jobs besides the job actor's own state: the KV bucket `troupe_<c>_jobs` (job
  * records `job.<jobId>` for GetJob/ListJobs, idempotency keys `idem.<sha256>`, task results
- * `result.<jobId>.<index>`) and the object store `troupe_<c>_artifacts` (plans and artifacts
- * under `jobs/<jobId>/`).
+ * `result.<jobId>.<index>`, task records `task.<jobId>.<index>`) and the object store
+ * `troupe_<c>_artifacts` (plans, task ids, work lists and artifacts under `jobs/<jobId>/`).
  */
 export class JobStore {
   private constructor(
@@ -203,19 +221,87 @@ export class JobStore {
     await this.kv.put(`result.${jobId}.${result.index}`, JSON.stringify(result));
   }
 
+  /** The stored task results of `indices` of a job, by plan index. */
+  async taskResultsAt(
+    jobId: string,
+    indices: readonly number[],
+  ): Promise<Map<number, TaskResultRecord>> {
+    const out = new Map<number, TaskResultRecord>();
+    await readBatched(indices, async (i) => {
+      const e = await this.kv.get(`result.${jobId}.${i}`);
+      if (!e || e.operation !== 'PUT') return;
+      const parsed = TaskResultRecordSchema.safeParse(safeJson(e));
+      if (parsed.success) out.set(parsed.data.index, parsed.data);
+    });
+    return out;
+  }
+
   /** Every stored task result of a job, by plan index. */
   async taskResults(jobId: string): Promise<Map<number, TaskResultRecord>> {
-    const keys = await kvKeys(this.kv, `result.${jobId}.*`);
-    const out = new Map<number, TaskResultRecord>();
-    await Promise.all(
-      keys.map(async (k) => {
-        const e = await this.kv.get(k);
-        if (!e || e.operation !== 'PUT') return;
-        const parsed = TaskResultRecordSchema.safeParse(e.json());
-        if (parsed.success) out.set(parsed.data.index, parsed.data);
-      }),
-    );
+    return this.taskResultsAt(jobId, indicesOf(await kvKeys(this.kv, `result.${jobId}.*`)));
+  }
+
+  /** Writes the records of finished tasks (idempotent: the same entry twice is the same record). */
+  async putTaskRecords(
+    jobId: string,
+    generation: number,
+    entries: readonly TaskEntry[],
+  ): Promise<void> {
+    await readBatched(entries, async (t) => {
+      const record: TaskRecord = { ...t, generation };
+      await this.kv.put(`task.${jobId}.${t.index}`, JSON.stringify(record));
+    });
+  }
+
+  /** The task records of `indices` of a job, by plan index. */
+  async taskRecordsAt(jobId: string, indices: readonly number[]): Promise<Map<number, TaskRecord>> {
+    const out = new Map<number, TaskRecord>();
+    await readBatched(indices, async (i) => {
+      const e = await this.kv.get(`task.${jobId}.${i}`);
+      if (!e || e.operation !== 'PUT') return;
+      const parsed = TaskRecordSchema.safeParse(safeJson(e));
+      if (parsed.success) out.set(parsed.data.index, parsed.data);
+    });
     return out;
+  }
+
+  /**
+   * Every task record of a job, by plan index. Keys are listed from the stream's subject index and
+   * read in batches, not through a consumer: after a server loss a consumer's creation can stall
+   * for seconds (see `kvKeys`).
+   */
+  async taskRecords(jobId: string): Promise<Map<number, TaskRecord>> {
+    return this.taskRecordsAt(jobId, indicesOf(await kvKeys(this.kv, `task.${jobId}.*`)));
+  }
+
+  /** Stores a job's task ids in plan order (what results list for tasks with no record yet). */
+  async putTaskIds(jobId: string, ids: readonly string[]): Promise<void> {
+    await this.objects.putBlob(
+      { name: taskIdsObjectName(jobId), description: 'job task ids' },
+      new TextEncoder().encode(JSON.stringify(ids)),
+    );
+  }
+
+  /** A job's task ids in plan order, or undefined when none were stored. */
+  async getTaskIds(jobId: string): Promise<string[] | undefined> {
+    const blob = await this.objects.getBlob(taskIdsObjectName(jobId));
+    if (!blob) return undefined;
+    return TaskIdsSchema.parse(JSON.parse(new TextDecoder().decode(blob)));
+  }
+
+  /** Stores the work list (plan indices) of a resumed job's `generation`. */
+  async putWork(jobId: string, generation: number, work: WorkList): Promise<void> {
+    await this.objects.putBlob(
+      { name: workObjectName(jobId, generation), description: 'job work list' },
+      new TextEncoder().encode(JSON.stringify(work)),
+    );
+  }
+
+  /** The work list of a resumed job's `generation`, or undefined. */
+  async getWork(jobId: string, generation: number): Promise<WorkList | undefined> {
+    const blob = await this.objects.getBlob(workObjectName(jobId, generation));
+    if (!blob) return undefined;
+    return WorkSchema.parse(JSON.parse(new TextDecoder().decode(blob)));
   }
 
   /** Stores a job's plan (object store: plans can be larger than a KV value). */
@@ -248,5 +334,27 @@ export class JobStore {
       { name: path, description: contentType, metadata: { 'content-type': contentType } },
       data,
     );
+  }
+}
+
+/** Runs `fn` over `items`, {@link READ_BATCH} at a time. */
+async function readBatched<T>(items: readonly T[], fn: (item: T) => Promise<void>): Promise<void> {
+  for (let i = 0; i < items.length; i += READ_BATCH) {
+    await Promise.all(items.slice(i, i + READ_BATCH).map(fn));
+  }
+}
+
+/** The plan indices at the end of `<prefix>.<jobId>.<index>` keys. */
+function indicesOf(keys: readonly string[]): number[] {
+  return keys
+    .map((k) => Number(k.slice(k.lastIndexOf('.') + 1)))
+    .filter((i) => Number.isInteger(i) && i >= 0);
+}
+
+function safeJson(e: KvEntry): unknown {
+  try {
+    return e.json();
+  } catch {
+    return undefined;
   }
 }

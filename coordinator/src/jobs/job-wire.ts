@@ -68,6 +68,7 @@ export function toWireResults(v: JobResultsView): JobResults {
       artifacts: t.artifacts,
       detailsJson: t.details ? JSON.stringify(t.details) : '',
     })),
+    nextPageToken: v.nextPageToken,
   };
 }
 

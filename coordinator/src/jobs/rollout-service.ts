@@ -79,9 +79,17 @@ export class RolloutService {
         jobId,
       );
     }
-    const results = await this.options.jobs.results(jobId, signal);
     const rollouts: RolloutResult[] = [];
-    for (const t of results.tasks) rollouts.push(await this.toRollout(jobId, t, signal));
+    let page = await this.options.jobs.results(jobId, { ...(signal ? { signal } : {}) });
+    const results = page;
+    for (;;) {
+      for (const t of page.tasks) rollouts.push(await this.toRollout(jobId, t, signal));
+      if (!page.nextPageToken) break;
+      page = await this.options.jobs.results(jobId, {
+        ...(signal ? { signal } : {}),
+        pageToken: page.nextPageToken,
+      });
+    }
     return {
       jobId,
       state: results.state,

@@ -7,7 +7,7 @@ import {
   type RolloutRequest__Output,
 } from '@troupe/proto';
 import { z } from 'zod';
-import { MAX_TASKS_PER_JOB, TASK_ID_PATTERN, TASK_ID_RULE } from './job-driver';
+import { MAX_INLINE_TASKS, TASK_ID_PATTERN, TASK_ID_RULE } from './job-driver';
 import { MAX_JOB_CONCURRENCY } from './job-spec';
 
 /** The job kind of RL rollouts (the driver lives in `@troupe/benchmarks`). */
@@ -120,8 +120,8 @@ export function parseRolloutTaskId(
 export function rolloutJobSpec(req: RolloutRequest__Output): Record<string, unknown> {
   if (!req.endpoint) throw invalidArgument('request.endpoint', 'is required');
   if (!req.suite) throw invalidArgument('request.suite', 'is required (a suite folder)');
-  if (req.taskIds.length > MAX_TASKS_PER_JOB) {
-    throw invalidArgument('request.task_ids', `must hold at most ${MAX_TASKS_PER_JOB} ids`);
+  if (req.taskIds.length > MAX_INLINE_TASKS) {
+    throw invalidArgument('request.task_ids', `must hold at most ${MAX_INLINE_TASKS} ids`);
   }
   req.taskIds.forEach((id, i) => {
     if (!TASK_ID_PATTERN.test(id))

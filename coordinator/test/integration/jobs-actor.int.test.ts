@@ -34,14 +34,22 @@ const scripted: JobDriver<ScriptTask, { ok: boolean; partial?: boolean }> = {
   name: 'scripted',
   description: 'tasks that pass, fail, hang or fail on infrastructure, as scripted',
   validate(spec: JobSpec) {
-    if (!Array.isArray(spec.tasks)) throw invalidArgument('spec.tasks', 'must be a list');
+    if (!Array.isArray(spec.tasks) && typeof spec.config['generate'] !== 'number') {
+      throw invalidArgument('spec.tasks', 'must be a list');
+    }
   },
-  // A `huge` task's input is larger than one NATS message (2 MiB of padding).
+  // A `huge` task's input is larger than one NATS message (2 MiB of padding). `config.generate`
+  // plans that many passing tasks instead of the list.
   plan: (spec) =>
-    (spec.tasks as ScriptTask[]).map((t) => ({
-      id: t.id,
-      input: t.do === 'huge' ? { ...t, pad: 'x'.repeat(2 * 1024 * 1024) } : t,
-    })),
+    typeof spec.config['generate'] === 'number'
+      ? Array.from({ length: spec.config['generate'] }, (_, i) => ({
+          id: `g${i}`,
+          input: { id: `g${i}`, do: 'pass' },
+        }))
+      : (spec.tasks as ScriptTask[]).map((t) => ({
+          id: t.id,
+          input: t.do === 'huge' ? { ...t, pad: 'x'.repeat(2 * 1024 * 1024) } : t,
+        })),
   async runTask(ctx, task) {
     const key = `${ctx.jobId}/${task.id}`;
     bump(calls.run, key);
@@ -291,11 +299,9 @@ test('invalid specs are refused naming the field; an idempotency key returns the
 });
 
 test('a plan larger than MAX_TASKS_PER_JOB fails the job with a reason naming the limit', async () => {
-  const tasks = Array.from({ length: MAX_TASKS_PER_JOB + 1 }, (_, i) => ({
-    id: `t${i}`,
-    do: 'pass',
-  }));
-  const record = await jobs.submit({ spec: { kind: 'scripted', tasks } });
+  const record = await jobs.submit({
+    spec: { kind: 'scripted', tasks: [], config: { generate: MAX_TASKS_PER_JOB + 1 } },
+  });
   const events = await collect(record.jobId);
   expect(events.at(-1)?.payload).toMatchObject({ state: 'FAILED' });
   const job = await jobs.get(record.jobId);
@@ -303,6 +309,49 @@ test('a plan larger than MAX_TASKS_PER_JOB fails the job with a reason naming th
   expect(job.reason).toContain(String(MAX_TASKS_PER_JOB + 1));
   expect([...calls.run.keys()].some((k) => k.startsWith(`${record.jobId}/`))).toBe(false);
 });
+
+test('a job of more tasks than a state record held runs each once; results page in plan order', async () => {
+  const n = 2_100;
+  const record = await jobs.submit({
+    spec: { kind: 'scripted', tasks: [], concurrency: 64, config: { generate: n } },
+  });
+  // Page through the results while tasks complete: every page is a slice of the plan, in order,
+  // whatever finished between two calls.
+  const paged: string[] = [];
+  let token = '';
+  let pages = 0;
+  await waitFor(
+    async () => {
+      const page = await jobs.results(record.jobId, { pageSize: 500, pageToken: token });
+      if (page.tasks.length === 0) return false; // not planned yet
+      paged.push(...page.tasks.map((t) => t.taskId));
+      pages++;
+      token = page.nextPageToken;
+      return token === '';
+    },
+    { timeoutMs: 60_000, message: 'every results page read' },
+  );
+  expect(pages).toBe(Math.ceil(n / 500));
+  expect(paged).toEqual(Array.from({ length: n }, (_, i) => `g${i}`));
+  const events = await collect(record.jobId);
+  expect(events.at(-1)?.payload).toMatchObject({
+    state: 'SUCCEEDED',
+    aggregate: { total: n, passed: n, pending: 0 },
+  });
+  const graded = events.filter((e) => e.type === 'TASK_GRADED').map((e) => e.taskId);
+  expect(graded).toHaveLength(n);
+  expect(new Set(graded).size).toBe(n);
+  for (let i = 0; i < n; i++) expect(calls.run.get(`${record.jobId}/g${i}`)).toBe(1);
+  const all = await jobs.results(record.jobId, { pageSize: 5_000 });
+  expect(all.nextPageToken).toBe('');
+  expect(all.tasks.every((t) => t.status === 'TASK_PASSED' && t.attempts === 1)).toBe(true);
+  await expect(jobs.results(record.jobId, { pageToken: 'not-a-token' })).rejects.toMatchObject({
+    code: 'INVALID_ARGUMENT',
+  });
+  await expect(jobs.results(record.jobId, { pageSize: 5_001 })).rejects.toThrow(
+    /page_size`: must be between 0 and 5000/,
+  );
+}, 240_000);
 
 test('resubmitting a failed job with resumeJobId re-runs only its errored tasks', async () => {
   const spec = {

@@ -8,12 +8,26 @@ export interface JobResults {
   'jobId'?: (string);
   'state'?: (_troupe_v1_JobState);
   'aggregate'?: (_troupe_v1_JobAggregate | null);
+  /**
+   * This page's tasks, in plan order.
+   */
   'tasks'?: (_troupe_v1_TaskResult)[];
+  /**
+   * Token of the next page; empty on the last.
+   */
+  'nextPageToken'?: (string);
 }
 
 export interface JobResults__Output {
   'jobId': (string);
   'state': (_troupe_v1_JobState__Output);
   'aggregate': (_troupe_v1_JobAggregate__Output | null);
+  /**
+   * This page's tasks, in plan order.
+   */
   'tasks': (_troupe_v1_TaskResult__Output)[];
+  /**
+   * Token of the next page; empty on the last.
+   */
+  'nextPageToken': (string);
 }

@@ -104,7 +104,8 @@ export interface JobServiceClient extends grpc.Client {
   
   /**
    * Returns per-task results and the aggregate. Available while the job runs
-   * (tasks not finished yet have status TASK_PENDING or TASK_RUNNING).
+   * (tasks not finished yet have status TASK_PENDING or TASK_RUNNING). Tasks come
+   * in plan order, a page at a time (`page_size`, `next_page_token`).
    */
   GetResults(argument: _troupe_v1_GetResultsRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_troupe_v1_JobResults__Output>): grpc.ClientUnaryCall;
   GetResults(argument: _troupe_v1_GetResultsRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_troupe_v1_JobResults__Output>): grpc.ClientUnaryCall;
@@ -112,7 +113,8 @@ export interface JobServiceClient extends grpc.Client {
   GetResults(argument: _troupe_v1_GetResultsRequest, callback: grpc.requestCallback<_troupe_v1_JobResults__Output>): grpc.ClientUnaryCall;
   /**
    * Returns per-task results and the aggregate. Available while the job runs
-   * (tasks not finished yet have status TASK_PENDING or TASK_RUNNING).
+   * (tasks not finished yet have status TASK_PENDING or TASK_RUNNING). Tasks come
+   * in plan order, a page at a time (`page_size`, `next_page_token`).
    */
   getResults(argument: _troupe_v1_GetResultsRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_troupe_v1_JobResults__Output>): grpc.ClientUnaryCall;
   getResults(argument: _troupe_v1_GetResultsRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_troupe_v1_JobResults__Output>): grpc.ClientUnaryCall;
@@ -302,7 +304,8 @@ export interface JobServiceHandlers extends grpc.UntypedServiceImplementation {
   
   /**
    * Returns per-task results and the aggregate. Available while the job runs
-   * (tasks not finished yet have status TASK_PENDING or TASK_RUNNING).
+   * (tasks not finished yet have status TASK_PENDING or TASK_RUNNING). Tasks come
+   * in plan order, a page at a time (`page_size`, `next_page_token`).
    */
   GetResults: grpc.handleUnaryCall<_troupe_v1_GetResultsRequest__Output, _troupe_v1_JobResults>;
   
