@@ -4,10 +4,11 @@
 #   troupe-coordinator  `troupe coordinator` (built-in drivers, job API) (deploy/docker/Dockerfile)
 #   troupe-node-agent   `troupe node-agent`                             (deploy/docker/Dockerfile)
 #   troupe-node-agent-vm   the node agent with QEMU, with --vm             (deploy/docker/Dockerfile)
+#   troupe-fake-openai  the testkit's fake model server, with --fake-openai (end-to-end tests)
 # plus the sandbox images the node agents start (default: busybox, for shell-tasks), which must
 # exist on the Docker engine the node agents use (deploy/images/build.sh).
 #
-#   deploy/docker/build.sh [--force] [--vm] [--base IMAGE] [--sandbox-images "busybox python-slim"]
+#   deploy/docker/build.sh [--force] [--vm] [--fake-openai] [--base IMAGE] [--sandbox-images "busybox python-slim"]
 #   deploy/docker/build.sh --print-tags
 #
 # BASE defaults to troupe-base (built by deploy/images/build.sh base from debootstrap); with a
@@ -40,14 +41,16 @@ print_tags=0
 base=""
 sandbox_images="busybox"
 vm=0
+fake_openai=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --force) force=1 ;;
     --vm) vm=1 ;;
+    --fake-openai) fake_openai=1 ;;
     --print-tags) print_tags=1 ;;
     --base) base="${2:?--base needs an image}"; shift ;;
     --sandbox-images) sandbox_images="${2-}"; shift ;;
-    -h | --help) sed -n '2,19p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,21p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown argument '$1' (see --help)" ;;
   esac
   shift
@@ -89,7 +92,8 @@ sha_of_tree() {
 app_hash="$(
   {
     printf 'format %s\n' "$recipe_format"
-    sha256sum "$here/Dockerfile" "$repo/package.json" "$repo/package-lock.json" | cut -c1-64
+    sha256sum "$here/Dockerfile" "$here/fake-openai-server.js" "$repo/package.json" \
+      "$repo/package-lock.json" | cut -c1-64
     for ws in "${workspaces[@]}"; do sha256sum "$repo/$ws/package.json" | cut -c1-64; done
     sha_of_tree "${workspaces[@]/%//dist}" "${extras[@]}"
     printf 'node %s\nbase %s\n' "$("$node_bin" --version)" "$base_id"
@@ -130,6 +134,7 @@ fi
 # --- troupe-coordinator, troupe-node-agent ---
 targets=(coordinator node-agent)
 [ "$vm" = 1 ] && targets+=(node-agent-vm)
+[ "$fake_openai" = 1 ] && targets+=(fake-openai)
 missing=0
 for target in "${targets[@]}"; do exists "troupe-$target:$app_hash" || missing=1; done
 if [ "$missing" = 0 ]; then
@@ -154,6 +159,7 @@ else
       (cd "$app" && npm ci "${npm_flags[@]}" --prefer-offline >/dev/null); }
   cp "$node_bin" "$stage/app/node/node"
   cp "$here/Dockerfile" "$stage/app/Dockerfile"
+  cp "$here/fake-openai-server.js" "$stage/app/fake-openai-server.js"
   for target in "${targets[@]}"; do
     # node-agent-vm apt-get installs QEMU from the Debian mirror: host network for the build.
     net=()

@@ -23,8 +23,13 @@ import { waitFor } from './wait-for';
 export interface FakeOpenAIOptions {
   /** When set, requests must carry `Authorization: Bearer <apiKey>` or get 401. @default any key accepted */
   apiKey?: string;
-  /** Port to listen on (127.0.0.1). @default 0, a random free port */
+  /** Port to listen on. @default 0, a random free port */
   port?: number;
+  /**
+   * Interface to listen on; `0.0.0.0` serves other machines, e.g. the containers of a compose
+   * cluster (the fake server in deploy/docker's `fake-openai` image). @default '127.0.0.1'
+   */
+  host?: string;
   /** Model ids listed by `GET /v1/models`. @default ['fake-model'] */
   models?: string[];
   /** Characters per content or tool-arguments piece in streamed replies. @default 4 */
@@ -82,7 +87,7 @@ export class FakeOpenAI {
     return fake;
   }
 
-  /** Starts listening on 127.0.0.1. Rejects if already started. */
+  /** Starts listening on the `host` option's interface. Rejects if already started. */
   async start(options: { signal?: AbortSignal } = {}): Promise<void> {
     if (this.server !== undefined) throw new Error('FakeOpenAI already started');
     options.signal?.throwIfAborted();
@@ -105,10 +110,13 @@ export class FakeOpenAI {
         options.signal?.removeEventListener('abort', onAbort);
         reject(err);
       });
-      server.listen({ host: '127.0.0.1', port: this.options.port ?? 0 }, () => {
-        options.signal?.removeEventListener('abort', onAbort);
-        resolve();
-      });
+      server.listen(
+        { host: this.options.host ?? '127.0.0.1', port: this.options.port ?? 0 },
+        () => {
+          options.signal?.removeEventListener('abort', onAbort);
+          resolve();
+        },
+      );
     }).catch((err: unknown) => {
       this.server = undefined;
       throw err;
@@ -140,9 +148,14 @@ export class FakeOpenAI {
     return this.portValue;
   }
 
-  /** Base URL for the openai SDK's `baseURL` option: `http://127.0.0.1:PORT/v1`. */
+  /**
+   * Base URL for the openai SDK's `baseURL` option: `http://127.0.0.1:PORT/v1` (the `host`
+   * option's address instead when it names one interface).
+   */
   get baseURL(): string {
-    return `http://127.0.0.1:${this.port}/v1`;
+    const host = this.options.host;
+    const local = host === undefined || host === '0.0.0.0' || host === '::' || host.includes(':');
+    return `http://${local ? '127.0.0.1' : host}:${this.port}/v1`;
   }
 
   /** Number of queued replies not yet used. */

@@ -3,6 +3,7 @@ import { type CliIo, println } from './cli-io';
 import { CommandContext } from './command-context';
 import { artifactCommand } from './commands/artifact';
 import { cancelCommand } from './commands/cancel';
+import { agentHostCommand } from './commands/agent-host';
 import { coordinatorCommand } from './commands/coordinator';
 import { dashboardCommand } from './commands/dashboard';
 import { devCommand } from './commands/dev';
@@ -102,6 +103,16 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
     .option('--config <file>', 'YAML config (environment variables override it)')
     .option('--ready-file <file>', 'file written once registered, removed on stop (health checks)')
     .action(action((c, opts: Parameters<typeof nodeAgentCommand>[1]) => nodeAgentCommand(c, opts)));
+  program
+    .command('agent-host')
+    .description(
+      'serve an agent host: agent sessions with the models of a models file (deployments)',
+    )
+    .option('--config <file>', 'YAML config (environment variables override it)')
+    .option('--ready-file <file>', 'file written once registered, removed on stop (health checks)')
+    .option('--models <file>', 'models file (model registry; default TROUPE_MODELS_FILE)')
+    .option('--skills <dir>', 'skill folders (<dir>/<name>/SKILL.md) pushed to the skill store')
+    .action(action((c, opts: Parameters<typeof agentHostCommand>[1]) => agentHostCommand(c, opts)));
   program
     .command('validate <target>')
     .description(

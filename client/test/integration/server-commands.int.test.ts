@@ -148,3 +148,68 @@ test('coordinator and node agent processes run a shell-tasks job for a token hol
   expect(coordinator.output()).toContain('coordinator stopped');
   expect(agent.output()).toContain('node agent stopped');
 });
+
+test('agent-host: a bad config is refused before connecting; with a models file it registers as an agent host and stops on SIGTERM', async () => {
+  const noModels = start(['agent-host'], { ...natsEnv(), TROUPE_SHUTDOWN_GRACE_MS: 'soon' });
+  expect(await noModels.exited).toBe(2);
+  expect(noModels.output()).toContain('TROUPE_SHUTDOWN_GRACE_MS: must be a non-negative integer');
+  expect(noModels.output()).toContain('config.modelsFile: give --models or TROUPE_MODELS_FILE');
+
+  writeFileSync(path.join(dir, 'bad-models.yaml'), 'models:\n  m: {model: x, inputUsdPer1M: -1}\n');
+  const badModels = start(['agent-host', '--models', path.join(dir, 'bad-models.yaml')], natsEnv());
+  expect(await badModels.exited).not.toBe(0);
+  expect(badModels.output()).toContain('bad-models.yaml');
+
+  const models = path.join(dir, 'models.yaml');
+  writeFileSync(
+    models,
+    'models:\n  fake:\n    baseURL: http://127.0.0.1:9/v1\n    apiKeyEnv: AGENT_HOST_TEST_KEY\n    model: fake-model\n' +
+      '    inputUsdPer1M: 1\n    outputUsdPer1M: 2\n',
+  );
+  const coordReady = path.join(dir, 'coordinator-2.ready');
+  const hostReady = path.join(dir, 'agent-host.ready');
+  const hostId = `agents-${cluster.slice(-6)}`;
+  const coordinator = start(['coordinator', '--ready-file', coordReady], {
+    ...natsEnv(),
+    TROUPE_GRPC_HOST: '127.0.0.1',
+    TROUPE_GRPC_PORT: '0',
+    TROUPE_GRPC_TOKEN_FILE: path.join(dir, 'token'),
+    TROUPE_METRICS_PORT: 'off',
+    TROUPE_SHUTDOWN_GRACE_MS: '2000',
+  });
+  procs.push(coordinator);
+  const host = start(['agent-host', '--ready-file', hostReady], {
+    ...natsEnv(),
+    TROUPE_MODELS_FILE: models,
+    TROUPE_HOST_ID: hostId,
+    TROUPE_SHUTDOWN_GRACE_MS: '1000',
+    AGENT_HOST_TEST_KEY: 'sk-agent-host-test',
+  });
+  procs.push(host);
+  await waitFor(() => existsSync(coordReady) && existsSync(hostReady), {
+    timeoutMs: 60_000,
+    message: 'coordinator and agent host ready files',
+  }).catch((err: Error) => {
+    throw new Error(`${err.message}\n${coordinator.output()}\n${host.output()}`);
+  });
+  expect(JSON.parse(readFileSync(hostReady, 'utf8'))).toMatchObject({ hostId });
+  const { grpcPort } = JSON.parse(readFileSync(coordReady, 'utf8')) as { grpcPort: number };
+  const client = new TroupeClient({ address: `127.0.0.1:${grpcPort}`, token, timeoutMs: 20_000 });
+  try {
+    await waitFor(
+      async () =>
+        (await client.listNodes()).some((n) => n.hostId === hostId && n.kinds.includes('agent')),
+      { timeoutMs: 30_000, message: 'agent host listed with the agent kind' },
+    );
+  } finally {
+    client.close();
+  }
+  // The key is read from the environment and never logged.
+  expect(host.output()).not.toContain('sk-agent-host-test');
+  host.child.kill('SIGTERM');
+  expect(await host.exited).toBe(0);
+  expect(existsSync(hostReady)).toBe(false);
+  expect(host.output()).toContain('agent host stopped');
+  coordinator.child.kill('SIGTERM');
+  expect(await coordinator.exited).toBe(0);
+});

@@ -193,7 +193,7 @@ test('the NATS roles are the same in compose and Kubernetes', () => {
 
 const haveKubectl = kubectl();
 (haveKubectl ? test : test.skip)(
-  'kustomize builds of base, dev, dind, vm and kvm validate and keep the security settings',
+  'kustomize builds of base, dev, dind, vm, kvm and models validate and keep the security settings',
   () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'troupe-k8s-'));
     cpSync(K8S, dir, { recursive: true });
@@ -204,6 +204,7 @@ const haveKubectl = kubectl();
       'overlays/dind',
       'overlays/vm',
       'overlays/kvm',
+      'overlays/models',
     ]) {
       const built = build(path.join(dir, overlay));
       const problems = built.flatMap((d) => check(d).map((p) => `${overlay}: ${p}`));
@@ -212,8 +213,12 @@ const haveKubectl = kubectl();
       for (const k of ['StatefulSet', 'Deployment', 'DaemonSet', 'Secret', 'NetworkPolicy']) {
         expect(kinds).toContain(k);
       }
-      expect(kinds.filter((k) => k === 'PodDisruptionBudget')).toHaveLength(2);
-      const secret = built.find((d) => d['kind'] === 'Secret')!;
+      expect(kinds.filter((k) => k === 'PodDisruptionBudget').length).toBeGreaterThanOrEqual(2);
+      const secret = built.find(
+        (d) =>
+          d['kind'] === 'Secret' &&
+          String((d['metadata'] as Obj)['name']).startsWith('troupe-secrets'),
+      )!;
       const secretName = (secret['metadata'] as Obj)['name'];
       const secretKeys = Object.keys(secret['data'] as Obj);
       for (const d of built) {
@@ -263,6 +268,54 @@ const haveKubectl = kubectl();
       // The socket mount of the base stays: desktops and sandboxes still run on Docker.
       expect((c['volumeMounts'] as Obj[]).map((m) => m['name'])).toContain('docker-socket');
     }
+    // The models overlay: the models ConfigMap read-only and the keys Secret in the coordinators
+    // and agent hosts only; agent hosts are NATS clients with egress to NATS, DNS and HTTPS only.
+    const models = build(path.join(dir, 'overlays/models'));
+    const named = (kind: string, prefix: string): Obj =>
+      models.find(
+        (d) => d['kind'] === kind && String((d['metadata'] as Obj)['name']).startsWith(prefix),
+      )!;
+    const keysName = (named('Secret', 'troupe-model-keys')['metadata'] as Obj)['name'];
+    const modelsName = (named('ConfigMap', 'troupe-models')['metadata'] as Obj)['name'];
+    const podOf = (d: Obj): Obj => ((d['spec'] as Obj)['template'] as Obj)['spec'] as Obj;
+    const withKeys: string[] = [];
+    for (const d of models) {
+      if (!['Deployment', 'DaemonSet', 'StatefulSet'].includes(String(d['kind']))) continue;
+      const name = String((d['metadata'] as Obj)['name']);
+      for (const c of podOf(d)['containers'] as Obj[]) {
+        const refs = ((c['envFrom'] as Obj[] | undefined) ?? []).map(
+          (e) => (e['secretRef'] as Obj | undefined)?.['name'],
+        );
+        if (refs.includes(keysName)) withKeys.push(name);
+      }
+    }
+    expect(withKeys.sort()).toEqual(['troupe-agent-host', 'troupe-coordinator']);
+    for (const name of ['troupe-agent-host', 'troupe-coordinator']) {
+      const pod = podOf(named('Deployment', name));
+      expect(pod['volumes']).toContainEqual({ name: 'models', configMap: { name: modelsName } });
+      const c = (pod['containers'] as Obj[])[0]!;
+      expect(c['volumeMounts']).toContainEqual({
+        name: 'models',
+        mountPath: '/etc/troupe',
+        readOnly: true,
+      });
+      expect(c['env']).toContainEqual({
+        name: 'TROUPE_MODELS_FILE',
+        value: '/etc/troupe/models.yaml',
+      });
+    }
+    const host = (podOf(named('Deployment', 'troupe-agent-host'))['containers'] as Obj[])[0]!;
+    expect(host['command']).toEqual(['node', '/opt/troupe/client/dist/cli/main.js', 'agent-host']);
+    const natsIngress = named('NetworkPolicy', 'troupe-nats')['spec'] as Obj;
+    expect(JSON.stringify(natsIngress['ingress'])).toContain('troupe-agent-host');
+    const egress = named('NetworkPolicy', 'troupe-agent-host')['spec'] as Obj;
+    expect(egress['policyTypes']).toEqual(['Ingress', 'Egress']);
+    expect(egress['ingress']).toBeUndefined();
+    const ports = (egress['egress'] as Obj[]).flatMap((r) =>
+      (r['ports'] as Obj[]).map((p) => p['port']),
+    );
+    expect([...new Set(ports)].sort()).toEqual([4222, 443, 53]);
+
     const kvm = agentOf('overlays/kvm');
     expect(kvm['nodeSelector']).toEqual({ 'troupe.dev/kvm': 'true' });
     const kvmAgent = (kvm['containers'] as Obj[]).find((x) => x['name'] === 'node-agent')!;

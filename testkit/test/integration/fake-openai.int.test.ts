@@ -341,3 +341,20 @@ describe('FakeOpenAI with the openai SDK', () => {
     await call;
   });
 });
+
+test('the host option serves every interface (a container port), still reached on loopback', async () => {
+  const wide = await FakeOpenAI.start({ host: '0.0.0.0' });
+  try {
+    expect(wide.baseURL).toBe(`http://127.0.0.1:${wide.port}/v1`);
+    wide.enqueue({ content: 'from any interface' });
+    const sdk = new OpenAI({ baseURL: wide.baseURL, apiKey: 'k', maxRetries: 0 });
+    const r = await sdk.chat.completions.create({
+      model: 'm',
+      messages: [{ role: 'user', content: 'hi' }],
+    });
+    expect(r.choices[0]?.message.content).toBe('from any interface');
+    wide.assertScriptConsumed();
+  } finally {
+    await wide.close();
+  }
+});
