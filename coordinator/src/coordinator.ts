@@ -21,7 +21,7 @@ import { type JobPolicy } from './fair-queue';
 import { HostRegistry } from './host-registry';
 import { LeaderLease } from './leader-lease';
 import { MetricsServer } from './metrics';
-import { ReminderService } from './reminders';
+import { openRemindersKv, ReminderService } from './reminders';
 import { DriverRegistry } from './jobs/driver-registry';
 import { JobApiServer } from './jobs/job-api-server';
 import { JobManager, type JobManagerOptions } from './jobs/job-manager';
@@ -221,11 +221,11 @@ export class Coordinator {
 
   private async becomeLeader(): Promise<void> {
     const { cluster, replicas } = this.config;
-    const bucket = (name: 'nodes' | 'directory' | 'reminders') =>
+    const bucket = (name: 'nodes' | 'directory') =>
       createKv(this.nc, kvBucketName(cluster, name), { history: 1, replicas });
     const nodesKv = await bucket('nodes');
     const directoryKv = await bucket('directory');
-    const remindersKv = await bucket('reminders');
+    const remindersKv = await openRemindersKv(this.nc, cluster, replicas);
     const jsm = await jetstreamManager(this.nc);
     // The registry's callbacks reach services built after it.
     const late: { placer?: PlacementService; placement?: ClusterPlacement } = {};

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import {
   type ActorAddress,
   coordSubject,
+  kvBucketName,
   decodeErrorHeaders,
   encodeErrorHeaders,
   parseWith,
@@ -9,7 +10,7 @@ import {
   validateAddress,
 } from '@troupe/proto';
 import { setTimeout as delay } from 'node:timers/promises';
-import { type Logger, type RefFactory } from '@troupe/actors';
+import { createKv, type Logger, type RefFactory } from '@troupe/actors';
 import { type NatsConnection, type Subscription } from '@nats-io/transport-node';
 import { type KV } from '@nats-io/kv';
 import { z } from 'zod';
@@ -42,6 +43,11 @@ export class ReminderService {
   private watchStop?: () => void;
   /** Reminders fired (metrics). */
   fired = 0;
+
+  /** Whether reminder `id` waits on a timer of this leader. */
+  isArmed(id: string): boolean {
+    return this.timers.has(id);
+  }
 
   constructor(
     private readonly nc: NatsConnection,
@@ -131,6 +137,25 @@ export class ReminderService {
       this.timers.set(r.id, t);
     }
   }
+}
+
+/**
+ * Cancels a stored reminder: deletes it from the reminders bucket (`kv`, `troupe_<c>_reminders`),
+ * and the leader's watch disarms its timer. A reminder that already fired, or never existed, is
+ * left as it is. Cancel what will never matter, so that a long job does not leave the leader a
+ * timer (and the bucket a record) per task until it fires, hours later.
+ */
+export async function cancelReminder(kv: KV, id: string): Promise<void> {
+  await kv.delete(id);
+}
+
+/** Opens (creating if needed) the reminders bucket of `cluster`. */
+export async function openRemindersKv(
+  nc: NatsConnection,
+  cluster: string,
+  replicas: number,
+): Promise<KV> {
+  return createKv(nc, kvBucketName(cluster, 'reminders'), { history: 1, replicas });
 }
 
 /**

@@ -2,7 +2,7 @@ import { type ActorContext, defineActor } from '@troupe/actors';
 import { errorCode, invalidArgument, isRetryable, TroupeError } from '@troupe/proto';
 import { z } from 'zod';
 import { BudgetLedger } from '../budget/budget-ledger';
-import { remindAt } from '../reminders';
+import { cancelReminder, remindAt } from '../reminders';
 import {
   type CollectedTask,
   MAX_TASKS_PER_JOB,
@@ -173,13 +173,25 @@ export function createJobActor(holder: JobRuntimeHolder, options: JobActorOption
         return { state: await carryOut(ctx, rt, holder, state, result) };
       },
       started: async (ctx, msg, state) => {
+        const rt = holder.get();
         const result = JobTransitions.started(state, msg, now());
-        return { state: await carryOut(ctx, holder.get(), holder, state, result) };
+        const before = state.active.find((t) => t.index === msg.index);
+        if (result.state !== state && before?.status === 'QUEUED') {
+          // Its start deadline no longer matters: not left armed (and stored) until it fires.
+          await cancelReminder(rt.reminders, startDeadlineId(state.jobId, msg.index, msg.attempt));
+        }
+        return { state: await carryOut(ctx, rt, holder, state, result) };
       },
       outcome: async (ctx, msg, state) => {
+        const rt = holder.get();
         const work = await holder.work(state.jobId, state.generation);
         const result = JobTransitions.outcome(state, msg, now(), work);
-        return { state: await carryOut(ctx, holder.get(), holder, state, result) };
+        const before = state.active.find((t) => t.index === msg.index);
+        if (result.state !== state && before?.status === 'QUEUED') {
+          // Ended without starting (not delivered): its start deadline no longer matters.
+          await cancelReminder(rt.reminders, startDeadlineId(state.jobId, msg.index, msg.attempt));
+        }
+        return { state: await carryOut(ctx, rt, holder, state, result) };
       },
       progress: async (ctx, msg, state) => {
         if (isFinalPhase(state.phase)) return;
@@ -431,7 +443,7 @@ async function carryOut(
             t + next.spec.taskTimeoutMs,
             'startDeadline',
             { index, attempt },
-            { id: compactId(['start', next.jobId, index, attempt], 128) },
+            { id: startDeadlineId(next.jobId, index, attempt) },
           );
         }
         await dispatch(ctx, rt, next.jobId, index, task, attempt);
@@ -532,6 +544,11 @@ async function dispatch(
     },
     { dedupeId: `outcome-${jobId}-${index}-${attempt}` },
   );
+}
+
+/** Id of the start-deadline reminder of an attempt. */
+function startDeadlineId(jobId: string, index: number, attempt: number): string {
+  return compactId(['start', jobId, index, attempt], 128);
 }
 
 /** The driver's aggregate metrics, from the final task results (failures are logged, not fatal). */

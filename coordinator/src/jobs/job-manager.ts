@@ -20,6 +20,7 @@ import {
   JobRecordSchema,
   recordOf,
 } from './job-record';
+import { openRemindersKv } from '../reminders';
 import { JOB_ACTOR_KIND, type JobRuntime, JobRuntimeHolder, revive } from './job-runtime';
 import { type DriverActorRuntime } from './job-driver';
 import {
@@ -254,8 +255,11 @@ export class JobManager {
   async start(options: JobManagerStartOptions): Promise<void> {
     const { nc, cluster } = options;
     const replicas = options.replicas ?? 1;
-    const store = await JobStore.open(nc, cluster, { replicas });
-    const events = await JobEventLog.open(nc, cluster, { replicas });
+    const [store, events, reminders] = await Promise.all([
+      JobStore.open(nc, cluster, { replicas }),
+      JobEventLog.open(nc, cluster, { replicas }),
+      openRemindersKv(nc, cluster, replicas),
+    ]);
     this.holder.bind({
       cluster,
       hostId: options.hostId,
@@ -269,6 +273,7 @@ export class JobManager {
       cancelGraceMs: this.options.cancelGraceMs ?? 30_000,
       gradeTimeoutMs: this.options.gradeTimeoutMs ?? 60_000,
       ...(options.directory ? { directory: options.directory } : {}),
+      reminders,
     });
     this.started = { ...options, store, events };
     // Scheduling policies of jobs (read synchronously by placement) follow the job records.

@@ -8,7 +8,9 @@ import {
   type JobSpec,
   MAX_TASKS_PER_JOB,
 } from '@troupe/coordinator';
-import { invalidArgument, TroupeError } from '@troupe/proto';
+import { Kvm } from '@nats-io/kv';
+import { connect } from '@nats-io/transport-node';
+import { invalidArgument, kvBucketName, TroupeError } from '@troupe/proto';
 import {
   randomClusterName,
   startNatsServer,
@@ -95,6 +97,7 @@ const scripted: JobDriver<ScriptTask, { ok: boolean; partial?: boolean }> = {
   collect: (_spec, tasks) => ({ graded: tasks.filter((t) => t.score !== undefined).length }),
 };
 
+const cluster = randomClusterName();
 let server: NatsServerHandle;
 let coordinator: Coordinator;
 let jobs: JobManager;
@@ -103,7 +106,7 @@ beforeAll(async () => {
   server = await startNatsServer();
   coordinator = await Coordinator.start(
     {
-      cluster: randomClusterName(),
+      cluster,
       nats: { servers: server.url },
       heartbeatMs: 200,
       metrics: { port: null },
@@ -118,9 +121,13 @@ afterAll(async () => {
   await server?.stop();
 });
 
-async function collect(jobId: string, fromSequence = 1): Promise<JobEventRecord[]> {
+async function collect(
+  jobId: string,
+  fromSequence = 1,
+  timeoutMs = 60_000,
+): Promise<JobEventRecord[]> {
   const out: JobEventRecord[] = [];
-  const signal = AbortSignal.timeout(60_000);
+  const signal = AbortSignal.timeout(timeoutMs);
   for await (const e of await jobs.watch(jobId, { fromSequence, signal })) out.push(e);
   return out;
 }
@@ -333,7 +340,7 @@ test('a job of more tasks than a state record held runs each once; results page 
   );
   expect(pages).toBe(Math.ceil(n / 500));
   expect(paged).toEqual(Array.from({ length: n }, (_, i) => `g${i}`));
-  const events = await collect(record.jobId);
+  const events = await collect(record.jobId, 1, 200_000);
   expect(events.at(-1)?.payload).toMatchObject({
     state: 'SUCCEEDED',
     aggregate: { total: n, passed: n, pending: 0 },
@@ -342,6 +349,18 @@ test('a job of more tasks than a state record held runs each once; results page 
   expect(graded).toHaveLength(n);
   expect(new Set(graded).size).toBe(n);
   for (let i = 0; i < n; i++) expect(calls.run.get(`${record.jobId}/g${i}`)).toBe(1);
+  // Every attempt's start deadline was cancelled when it started: none is left stored (and armed
+  // on the leader) until it would fire, hours later.
+  const nc = await connect({ servers: server.url });
+  try {
+    const reminders = await new Kvm(nc).open(kvBucketName(cluster, 'reminders'));
+    const left = await Promise.all(
+      [0, 1, 777, n - 1].map((i) => reminders.get(`start-${record.jobId}-${i}-1`)),
+    );
+    expect(left.map((e) => e?.operation ?? 'none')).toEqual(['DEL', 'DEL', 'DEL', 'DEL']);
+  } finally {
+    await nc.close();
+  }
   const all = await jobs.results(record.jobId, { pageSize: 5_000 });
   expect(all.nextPageToken).toBe('');
   expect(all.tasks.every((t) => t.status === 'TASK_PASSED' && t.attempts === 1)).toBe(true);

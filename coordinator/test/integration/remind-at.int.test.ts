@@ -1,8 +1,13 @@
 import { Kvm } from '@nats-io/kv';
 import { ActorSystem } from '@troupe/actors';
 import { KvBucket, kvBucketName, noopLogger, TroupeError } from '@troupe/proto';
-import { randomClusterName, startNatsServer, type NatsServerHandle } from '@troupe/testkit';
-import { remindAt, ReminderService } from '../../src/reminders';
+import {
+  randomClusterName,
+  startNatsServer,
+  waitFor,
+  type NatsServerHandle,
+} from '@troupe/testkit';
+import { cancelReminder, remindAt, ReminderService } from '../../src/reminders';
 
 // `remindAt` is answered by the leader only; during a failover or a stall nobody answers for a
 // moment. The call must wait for a leader within its deadline (a job actor's turn used to fail on
@@ -98,6 +103,26 @@ test("the leader's refusal of a bad reminder is final, not retried", async () =>
     expect((err as TroupeError).code).toBe('INVALID_ARGUMENT');
     expect((err as Error).message).toMatch(/type/);
     expect(Date.now() - started).toBeLessThan(30_000);
+  } finally {
+    service.stop();
+  }
+});
+
+test('a cancelled reminder is deleted and its timer disarmed on the leader', async () => {
+  const service = await startService();
+  try {
+    const kv = await new Kvm(system.nc).open(kvBucketName(cluster, KvBucket.REMINDERS));
+    await remindAt(system.nc, cluster, target, Date.now() + 3_600_000, 'wake', {}, { id: 'gone' });
+    await waitFor(() => service.isArmed('gone'), {
+      timeoutMs: 10_000,
+      message: 'the reminder armed',
+    });
+    await cancelReminder(kv, 'gone');
+    await waitFor(() => !service.isArmed('gone'), {
+      timeoutMs: 10_000,
+      message: 'the cancelled reminder disarmed',
+    });
+    expect((await kv.get('gone'))?.operation).toBe('DEL');
   } finally {
     service.stop();
   }
