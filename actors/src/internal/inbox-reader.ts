@@ -128,6 +128,18 @@ export class InboxReader {
     return null;
   }
 
+  /**
+   * The message after `last`, read now to extend a batch of posted messages; null when there is
+   * none. A read that finds nothing is kept for the next {@link next} at that cursor, which then
+   * costs no round trip (a batch costs no more reads than its messages one at a time).
+   */
+  async readMore(last: number): Promise<StoredMsg | null> {
+    const generation = this.generation;
+    const found = await this.read(last);
+    if (!found) this.prefetched = { after: last, generation, read: Promise.resolve(null) };
+    return found;
+  }
+
   /** The first message after `after`, read now; a read that finds nothing is remembered. */
   async read(after: number): Promise<StoredMsg | null> {
     // Only a read begun while hints arrive may vouch for "nothing newer": before that, a post's

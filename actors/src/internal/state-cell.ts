@@ -21,6 +21,16 @@ export class StateCell {
   private value: unknown;
   /** The committed record, encoded, after a checkpoint that kept no copy (decoded on demand). */
   private encoded: Uint8Array | undefined;
+  /**
+   * What the last commit (or the load) left: {@link rollback} returns to it when changes made in
+   * memory since (a batch of posted messages) could not be committed.
+   */
+  private committed: {
+    value: unknown;
+    encoded: Uint8Array | undefined;
+    cursor: number;
+    pendingTurn: StateRecord['turn'];
+  } = { value: undefined, encoded: undefined, cursor: 0, pendingTurn: undefined };
 
   constructor(
     private readonly def: AnyActorDefinition,
@@ -45,6 +55,30 @@ export class StateCell {
       );
     }
     this.state = loaded ? loaded.data : this.def.initialState(this.address.id);
+    this.remember();
+  }
+
+  /** True when the cursor moved in memory since the last commit (messages applied, not committed). */
+  get uncommitted(): boolean {
+    return this.cursor !== this.committed.cursor;
+  }
+
+  /** Drops what changed in memory since the last commit (or the load). */
+  rollback(): void {
+    const c = this.committed;
+    this.value = c.value;
+    this.encoded = c.encoded;
+    this.cursor = c.cursor;
+    this.pendingTurn = c.pendingTurn;
+  }
+
+  private remember(): void {
+    this.committed = {
+      value: this.value,
+      encoded: this.encoded,
+      cursor: this.cursor,
+      pendingTurn: this.pendingTurn,
+    };
   }
 
   /** The current state: the last committed, or what a handler of the current batch left. */
@@ -105,5 +139,6 @@ export class StateCell {
     this.cursor = cursor;
     // A retry of this message in this activation resumes from the checkpoint, like a replay.
     this.pendingTurn = turn;
+    this.remember();
   }
 }
