@@ -155,6 +155,11 @@ export interface PlacementServiceOptions {
   localHost?: {
     hostId: string;
     activate(addr: ActorAddress, epoch: number, placement: ActivationPlacement): Promise<unknown>;
+    /**
+     * True when `addr` has a started activation in this process that takes messages: the
+     * wake-on-post watcher then hints it without reading the directory.
+     */
+    isLive?(addr: ActorAddress): boolean;
   };
   /**
    * Name of the durable inbox-watcher consumer (shared by every placer of the cluster).
@@ -553,6 +558,13 @@ export class PlacementService {
       return;
     }
     try {
+      if (this.options.localHost?.isLive?.(addr)) {
+        // Live in this process: the directory says so too (a fenced activation stops at once),
+        // so its read would only cost a round trip per post. Hint as for any live addressee.
+        this.hint(addr, m.seq);
+        m.ack();
+        return;
+      }
       const known = this.options.peekDirectory?.(addr) ?? (await this.options.directory.get(addr));
       const { entry } = known;
       if (entry.state === 'STOPPED') {

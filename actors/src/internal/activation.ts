@@ -127,6 +127,11 @@ export class Activation implements TurnRunner {
     this.posted = new PostedMessages(this, this.inbox, host.transport, def.maxAttempts);
   }
 
+  /** True once started and until it begins to stop (passivating, fenced, shutting down). */
+  get accepting(): boolean {
+    return this.ready && !this.stopping && !this.ended;
+  }
+
   /** True while a turn runs or messages wait. */
   get busy(): boolean {
     return this.inTurn || this.queue.length > 0;

@@ -264,6 +264,11 @@ export class ActorHost implements ActivationHost, RegistrarHost {
     return start;
   }
 
+  /** True when `addr` has a started activation here that takes messages (not stopping). */
+  isLive(addr: ActorAddress): boolean {
+    return this.live.get(formatAddress(addr))?.accepting === true;
+  }
+
   onEnded(activation: Activation): void {
     const key = formatAddress(activation.address);
     if (this.live.get(key) === activation) this.live.delete(key);
