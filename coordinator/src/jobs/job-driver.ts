@@ -16,11 +16,12 @@ export const TASK_ID_RULE = 'must match [A-Za-z0-9][A-Za-z0-9._-]{0,127}';
 export const MAX_TASKS_PER_JOB = 1_000_000;
 
 /**
- * Most tasks a spec may list inline (`tasks: [...]`): a list travels in the SubmitJob request and
- * the job's record. Larger task sets are generated (shell-tasks' `{count, command}`) by the
- * driver's plan, up to {@link MAX_TASKS_PER_JOB}.
+ * Most tasks a spec may list inline (`tasks: [...]`), as many as any list of a spec text may hold
+ * (`parseUntrustedText`): a list travels in the SubmitJob request and the job's record. Larger
+ * task sets are generated (shell-tasks' `{count, command}`) by the driver's plan, up to
+ * {@link MAX_TASKS_PER_JOB}.
  */
-export const MAX_INLINE_TASKS = 10_000;
+export const MAX_INLINE_TASKS = 2_000;
 
 /**
  * Refuses a task list longer than {@link MAX_INLINE_TASKS} before its elements are validated:
