@@ -160,22 +160,19 @@ function resultsPageSize(asked: number | undefined): number {
 }
 
 function encodeResultsToken(jobId: string, from: number): string {
-  return Buffer.from(JSON.stringify({ j: jobId, i: from })).toString('base64url');
+  return encodeToken({ j: jobId, i: from });
 }
 
 function decodeResultsToken(token: string, jobId: string): number {
-  const bad = () =>
-    invalidArgument('page_token', `is not a token of job ${jobId}'s results`, token.slice(0, 64));
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(Buffer.from(token, 'base64url').toString('utf8'));
-  } catch {
-    throw bad();
+  const p = tokenFields(token);
+  const i = p?.['i'];
+  if (p?.['j'] !== jobId || typeof i !== 'number' || !Number.isInteger(i) || i < 0) {
+    throw invalidArgument(
+      'page_token',
+      `is not a token of job ${jobId}'s results`,
+      token.slice(0, 64),
+    );
   }
-  if (typeof parsed !== 'object' || parsed === null) throw bad();
-  const p = parsed as Record<string, unknown>;
-  const i = p['i'];
-  if (p['j'] !== jobId || typeof i !== 'number' || !Number.isInteger(i) || i < 0) throw bad();
   return i;
 }
 
@@ -610,22 +607,30 @@ export function newJobId(): string {
 }
 
 function encodePageToken(t: { c: number; j: string; f: string }): string {
-  return Buffer.from(JSON.stringify(t)).toString('base64url');
+  return encodeToken(t);
 }
 
 function decodePageToken(token: string, filterHash: string): { c: number; j: string } {
-  const bad = () =>
-    invalidArgument('page_token', 'is not a token of this listing (same filters required)');
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(Buffer.from(token, 'base64url').toString('utf8'));
-  } catch {
-    throw bad();
-  }
-  if (typeof parsed !== 'object' || parsed === null) throw bad();
-  const p = parsed as Record<string, unknown>;
-  if (typeof p['c'] !== 'number' || typeof p['j'] !== 'string' || p['f'] !== filterHash) {
-    throw bad();
+  const p = tokenFields(token);
+  if (typeof p?.['c'] !== 'number' || typeof p['j'] !== 'string' || p['f'] !== filterHash) {
+    throw invalidArgument('page_token', 'is not a token of this listing (same filters required)');
   }
   return { c: p['c'], j: p['j'] };
+}
+
+/** A page token: a JSON object in base64url. */
+function encodeToken(fields: Record<string, unknown>): string {
+  return Buffer.from(JSON.stringify(fields)).toString('base64url');
+}
+
+/** The fields of a page token, or undefined when it is not one. */
+function tokenFields(token: string): Record<string, unknown> | undefined {
+  try {
+    const parsed: unknown = JSON.parse(Buffer.from(token, 'base64url').toString('utf8'));
+    return typeof parsed === 'object' && parsed !== null
+      ? (parsed as Record<string, unknown>)
+      : undefined;
+  } catch {
+    return undefined;
+  }
 }
