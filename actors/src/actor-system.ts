@@ -138,6 +138,7 @@ export class ActorSystem implements RefFactory {
             })
           : undefined;
       host?.listen();
+      await host?.checkSubscriptions();
       const placement = options.placement ?? (host ? 'local' : 'none');
       let placer: LocalPlacer | undefined;
       if (placement === 'local') {

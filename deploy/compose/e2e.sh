@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # End-to-end test of the compose deployment, one command from a checkout with Docker:
 #   1. builds the images offline (deploy/docker/build.sh --fake-openai; cached by content hash),
-#   2. brings the cluster up with 2 node agents, the models overlay (compose.models.yaml: models
+#   2. brings the cluster up with 2 node agents (each its own NATS user), the models overlay (compose.models.yaml: models
 #      file and key for the coordinator, an agent host) and a FakeOpenAI container (own project
 #      name, fresh secrets, random port),
 #   3. submits a shell-tasks job from the host with the troupe CLI,
@@ -46,8 +46,8 @@ env_file="$work/.env"
 export TROUPE_ENV_FILE="$env_file"
 e2e_files="$work/e2e"   # suites, models file, fake script: read by uid 1000 in the containers
 compose() {
-  "${compose_bin[@]}" -p "$project" -f "$here/compose.yaml" -f "$here/compose.models.yaml" \
-    -f "$e2e_files/compose.e2e.yaml" --env-file "$env_file" "$@"
+  "${compose_bin[@]}" -p "$project" -f "$here/compose.yaml" -f "$work/compose.node-agents.yaml" \
+    -f "$here/compose.models.yaml" -f "$e2e_files/compose.e2e.yaml" --env-file "$env_file" "$@"
 }
 troupe() { node "$repo/client/dist/cli/main.js" "$@"; }
 
@@ -78,7 +78,7 @@ build_ms=$(($(now_ms) - t0))
 
 # 2. bring-up: every container healthy, both node agents registered
 model_key="sk-e2e-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')"
-TROUPE_E2E_MODEL_KEY="$model_key" "$here/gen-env.sh" --output "$env_file" \
+TROUPE_E2E_MODEL_KEY="$model_key" "$here/gen-env.sh" --output "$env_file" --node-agents 2 \
   --model-key TROUPE_E2E_MODEL_KEY >/dev/null
 write_e2e_files() {
   mkdir -p "$e2e_files/suites/issues"
@@ -149,7 +149,7 @@ export TROUPE_E2E_MODEL_KEY_FOR_FAKE="$model_key"
 echo "TROUPE_MODELS_FILE=$e2e_files/models.yaml" >>"$env_file"
 export TROUPE_GRPC_PUBLISH=127.0.0.1:  # a free host port, read back below
 t1=$(now_ms)
-compose up -d --scale node-agent=2 >"$work/up.log" 2>&1 || { cat "$work/up.log" >&2; die "compose up"; }
+compose up -d >"$work/up.log" 2>&1 || { cat "$work/up.log" >&2; die "compose up"; }
 deadline=$(($(date +%s) + 180))
 ids="$(compose ps -q)"
 while :; do
@@ -165,7 +165,7 @@ done
 port="$(compose port coordinator 50051 | sed 's/.*://')"
 set -a; . "$env_file"; set +a
 export TROUPE_ADDRESS="127.0.0.1:$port" TROUPE_TOKEN="$TROUPE_GRPC_TOKEN"
-mapfile -t agents < <(compose ps -q node-agent)
+mapfile -t agents < <(compose ps -q node-agent-1; compose ps -q node-agent-2)
 [ "${#agents[@]}" = 2 ] || die "expected 2 node-agent containers, got ${#agents[@]}"
 hosts=(); for id in "${agents[@]}"; do hosts+=("$("$docker_bin" inspect -f '{{.Config.Hostname}}' "$id")"); done
 until nodes="$(troupe nodes --json 2>/dev/null)" && grep -q "\"${hosts[0]}\"" <<<"$nodes" &&
@@ -283,7 +283,9 @@ victim=""
 while [ -z "$victim" ]; do
   [ "$(date +%s)" -lt "$deadline" ] || die "no sandbox of $issue_job with a model call under way"
   kill -0 "$watch_issues" 2>/dev/null || die "the issue job ended before a node agent could be killed"
-  if "$docker_bin" logs "$fake_id" 2>/dev/null | grep -q '"rule":"issue"'; then
+  # (grep without -q reads to the end: `grep -q` exiting at the first match would SIGPIPE the
+  # writer, and under pipefail the match would read as a failure.)
+  if "$docker_bin" logs "$fake_id" 2>/dev/null | grep '"rule":"issue"' >/dev/null; then
     for i in 0 1; do
       if [ -n "$("$docker_bin" ps -q --filter status=running --filter "label=troupe.job=$issue_job" \
         --filter "label=troupe.host=${hosts[$i]}" --filter label=troupe.role=sandbox)" ]; then
@@ -296,7 +298,7 @@ done
 # No key in a node agent's or a sandbox's environment (the sandboxes of both jobs running now).
 for id in "${agents[@]}" $("$docker_bin" ps -q --filter label=troupe.cluster=troupe); do
   # (A sandbox may be gone by the time it is inspected: that is no finding.)
-  if "$docker_bin" inspect -f '{{range .Config.Env}}{{println .}}{{end}}' "$id" 2>/dev/null | grep -q "$model_key"; then
+  if "$docker_bin" inspect -f '{{range .Config.Env}}{{println .}}{{end}}' "$id" 2>/dev/null | grep "$model_key" >/dev/null; then
     die "container $id has the model key in its environment"
   fi
 done

@@ -55,6 +55,7 @@ secret() { printf 'tr%s' "$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
 {
   echo "nats-coordinator-password=$(secret)"
   echo "nats-node-agent-password=$(secret)"
+  echo "nats-agent-host-password=$(secret)"
   echo "nats-client-password=$(secret)"
   echo "grpc-token=$(secret)"
 } >"$out"

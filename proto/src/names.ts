@@ -431,21 +431,23 @@ export function trajectoryStreamName(cluster: string): string {
 export const NATS_INBOX_PREFIX = '_INBOX';
 
 /**
- * A lease subject: `_INBOX.<token>`, `<token>` 1 to 64 letters, digits, `_` or `-`. A search's
- * owner serves its evaluator leases there (core NATS, not on a stream); being an inbox subject, it
- * needs no permission beyond request-reply.
+ * A lease subject: `troupe.<c>.lease.<token>`, `<token>` 1 to 64 letters, digits, `_` or `-`. A
+ * search's owner serves its evaluator leases there (core NATS, not on a stream). The subject is
+ * outside `_INBOX` on purpose: the deployment's NATS roles give `troupe.<c>.lease.>` to the
+ * coordinator account only (the search owners and the island actors that lease), so a node agent,
+ * agent host or client can neither answer nor send lease requests (deploy/compose/nats.conf).
  */
-export const LEASE_SUBJECT_PATTERN = /^_INBOX\.[A-Za-z0-9_-]{1,64}$/;
+export const LEASE_SUBJECT_PATTERN = /^troupe\.[a-z0-9-]{1,32}\.lease\.[A-Za-z0-9_-]{1,64}$/;
 
 /** The rule {@link LEASE_SUBJECT_PATTERN} states, for validation messages. */
-export const LEASE_SUBJECT_RULE = 'must be _INBOX.<token>';
+export const LEASE_SUBJECT_RULE = 'must be troupe.<cluster>.lease.<token>';
 
 /**
- * `_INBOX.<token>`: the lease subject named by `token` (make it unguessable, e.g. 12 random bytes
- * in hex). Throws `INVALID_ARGUMENT` when `token` is not 1 to 64 of `[A-Za-z0-9_-]`.
+ * `troupe.<c>.lease.<token>`: the lease subject named by `token` (make it unguessable, e.g. 12
+ * random bytes in hex). Throws `INVALID_ARGUMENT` when `token` is not 1 to 64 of `[A-Za-z0-9_-]`.
  */
-export function leaseSubject(token: string): string {
-  const subject = `${NATS_INBOX_PREFIX}.${token}`;
+export function leaseSubject(cluster: string, token: string): string {
+  const subject = `${root(cluster)}.lease.${token}`;
   if (!LEASE_SUBJECT_PATTERN.test(subject)) {
     throw invalidArgument('token', 'must match [A-Za-z0-9_-]{1,64}', token);
   }

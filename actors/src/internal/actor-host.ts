@@ -152,6 +152,23 @@ export class ActorHost implements ActivationHost, RegistrarHost {
     for (const a of this.live.values()) a.mailHinted(undefined);
   }
 
+  /**
+   * Waits for the server to have processed the host-control subscriptions and fails when it
+   * refused one: a NATS account whose permissions do not cover this host id's control subjects
+   * (each node agent's own user, deploy/compose/nats.conf) must not run as that host.
+   * @throws TroupeError `PERMISSION_DENIED` naming the subject
+   */
+  async checkSubscriptions(): Promise<void> {
+    await this.transport.nc.flush();
+    const refused = this.subs.find((s) => s.isClosed());
+    if (refused) {
+      throw new TroupeError(
+        'PERMISSION_DENIED',
+        `host ${this.hostId}: the NATS account may not subscribe to ${refused.getSubject()}`,
+      );
+    }
+  }
+
   /** Starts answering host-control requests. */
   listen(): void {
     const { nc, cluster } = this.transport;

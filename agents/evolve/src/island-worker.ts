@@ -66,7 +66,7 @@ export const IslandStepSchema = z
     slots: z.array(SlotWorkSchema),
     /**
      * Where the island's evaluations lease evaluators from the search's owner, one evaluation
-     * at a time (`subject`: a core NATS `_INBOX` subject the owner serves; `stepId`: this step,
+     * at a time (`subject`: the core NATS lease subject the owner serves, `troupe.<c>.lease.<token>`; `stepId`: this step,
      * whose leases the owner ends with the step), so the owner's evaluator cap holds across
      * processes. @default none (the island host's own `evaluate`)
      */

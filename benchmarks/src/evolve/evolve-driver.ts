@@ -457,7 +457,7 @@ export function createEvolveDriver(
           "the evolve driver needs the task host's NATS connection to lease evaluators",
         );
       }
-      const leaseSubject = leaseSubjectFor(randomBytes(12).toString('hex'));
+      const leaseSubject = leaseSubjectFor(ctx.nats.cluster, randomBytes(12).toString('hex'));
       const leases = serveEvaluatorLeases(ctx.nats.connection, leaseSubject, pool, ctx.log);
       const runner = new SearchRunner(
         { taskId: searchId, options: searchConfig, seeds: input.seeds },

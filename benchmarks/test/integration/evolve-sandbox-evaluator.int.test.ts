@@ -10,6 +10,7 @@ import {
   serveEvaluatorLeases,
 } from '../../src/evolve';
 import { TestCluster } from '@troupe/test-cluster';
+import { leaseSubject } from '@troupe/proto';
 
 // The evaluator contract in the driver's real path: candidates run by the suite's trusted
 // evaluator inside the node agent's Docker sandboxes (no network, hard kill at the deadline).
@@ -119,7 +120,7 @@ test('a candidate that freezes its evaluator is killed at the deadline: timeout,
 });
 
 test('per-evaluation leases: FIFO across steps, never more than the slots, cancel drops a queued request, an ended step returns its sandboxes and drops its queue', async () => {
-  const subject = `_INBOX.leases${tc.cluster.slice(-6)}`;
+  const subject = leaseSubject(tc.cluster, `leases${tc.cluster.slice(-6)}`);
   const { nc } = tc;
   const sub = serveEvaluatorLeases(nc, subject, pool, system.log);
   const granted: string[] = [];

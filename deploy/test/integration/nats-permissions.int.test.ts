@@ -1,5 +1,6 @@
+import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
@@ -7,39 +8,59 @@ import { registerBuiltinDrivers } from '@troupe/benchmarks';
 import { TroupeClient } from '@troupe/client';
 import { Coordinator, DriverRegistry } from '@troupe/coordinator';
 import { NodeAgent } from '@troupe/node-agent';
+import { leaseSubject } from '@troupe/proto';
 import { ensureDocker, startNatsServer, waitFor, type NatsServerHandle } from '@troupe/testkit';
 
-// The NATS roles of deploy/compose/nats.conf on a real nats-server: the coordinator and a node
-// agent run a shell-tasks job under their own accounts (the roles allow what the runtime
-// needs), and a node agent or client account cannot publish or subscribe where its role denies.
+// The NATS roles and users of the compose deployment on a real nats-server, with the users file
+// that deploy/compose/gen-env.sh generates for two node agents: the coordinator and both node
+// agents (each its own user) run a shell-tasks job; a node agent cannot touch the other one's
+// host control subjects nor run under its host id; no node agent, agent host or client can
+// publish where its role does not allow, nor reach the evaluator lease subjects.
 
-const CONF = path.resolve(__dirname, '../../compose/nats.conf');
+const COMPOSE = path.resolve(__dirname, '../../compose');
 const CLUSTER = 'troupe'; // the cluster name nats.conf is written for
-const pass = {
-  coordinator: randomBytes(12).toString('hex'),
-  'node-agent': randomBytes(12).toString('hex'),
-  client: randomBytes(12).toString('hex'),
-};
+const T = `troupe.${CLUSTER}`;
 
 let server: NatsServerHandle;
+let env: Record<string, string>;
+let agentA: string; // node agent 1's host id = its NATS user
+let agentB: string;
 const conns: NatsConnection[] = [];
 
 beforeAll(async () => {
-  // The variables compose passes in the environment are substituted into a copy (a spawned
-  // process does not see jest's process.env); JetStream and auth come from the config file.
+  await ensureDocker(); // gen-env.sh reads the Docker socket's group
   const dir = mkdtempSync(path.join(tmpdir(), 'troupe-nats-perm-'));
-  const vars: Record<string, string> = {
-    TROUPE_NATS_STORE_DIR: path.join(dir, 'js'),
-    TROUPE_NATS_COORDINATOR_PASSWORD: pass.coordinator,
-    TROUPE_NATS_NODE_AGENT_PASSWORD: pass['node-agent'],
-    TROUPE_NATS_CLIENT_PASSWORD: pass.client,
-  };
-  const conf = readFileSync(CONF, 'utf8').replace(/\$(TROUPE_[A-Z_]+)/g, (_m, name: string) => {
-    const value = vars[name];
-    if (value === undefined) throw new Error(`nats.conf uses an unknown variable ${name}`);
-    return JSON.stringify(value);
-  });
-  writeFileSync(path.join(dir, 'nats.conf'), conf);
+  execFileSync('bash', [
+    path.join(COMPOSE, 'gen-env.sh'),
+    '--output',
+    path.join(dir, '.env'),
+    '--node-agents',
+    '2',
+  ]);
+  env = Object.fromEntries(
+    readFileSync(path.join(dir, '.env'), 'utf8')
+      .split('\n')
+      .filter((l) => /^[A-Z0-9_]+=/.test(l))
+      .map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]),
+  );
+  agentA = env['TROUPE_NODE_AGENT_1_ID']!;
+  agentB = env['TROUPE_NODE_AGENT_2_ID']!;
+  // The variables compose passes in the environment are substituted into copies (a spawned
+  // process does not see jest's process.env); JetStream and auth come from the config files.
+  const vars: Record<string, string> = { ...env, TROUPE_NATS_STORE_DIR: path.join(dir, 'js') };
+  const substitute = (file: string) =>
+    writeFileSync(
+      file,
+      readFileSync(file, 'utf8').replace(/\$(TROUPE_[A-Z0-9_]+)/g, (_m, name: string) => {
+        const value = vars[name];
+        if (value === undefined) throw new Error(`${file} uses an unknown variable ${name}`);
+        return JSON.stringify(value);
+      }),
+    );
+  copyFileSync(path.join(COMPOSE, 'nats.conf'), path.join(dir, 'nats.conf'));
+  copyFileSync(path.join(COMPOSE, 'nats-roles.conf'), path.join(dir, 'nats-roles.conf'));
+  substitute(path.join(dir, 'nats.conf'));
+  substitute(path.join(dir, 'nats-users.conf'));
   server = await startNatsServer({ jetstream: false, args: ['-c', path.join(dir, 'nats.conf')] });
 });
 afterAll(async () => {
@@ -47,15 +68,32 @@ afterAll(async () => {
   await server?.stop();
 });
 
-async function as(user: keyof typeof pass): Promise<NatsConnection> {
-  const nc = await connect({ servers: server.url, user, pass: pass[user] });
+/** The NATS user and password of a role, or of node agent 1 (`A`) or 2 (`B`). */
+function creds(who: 'coordinator' | 'client' | 'agent-host' | 'A' | 'B') {
+  switch (who) {
+    case 'A':
+      return { user: agentA, pass: env['TROUPE_NATS_NODE_AGENT_1_PASSWORD']! };
+    case 'B':
+      return { user: agentB, pass: env['TROUPE_NATS_NODE_AGENT_2_PASSWORD']! };
+    case 'coordinator':
+      return { user: who, pass: env['TROUPE_NATS_COORDINATOR_PASSWORD']! };
+    case 'client':
+      return { user: who, pass: env['TROUPE_NATS_CLIENT_PASSWORD']! };
+    case 'agent-host':
+      return { user: who, pass: env['TROUPE_NATS_AGENT_HOST_PASSWORD']! };
+  }
+}
+
+async function as(who: Parameters<typeof creds>[0]): Promise<NatsConnection> {
+  const nc = await connect({ servers: server.url, ...creds(who) });
   conns.push(nc);
   return nc;
 }
 
 /**
  * Publishes `denied` then `marker` from `from`, with `to` subscribed to both; once the marker
- * arrives (one publisher's messages arrive in order) returns whether `denied` got through.
+ * arrives (one publisher's messages arrive in order) returns whether `denied` got through (a
+ * refused publish or a refused subscription both mean it did not).
  */
 async function delivered(from: NatsConnection, to: NatsConnection, denied: string, marker: string) {
   const seen: string[] = [];
@@ -71,44 +109,72 @@ async function delivered(from: NatsConnection, to: NatsConnection, denied: strin
   return seen.includes(denied);
 }
 
+const nonce = () => randomBytes(4).toString('hex');
+
 test('wrong or missing credentials are refused', async () => {
   await expect(connect({ servers: server.url })).rejects.toThrow(/Authorization/i);
   await expect(
-    connect({ servers: server.url, user: 'node-agent', pass: 'not-the-password' }),
+    connect({ servers: server.url, user: agentA, pass: 'not-the-password' }),
+  ).rejects.toThrow(/Authorization/i);
+  // One node agent's password is not another's.
+  await expect(
+    connect({ servers: server.url, user: agentB, pass: creds('A').pass }),
   ).rejects.toThrow(/Authorization/i);
 });
 
-test('the coordinator and a node agent run a job under their role accounts', async () => {
+test('the coordinator and two node agents, each with its own user, run a job', async () => {
   await ensureDocker();
   const token = randomBytes(24).toString('hex');
   const coordinator = await Coordinator.start(
     {
       cluster: CLUSTER,
-      nats: { servers: server.url, user: 'coordinator', pass: pass.coordinator },
+      nats: { servers: server.url, ...creds('coordinator') },
       metrics: { port: null },
       shutdownGraceMs: 0,
       grpc: { host: '127.0.0.1', port: 0, token },
     },
     { drivers: registerBuiltinDrivers(new DriverRegistry()) },
   );
-  const agent = await NodeAgent.start({
-    cluster: CLUSTER,
-    hostId: 'perm-agent',
-    nats: { servers: server.url, user: 'node-agent', pass: pass['node-agent'] },
-    shutdownGraceMs: 2_000,
-  });
+  const agents: NodeAgent[] = [];
   const client = new TroupeClient({
     address: `127.0.0.1:${coordinator.grpcPort}`,
     token,
     timeoutMs: 20_000,
   });
   try {
+    for (const [who, hostId] of [
+      ['A', agentA],
+      ['B', agentB],
+    ] as const) {
+      agents.push(
+        await NodeAgent.start({
+          cluster: CLUSTER,
+          hostId,
+          nats: { servers: server.url, ...creds(who) },
+          slots: { sandbox: 2 },
+          shutdownGraceMs: 2_000,
+        }),
+      );
+    }
     await waitFor(
-      () => coordinator.registry?.schedulable().some((h) => h.info.hostId === 'perm-agent'),
-      { timeoutMs: 30_000, message: 'node agent registered' },
+      () => {
+        const ids = coordinator.registry?.schedulable().map((h) => h.info.hostId) ?? [];
+        return ids.includes(agentA) && ids.includes(agentB);
+      },
+      { timeoutMs: 30_000, message: 'both node agents registered' },
     );
+    // Four tasks on two agents of two sandbox slots each.
     const job = await client.submitJob(
-      "kind: shell-tasks\ntasks:\n  - {id: a, command: 'echo ok'}\n  - {id: b, command: 'exit 1'}\n",
+      [
+        'kind: shell-tasks',
+        'concurrency: 4',
+        'tasks:',
+        "  - {id: a, command: 'echo ok'}",
+        "  - {id: b, command: 'exit 1'}",
+        "  - {id: c, command: 'echo ok'}",
+        "  - {id: d, command: 'echo ok'}",
+        '',
+      ].join('\n'),
     );
     for await (const e of client.watch(job.jobId, { signal: AbortSignal.timeout(120_000) })) {
       if (e.type === 'JOB_FINISHED') break;
@@ -118,45 +184,123 @@ test('the coordinator and a node agent run a job under their role accounts', asy
     expect(Object.fromEntries(results.tasks.map((t) => [t.taskId, t.status]))).toEqual({
       a: 'TASK_PASSED',
       b: 'TASK_FAILED',
+      c: 'TASK_PASSED',
+      d: 'TASK_PASSED',
     });
   } finally {
     client.close();
-    await agent.stop();
+    for (const a of agents) await a.stop();
     await coordinator.stop();
   }
 });
 
+test("a node agent cannot start under another node agent's host id", async () => {
+  await ensureDocker();
+  await expect(
+    NodeAgent.start({
+      cluster: CLUSTER,
+      hostId: agentB,
+      nats: { servers: server.url, ...creds('A') },
+      shutdownGraceMs: 0,
+    }),
+  ).rejects.toThrow(new RegExp(`may not subscribe to ${T}\\.host\\.${agentB}\\.`));
+});
+
+test("a node agent cannot subscribe to or publish on another node agent's host subjects", async () => {
+  const coord = await as('coordinator');
+  const a = await as('A');
+  const b = await as('B');
+  // Markers each receiver may subscribe to.
+  const replyMarker = `_INBOX.marker${nonce()}`;
+  // Its own control subjects reach it; the other host's do not.
+  expect(await delivered(coord, a, `${T}.host.${agentA}.ping`, replyMarker)).toBe(true);
+  for (const verb of ['ping', 'activate', 'deactivate', 'stats', 'drain']) {
+    expect(await delivered(coord, a, `${T}.host.${agentB}.${verb}`, replyMarker)).toBe(false);
+  }
+  expect(await delivered(coord, a, `${T}.host.*.activate`, replyMarker)).toBe(false);
+  expect(await delivered(coord, a, `${T}.host.>`, replyMarker)).toBe(false);
+  // Publishing: B hears its own control subjects from the coordinator, never from A.
+  const actorMarker = `${T}.actor.sandbox.marker${nonce()}`;
+  expect(await delivered(coord, b, `${T}.host.${agentB}.activate`, actorMarker)).toBe(true);
+  expect(await delivered(a, b, `${T}.host.${agentB}.activate`, actorMarker)).toBe(false);
+  expect(await delivered(a, b, `${T}.host.${agentB}.deactivate`, actorMarker)).toBe(false);
+});
+
 test('a node agent cannot publish job events or write coordinator buckets', async () => {
   const coord = await as('coordinator');
-  const agent = await as('node-agent');
-  const marker = `${CLUSTER}.marker.${randomBytes(4).toString('hex')}`;
-  const allowed = `troupe.${CLUSTER}.actor.sandbox.s1`;
-  expect(await delivered(agent, coord, allowed, marker)).toBe(true);
-  expect(await delivered(agent, coord, `troupe.${CLUSTER}.events.j-1`, marker)).toBe(false);
-  expect(await delivered(agent, coord, `$KV.troupe_${CLUSTER}_jobs.j-1`, marker)).toBe(false);
-  expect(await delivered(agent, coord, `$KV.troupe_${CLUSTER}_leases.leader`, marker)).toBe(false);
+  const agent = await as('A');
+  const marker = `${T}.actor.marker.${nonce()}`;
+  expect(await delivered(agent, coord, `${T}.actor.sandbox.s1`, marker)).toBe(true);
+  expect(await delivered(agent, coord, `$KV.troupe_${CLUSTER}_state.sandbox.s1`, marker)).toBe(
+    true,
+  );
+  for (const denied of [
+    `${T}.events.j-1`,
+    `$KV.troupe_${CLUSTER}_jobs.j-1`,
+    `$KV.troupe_${CLUSTER}_leases.leader`,
+    `$KV.troupe_${CLUSTER}_budget.scope`,
+    // State and directory entries of kinds it does not host (a job's state, say).
+    `$KV.troupe_${CLUSTER}_state.job.j-1`,
+    `$KV.troupe_${CLUSTER}_directory.job.j-1`,
+    // The JetStream API outside its named streams.
+    `$JS.API.STREAM.DELETE.TROUPE_${CLUSTER.toUpperCase()}_INBOX`,
+    `$JS.API.STREAM.PURGE.KV_troupe_${CLUSTER}_jobs`,
+    `$JS.API.CONSUMER.CREATE.KV_troupe_${CLUSTER}_jobs`,
+    `$JS.API.DIRECT.GET.KV_troupe_${CLUSTER}_budget`,
+  ]) {
+    expect([denied, await delivered(agent, coord, denied, marker)]).toEqual([denied, false]);
+  }
 });
 
 test('a node agent cannot answer for coordinator services or coordinator-hosted actors', async () => {
   const coord = await as('coordinator');
-  const agent = await as('node-agent');
-  const marker = `${CLUSTER}.marker.${randomBytes(4).toString('hex')}`;
-  expect(await delivered(coord, agent, `troupe.${CLUSTER}.host.perm-agent.ping`, marker)).toBe(
-    true,
+  const agent = await as('A');
+  const marker = `_INBOX.marker${nonce()}`;
+  expect(await delivered(coord, agent, `${T}.actor.sandbox.s1`, marker)).toBe(true);
+  for (const denied of [
+    `${T}.coord.directory.lookup`,
+    `${T}.coord.nodes.register`,
+    `${T}.actor.job.j-1`,
+    `${T}.actor.evolve-island.i-1`,
+    `${T}.actor.budget-ledger.b-1`,
+    `${T}.events.j-1`,
+  ]) {
+    expect([denied, await delivered(coord, agent, denied, marker)]).toEqual([denied, false]);
+  }
+});
+
+test('only coordinators may serve or request evaluator leases', async () => {
+  const coord = await as('coordinator');
+  const owner = await as('coordinator'); // the search owner: another coordinator connection
+  const subject = leaseSubject(CLUSTER, randomBytes(12).toString('hex'));
+  const acquire = JSON.stringify({ op: 'acquire', stepId: 's', attemptId: 'a', requestId: 'r' });
+  // The island's real path: a coordinator asks the owner, who answers.
+  const served = owner.subscribe(subject, {
+    callback: (_e, m) => void m.respond('{"evaluator":"e1"}'),
+  });
+  await owner.flush();
+  expect((await coord.request(subject, acquire, { timeout: 5_000 })).string()).toBe(
+    '{"evaluator":"e1"}',
   );
-  expect(await delivered(coord, agent, `troupe.${CLUSTER}.coord.directory.lookup`, marker)).toBe(
-    false,
-  );
-  expect(await delivered(coord, agent, `troupe.${CLUSTER}.actor.job.j-1`, marker)).toBe(false);
+  served.unsubscribe();
+  const marker = `_INBOX.marker${nonce()}`;
+  const coordMarker = `${T}.actor.marker.${nonce()}`;
+  for (const who of ['A', 'agent-host', 'client'] as const) {
+    const nc = await as(who);
+    // Cannot forge a request to the owner (acquire, or release someone else's sandbox) ...
+    expect([who, await delivered(nc, owner, subject, coordMarker)]).toEqual([who, false]);
+    // ... nor serve the subject and steal the island's requests.
+    expect([who, await delivered(coord, nc, subject, marker)]).toEqual([who, false]);
+  }
 });
 
 test('a client account may only address actors', async () => {
   const coord = await as('coordinator');
   const client = await as('client');
-  const marker = `troupe.${CLUSTER}.actor.marker.${randomBytes(4).toString('hex')}`;
-  expect(await delivered(client, coord, `troupe.${CLUSTER}.inbox.agent.a1`, marker)).toBe(true);
-  expect(await delivered(client, coord, `troupe.${CLUSTER}.host.h1.activate`, marker)).toBe(false);
-  expect(await delivered(client, coord, `troupe.${CLUSTER}.events.j-1`, marker)).toBe(false);
+  const marker = `${T}.actor.marker.${nonce()}`;
+  expect(await delivered(client, coord, `${T}.inbox.agent.a1`, marker)).toBe(true);
+  expect(await delivered(client, coord, `${T}.host.h1.activate`, marker)).toBe(false);
+  expect(await delivered(client, coord, `${T}.events.j-1`, marker)).toBe(false);
   expect(await delivered(client, coord, `$KV.troupe_${CLUSTER}_state.agent.a1`, marker)).toBe(
     false,
   );

@@ -12,7 +12,7 @@ import { parseAllDocuments } from 'yaml';
 // records every property the validator reads, and a property it never read is not in the schema.
 
 const K8S = path.resolve(__dirname, '../../k8s');
-const COMPOSE_NATS_CONF = path.resolve(__dirname, '../../compose/nats.conf');
+const COMPOSE_NATS_ROLES = path.resolve(__dirname, '../../compose/nats-roles.conf');
 const requireModel = createRequire(__filename);
 // The schema validators are not in the package's `exports`: load them by file path.
 const SCHEMAS = path.join(path.dirname(requireModel.resolve('kubernetes-models')), '_schemas');
@@ -183,11 +183,22 @@ test('every manifest file in deploy/k8s matches the Kubernetes schemas, unknown 
 });
 
 test('the NATS roles are the same in compose and Kubernetes', () => {
-  const compose = authBlock(readFileSync(COMPOSE_NATS_CONF, 'utf8'));
+  // compose/nats-roles.conf, verbatim (comments included), first in each ConfigMap's
+  // authorization block (Kubernetes adds its shared node agent role, then its users).
+  const trim = (text: string) =>
+    text
+      .split('\n')
+      .map((l) => l.trim())
+      .filter((l) => l !== '');
+  const roles = readFileSync(COMPOSE_NATS_ROLES, 'utf8');
+  const compose = trim(roles.slice(roles.indexOf('COORDINATOR = {'))).join('\n');
   for (const file of ['base/nats-config.yaml', 'overlays/dev/nats-config.yaml']) {
     const [cm] = docs(readFileSync(path.join(K8S, file), 'utf8'), file);
-    const conf = String((cm!['data'] as Obj)['nats.conf']);
-    expect(authBlock(conf)).toBe(compose);
+    const block = trim(authBlock(String((cm!['data'] as Obj)['nats.conf'])));
+    expect(block[0]).toBe('authorization {');
+    const n = compose.split('\n').length;
+    expect(block.slice(1, 1 + n).join('\n')).toBe(compose);
+    expect(block.slice(1 + n).some((l) => l.startsWith('NODE_AGENT_SHARED = {'))).toBe(true);
   }
 });
 

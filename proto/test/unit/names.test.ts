@@ -340,10 +340,11 @@ describe('parsing subjects', () => {
 
 describe('lease subjects', () => {
   it('builds _INBOX.<token> and refuses a bad token naming the field', () => {
-    expect(leaseSubject('a1b2')).toBe('_INBOX.a1b2');
-    expect(LEASE_SUBJECT_PATTERN.test(leaseSubject('x'.repeat(64)))).toBe(true);
-    expect(() => leaseSubject('')).toThrow(/`token`: must match/);
-    expect(() => leaseSubject('a.b')).toThrow(/`token`: must match/);
-    expect(() => leaseSubject('x'.repeat(65))).toThrow(/`token`/);
+    expect(leaseSubject('c1', 'a1b2')).toBe('troupe.c1.lease.a1b2');
+    expect(LEASE_SUBJECT_PATTERN.test('_INBOX.a1b2')).toBe(false);
+    expect(LEASE_SUBJECT_PATTERN.test(leaseSubject('c1', 'x'.repeat(64)))).toBe(true);
+    expect(() => leaseSubject('c1', '')).toThrow(/`token`: must match/);
+    expect(() => leaseSubject('c1', 'a.b')).toThrow(/`token`: must match/);
+    expect(() => leaseSubject('c1', 'x'.repeat(65))).toThrow(/`token`/);
   });
 });
