@@ -183,8 +183,10 @@ test('a sleeping actor is woken soon after the server holding the wake consumer 
       { timeoutMs: 30_000, message: 'post b accepted after the server loss' },
     );
     const acceptedAt = Date.now();
+    // Liveness, not latency: 4-7 s on a quiet machine, 19 s in a full CI run (every server
+    // election is slower then); the latency is chaos's to measure (docs/reliability.md).
     await waitFor(async () => (await entriesOf()).length === 2, {
-      timeoutMs: 20_000,
+      timeoutMs: 45_000,
       message: 'the sleeping actor woken for the post made after the server loss',
     });
     process.stderr.write(`woken ${Date.now() - acceptedAt} ms after the post was accepted\n`);
@@ -239,10 +241,11 @@ test("a job's event stream keeps following after the server holding its consumer
       { timeoutMs: 30_000, message: 'event 2 stored after the server loss' },
     );
     const storedAt = Date.now();
-    // Under 25 s even on a loaded machine (a new consumer's creation can stall seconds after the
-    // loss); with the 30 s default pull it took 30-40 s.
+    // Liveness, not latency: 3-7 s on a quiet machine, over 25 s in a full CI run (a new
+    // consumer's creation stalls longer while every server of the machine is busy); the latency
+    // is chaos's to measure (docs/reliability.md).
     await waitFor(() => seen.length === 2, {
-      timeoutMs: 25_000,
+      timeoutMs: 45_000,
       message: 'the reader got the event stored after the server loss',
     });
     process.stderr.write(`event followed ${Date.now() - storedAt} ms after it was stored\n`);
