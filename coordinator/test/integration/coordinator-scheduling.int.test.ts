@@ -14,7 +14,9 @@ afterAll(async () => {
 });
 
 const admitted: string[] = [];
-let release: (() => void) | undefined;
+/** Resolvers of the `hold` turns in progress. */
+const releases: (() => void)[] = [];
+const releaseAll = () => releases.splice(0).forEach((r) => r());
 
 const Task = defineActor({
   kind: 'task',
@@ -29,7 +31,7 @@ const Task = defineActor({
       return { state: { runs: state.runs + 1 } };
     },
     hold: async () => {
-      await new Promise<void>((r) => (release = r));
+      await new Promise<void>((r) => releases.push(r));
       return { reply: 'released' };
     },
     note: () => ({ reply: 'ok' }),
@@ -57,6 +59,16 @@ test('two jobs weighted 1:3 competing for 4 slots get their share within ±10 %'
   try {
     await waitFor(() => coordinator.registry?.isAlive('h1'), { timeoutMs: 10_000 });
     admitted.length = 0;
+    // The 4 slots are held while both jobs' requests arrive, so that every admission is the fair
+    // queue's choice among both backlogs (requests trickling in under load were admitted in
+    // arrival order, 1:1, and pulled job-b's share under 2/3).
+    const holds = [0, 1, 2, 3].map((i) =>
+      client
+        .ref(Task, `hold-${i}`)
+        .withHints({ jobId: 'job-h' })
+        .ask('hold', {}, { timeoutMs: 90_000 }),
+    );
+    await waitFor(() => releases.length === 4, { timeoutMs: 30_000, message: 'the slots held' });
     const n = 60;
     const asks = [];
     for (let i = 0; i < n; i++) {
@@ -65,7 +77,12 @@ test('two jobs weighted 1:3 competing for 4 slots get their share within ±10 %'
         asks.push(ref.ask('run', {}, { timeoutMs: 90_000 }));
       }
     }
-    await Promise.all(asks);
+    await waitFor(() => coordinator.placement?.queueDepth()['task'] === 2 * n, {
+      timeoutMs: 30_000,
+      message: 'every request queued',
+    });
+    releaseAll();
+    await Promise.all([...asks, ...holds]);
     // Look at the window where both jobs still had a backlog: the first 60 admissions (job-b,
     // at 3/4 of them, has 45 of its 60 then).
     const window = admitted.slice(0, 60);
@@ -102,7 +119,7 @@ test('a directed invocation of a RUNNING instance is refused with BUSY', async (
       .ask('note', { text: 'x' }, { requireIdle: true })
       .catch((e: unknown) => e)) as TroupeError;
     expect(err.code).toBe('BUSY');
-    release!();
+    releaseAll();
     expect(await held).toBe('released');
     expect(await ref.ask('note', { text: 'y' }, { requireIdle: true })).toBe('ok');
   } finally {
