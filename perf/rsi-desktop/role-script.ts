@@ -170,7 +170,14 @@ function verifier(req: ChatRequest): FakeCompletion {
     : task.includes('practice/p1')
       ? ['~/practice/p1/out.txt', 'hello world']
       : ['~/hello.txt', 'hello world'];
-  if (step === 0) return call('run_command', { command: `cat ${file}` });
+  // The Actor's typed command runs in the desktop's terminal, on its own time: the file may be
+  // open but not yet written when the Verifier looks. Like a careful checker, wait (at most 20 s)
+  // until it holds something, then read it.
+  if (step === 0) {
+    return call('run_command', {
+      command: `timeout 20 sh -c 'until [ -s ${file} ]; do sleep 0.1; done'; cat ${file}`,
+    });
+  }
   const got = lastTool.split('\n').slice(1).join('\n').trim();
   return got === want
     ? finish(`HANDOFF\n${file} holds exactly "${want}"`)
