@@ -15,7 +15,7 @@ import { ActorRef, UntypedActorRef } from './actor-ref';
 import { type AnyActorDefinition } from './actor-definition';
 import { Directory } from './directory';
 import { ensureInfrastructure } from './infrastructure';
-import { LocalPlacer } from './placement-service';
+import { LocalPlacer, type PlacementServiceOptions } from './placement-service';
 import { type RefFactory } from './ref-factory';
 import { StateStore } from './state-store';
 import { type HostInfo } from './host-protocol';
@@ -205,6 +205,15 @@ export class ActorSystem implements RefFactory {
   /** Activations this host has started since it began. */
   get activationsStarted(): number {
     return this.host?.activationsStarted ?? 0;
+  }
+
+  /**
+   * The host in this process, as a placement service takes it (`localHost`): activations placed
+   * here start by a direct call, and posts to actors live here are hinted without a directory
+   * read. Undefined when this system hosts no kinds.
+   */
+  get localHost(): PlacementServiceOptions['localHost'] {
+    return this.host;
   }
 
   /** The local placer, when placement is local. */

@@ -258,6 +258,9 @@ export class Coordinator {
       log: this.log.child({ component: 'placer' }),
       selectHost: placement.select,
       peekDirectory: placement.peek,
+      // Actors placed on this coordinator start by a direct call; posts to its live ones (job
+      // actors) are hinted without a directory read per message.
+      ...(this.system.localHost ? { localHost: this.system.localHost } : {}),
       hostAlive: async (hostId, incarnation) => registry.isAlive(hostId, incarnation),
       onPlacementFailed: placement.placementFailed,
       activationTimeoutMs: this.config.activationTimeoutMs,
