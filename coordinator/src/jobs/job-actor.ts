@@ -2,7 +2,7 @@ import { type ActorContext, defineActor } from '@troupe/actors';
 import { errorCode, invalidArgument, isRetryable, TroupeError } from '@troupe/proto';
 import { z } from 'zod';
 import { BudgetLedger } from '../budget/budget-ledger';
-import { cancelReminder, remindAt } from '../reminders';
+import { remindAt } from '../reminders';
 import {
   type CollectedTask,
   MAX_TASKS_PER_JOB,
@@ -31,7 +31,9 @@ import {
   type JobState,
   JobStateSchema,
   JobTransitions,
+  noEffects,
   positionsOf,
+  type TaskEntry,
   TaskOutcomeSchema,
   taskView,
   type WorkList,
@@ -75,8 +77,13 @@ export const JobActorMessages = {
   /** A retry's backoff is over (a durable reminder). */
   retry: z.object({ index: Index, attempt: Attempt }),
   /**
-   * `taskTimeoutMs` after an attempt was dispatched (a durable reminder): an attempt whose task
-   * actor never started ends TIMED_OUT.
+   * The job's start sweep is due (a durable reminder, one armed at a time): the attempts whose
+   * task actor did not start within `taskTimeoutMs` of their dispatch end TIMED_OUT.
+   */
+  startSweep: z.object({ atMs: z.number().int() }),
+  /**
+   * The start deadline of one attempt (a durable reminder set by versions before the start
+   * sweep, for attempts dispatched then): if its task actor never started, it ends TIMED_OUT.
    */
   startDeadline: z.object({ index: Index, attempt: Attempt }),
   /** Cancel the job (asked by CancelJob; replies with the job record). */
@@ -112,7 +119,6 @@ export interface JobActorOptions {
  * {@link JobTransitions}; this file carries out their effects.
  */
 export function createJobActor(holder: JobRuntimeHolder, options: JobActorOptions = {}) {
-  const now = () => Date.now();
   return defineActor({
     kind: JOB_ACTOR_KIND,
     state: JobStateSchema,
@@ -121,190 +127,28 @@ export function createJobActor(holder: JobRuntimeHolder, options: JobActorOption
     idleTimeoutMs: options.idleTimeoutMs ?? 300_000,
     maxAttempts: 5,
     handlers: {
-      start: async (ctx, msg, state) => {
-        if (state.phase !== 'NEW') return; // a repeated submission
-        const rt = holder.get();
-        const spec = msg.spec;
-        const { taskIds, planError } = await planJob(ctx, rt, holder, state.jobId, spec);
-        const result = JobTransitions.start(state, {
-          spec,
-          createdUnixMs: msg.createdUnixMs,
-          taskIds,
-          ...(planError !== undefined ? { planError } : {}),
-          now: now(),
-        });
-        return { state: await carryOut(ctx, rt, holder, state, result) };
-      },
-      resume: async (ctx, msg, state) => {
-        const rt = holder.get();
-        holder.forget(state.jobId);
-        if (!isFinalPhase(state.phase)) return;
-        // The new work list: every task without a grade (no record: never taken, or stopped).
-        const records = await rt.store.taskRecords(state.jobId);
-        const rerun: WorkList = { indices: [], attempts: [] };
-        for (let i = 0; i < state.total; i++) {
-          const r = records.get(i);
-          if (!r || r.status === 'ERRORED' || r.status === 'CANCELLED') {
-            rerun.indices.push(i);
-            rerun.attempts.push(r?.attempts ?? 0);
-          }
-        }
-        const generation = state.generation + 1;
-        await rt.store.putWork(state.jobId, generation, rerun);
-        holder.rememberWork(state.jobId, generation, rerun);
-        const work = await holder.work(state.jobId, generation);
-        const result = JobTransitions.resume(
-          state,
-          { spec: msg.spec, rerun: rerun.indices.length },
-          now(),
-          work,
-        );
-        if (result.state !== state && msg.spec.budget) {
-          // The finished job's scope was folded into the cluster's: open one for what is left.
-          const spent = countTasks(state);
-          const { usd, tokens } = msg.spec.budget;
-          await new BudgetLedger(ctx.refs).createScope(`job:${state.jobId}`, 'cluster', {
-            ...(usd !== undefined ? { usd: Math.max(0, usd - spent.costUsd) } : {}),
-            ...(tokens !== undefined
-              ? { tokens: Math.max(0, tokens - spent.promptTokens - spent.completionTokens) }
-              : {}),
-          });
-        }
-        return { state: await carryOut(ctx, rt, holder, state, result) };
-      },
-      started: async (ctx, msg, state) => {
-        const rt = holder.get();
-        const result = JobTransitions.started(state, msg, now());
-        const before = state.active.find((t) => t.index === msg.index);
-        if (result.state !== state && before?.status === 'QUEUED') {
-          // Its start deadline no longer matters: not left armed (and stored) until it fires.
-          await cancelReminder(rt.reminders, startDeadlineId(state.jobId, msg.index, msg.attempt));
-        }
-        return { state: await carryOut(ctx, rt, holder, state, result) };
-      },
-      outcome: async (ctx, msg, state) => {
-        const rt = holder.get();
-        const work = await holder.work(state.jobId, state.generation);
-        const result = JobTransitions.outcome(state, msg, now(), work);
-        const before = state.active.find((t) => t.index === msg.index);
-        if (result.state !== state && before?.status === 'QUEUED') {
-          // Ended without starting (not delivered): its start deadline no longer matters.
-          await cancelReminder(rt.reminders, startDeadlineId(state.jobId, msg.index, msg.attempt));
-        }
-        return { state: await carryOut(ctx, rt, holder, state, result) };
-      },
-      progress: async (ctx, msg, state) => {
-        if (isFinalPhase(state.phase)) return;
-        // Best effort: a report may overtake the `started` post or trail the outcome (the task
-        // has left the state then: its record tells the attempt).
-        const t =
-          state.active.find((a) => a.index === msg.index) ??
-          (await holder.get().store.taskRecordsAt(state.jobId, [msg.index])).get(msg.index);
-        if (!t || t.attempts !== msg.attempt) return;
-        const event: JobEventDraft =
-          msg.message !== undefined
-            ? { type: 'LOG', taskId: t.id, message: msg.message, payload: { attempt: msg.attempt } }
-            : {
-                type: 'TASK_PROGRESS',
-                taskId: t.id,
-                message: `task ${t.id} step ${msg.step ?? '?'}`,
-                payload: {
-                  // Driver keys first: the standard ones below always win.
-                  ...(msg.data ?? {}),
-                  attempt: msg.attempt,
-                  ...(msg.step !== undefined ? { step: msg.step } : {}),
-                  ...(msg.tokens !== undefined ? { tokens: msg.tokens } : {}),
-                  ...(msg.costUsd !== undefined ? { costUsd: msg.costUsd } : {}),
-                },
-              };
-        const result: Result = {
-          state,
-          effects: {
-            events: [event],
-            dispatch: [],
-            retries: [],
-            finals: [],
-            recordChanged: false,
-            finished: false,
-          },
-        };
-        return { state: await carryOut(ctx, holder.get(), holder, state, result, true) };
-      },
-      retry: async (ctx, msg, state) => {
-        const work = await holder.work(state.jobId, state.generation);
-        const result = JobTransitions.retryDue(state, msg, now(), work);
-        return { state: await carryOut(ctx, holder.get(), holder, state, result) };
-      },
-      startDeadline: async (ctx, msg, state) => {
-        const rt = holder.get();
-        const timeoutMs = state.spec?.taskTimeoutMs ?? 0;
-        const work = await holder.work(state.jobId, state.generation);
-        const result = JobTransitions.startDeadline(state, { ...msg, timeoutMs }, now(), work);
-        const t = result.effects.finals.find((f) => f.index === msg.index);
-        if (result.state !== state && t) {
-          ctx.log.warn(
-            { jobId: state.jobId, taskId: t.id, attempt: msg.attempt },
-            'task never started',
-          );
-          // The task actor never ran, so nothing else writes the task's result.
-          await rt.store.putTaskResult(state.jobId, {
-            taskId: t.id,
-            index: msg.index,
-            attempt: msg.attempt,
-            status: 'TIMED_OUT',
-            costUsd: 0,
-            tokens: 0,
-            durationMs: timeoutMs,
-            stopReason: 'timeout',
-            error: t.error ?? '',
-            artifacts: [],
-          });
-        }
-        return { state: await carryOut(ctx, rt, holder, state, result) };
-      },
+      start: async (ctx, msg, state) => ({ state: await startJob(ctx, holder, state, msg) }),
+      resume: async (ctx, msg, state) => ({ state: await resumeJob(ctx, holder, state, msg) }),
+      started: (ctx, msg, state) =>
+        batchTurn(ctx, holder, state, { type: 'started', payload: msg }),
+      outcome: (ctx, msg, state) =>
+        batchTurn(ctx, holder, state, { type: 'outcome', payload: msg }),
+      progress: (ctx, msg, state) =>
+        batchTurn(ctx, holder, state, { type: 'progress', payload: msg }),
+      retry: (ctx, msg, state) => batchTurn(ctx, holder, state, { type: 'retry', payload: msg }),
+      startSweep: (ctx, msg, state) =>
+        batchTurn(ctx, holder, state, { type: 'startSweep', payload: msg }),
+      startDeadline: (ctx, msg, state) =>
+        batchTurn(ctx, holder, state, { type: 'startDeadline', payload: msg }),
       cancel: async (ctx, msg, state) => {
-        const rt = holder.get();
-        if (state.phase === 'NEW') {
-          throw new TroupeError('UNAVAILABLE', `job ${state.jobId} has not started yet; retry`);
-        }
-        const work = await holder.work(state.jobId, state.generation);
-        const result = JobTransitions.cancel(state, msg, now(), work);
-        const next = await carryOut(ctx, rt, holder, state, result);
-        if (next.cancel && !state.cancel && next.phase === 'RUNNING') {
-          await remindAt(
-            rt.nc,
-            rt.cluster,
-            ctx.self,
-            now() + rt.cancelGraceMs,
-            'cancelDeadline',
-            {},
-            { id: `cancel-${state.jobId}` },
-          );
-        }
+        const next = await cancelJob(ctx, holder, state, msg);
         return { state: next, reply: recordOf(next, now()) };
       },
-      cancelDeadline: async (ctx, _msg, state) => {
-        const result = JobTransitions.cancelDeadline(state, now());
-        return { state: await carryOut(ctx, holder.get(), holder, state, result) };
-      },
+      cancelDeadline: (ctx, msg, state) =>
+        batchTurn(ctx, holder, state, { type: 'cancelDeadline', payload: msg }),
       snapshot: (_ctx, _msg, state) => ({ reply: state }),
       ping: (ctx, _msg, state) => {
-        if (state.phase !== 'RUNNING') return { reply: {} };
-        // Not awaited: a task actor in a long turn answers BUSY; a sleeping one with a pending
-        // `run` is activated by the ask and then processes it.
-        const rt = holder.get();
-        state.active.forEach((t) => {
-          if (t.status !== 'QUEUED' && t.status !== 'RUNNING') return;
-          const addr = { kind: TASK_ACTOR_KIND, id: taskActorId(state.jobId, t.index) };
-          void revive(rt.directory, addr, ctx.log)
-            .then(() =>
-              ctx.refs
-                .refOf(addr)
-                .withHints({ jobId: state.jobId })
-                .ask('ping', {}, { timeoutMs: 5_000, requireIdle: true }),
-            )
-            .catch(() => undefined);
-        });
+        pingTasks(ctx, holder, state);
         return { reply: {} };
       },
     },
@@ -377,9 +221,407 @@ function checkPlan(plan: readonly PlannedTask[]): void {
   });
 }
 
+const now = () => Date.now();
+
+/** `start`: plans the job and dispatches its first tasks (a repeated submission changes nothing). */
+async function startJob(
+  ctx: ActorContext<JobState>,
+  holder: JobRuntimeHolder,
+  state: JobState,
+  msg: z.output<typeof JobActorMessages.start>,
+): Promise<JobState> {
+  if (state.phase !== 'NEW') return state;
+  const rt = holder.get();
+  const spec = msg.spec;
+  const { taskIds, planError } = await planJob(ctx, rt, holder, state.jobId, spec);
+  const result = JobTransitions.start(state, {
+    spec,
+    createdUnixMs: msg.createdUnixMs,
+    taskIds,
+    ...(planError !== undefined ? { planError } : {}),
+    now: now(),
+  });
+  return carryOut(ctx, rt, holder, state, result);
+}
+
+/** `resume`: a finished job runs again the tasks that got no grade. */
+async function resumeJob(
+  ctx: ActorContext<JobState>,
+  holder: JobRuntimeHolder,
+  state: JobState,
+  msg: z.output<typeof JobActorMessages.resume>,
+): Promise<JobState> {
+  const rt = holder.get();
+  holder.forget(state.jobId);
+  if (!isFinalPhase(state.phase)) return state;
+  // The new work list: every task without a grade (no record: never taken, or stopped).
+  const records = await rt.store.taskRecords(state.jobId);
+  const rerun: WorkList = { indices: [], attempts: [] };
+  for (let i = 0; i < state.total; i++) {
+    const r = records.get(i);
+    if (!r || r.status === 'ERRORED' || r.status === 'CANCELLED') {
+      rerun.indices.push(i);
+      rerun.attempts.push(r?.attempts ?? 0);
+    }
+  }
+  const generation = state.generation + 1;
+  await rt.store.putWork(state.jobId, generation, rerun);
+  holder.rememberWork(state.jobId, generation, rerun);
+  const work = await holder.work(state.jobId, generation);
+  const result = JobTransitions.resume(
+    state,
+    { spec: msg.spec, rerun: rerun.indices.length },
+    now(),
+    work,
+  );
+  if (result.state !== state && msg.spec.budget) {
+    // The finished job's scope was folded into the cluster's: open one for what is left.
+    const spent = countTasks(state);
+    const { usd, tokens } = msg.spec.budget;
+    await new BudgetLedger(ctx.refs).createScope(`job:${state.jobId}`, 'cluster', {
+      ...(usd !== undefined ? { usd: Math.max(0, usd - spent.costUsd) } : {}),
+      ...(tokens !== undefined
+        ? { tokens: Math.max(0, tokens - spent.promptTokens - spent.completionTokens) }
+        : {}),
+    });
+  }
+  return carryOut(ctx, rt, holder, state, result);
+}
+
+/** `cancel`: the job stops taking tasks and cancels those running (then a grace period). */
+async function cancelJob(
+  ctx: ActorContext<JobState>,
+  holder: JobRuntimeHolder,
+  state: JobState,
+  msg: z.output<typeof JobActorMessages.cancel>,
+): Promise<JobState> {
+  const rt = holder.get();
+  if (state.phase === 'NEW') {
+    throw new TroupeError('UNAVAILABLE', `job ${state.jobId} has not started yet; retry`);
+  }
+  const work = await holder.work(state.jobId, state.generation);
+  const result = JobTransitions.cancel(state, msg, now(), work);
+  const next = await carryOut(ctx, rt, holder, state, result);
+  if (next.cancel && !state.cancel && next.phase === 'RUNNING') {
+    await remindAt(
+      rt.nc,
+      rt.cluster,
+      ctx.self,
+      now() + rt.cancelGraceMs,
+      'cancelDeadline',
+      {},
+      { id: `cancel-${state.jobId}` },
+    );
+  }
+  return next;
+}
+
 /**
- * Carries out a transition's effects — job record, events, task dispatches, retry reminders, all
- * idempotent — and returns the state to commit (with its event counter advanced).
+ * `ping`: pings the task actors of running tasks, so a lost wake of theirs is recovered. Not
+ * awaited: a task actor in a long turn answers BUSY; a sleeping one with a pending `run` is
+ * activated by the ask and then processes it.
+ */
+function pingTasks(ctx: ActorContext<JobState>, holder: JobRuntimeHolder, state: JobState): void {
+  if (state.phase !== 'RUNNING') return;
+  const rt = holder.get();
+  for (const t of state.active) {
+    if (t.status !== 'QUEUED' && t.status !== 'RUNNING') continue;
+    const addr = { kind: TASK_ACTOR_KIND, id: taskActorId(state.jobId, t.index) };
+    void revive(rt.directory, addr, ctx.log)
+      .then(() =>
+        ctx.refs
+          .refOf(addr)
+          .withHints({ jobId: state.jobId })
+          .ask('ping', {}, { timeoutMs: 5_000, requireIdle: true }),
+      )
+      .catch(() => undefined);
+  }
+}
+
+/** The posted messages a batch turn applies (every posted type but `start` and `resume`). */
+type BatchedMessage = {
+  [
+    K in
+      | 'started'
+      | 'outcome'
+      | 'progress'
+      | 'retry'
+      | 'startSweep'
+      | 'startDeadline'
+      | 'cancelDeadline'
+  ]: {
+    type: K;
+    payload: z.output<(typeof JobActorMessages)[K]>;
+  };
+}[keyof typeof BATCHED];
+
+const BATCHED = {
+  started: true,
+  outcome: true,
+  progress: true,
+  retry: true,
+  startSweep: true,
+  startDeadline: true,
+  cancelDeadline: true,
+} as const;
+
+/**
+ * Job actors (by job id) whose last batch turn failed, with the inbox sequence it began at: that
+ * message is retried alone, so a message that keeps failing is dead-lettered by itself, never the
+ * messages that were only in its batch.
+ */
+const failedBatches = new Map<string, number>();
+
+/**
+ * One turn for the posted message that began it and every posted message already waiting behind
+ * it (drained from the inbox): each goes through its transition in order, in memory, and their
+ * effects — task records, events, the job record, dispatches, reminders — are carried out
+ * together before the one commit. A job of thousands of tasks gets its outcomes in bursts; a
+ * round trip per effect per message made its actor's serial turns the job engine's limit.
+ *
+ * A failure anywhere fails the turn: it is retried from the first message (every effect is
+ * idempotent), alone (see {@link failedBatches}); the drained messages are read again by the turns
+ * after it.
+ */
+async function batchTurn(
+  ctx: ActorContext<JobState>,
+  holder: JobRuntimeHolder,
+  state: JobState,
+  first: BatchedMessage,
+): Promise<{ state: JobState }> {
+  const key = state.jobId;
+  const seq = ctx.message.seq;
+  const alone = seq !== undefined && failedBatches.get(key) === seq;
+  const staged = new StagedEffects(ctx, holder);
+  try {
+    let s = await applyPosted(ctx, holder, state, first, staged);
+    const more = alone ? [] : await ctx.drainInbox();
+    for (const m of more) {
+      if (Object.hasOwn(BATCHED, m.type)) {
+        s = await applyPosted(ctx, holder, s, m as BatchedMessage, staged);
+        continue;
+      }
+      // The other types (posted rather than asked, or a resume behind task messages): as their
+      // own handlers, in order, after what is staged.
+      await staged.flush(s);
+      if (m.type === 'start') {
+        s = await startJob(ctx, holder, s, m.payload as z.output<typeof JobActorMessages.start>);
+      } else if (m.type === 'resume') {
+        s = await resumeJob(ctx, holder, s, m.payload as z.output<typeof JobActorMessages.resume>);
+      } else if (m.type === 'cancel') {
+        s = await cancelJob(ctx, holder, s, m.payload as z.output<typeof JobActorMessages.cancel>);
+      } else if (m.type === 'ping') {
+        pingTasks(ctx, holder, s);
+      }
+    }
+    await staged.flush(s);
+    failedBatches.delete(key);
+    return { state: s };
+  } catch (err) {
+    if (seq !== undefined && !ctx.signal.aborted) failedBatches.set(key, seq);
+    throw err;
+  }
+}
+
+/** Applies one batched message: its transition, its effects staged in `staged`. */
+async function applyPosted(
+  ctx: ActorContext<JobState>,
+  holder: JobRuntimeHolder,
+  state: JobState,
+  m: BatchedMessage,
+  staged: StagedEffects,
+): Promise<JobState> {
+  const rt = holder.get();
+  const t = now();
+  switch (m.type) {
+    case 'started':
+      return carryOut(ctx, rt, holder, state, JobTransitions.started(state, m.payload, t), staged);
+    case 'outcome': {
+      const work = await holder.work(state.jobId, state.generation);
+      const result = JobTransitions.outcome(state, m.payload, t, work);
+      return carryOut(ctx, rt, holder, state, result, staged);
+    }
+    case 'progress': {
+      const msg = m.payload;
+      if (isFinalPhase(state.phase)) return state;
+      // Best effort: a report may overtake the `started` post or trail the outcome (the task
+      // has left the state then: its record tells the attempt, staged or stored).
+      const tk =
+        state.active.find((a) => a.index === msg.index) ??
+        staged.finalOf(msg.index) ??
+        (await rt.store.taskRecordsAt(state.jobId, [msg.index])).get(msg.index);
+      if (!tk || tk.attempts !== msg.attempt) return state;
+      const event: JobEventDraft =
+        msg.message !== undefined
+          ? { type: 'LOG', taskId: tk.id, message: msg.message, payload: { attempt: msg.attempt } }
+          : {
+              type: 'TASK_PROGRESS',
+              taskId: tk.id,
+              message: `task ${tk.id} step ${msg.step ?? '?'}`,
+              payload: {
+                // Driver keys first: the standard ones below always win.
+                ...(msg.data ?? {}),
+                attempt: msg.attempt,
+                ...(msg.step !== undefined ? { step: msg.step } : {}),
+                ...(msg.tokens !== undefined ? { tokens: msg.tokens } : {}),
+                ...(msg.costUsd !== undefined ? { costUsd: msg.costUsd } : {}),
+              },
+            };
+      const result: Result = { state, effects: { ...noEffects(), events: [event] } };
+      return carryOut(ctx, rt, holder, state, result, staged, true);
+    }
+    case 'retry': {
+      const work = await holder.work(state.jobId, state.generation);
+      const result = JobTransitions.retryDue(state, m.payload, t, work);
+      return carryOut(ctx, rt, holder, state, result, staged);
+    }
+    case 'startSweep':
+    case 'startDeadline': {
+      const timeoutMs = state.spec?.taskTimeoutMs ?? 0;
+      const work = await holder.work(state.jobId, state.generation);
+      const result =
+        m.type === 'startSweep'
+          ? JobTransitions.startSweep(state, m.payload, t, work)
+          : JobTransitions.startDeadline(state, { ...m.payload, timeoutMs }, t, work);
+      // The task actors of these attempts never ran, so nothing else writes their results.
+      for (const tk of result.effects.finals) {
+        ctx.log.warn(
+          { jobId: state.jobId, taskId: tk.id, attempt: tk.attempts },
+          'task never started',
+        );
+        await rt.store.putTaskResult(state.jobId, {
+          taskId: tk.id,
+          index: tk.index,
+          attempt: tk.attempts,
+          status: 'TIMED_OUT',
+          costUsd: 0,
+          tokens: 0,
+          durationMs: timeoutMs,
+          stopReason: 'timeout',
+          error: tk.error ?? '',
+          artifacts: [],
+        });
+      }
+      return carryOut(ctx, rt, holder, state, result, staged);
+    }
+    case 'cancelDeadline':
+      return carryOut(ctx, rt, holder, state, JobTransitions.cancelDeadline(state, t), staged);
+  }
+}
+
+/**
+ * Effects staged by one turn's transitions, carried out together by {@link flush}: task records
+ * first (results read after a count that includes a task find its record), then the job record
+ * and the events, then dispatches, retry reminders and cancelled start deadlines.
+ */
+class StagedEffects {
+  private finals = new Map<number, TaskEntry>();
+  private generation = 0;
+  private events: JobEventRecord[] = [];
+  /** The state whose job record is to be written (the latest that changed it). */
+  private record?: JobState;
+  private dispatches: { index: number; attempt: number }[] = [];
+  private retries: { index: number; attempt: number; atMs: number }[] = [];
+  /** Due time of the start sweep to arm. */
+  private startSweep?: number;
+
+  constructor(
+    private readonly ctx: ActorContext<JobState>,
+    private readonly holder: JobRuntimeHolder,
+  ) {}
+
+  /** A task finished by a staged transition, not yet written. */
+  finalOf(index: number): TaskEntry | undefined {
+    return this.finals.get(index);
+  }
+
+  stage(next: JobState, effects: JobEffects, events: JobEventRecord[], writeRecord: boolean): void {
+    for (const f of effects.finals) this.finals.set(f.index, f);
+    this.generation = next.generation;
+    this.events.push(...events);
+    if (writeRecord) this.record = next;
+    this.dispatches.push(...effects.dispatch);
+    this.retries.push(...effects.retries);
+    if (effects.startSweep !== undefined) this.startSweep = effects.startSweep;
+  }
+
+  /** Writes the staged task records (before a driver's `collect` reads them). */
+  async flushRecords(jobId: string): Promise<void> {
+    if (this.finals.size === 0) return;
+    const rt = this.holder.get();
+    await rt.store.putTaskRecords(jobId, this.generation, [...this.finals.values()]);
+    this.finals.clear();
+  }
+
+  /** Carries out everything staged; `state` is the turn's state now. */
+  async flush(state: JobState, finished = false): Promise<void> {
+    const { ctx, holder } = this;
+    const rt = holder.get();
+    await this.flushRecords(state.jobId);
+    const events = this.events.splice(0);
+    const record = this.record;
+    this.record = undefined;
+    const t = now();
+    if (finished) {
+      // The record first: a watcher that sees JOB_FINISHED and then reads the job finds it final.
+      if (record) await rt.store.putJob(recordOf(record, t));
+      await rt.events.append(events);
+    } else {
+      await Promise.all([
+        record ? rt.store.putJob(recordOf(record, t)) : undefined,
+        events.length > 0 ? rt.events.append(events) : undefined,
+      ]);
+    }
+    const dispatches = this.dispatches.splice(0);
+    if (dispatches.length > 0) {
+      const plan = await holder.plan(state.jobId);
+      await Promise.all(
+        dispatches.map(async ({ index, attempt }) => {
+          const task = plan[index];
+          if (!task) throw new TroupeError('INTERNAL', `job ${state.jobId} has no task ${index}`);
+          await dispatch(ctx, rt, state.jobId, index, task, attempt);
+        }),
+      );
+    }
+    const sweepAtMs = this.startSweep;
+    this.startSweep = undefined;
+    if (sweepAtMs !== undefined) {
+      // The job's own clock on its attempts: one whose task actor never starts (its `run` never
+      // delivered, the actor never activated) still times out. Set before the state that
+      // records it as armed commits.
+      await remindAt(
+        rt.nc,
+        rt.cluster,
+        ctx.self,
+        sweepAtMs,
+        'startSweep',
+        { atMs: sweepAtMs },
+        { id: compactId(['start-sweep', state.jobId, sweepAtMs], 128) },
+      );
+    }
+    await Promise.all(
+      this.retries
+        .splice(0)
+        .map((r) =>
+          remindAt(
+            rt.nc,
+            rt.cluster,
+            ctx.self,
+            r.atMs,
+            'retry',
+            { index: r.index, attempt: r.attempt },
+            { id: `retry-${state.jobId}-${r.index}-${r.attempt}` },
+          ),
+        ),
+    );
+  }
+}
+
+/**
+ * Stages a transition's effects — task records, events, job record, task dispatches, retry
+ * reminders, all idempotent — in `staged` (carried out before the turn commits), and returns the
+ * state to commit (with its event counter advanced). Without `staged` they are carried out now. A
+ * transition that finishes the job carries out everything staged before it, then its own.
  */
 async function carryOut(
   ctx: ActorContext<JobState>,
@@ -387,19 +629,19 @@ async function carryOut(
   holder: JobRuntimeHolder,
   prev: JobState,
   result: Result,
+  staged?: StagedEffects,
   eventsOnly = false,
 ): Promise<JobState> {
   const { effects } = result;
   if (result.state === prev && effects.events.length === 0) return prev;
+  const out = staged ?? new StagedEffects(ctx, holder);
   const t = Date.now();
   const next: JobState = { ...result.state };
   const drafts = [...effects.events];
-  // Task records first: the driver's `collect` reads them, and results read after a count that
-  // includes a task find its record.
-  if (effects.finals.length > 0) {
-    await rt.store.putTaskRecords(next.jobId, next.generation, effects.finals);
-  }
   if (effects.finished) {
+    // The driver's `collect` reads every task record: this transition's and those staged before.
+    out.stage(next, { ...noEffects(), finals: effects.finals }, [], false);
+    await out.flushRecords(next.jobId);
     next.extra = await collectExtra(rt, next);
     const aggregate = aggregateOf(next, t);
     drafts.push({
@@ -416,51 +658,9 @@ async function carryOut(
     timeUnixMs: d.timeUnixMs ?? t,
   }));
   next.nextSequence += events.length;
-  const writeRecord = !eventsOnly && next.spec && (effects.recordChanged || effects.finished);
-  if (effects.finished) {
-    // The record first: a watcher that sees JOB_FINISHED and then reads the job finds it final.
-    if (writeRecord) await rt.store.putJob(recordOf(next, t));
-    await rt.events.append(events);
-  } else {
-    await Promise.all([
-      writeRecord ? rt.store.putJob(recordOf(next, t)) : undefined,
-      rt.events.append(events),
-    ]);
-  }
-  if (effects.dispatch.length > 0) {
-    const plan = await holder.plan(next.jobId);
-    await Promise.all(
-      effects.dispatch.map(async ({ index, attempt }) => {
-        const task = plan[index];
-        if (!task) throw new TroupeError('INTERNAL', `job ${next.jobId} has no task ${index}`);
-        if (next.spec) {
-          // The job's own clock on the attempt: if its task actor never starts (the `run` is never
-          // delivered or the actor cannot be activated), the attempt still times out.
-          await remindAt(
-            rt.nc,
-            rt.cluster,
-            ctx.self,
-            t + next.spec.taskTimeoutMs,
-            'startDeadline',
-            { index, attempt },
-            { id: startDeadlineId(next.jobId, index, attempt) },
-          );
-        }
-        await dispatch(ctx, rt, next.jobId, index, task, attempt);
-      }),
-    );
-  }
-  for (const r of effects.retries) {
-    await remindAt(
-      rt.nc,
-      rt.cluster,
-      ctx.self,
-      r.atMs,
-      'retry',
-      { index: r.index, attempt: r.attempt },
-      { id: `retry-${next.jobId}-${r.index}-${r.attempt}` },
-    );
-  }
+  const writeRecord = !eventsOnly && !!next.spec && (effects.recordChanged || effects.finished);
+  out.stage(next, effects.finished ? { ...effects, finals: [] } : effects, events, writeRecord);
+  if (!staged || effects.finished) await out.flush(next, effects.finished);
   if (effects.finished) {
     holder.forget(next.jobId);
     // What the plan stored for its tasks (task payloads) is not kept: best effort, a leftover only
@@ -544,11 +744,6 @@ async function dispatch(
     },
     { dedupeId: `outcome-${jobId}-${index}-${attempt}` },
   );
-}
-
-/** Id of the start-deadline reminder of an attempt. */
-function startDeadlineId(jobId: string, index: number, attempt: number): string {
-  return compactId(['start', jobId, index, attempt], 128);
 }
 
 /** The driver's aggregate metrics, from the final task results (failures are logged, not fatal). */

@@ -20,7 +20,6 @@ import {
   JobRecordSchema,
   recordOf,
 } from './job-record';
-import { openRemindersKv } from '../reminders';
 import { JOB_ACTOR_KIND, type JobRuntime, JobRuntimeHolder, revive } from './job-runtime';
 import { type DriverActorRuntime } from './job-driver';
 import {
@@ -252,10 +251,9 @@ export class JobManager {
   async start(options: JobManagerStartOptions): Promise<void> {
     const { nc, cluster } = options;
     const replicas = options.replicas ?? 1;
-    const [store, events, reminders] = await Promise.all([
+    const [store, events] = await Promise.all([
       JobStore.open(nc, cluster, { replicas }),
       JobEventLog.open(nc, cluster, { replicas }),
-      openRemindersKv(nc, cluster, replicas),
     ]);
     this.holder.bind({
       cluster,
@@ -270,7 +268,6 @@ export class JobManager {
       cancelGraceMs: this.options.cancelGraceMs ?? 30_000,
       gradeTimeoutMs: this.options.gradeTimeoutMs ?? 60_000,
       ...(options.directory ? { directory: options.directory } : {}),
-      reminders,
     });
     this.started = { ...options, store, events };
     // Scheduling policies of jobs (read synchronously by placement) follow the job records.

@@ -2,7 +2,6 @@ import { createHash } from 'node:crypto';
 import { type Directory, type Logger, type RefFactory } from '@troupe/actors';
 import { type ActorAddress, parseWith, TroupeError } from '@troupe/proto';
 import { type NatsConnection } from '@nats-io/transport-node';
-import { type KV } from '@nats-io/kv';
 import { type DriverRegistry } from './driver-registry';
 import { type PlannedTask } from './job-driver';
 import { type JobEventLog } from './job-event-log';
@@ -34,8 +33,6 @@ export interface JobRuntime {
   gradeTimeoutMs: number;
   /** The actor directory, to restart job actors the runtime gave up on (see {@link revive}). */
   directory?: Directory;
-  /** The reminders bucket, to cancel the start deadline of an attempt that started. */
-  reminders: KV;
 }
 
 /**

@@ -82,6 +82,8 @@ export const TaskEntrySchema = z.object({
   error: z.string().optional(),
   /** When a BACKOFF task may be dispatched again (Unix ms). */
   retryAtMs: z.number().int().optional(),
+  /** When the current attempt was dispatched (Unix ms): its start deadline is this + timeout. */
+  queuedAtMs: z.number().int().optional(),
   /** Host of the current or last attempt. */
   hostId: z.string().optional(),
   /** Times the current attempt started executing (more than 1 after a crash replay). */
@@ -161,6 +163,11 @@ export const JobStateSchema = z.object({
     .optional(),
   /** The first task of this generation that ended ERRORED (the job's failure reason). */
   firstError: z.object({ id: z.string(), error: z.string() }).optional(),
+  /**
+   * Due time of the job's armed start sweep (a durable reminder): the earliest start deadline of
+   * its QUEUED attempts when it was armed. One per job, not one per attempt.
+   */
+  startSweepAtMs: z.number().int().optional(),
   cancel: z.object({ reason: z.string(), requestedUnixMs: z.number().int() }).optional(),
   /** Benchmark-specific aggregate metrics from the driver's `collect`. */
   extra: z.record(z.string(), z.unknown()).optional(),
@@ -241,9 +248,11 @@ export interface JobEffects {
   recordChanged: boolean;
   /** The job reached a final phase in this transition. */
   finished: boolean;
+  /** Arm the job's start sweep, due at this time (Unix ms). */
+  startSweep?: number;
 }
 
-function noEffects(): JobEffects {
+export function noEffects(): JobEffects {
   return {
     events: [],
     dispatch: [],
@@ -252,6 +261,17 @@ function noEffects(): JobEffects {
     recordChanged: false,
     finished: false,
   };
+}
+
+/** Adds `more` (a later transition's effects) to `fx`, in order. */
+function mergeEffects(fx: JobEffects, more: JobEffects): void {
+  fx.events.push(...more.events);
+  fx.dispatch.push(...more.dispatch);
+  fx.retries.push(...more.retries);
+  fx.finals.push(...more.finals);
+  fx.recordChanged ||= more.recordChanged;
+  fx.finished ||= more.finished;
+  if (more.startSweep !== undefined) fx.startSweep = more.startSweep;
 }
 
 /** Counters over a job's tasks. */
@@ -389,7 +409,7 @@ export const JobTransitions = {
       message: `job ${s.jobId} started: ${s.total} tasks, concurrency ${input.spec.concurrency}`,
       payload: { total: s.total, concurrency: input.spec.concurrency },
     });
-    fill(s, fx, planWork(input.taskIds));
+    fill(s, fx, planWork(input.taskIds), input.now);
     maybeFinish(s, fx, input.now);
     return { state: s, effects: fx };
   },
@@ -532,7 +552,7 @@ export const JobTransitions = {
         s.reason = budgetReason(s);
       }
     }
-    fill(s, fx, work);
+    fill(s, fx, work, now);
     maybeFinish(s, fx, now);
     return { state: s, effects: fx };
   },
@@ -574,6 +594,44 @@ export const JobTransitions = {
     );
   },
 
+  /**
+   * The job's start sweep is due: every QUEUED attempt whose start deadline (`queuedAtMs` +
+   * `timeoutMs`) has passed ends TIMED_OUT as at {@link JobTransitions.startDeadline} (an attempt
+   * dispatched before `queuedAtMs` was kept has one of its own and is left to it), then the sweep
+   * is armed again for the earliest deadline left. A sweep other than the armed one is stale.
+   */
+  startSweep(
+    prev: JobState,
+    msg: { atMs: number },
+    now: number,
+    work: JobWork,
+  ): { state: JobState; effects: JobEffects } {
+    if (prev.startSweepAtMs !== msg.atMs || isFinalPhase(prev.phase) || !prev.spec) {
+      return { state: prev, effects: noEffects() };
+    }
+    const timeoutMs = prev.spec.taskTimeoutMs;
+    const fx = noEffects();
+    let state = prev;
+    const overdue = prev.active.filter(
+      (t) => t.status === 'QUEUED' && t.queuedAtMs !== undefined && t.queuedAtMs + timeoutMs <= now,
+    );
+    for (const t of overdue) {
+      const r = JobTransitions.startDeadline(
+        state,
+        { index: t.index, attempt: t.attempts, timeoutMs },
+        now,
+        work,
+      );
+      state = r.state;
+      mergeEffects(fx, r.effects);
+      if (r.effects.finished) return { state, effects: fx };
+    }
+    const s = state === prev ? clone(prev) : state;
+    delete s.startSweepAtMs;
+    armStartSweep(s, fx);
+    return { state: s, effects: fx };
+  },
+
   /** A retry's backoff is over: the task becomes dispatchable again. */
   retryDue(
     prev: JobState,
@@ -590,7 +648,7 @@ export const JobTransitions = {
     const task = entryOf(s, msg.index) as TaskEntry;
     task.status = 'PENDING';
     delete task.retryAtMs;
-    fill(s, fx, work);
+    fill(s, fx, work, now);
     maybeFinish(s, fx, now);
     return { state: s, effects: fx };
   },
@@ -661,6 +719,8 @@ export const JobTransitions = {
     if (!isFinalPhase(prev.phase)) return { state: prev, effects: fx };
     const s = clone(prev);
     s.spec = msg.spec;
+    // A sweep armed in the last generation may have fired on the finished job: arm afresh.
+    delete s.startSweepAtMs;
     s.phase = 'RUNNING';
     s.reason = '';
     delete s.cancel;
@@ -681,7 +741,7 @@ export const JobTransitions = {
       message: `job ${s.jobId} resumed: ${msg.rerun} of ${s.total} tasks run again`,
       payload: { rerun: msg.rerun, total: s.total },
     });
-    fill(s, fx, work);
+    fill(s, fx, work, now);
     maybeFinish(s, fx, now);
     return { state: s, effects: fx };
   },
@@ -782,7 +842,7 @@ function stopPending(
  * ones from the work list. Tasks in backoff hold no slot, but new ones are not taken while as many
  * wait as run, so the state stays bounded by twice the concurrency.
  */
-function fill(s: JobState, fx: JobEffects, work: JobWork): void {
+function fill(s: JobState, fx: JobEffects, work: JobWork, now: number): void {
   if (s.phase !== 'RUNNING' || s.cancel || !s.spec) return;
   const limit = s.spec.concurrency;
   let free = limit - countTasks(s).running;
@@ -790,6 +850,7 @@ function fill(s: JobState, fx: JobEffects, work: JobWork): void {
     t.status = 'QUEUED';
     t.attempts += 1;
     t.executions = 0;
+    t.queuedAtMs = now;
     delete t.retryAtMs;
     free--;
     fx.recordChanged = true;
@@ -802,7 +863,7 @@ function fill(s: JobState, fx: JobEffects, work: JobWork): void {
     });
   };
   for (const t of s.active) {
-    if (free <= 0) return;
+    if (free <= 0) break;
     if (t.status === 'PENDING') queue(t);
   }
   while (free > 0 && s.cursor < s.workLength && s.active.length < 2 * limit) {
@@ -823,6 +884,24 @@ function fill(s: JobState, fx: JobEffects, work: JobWork): void {
     s.active.push(t);
     queue(t);
   }
+  armStartSweep(s, fx);
+}
+
+/**
+ * Arms the job's start sweep, if none is armed, for the earliest start deadline of its QUEUED
+ * attempts (`queuedAtMs` + `taskTimeoutMs`). Deadlines only grow with dispatch time, so one armed
+ * sweep is never late for the attempts dispatched after it.
+ */
+function armStartSweep(s: JobState, fx: JobEffects): void {
+  if (s.startSweepAtMs !== undefined || !s.spec || isFinalPhase(s.phase)) return;
+  let earliest: number | undefined;
+  for (const t of s.active) {
+    if (t.status !== 'QUEUED' || t.queuedAtMs === undefined) continue;
+    if (earliest === undefined || t.queuedAtMs < earliest) earliest = t.queuedAtMs;
+  }
+  if (earliest === undefined) return;
+  s.startSweepAtMs = earliest + s.spec.taskTimeoutMs;
+  fx.startSweep = s.startSweepAtMs;
 }
 
 /** Finishes the job when no task is left to run. */

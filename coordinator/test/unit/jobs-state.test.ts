@@ -98,6 +98,10 @@ class Job {
     );
   }
 
+  startSweep(atMs: number, now: number): JobEffects {
+    return this.apply(JobTransitions.startSweep(this.state, { atMs }, now, this.work));
+  }
+
   cancel(reason: string, now = T0): JobEffects {
     return this.apply(JobTransitions.cancel(this.state, { reason }, now, this.work));
   }
@@ -165,6 +169,47 @@ describe('job transitions', () => {
     expect(job.state).toBe(before);
     job.startDeadline(2, 2, 20_000, T0 + 20_000);
     expect(job.state).toBe(before);
+  });
+
+  it('arms one start sweep per job, not a reminder per attempt, and times out only overdue attempts', () => {
+    const job = Job.of(4, { taskTimeoutMs: 20_000 });
+    // The first dispatches arm the sweep at their deadline; the ones after it arm nothing.
+    expect(job.effects.startSweep).toBe(T0 + 20_000);
+    expect(job.state.startSweepAtMs).toBe(T0 + 20_000);
+    job.started(0);
+    const later = job.outcome({ index: 0, status: 'PASSED' }, T0 + 5_000);
+    expect(later.dispatch).toEqual([{ index: 2, attempt: 1 }]);
+    expect(later.startSweep).toBeUndefined();
+    // A stale sweep (not the armed one) changes nothing.
+    const before = job.state;
+    job.startSweep(T0 + 1, T0 + 20_000);
+    expect(job.state).toBe(before);
+    // Due: task 1 (dispatched at T0, never started) ends TIMED_OUT; task 2 (dispatched at
+    // T0 + 5 s) is not overdue yet, so the sweep is armed again for its deadline.
+    const due = job.startSweep(T0 + 20_000, T0 + 20_000);
+    expect(job.task(1)).toMatchObject({ status: 'TIMED_OUT', attempts: 1 });
+    expect(job.task(1).error).toMatch(/did not start within taskTimeoutMs \(20000 ms\)/);
+    expect(job.task(2).status).toBe('QUEUED');
+    expect(due.finals.map((f) => f.index)).toEqual([1]);
+    expect(due.dispatch).toEqual([{ index: 3, attempt: 1 }]);
+    expect(due.startSweep).toBe(T0 + 25_000);
+    expect(job.state.startSweepAtMs).toBe(T0 + 25_000);
+    // Every attempt left started: the sweep finds nothing overdue and is not armed again.
+    job.started(2);
+    job.started(3);
+    const idle = job.startSweep(T0 + 25_000, T0 + 25_000);
+    expect(idle.finals).toEqual([]);
+    expect(idle.startSweep).toBeUndefined();
+    expect(job.state.startSweepAtMs).toBeUndefined();
+    // Its deadline met, a retried attempt's dispatch arms it again.
+    const retry = job.outcome(
+      { index: 2, status: 'ERRORED', infrastructure: true, error: 'flaky' },
+      T0 + 30_000,
+    );
+    expect(retry.retries).toHaveLength(1);
+    job.retryDue(2, 2, T0 + 40_000);
+    expect(job.effects.dispatch).toEqual([{ index: 2, attempt: 2 }]);
+    expect(job.effects.startSweep).toBe(T0 + 60_000);
   });
 
   it('finishes an empty plan at once, and a failed plan as FAILED', () => {
