@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { type Directory, type Logger, type RefFactory } from '@troupe/actors';
 import { type ActorAddress, parseWith, TroupeError } from '@troupe/proto';
 import { type NatsConnection } from '@nats-io/transport-node';
+import { CancelWatches } from './cancel-watch';
 import { type DriverRegistry } from './driver-registry';
 import { type PlannedTask } from './job-driver';
 import { type JobEventLog } from './job-event-log';
@@ -74,6 +75,8 @@ export class JobRuntimeHolder {
   private readonly specs = new Map<string, JobSpec>();
   private readonly ids = new Map<string, string[]>();
   private readonly works = new Map<string, { generation: number; list: WorkList }>();
+  /** The cancellation of jobs whose tasks run here (one event subscription per job). */
+  readonly cancellations = new CancelWatches(() => this.get());
 
   /** Binds the runtime (once). */
   bind(runtime: JobRuntime): void {

@@ -1,17 +1,14 @@
 import { type ActorContext, defineActor, type UntypedActorRef } from '@troupe/actors';
 import {
-  cancelledError,
-  CancelReason,
   errorCode,
-  eventsSubject,
   fromAbortSignal,
-  Header,
   invalidArgument,
   isBudgetExhausted,
   isCancelled,
   timeoutError,
 } from '@troupe/proto';
 import { z } from 'zod';
+import { type CancelHold } from './cancel-watch';
 import {
   type AnyJobDriver,
   isInfrastructureFailure,
@@ -161,23 +158,26 @@ async function runAttempt(
     });
   }
 
-  // Cancellation: the job actor records JOB_CANCEL_REQUESTED on the job's event subject; a core
-  // subscription sees it as it is stored. Subscribe first, then check the record, so a cancel
-  // that came before the subscription is not missed.
-  const cancel = new AbortController();
-  const sub = rt.nc.subscribe(eventsSubject(rt.cluster, msg.jobId), {
-    callback: (err, m) => {
-      if (!err && m.headers?.get(Header.EVENT_TYPE) === 'JOB_CANCEL_REQUESTED') {
-        cancel.abort(cancelledError(CancelReason.USER));
-      }
-    },
-  });
+  // Cancellation: the job actor records JOB_CANCEL_REQUESTED on the job's event subject, which
+  // this process watches once per job for all of its tasks here (see CancelWatches).
+  let hold: CancelHold;
+  try {
+    hold = await holder.cancellations.acquire(msg.jobId);
+  } catch (err) {
+    if (ctx.signal.aborted) throw fromAbortSignal(ctx.signal);
+    return outcome({
+      status: 'ERRORED',
+      infrastructure: isInfrastructureFailure(err),
+      error: messageOf(err),
+    });
+  }
+  const cancelled = hold.signal;
   const timeout = new AbortController();
   const timeoutMs = spec.taskTimeoutMs;
   const onTimeout = timeoutError(`task ${msg.taskId} attempt ${msg.attempt}`, timeoutMs);
   const timer = setTimeout(() => timeout.abort(onTimeout), timeoutMs);
   const artifacts: string[] = [];
-  const work = AbortSignal.any([ctx.signal, cancel.signal, timeout.signal]);
+  const work = AbortSignal.any([ctx.signal, cancelled, timeout.signal]);
   const tctx = taskContext(
     ctx,
     rt,
@@ -192,10 +192,7 @@ async function runAttempt(
   let grade: TaskGrade | undefined;
   let result: TaskOutcome;
   try {
-    const record = await rt.store.getJob(msg.jobId);
-    if (record?.cancelRequested || record?.state === 'CANCELLED') {
-      cancel.abort(cancelledError(CancelReason.USER));
-    } else {
+    if (!cancelled.aborted) {
       await job.post(
         'started',
         { index: msg.index, attempt: msg.attempt, hostId: rt.hostId, executions },
@@ -204,7 +201,7 @@ async function runAttempt(
     }
     let run: unknown;
     let runError: unknown;
-    if (!cancel.signal.aborted) {
+    if (!cancelled.aborted) {
       try {
         run = await driver.runTask(tctx, msg.input);
       } catch (err) {
@@ -213,8 +210,8 @@ async function runAttempt(
     }
     clearTimeout(timer);
     if (ctx.signal.aborted) throw fromAbortSignal(ctx.signal); // replayed by the next activation
-    const timedOut = timeout.signal.aborted && !cancel.signal.aborted;
-    if (cancel.signal.aborted) {
+    const timedOut = timeout.signal.aborted && !cancelled.aborted;
+    if (cancelled.aborted) {
       result = outcome({ status: 'CANCELLED', error: 'cancelled: user' });
     } else if (runError !== undefined && !timedOut) {
       result = outcome({
@@ -230,7 +227,7 @@ async function runAttempt(
       // Grade what exists, with a fresh deadline when the attempt timed out.
       const gradeSignal = AbortSignal.any([
         ctx.signal,
-        cancel.signal,
+        cancelled,
         timedOut ? AbortSignal.timeout(rt.gradeTimeoutMs) : work,
       ]);
       const gctx = timedOut
@@ -260,7 +257,7 @@ async function runAttempt(
         });
       } catch (err) {
         if (ctx.signal.aborted) throw fromAbortSignal(ctx.signal);
-        result = cancel.signal.aborted
+        result = cancelled.aborted
           ? outcome({ status: 'CANCELLED', error: 'cancelled: user' })
           : outcome({
               status: 'ERRORED',
@@ -272,7 +269,7 @@ async function runAttempt(
     }
   } finally {
     clearTimeout(timer);
-    sub.unsubscribe();
+    hold.release();
     if (driver.cleanup) {
       // A fresh signal: the work's is aborted when we got here by cancellation or timeout.
       const cleanupSignal = AbortSignal.timeout(options.cleanupTimeoutMs ?? 60_000);

@@ -10,7 +10,7 @@ import {
 } from '@troupe/coordinator';
 import { Kvm } from '@nats-io/kv';
 import { connect } from '@nats-io/transport-node';
-import { invalidArgument, kvBucketName, TroupeError } from '@troupe/proto';
+import { eventsSubject, invalidArgument, kvBucketName, TroupeError } from '@troupe/proto';
 import {
   randomClusterName,
   startNatsServer,
@@ -244,6 +244,13 @@ test('cancel stops running tasks, runs their cleanup, and ends the job CANCELLED
     timeoutMs: 20_000,
   });
   await waitFor(() => calls.run.get(`${record.jobId}/h2`) === 1, { timeoutMs: 20_000 });
+  // The two running tasks share one watch of the job's events (one per task made every event
+  // reach every running task): the server holds one subscription to the subject.
+  const subsz = (await (await fetch(`${server.monitorUrl}/subsz?subs=1&limit=10000`)).json()) as {
+    subscriptions_list?: { subject: string }[];
+  };
+  const subject = eventsSubject(cluster, record.jobId);
+  expect(subsz.subscriptions_list?.filter((x) => x.subject === subject)).toHaveLength(1);
   const cancelled = await jobs.cancel(record.jobId, 'user');
   expect(cancelled.cancelRequested).toBe(true);
   const events = await collect(record.jobId);
