@@ -10,6 +10,7 @@ export type DashboardApi = Pick<
   | 'listJobs'
   | 'getJob'
   | 'getResults'
+  | 'getResultsPage'
   | 'getBudget'
   | 'watch'
   | 'getArtifact'

@@ -271,7 +271,7 @@ export class DashboardServer {
     if (parts.length === 2) {
       const [job, results] = await Promise.all([
         this.options.api.getJob(id, { signal }),
-        this.cache.get(id, signal),
+        this.cache.summary(id, signal),
       ]);
       return this.json(res, 200, {
         job: jobSummary(job),

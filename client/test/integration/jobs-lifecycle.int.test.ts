@@ -262,3 +262,62 @@ async function coordinatorProcess(
     }
   },
 );
+
+(builtPackages ? test : test.skip)(
+  'a 10,000-task job survives kill -9 of its coordinator: every task graded exactly once',
+  async () => {
+    // Trivial tasks run in the coordinator process (the fixture's noop driver): the job engine's
+    // own bookkeeping, at full speed, is what the kill interrupts.
+    const n = 10_000;
+    const cluster = randomClusterName();
+    const token = 'kill-test-token-0123456789';
+    let coordinator = await coordinatorProcess(server.url, cluster, token);
+    const clients: TroupeClient[] = [];
+    const client = (port: number) => {
+      const c = new TroupeClient({ address: `127.0.0.1:${port}`, token, timeoutMs: 30_000 });
+      clients.push(c);
+      return c;
+    };
+    try {
+      const job = await client(coordinator.port).submitJob({
+        kind: 'noop',
+        concurrency: 256,
+        retries: { max: 0 },
+        tasks: n,
+      });
+      let gradedBefore = 0;
+      for await (const e of client(coordinator.port).watch(job.jobId)) {
+        if (e.type === 'TASK_GRADED' && ++gradedBefore >= n / 4) break;
+      }
+      coordinator.child.kill('SIGKILL');
+      await new Promise((r) => coordinator.child.once('exit', r));
+      coordinator = await coordinatorProcess(server.url, cluster, token);
+      const events = await drain(
+        client(coordinator.port).watch(job.jobId, { signal: AbortSignal.timeout(400_000) }),
+      );
+      const last = JSON.parse(events.at(-1)!.payloadJson) as {
+        state: string;
+        aggregate: { total: number; passed: number };
+      };
+      expect([last.state, last.aggregate.total, last.aggregate.passed]).toEqual([
+        'SUCCEEDED',
+        n,
+        n,
+      ]);
+      expect(events.map((e) => e.sequence)).toEqual(events.map((_, i) => i + 1));
+      const graded = new Map<string, number>();
+      for (const e of events) {
+        if (e.type === 'TASK_GRADED') graded.set(e.taskId, (graded.get(e.taskId) ?? 0) + 1);
+      }
+      expect(graded.size).toBe(n);
+      expect([...graded.values()].filter((c) => c !== 1)).toEqual([]);
+      const page = await client(coordinator.port).getResultsPage(job.jobId, { pageSize: 5_000 });
+      expect(page.tasks.every((t) => t.status === 'TASK_PASSED')).toBe(true);
+      expect(page.nextPageToken).not.toBe('');
+    } finally {
+      for (const c of clients) c.close();
+      coordinator.child.kill('SIGKILL');
+    }
+  },
+  600_000,
+);

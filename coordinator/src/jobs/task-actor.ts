@@ -146,22 +146,12 @@ async function runAttempt(
 
   let spec: JobSpec;
   let driver: AnyJobDriver;
-  try {
-    spec = await holder.spec(msg.jobId);
-    driver = rt.drivers.get(spec.kind);
-  } catch (err) {
-    if (ctx.signal.aborted) throw fromAbortSignal(ctx.signal);
-    return outcome({
-      status: 'ERRORED',
-      infrastructure: isInfrastructureFailure(err),
-      error: messageOf(err),
-    });
-  }
-
   // Cancellation: the job actor records JOB_CANCEL_REQUESTED on the job's event subject, which
   // this process watches once per job for all of its tasks here (see CancelWatches).
   let hold: CancelHold;
   try {
+    spec = await holder.spec(msg.jobId);
+    driver = rt.drivers.get(spec.kind);
     hold = await holder.cancellations.acquire(msg.jobId);
   } catch (err) {
     if (ctx.signal.aborted) throw fromAbortSignal(ctx.signal);
