@@ -51,7 +51,7 @@ export {
 } from './state-store';
 export { isNoResponders, isTransientNatsError } from './internal/nats-errors';
 export { isWrongLastSequence } from './internal/kv-errors';
-export { kvKeys } from './kv-keys';
+export { kvKeys, kvKeysAt } from './kv-keys';
 export { PULL_EXPIRES_MS } from './pull-expiry';
 export { watchConnectionStatus } from './connection-status';
 export {

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { isWrongLastSequence, createKv, createObjectStore, kvKeys } from '@troupe/actors';
+import { isWrongLastSequence, createKv, createObjectStore, kvKeys, kvKeysAt } from '@troupe/actors';
 import { kvBucketName, objectStoreName, toTroupeError, TroupeError } from '@troupe/proto';
 import { type NatsConnection } from '@nats-io/transport-node';
 import { type KV, type KvEntry } from '@nats-io/kv';
@@ -70,6 +70,8 @@ const WorkSchema = z.object({
 });
 /** Task records or results read at once (direct gets in flight). */
 const READ_BATCH = 256;
+/** How long a job listing streams the bucket's history before it reads the records instead. */
+const HISTORY_LIST_DEADLINE_MS = 2_000;
 
 /**
  * Persistence of jobs besides the job actor's own state: the KV bucket `troupe_<c>_jobs` (job
@@ -134,7 +136,8 @@ export class JobStore {
    * checked, and the record as stored, to check in full with {@link JobRecordSchema} when it is
    * returned (a page, not every job). One consumer streams the records of the `job.*` keys in one
    * pass — not a key listing followed by one request per record, which cost three times as much
-   * with 400 jobs; with more history than one value per key, the newest wins.
+   * with 400 jobs; with more history than one value per key, the newest wins. A pass that stalls
+   * (see {@link listJobsAt}) gives way to reading the records after 2 s.
    */
   async listJobs(): Promise<ListedJob[]> {
     return (await this.listJobsAt()).jobs;
@@ -142,18 +145,15 @@ export class JobStore {
 
   /**
    * {@link listJobs} with the bucket revision it read up to: a {@link watchJobs} from the next
-   * revision misses no change made after the listing and repeats none before it.
+   * revision misses no change made after the listing (after a stalled stream, the records are
+   * read one by one, and a change made while they are read may be seen twice).
    */
   async listJobsAt(): Promise<{ jobs: ListedJob[]; revision: number }> {
-    const latest = new Map<string, KvEntry>();
-    let revision = 0;
-    for await (const e of await this.kv.history({ key: 'job.*' })) {
-      revision = Math.max(revision, e.revision);
-      if (e.operation === 'PUT') latest.set(e.key, e);
-      else latest.delete(e.key);
-    }
+    const listed =
+      (await this.streamJobRecords(HISTORY_LIST_DEADLINE_MS)) ?? (await this.readJobRecords());
+    const { revision, latest } = listed;
     const jobs: ListedJob[] = [];
-    for (const e of latest.values()) {
+    for (const e of latest) {
       let value: unknown;
       try {
         value = e.json();
@@ -164,6 +164,48 @@ export class JobStore {
       if (parsed.success) jobs.push({ ...parsed.data, stored: value });
     }
     return { jobs, revision };
+  }
+
+  /**
+   * The `job.*` records in one pass of a consumer over the bucket's history (the cheap way), or
+   * undefined when it has not ended within `deadlineMs`: the consumer can wait ~30 s for an entry
+   * a concurrent put replaced (history 1) between its count and its delivery.
+   */
+  private async streamJobRecords(
+    deadlineMs: number,
+  ): Promise<{ revision: number; latest: KvEntry[] } | undefined> {
+    const byKey = new Map<string, KvEntry>();
+    let revision = 0;
+    const history = await this.kv.history({ key: 'job.*' });
+    let late = false;
+    const timer = setTimeout(() => {
+      late = true;
+      history.stop();
+    }, deadlineMs);
+    try {
+      for await (const e of history) {
+        revision = Math.max(revision, e.revision);
+        if (e.operation === 'PUT') byKey.set(e.key, e);
+        else byKey.delete(e.key);
+      }
+    } finally {
+      clearTimeout(timer);
+    }
+    return late ? undefined : { revision, latest: [...byKey.values()] };
+  }
+
+  /**
+   * The `job.*` records read one by one (256 at a time) after listing the keys from the stream's
+   * subject index: slower than {@link streamJobRecords}, but never waits on a consumer.
+   */
+  private async readJobRecords(): Promise<{ revision: number; latest: KvEntry[] }> {
+    const { keys, revision } = await kvKeysAt(this.kv, 'job.*');
+    const latest: KvEntry[] = [];
+    await readBatched(keys, async (k) => {
+      const e = await this.kv.get(k);
+      if (e?.operation === 'PUT') latest.push(e);
+    });
+    return { revision, latest };
   }
 
   /**
