@@ -7,6 +7,7 @@ import {
   jetstream,
   jetstreamManager,
   type JetStreamClient,
+  type ConsumerInfo,
   type JetStreamManager,
   type JsMsg,
 } from '@nats-io/jetstream';
@@ -120,14 +121,16 @@ export class JobEventLog {
     } else if (!follow) {
       return;
     }
+    const subject = eventsSubject(this.cluster, jobId);
     let last = from - 1;
+    let lastType: string | undefined;
     // Stream sequence after the last message delivered: where a replacement consumer starts.
     let resumeSeq = 0;
     for (let first = true; ; first = false) {
       // An explicit consumer with the singular filter_subject: nats-server 2.9 ignores the
       // filter of ordered consumers created with `filterSubjects` (PLATFORM-NOTES "Trap").
       const config = {
-        filter_subject: eventsSubject(this.cluster, jobId),
+        filter_subject: subject,
         ...(resumeSeq > 0
           ? { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: resumeSeq }
           : { deliver_policy: DeliverPolicy.All }),
@@ -135,10 +138,52 @@ export class JobEventLog {
         inactive_threshold: nanos(60_000),
         mem_storage: true,
       };
-      // A replacement waits for the stream to answer again (a new leader after a server loss).
-      const info = first
-        ? await this.jsm.consumers.add(stream, config)
-        : await whileTransient(() => this.jsm.consumers.add(stream, config), signal);
+      let info: ConsumerInfo;
+      if (first) {
+        info = await this.jsm.consumers.add(stream, config);
+      } else {
+        // A replacement waits for the stream to answer again (a new leader after a server loss).
+        // Its creation can stall for tens of seconds after a server loss while the stream already
+        // answers direct reads: events stored meanwhile are followed by those until it is back.
+        const adding = whileTransient(() => this.jsm.consumers.add(stream, config), signal);
+        let added = false;
+        adding.then(
+          () => (added = true),
+          () => (added = true),
+        );
+        for (;;) {
+          for (;;) {
+            const m = await this.jsm.direct
+              .getMessage(stream, { next_by_subj: subject, seq: Math.max(1, resumeSeq) })
+              .catch(() => null);
+            if (!m) break;
+            resumeSeq = m.seq + 1;
+            const event = decodeEvent(m);
+            if (event && event.sequence > last) {
+              last = event.sequence;
+              lastType = event.type;
+              yield event;
+            }
+          }
+          // The end: the job's last JOB_FINISHED, nothing stored after it.
+          if (lastType === 'JOB_FINISHED' && !signal?.aborted) {
+            void adding
+              .then((i) => this.jsm.consumers.delete(stream, i.name))
+              .catch(() => undefined);
+            return;
+          }
+          if (added || signal?.aborted) break;
+          await Promise.race([
+            adding.catch(() => undefined),
+            delay(250, undefined, { unref: true }),
+          ]);
+        }
+        if (signal?.aborted) {
+          void adding.then((i) => this.jsm.consumers.delete(stream, i.name)).catch(() => undefined);
+          return;
+        }
+        info = await adding;
+      }
       const consumer = await this.js.consumers.get(stream, info.name);
       const messages = await consumer.consume({ max_messages: 512, expires: PULL_EXPIRES_MS });
       const stop = () => void messages.close().catch(() => undefined);
@@ -168,9 +213,13 @@ export class JobEventLog {
           const event = decodeEvent(m);
           if (event && event.sequence > last) {
             last = event.sequence;
+            lastType = event.type;
             yield event;
-            // The end, unless the job was resumed after it (a later JOB_RESUMED is stored).
-            if (event.type === 'JOB_FINISHED' && m.info.pending === 0) return;
+          }
+          // The end, unless the job was resumed after it (a later JOB_RESUMED is stored); also
+          // when a replacement consumer delivers again the JOB_FINISHED already given.
+          if (event?.type === 'JOB_FINISHED' && event.sequence === last && m.info.pending === 0) {
+            return;
           }
           if (!follow && m.info.pending === 0) return;
         }
@@ -178,7 +227,9 @@ export class JobEventLog {
       } finally {
         signal?.removeEventListener('abort', stop);
         stop();
-        await this.jsm.consumers.delete(stream, info.name).catch(() => undefined);
+        // Not awaited when lost: a request to the old consumer's stream can wait out its timeout.
+        const deleting = this.jsm.consumers.delete(stream, info.name).catch(() => undefined);
+        if (!lost) await deleting;
       }
     }
   }
@@ -197,7 +248,7 @@ async function whileTransient<T>(fn: () => Promise<T>, signal?: AbortSignal): Pr
   }
 }
 
-function decodeEvent(m: JsMsg): JobEventRecord | undefined {
+function decodeEvent(m: Pick<JsMsg, 'json'>): JobEventRecord | undefined {
   try {
     const parsed = JobEventRecordSchema.safeParse(m.json());
     return parsed.success ? parsed.data : undefined;
