@@ -206,6 +206,28 @@ export class JobEventLog {
           }
         }
       })().catch(() => undefined);
+      // Not every loss shows in the status (a pull the new leader answers, a consumer left behind
+      // on a replica): a watchdog looks for an event stored after the last one delivered and
+      // declares the consumer lost when the next look finds it still undelivered (2-3 s).
+      let storedUndelivered = 0;
+      const watchdog = setInterval(() => {
+        void this.jsm.direct
+          .getMessage(stream, { next_by_subj: subject, seq: Math.max(1, resumeSeq) })
+          .then((m) => {
+            if (lost || !m) {
+              storedUndelivered = 0;
+              return;
+            }
+            if (storedUndelivered > 0 && storedUndelivered >= resumeSeq) {
+              lost = true;
+              stop();
+              return;
+            }
+            storedUndelivered = m.seq;
+          })
+          .catch(() => undefined);
+      }, LOSS_CHECK_MS);
+      watchdog.unref();
       try {
         if (first && !follow && info.num_pending === 0) return;
         for await (const m of messages) {
@@ -225,6 +247,7 @@ export class JobEventLog {
         }
         if (signal?.aborted || !lost) return;
       } finally {
+        clearInterval(watchdog);
         signal?.removeEventListener('abort', stop);
         stop();
         // Not awaited when lost: a request to the old consumer's stream can wait out its timeout.
@@ -234,6 +257,9 @@ export class JobEventLog {
     }
   }
 }
+
+/** How often a following reader checks that its consumer still delivers what is stored. */
+const LOSS_CHECK_MS = 1_000;
 
 /** `fn`, tried again while it fails with a transient NATS error, for up to 30 s. */
 async function whileTransient<T>(fn: () => Promise<T>, signal?: AbortSignal): Promise<T> {
