@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import {
   type ActorAddress,
   actorSubject,
@@ -273,7 +274,12 @@ export class Activation implements TurnRunner {
    * activation should cost little memory.
    */
   get signal(): AbortSignal {
-    return (this.abortController ??= new AbortController()).signal;
+    if (!this.abortController) {
+      this.abortController = new AbortController();
+      // Every call a turn makes listens to it (directly, or through the turn's deadline).
+      setMaxListeners(0, this.abortController.signal);
+    }
+    return this.abortController.signal;
   }
 
   private abort(reason: TroupeError): void {
@@ -385,15 +391,20 @@ export class Activation implements TurnRunner {
   private async pump(): Promise<void> {
     try {
       // A stop lets the current turn finish, then no new one starts.
-      while (!this.ended && !this.stopping && !this.abortController?.signal.aborted) {
+      // Posted messages and core asks/tells take turns: a steady stream of posts (a big job's
+      // task outcomes) never starves an ask (a results page waiting on the job's snapshot).
+      while (this.running()) {
         if (this.inbox.wanted) {
           const next = await this.inbox.next();
           if (next) await this.posted.handle(next);
           this.pumpFailures = 0;
-          continue;
+          if (!this.running()) return;
         }
-        if (this.queue.length === 0) return;
-        await handleCoreBatch(this, this.queue.splice(0, MAX_CORE_BATCH));
+        if (this.queue.length > 0) {
+          await handleCoreBatch(this, this.queue.splice(0, MAX_CORE_BATCH));
+        } else if (!this.inbox.wanted) {
+          return;
+        }
       }
     } catch (err) {
       if (hasReason(err, ErrorReason.FENCED)) {
@@ -409,6 +420,14 @@ export class Activation implements TurnRunner {
       this.inbox.retry();
       await delay(pauseMs, undefined, { unref: true });
     }
+  }
+
+  get coreWaiting(): boolean {
+    return this.queue.length > 0;
+  }
+
+  private running(): boolean {
+    return !this.ended && !this.stopping && !this.abortController?.signal.aborted;
   }
 
   private armIdle(): void {

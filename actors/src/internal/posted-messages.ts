@@ -44,7 +44,10 @@ export class PostedMessages {
     try {
       while (stored) {
         if ((await this.apply(stored)) === 'ended') return;
-        if (++applied >= MAX_POST_BATCH || cell.cursor > stored.seq) break;
+        // An ask waiting ends the batch: it is answered after this commit, not after 64 turns.
+        if (++applied >= MAX_POST_BATCH || cell.cursor > stored.seq || this.runner.coreWaiting) {
+          break;
+        }
         stored = await this.inbox.readMore(stored.seq);
       }
       await this.commitApplied();

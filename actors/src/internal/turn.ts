@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import { type ActorAddress, type Logger, TroupeError } from '@troupe/proto';
 import { type ActorContext, type InboxMessage, type MessageInfo } from '../actor-context';
 import { type RefFactory } from '../ref-factory';
@@ -33,6 +34,8 @@ export interface TurnRunner extends TurnOwner {
   runHandler(turn: Turn, payload: unknown): Promise<HandlerResult<unknown> | void>;
   /** Runs the definition's `onInvalid` for a posted message; returns the state to commit. */
   runOnInvalid(turn: Turn, invalid: InvalidMessage): Promise<unknown>;
+  /** Whether asks or tells wait for a turn: a batch of posts ends early for them. */
+  readonly coreWaiting: boolean;
 }
 
 /** State of one turn: its deadline, what it drained, its checkpoints. */
@@ -54,7 +57,11 @@ export class Turn {
   signal(parent: AbortSignal): AbortSignal {
     if (!this.deadlineMs) return parent;
     const remaining = Math.max(0, this.deadlineMs - Date.now());
-    return AbortSignal.any([parent, AbortSignal.timeout(remaining)]);
+    const signal = AbortSignal.any([parent, AbortSignal.timeout(remaining)]);
+    // A turn may fan out any number of calls at once (a job's batch of dispatches), each
+    // listening to this signal.
+    setMaxListeners(0, signal);
+    return signal;
   }
 
   async drain(): Promise<InboxMessage[]> {

@@ -295,3 +295,71 @@ test('onMail tells a waiting turn of a post during it, and stops when the turn e
     await system.shutdown({ graceMs: 500 });
   }
 });
+
+// Posts that keep coming (a big job's task outcomes) and an ask waiting for the actor (a results
+// page reading the job's state): the ask is answered between two post turns, not after the
+// inbox runs dry.
+let postGate: (() => void) | undefined;
+const Busy = defineActor({
+  kind: 'busy',
+  state: z.object({ n: z.number().int() }),
+  initialState: () => ({ n: 0 }),
+  messages: { work: z.object({}), count: z.object({}) },
+  handlers: {
+    work: async (_ctx, _msg, state) => {
+      await new Promise<void>((r) => (postGate = r));
+      return { state: { n: state.n + 1 } };
+    },
+    count: (_ctx, _msg, state) => ({ reply: state.n }),
+  },
+});
+
+test('an ask is answered between post turns while posts keep waiting', async () => {
+  const system = await ActorSystem.start({
+    cluster: randomClusterName(),
+    servers: server.url,
+    hosting: [Busy],
+  });
+  try {
+    const ref = system.ref(Busy, 'b1');
+    for (let i = 0; i < 20; i++) await ref.post('work', {});
+    await waitFor(() => postGate !== undefined, { timeoutMs: 5_000, message: 'first post turn' });
+    let answer: number | undefined;
+    const asked = ref.ask('count', {}, { timeoutMs: 30_000 }).then((n) => (answer = n));
+    // Let post turns end one at a time until the ask is answered.
+    let released = 0;
+    while (answer === undefined && released < 20) {
+      await waitFor(() => postGate !== undefined || answer !== undefined, {
+        timeoutMs: 10_000,
+        message: 'a post turn waiting',
+      });
+      if (answer !== undefined) break;
+      const g = postGate!;
+      postGate = undefined;
+      released++;
+      g();
+      // Give the answer a chance to arrive before the next turn is let go.
+      await waitFor(() => postGate !== undefined || answer !== undefined, {
+        timeoutMs: 10_000,
+        message: 'the next turn or the answer',
+      });
+    }
+    await asked;
+    // Answered after the turn that was running when it came (and perhaps one more), with 18 or
+    // more posts still waiting: before, it waited for all 20.
+    expect(answer).toBeLessThanOrEqual(2);
+    for (; released < 20; released++) {
+      await waitFor(() => postGate !== undefined, { timeoutMs: 10_000, message: 'post turn' });
+      const g = postGate!;
+      postGate = undefined;
+      g();
+    }
+    await waitFor(async () => (await ref.ask('count', {})) === 20, {
+      timeoutMs: 10_000,
+      message: 'every post handled',
+    });
+  } finally {
+    postGate?.();
+    await system.shutdown({ graceMs: 500 });
+  }
+});

@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import { cancelledError, CancelReason, eventsSubject, Header } from '@troupe/proto';
 import { type Subscription } from '@nats-io/transport-node';
 import { type JobRuntime } from './job-runtime';
@@ -100,6 +101,8 @@ export class CancelWatches {
   private open(jobId: string): Watch {
     const rt = this.runtime();
     const ctrl = new AbortController();
+    // Every running task of the job listens to this one signal (up to the job's concurrency).
+    setMaxListeners(0, ctrl.signal);
     const cancelled = () => {
       if (!ctrl.signal.aborted) ctrl.abort(cancelledError(CancelReason.USER));
       this.retire(jobId, watch);
