@@ -329,16 +329,17 @@ export class TroupeClient {
   /**
    * One page of a job's task results, in plan order, with the aggregate (`GetResults`): `pageSize`
    * tasks (0: the server's default, 1,000; at most 5,000) from `pageToken` (the previous page's
-   * `nextPageToken`; empty for the first).
+   * `nextPageToken`; empty for the first) or, without one, from plan index `offset` (a page
+   * anywhere in the plan, at the cost of that page alone).
    */
   async getResultsPage(
     jobId: string,
-    options: CallOpts & { pageSize?: number; pageToken?: string } = {},
+    options: CallOpts & { pageSize?: number; pageToken?: string; offset?: number } = {},
   ): Promise<JobResults__Output> {
-    const { pageSize, pageToken, ...call } = options;
+    const { pageSize, pageToken, offset, ...call } = options;
     return this.unary<GetResultsRequest, JobResults__Output>(
       this.jobs.GetResults.bind(this.jobs),
-      { jobId, pageSize: pageSize ?? 0, pageToken: pageToken ?? '' },
+      { jobId, pageSize: pageSize ?? 0, pageToken: pageToken ?? '', offset: offset ?? 0 },
       call,
     );
   }

@@ -10,7 +10,7 @@ import { evolveView } from './evolve-view';
 import { resumeSequence, streamJobEvents } from './job-event-stream';
 import { type BrowserListUpdate, streamList } from './list-stream';
 import { ResultsCache } from './results-cache';
-import { parseTaskPageQuery, taskPage } from './task-page';
+import { isPlanWindow, parseTaskPageQuery, taskPage, windowPage } from './task-page';
 import { trajectoryView } from './trajectory-view';
 import { mapAsync } from './sse';
 
@@ -305,12 +305,15 @@ export class DashboardServer {
     }
     if (sub === 'tasks' && parts.length === 3) {
       const query = parseTaskPageQuery(url.searchParams);
-      return this.json(res, 200, taskPage(await this.cache.get(id, signal), query));
+      // A stretch of the plan costs its own rows; a filter, search or sort reads the whole job.
+      const page = isPlanWindow(query)
+        ? windowPage(await this.cache.window(id, query.offset, query.limit, signal), query)
+        : taskPage(await this.cache.get(id, signal), query);
+      return this.json(res, 200, page);
     }
     if (sub === 'tasks' && subId !== undefined) {
       checkId('taskId', subId, TASK_ID);
-      const results = await this.cache.get(id, signal);
-      const task = results.tasks.find((t) => t.taskId === subId);
+      const task = await this.cache.task(id, subId, signal);
       if (!task) throw new TroupeError('NOT_FOUND', `job ${id} has no task ${subId}`);
       if (parts.length === 4) {
         return this.json(res, 200, { ...task, details: safeJson(task.detailsJson) });

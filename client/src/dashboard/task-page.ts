@@ -44,8 +44,6 @@ export interface TaskPage {
   matched: number;
   offset: number;
   rows: TaskRow[];
-  /** Counts by status over the whole job (not the filter). */
-  statusCounts: Record<string, number>;
 }
 
 /** Parses query parameters; bad input is `INVALID_ARGUMENT` naming the parameter and the rule. */
@@ -89,11 +87,34 @@ const SORT_KEYS: Record<TaskPageQuery['sort'], (r: TaskRow) => number | string> 
 };
 
 /**
+ * Whether the page is a plain stretch of the plan (no filter, no search, plan order): such a page
+ * is read as one `GetResults` page from its offset ({@link windowPage}) and needs none of the
+ * job's other results.
+ */
+export function isPlanWindow(query: TaskPageQuery): boolean {
+  return query.status === undefined && !query.q && query.sort === 'index' && query.desc === '0';
+}
+
+/**
+ * A {@link isPlanWindow} page from a `GetResults` page that starts at `query.offset` (its tasks
+ * are the rows; the aggregate gives the job's size).
+ */
+export function windowPage(page: JobResults__Output, query: TaskPageQuery): TaskPage {
+  const total = page.aggregate?.total ?? query.offset + page.tasks.length;
+  return {
+    total,
+    matched: total,
+    offset: query.offset,
+    rows: page.tasks.slice(0, query.limit).map((t, k) => rowOf(t, query.offset + k)),
+  };
+}
+
+/**
  * One page of a job's tasks: filtered, sorted and cut on the server, so that the browser only
  * ever holds the rows it shows (a 100,000-task job sends 100 rows, not 100,000).
  */
 export function taskPage(results: JobResults__Output, query: TaskPageQuery): TaskPage {
-  const { all, statusCounts } = indexOf(results);
+  const all = rowsOf(results);
   const needle = query.q?.toLowerCase();
   let rows =
     query.status === undefined && !needle
@@ -120,30 +141,17 @@ export function taskPage(results: JobResults__Output, query: TaskPageQuery): Tas
     matched: rows.length,
     offset: query.offset,
     rows: rows.slice(query.offset, query.offset + query.limit),
-    statusCounts,
   };
 }
 
-/** Rows and counts of one results object, built once however many pages are read from it. */
-const indexes = new WeakMap<
-  JobResults__Output,
-  { all: TaskRow[]; statusCounts: Record<string, number> }
->();
+/** The rows of one results object, built once however many pages are read from it. */
+const indexes = new WeakMap<JobResults__Output, TaskRow[]>();
 
-function indexOf(results: JobResults__Output): {
-  all: TaskRow[];
-  statusCounts: Record<string, number>;
-} {
-  let index = indexes.get(results);
-  if (!index) {
-    const statusCounts: Record<string, number> = {};
-    const all = results.tasks.map((t, i) => {
-      const row = rowOf(t, i);
-      statusCounts[row.status] = (statusCounts[row.status] ?? 0) + 1;
-      return row;
-    });
-    index = { all, statusCounts };
-    indexes.set(results, index);
+function rowsOf(results: JobResults__Output): TaskRow[] {
+  let rows = indexes.get(results);
+  if (!rows) {
+    rows = results.tasks.map((t, i) => rowOf(t, i));
+    indexes.set(results, rows);
   }
-  return index;
+  return rows;
 }

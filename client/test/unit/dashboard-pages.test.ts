@@ -4,7 +4,12 @@ import { DashboardAuth } from '../../src/dashboard/dashboard-auth';
 import { jobSummary } from '../../src/dashboard/dashboard-server';
 import { evolveView } from '../../src/dashboard/evolve-view';
 import { resumeSequence } from '../../src/dashboard/job-event-stream';
-import { parseTaskPageQuery, taskPage } from '../../src/dashboard/task-page';
+import {
+  isPlanWindow,
+  parseTaskPageQuery,
+  taskPage,
+  windowPage,
+} from '../../src/dashboard/task-page';
 import { trajectoryView } from '../../src/dashboard/trajectory-view';
 
 function results(n: number): JobResults__Output {
@@ -38,7 +43,33 @@ describe('task pages', () => {
     expect(page.matched).toBe(100_000);
     expect(page.rows).toHaveLength(100);
     expect(page.rows[0]?.taskId).toBe('t500');
-    expect(page.statusCounts['TASK_FAILED']).toBe(33_334);
+    expect(page.rows[0]?.index).toBe(500);
+    expect(page.rows[0]?.status).toBe('TASK_PASSED');
+  });
+
+  test('a plain stretch of the plan is one GetResults page from its offset', () => {
+    const q = (s: string) => parseTaskPageQuery(new URLSearchParams(s));
+    expect(isPlanWindow(q('offset=500&limit=100'))).toBe(true);
+    expect(isPlanWindow(q('status=TASK_FAILED'))).toBe(false);
+    expect(isPlanWindow(q('q=t5'))).toBe(false);
+    expect(isPlanWindow(q('sort=cost'))).toBe(false);
+    expect(isPlanWindow(q('sort=index&desc=1'))).toBe(false);
+    // The page the coordinator returns for offset 500: tasks 500… with the job's aggregate.
+    const whole = results(100_000);
+    const served = {
+      ...whole,
+      aggregate: { total: 100_000 },
+      tasks: whole.tasks.slice(500, 600),
+    } as unknown as JobResults__Output;
+    const page = windowPage(served, q('offset=500&limit=100'));
+    expect(page).toEqual(taskPage(whole, q('offset=500&limit=100')));
+    // The last page of the job is short; past its end there are no rows.
+    const tail = windowPage(
+      { ...served, tasks: whole.tasks.slice(99_950) },
+      q('offset=99950&limit=100'),
+    );
+    expect(tail.rows.map((r) => r.index)).toEqual(Array.from({ length: 50 }, (_, k) => 99_950 + k));
+    expect(windowPage({ ...served, tasks: [] }, q('offset=200000')).rows).toEqual([]);
   });
 
   test('filter by status, search and sort run on the server', () => {

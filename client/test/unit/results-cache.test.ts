@@ -19,15 +19,21 @@ class FakeApi {
   state = 'RUNNING';
   tasks = 100_000;
   readonly full: { pageSize?: number }[] = [];
-  readonly pages: { pageSize?: number; pageToken?: string }[] = [];
+  readonly pages: { pageSize?: number; offset?: number }[] = [];
   readonly api = {
     getResults: async (_jobId: string, o: { pageSize?: number } = {}) => {
       this.full.push({ ...(o.pageSize !== undefined ? { pageSize: o.pageSize } : {}) });
       return results(this.tasks, this.state);
     },
-    getResultsPage: async (_jobId: string, o: { pageSize?: number; pageToken?: string } = {}) => {
-      this.pages.push({ ...(o.pageSize !== undefined ? { pageSize: o.pageSize } : {}) });
-      return results(Math.min(1, this.tasks), this.state);
+    // Like the coordinator: `pageSize` tasks from plan index `offset`.
+    getResultsPage: async (_jobId: string, o: { pageSize?: number; offset?: number } = {}) => {
+      this.pages.push({
+        ...(o.pageSize !== undefined ? { pageSize: o.pageSize } : {}),
+        ...(o.offset !== undefined ? { offset: o.offset } : {}),
+      });
+      const all = results(this.tasks, this.state);
+      const from = o.offset ?? 0;
+      return { ...all, tasks: all.tasks.slice(from, from + (o.pageSize ?? 1000)) };
     },
   } as unknown as DashboardApi;
 }
@@ -97,4 +103,42 @@ test('a failed read is not kept', async () => {
   await expect(cache.get('j1')).rejects.toThrow('UNAVAILABLE');
   fail = false;
   expect((await cache.get('j1')).tasks).toHaveLength(3);
+});
+
+test('a stretch of the plan and a clicked task cost their own rows, not the whole job', async () => {
+  const fake = new FakeApi();
+  const cache = new ResultsCache({ api: fake.api });
+  const page = await cache.window('j1', 99_900, 100);
+  expect(page.tasks.map((t) => t.taskId)).toEqual(
+    Array.from({ length: 100 }, (_, k) => `t${99_900 + k}`),
+  );
+  expect(fake.pages).toEqual([{ offset: 99_900, pageSize: 100 }]);
+  // The same rows again within a second (another browser, a redraw): not read again.
+  now += 500;
+  await cache.window('j1', 99_900, 100);
+  expect(fake.pages).toHaveLength(1);
+  now += 600;
+  await cache.window('j1', 99_900, 100);
+  expect(fake.pages).toHaveLength(2);
+
+  // A task shown in a window is read alone, by its plan index.
+  expect((await cache.task('j1', 't99950'))?.taskId).toBe('t99950');
+  expect(fake.pages[2]).toEqual({ offset: 99_950, pageSize: 1 });
+  expect(fake.full).toHaveLength(0);
+  // One no window showed is looked up in the whole results.
+  expect((await cache.task('j1', 't5'))?.taskId).toBe('t5');
+  expect(fake.full).toHaveLength(1);
+  expect(await cache.task('j1', 'nope')).toBeUndefined();
+
+  // While the whole results are fresh, windows and tasks are cut from them.
+  const before = fake.pages.length;
+  expect((await cache.window('j1', 10, 5)).tasks.map((t) => t.taskId)).toEqual([
+    't10',
+    't11',
+    't12',
+    't13',
+    't14',
+  ]);
+  expect((await cache.task('j1', 't99950'))?.taskId).toBe('t99950');
+  expect(fake.pages).toHaveLength(before);
 });

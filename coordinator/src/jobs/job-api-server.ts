@@ -272,6 +272,7 @@ export class JobApiServer {
             signal,
             pageSize: req.pageSize,
             pageToken: req.pageToken,
+            offset: req.offset,
           }),
         ),
       ),

@@ -158,6 +158,17 @@ function resultsPageSize(asked: number | undefined): number {
   return asked;
 }
 
+function resultsOffset(asked: number | undefined, pageToken: string | undefined): number {
+  if (asked === undefined || asked === 0) return 0;
+  if (!Number.isInteger(asked) || asked < 0) {
+    throw invalidArgument('offset', 'must be an integer >= 0', asked);
+  }
+  if (pageToken) {
+    throw invalidArgument('offset', 'must be 0 with a page_token (the token says where)', asked);
+  }
+  return asked;
+}
+
 function encodeResultsToken(jobId: string, from: number): string {
   return encodeToken({ j: jobId, i: from });
 }
@@ -486,13 +497,20 @@ export class JobManager {
    */
   async results(
     jobId: string,
-    options: { signal?: AbortSignal; pageSize?: number; pageToken?: string } = {},
+    options: {
+      signal?: AbortSignal;
+      pageSize?: number;
+      pageToken?: string;
+      /** Plan index of the first task when there is no `pageToken`. @default 0 */
+      offset?: number;
+    } = {},
   ): Promise<JobResultsView> {
     const { signal } = options;
     const pageSize = resultsPageSize(options.pageSize);
+    const offset = resultsOffset(options.offset, options.pageToken);
     const record = await this.get(jobId);
     const { refs, store } = this.need();
-    const from = options.pageToken ? decodeResultsToken(options.pageToken, jobId) : 0;
+    const from = options.pageToken ? decodeResultsToken(options.pageToken, jobId) : offset;
     const reply = await refs
       .refOf({ kind: JOB_ACTOR_KIND, id: jobId })
       .withHints({ jobId })

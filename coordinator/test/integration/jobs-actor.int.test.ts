@@ -403,6 +403,23 @@ test('a job of more tasks than a state record held runs each once; results page 
   await expect(jobs.results(record.jobId, { pageSize: 5_001 })).rejects.toThrow(
     /page_size`: must be between 0 and 5000/,
   );
+  // A page anywhere in the plan, by offset (what the dashboard's visible rows read).
+  const window = await jobs.results(record.jobId, { offset: 2_050, pageSize: 100 });
+  expect(window.tasks.map((t) => t.taskId)).toEqual(
+    Array.from({ length: 50 }, (_, k) => `g${2_050 + k}`),
+  );
+  expect(window.nextPageToken).toBe('');
+  expect(window.aggregate.total).toBe(n);
+  const middle = await jobs.results(record.jobId, { offset: 777, pageSize: 2 });
+  expect(middle.tasks.map((t) => t.taskId)).toEqual(['g777', 'g778']);
+  expect(middle.nextPageToken).not.toBe('');
+  expect((await jobs.results(record.jobId, { offset: n + 5 })).tasks).toEqual([]);
+  await expect(jobs.results(record.jobId, { offset: -1 })).rejects.toThrow(
+    /offset`: must be an integer >= 0/,
+  );
+  await expect(
+    jobs.results(record.jobId, { offset: 3, pageToken: middle.nextPageToken }),
+  ).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: expect.stringMatching(/offset/) });
 }, 240_000);
 
 test('resubmitting a failed job with resumeJobId re-runs only its errored tasks', async () => {

@@ -12,6 +12,13 @@ export interface GetResultsRequest {
    * plan order, so completions between calls never skip or repeat a task.
    */
   'pageToken'?: (string);
+  /**
+   * Plan index of the page's first task when `page_token` is empty: a page
+   * anywhere in the plan (the rows a dashboard shows) without reading the ones
+   * before it. Must be >= 0; not allowed with a `page_token`. An offset at or
+   * past the job's task count returns no tasks.
+   */
+  'offset'?: (number);
 }
 
 export interface GetResultsRequest__Output {
@@ -25,4 +32,11 @@ export interface GetResultsRequest__Output {
    * plan order, so completions between calls never skip or repeat a task.
    */
   'pageToken': (string);
+  /**
+   * Plan index of the page's first task when `page_token` is empty: a page
+   * anywhere in the plan (the rows a dashboard shows) without reading the ones
+   * before it. Must be >= 0; not allowed with a `page_token`. An offset at or
+   * past the job's task count returns no tasks.
+   */
+  'offset': (number);
 }
