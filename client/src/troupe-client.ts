@@ -122,6 +122,11 @@ export interface ListJobsFilter {
 export interface WatchOptions {
   /** First sequence to deliver. @default 1 (the whole history) */
   fromSequence?: number;
+  /**
+   * Without `fromSequence`: start with the job's last `tail` events, not its whole history (a
+   * reconnect still resumes after the last one delivered). @default 0 (the whole history)
+   */
+  tail?: number;
   /** Stops the watch (the iterator ends without an error). */
   signal?: AbortSignal;
   /** Reconnect (resuming after the last event) when the stream breaks. @default true */
@@ -412,6 +417,7 @@ export class TroupeClient {
    */
   async *watch(jobId: string, options: WatchOptions = {}): AsyncGenerator<JobEvent__Output> {
     let next = Math.max(1, options.fromSequence ?? 1);
+    let tail = options.tail ?? 0;
     let failures = 0;
     // Type of the last event delivered (across reconnections).
     let lastType = '';
@@ -419,7 +425,7 @@ export class TroupeClient {
     for (;;) {
       if (options.signal?.aborted) return;
       const streamDeadline = Date.now() + this.watchStreamMs;
-      const stream = this.jobs.WatchJob({ jobId, fromSequence: next }, this.metadata(), {
+      const stream = this.jobs.WatchJob({ jobId, fromSequence: next, tail }, this.metadata(), {
         deadline: streamDeadline,
       });
       try {
@@ -428,6 +434,7 @@ export class TroupeClient {
           // Anything at or before what we delivered is a replay: skip it.
           if (event.sequence < next) continue;
           next = event.sequence + 1;
+          tail = 0;
           failures = 0;
           lastType = event.type;
           yield event;

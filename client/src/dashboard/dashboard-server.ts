@@ -7,7 +7,7 @@ import { budgetListUpdates } from './budget-stream';
 import { type DashboardApi } from './dashboard-api';
 import { DashboardAuth } from './dashboard-auth';
 import { evolveView } from './evolve-view';
-import { resumeSequence, streamJobEvents } from './job-event-stream';
+import { eventTail, resumeSequence, streamJobEvents } from './job-event-stream';
 import { type BrowserListUpdate, streamList } from './list-stream';
 import { ResultsCache } from './results-cache';
 import { isPlanWindow, parseTaskPageQuery, taskPage, windowPage } from './task-page';
@@ -295,6 +295,7 @@ export class DashboardServer {
             Array.isArray(lastId) ? lastId[0] : lastId,
             url.searchParams.get('after'),
           ),
+          tail: eventTail(url.searchParams.get('tail')),
           res,
           signal: controller.signal,
         });

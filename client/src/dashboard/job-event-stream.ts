@@ -1,5 +1,5 @@
 import { type ServerResponse } from 'node:http';
-import { type JobEvent__Output } from '@troupe/proto';
+import { TroupeError, type JobEvent__Output } from '@troupe/proto';
 import { type DashboardApi } from './dashboard-api';
 import { serveSse } from './sse';
 
@@ -38,12 +38,33 @@ export function resumeSequence(lastEventId: string | undefined, after: string | 
   return 1;
 }
 
+/** Most events a first load may ask for (`?tail=`). */
+export const MAX_EVENT_TAIL = 10_000;
+
+/** `?tail=N` of a first load: 0 when absent; INVALID_ARGUMENT naming it when not 1…10,000. */
+export function eventTail(tail: string | null): number {
+  if (tail === null) return 0;
+  const n = /^\d{1,6}$/.test(tail) ? Number(tail) : NaN;
+  if (!(n >= 1 && n <= MAX_EVENT_TAIL)) {
+    throw new TroupeError(
+      'INVALID_ARGUMENT',
+      `tail: must be an integer from 1 to ${MAX_EVENT_TAIL}`,
+      {
+        details: { field: 'tail', rule: `integer from 1 to ${MAX_EVENT_TAIL}` },
+      },
+    );
+  }
+  return n;
+}
+
 /** What {@link streamJobEvents} needs. */
 export interface JobEventStreamOptions {
   api: DashboardApi;
   jobId: string;
   /** First sequence to send. */
   fromSequence: number;
+  /** With `fromSequence` 1: start with the job's last `tail` events. @default 0 (all) */
+  tail?: number;
   res: ServerResponse;
   /** Aborted when the browser goes away or the server stops. */
   signal: AbortSignal;
@@ -62,6 +83,7 @@ export async function streamJobEvents(options: JobEventStreamOptions): Promise<v
   await serveSse({ ...options, retryMs: 1_000 }, async (send) => {
     for await (const e of options.api.watch(options.jobId, {
       fromSequence: options.fromSequence,
+      ...(options.tail ? { tail: options.tail } : {}),
       signal,
     })) {
       const b = toBrowser(e);

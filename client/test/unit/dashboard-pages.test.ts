@@ -3,7 +3,7 @@ import { type Job__Output, type JobResults__Output, TroupeError } from '@troupe/
 import { DashboardAuth } from '../../src/dashboard/dashboard-auth';
 import { jobSummary } from '../../src/dashboard/dashboard-server';
 import { evolveView } from '../../src/dashboard/evolve-view';
-import { resumeSequence } from '../../src/dashboard/job-event-stream';
+import { eventTail, resumeSequence } from '../../src/dashboard/job-event-stream';
 import {
   isPlanWindow,
   parseTaskPageQuery,
@@ -334,4 +334,12 @@ test('the subagent tree: nested calls, a subagent named only by a call, no cycle
   const only = trajectoryView(step('root', 1, 'ghost'));
   expect(only.sessions).toEqual(['root', 'ghost']);
   expect(only.parents).toEqual({ root: null, ghost: 'root' });
+});
+
+test('a first load asks for the last events of a job: ?tail= is 1 to 10,000', () => {
+  expect(eventTail(null)).toBe(0);
+  expect(eventTail('500')).toBe(500);
+  for (const bad of ['0', '-1', '10001', 'x', '1.5', '']) {
+    expect(() => eventTail(bad)).toThrow(/tail: must be an integer from 1 to 10000/);
+  }
 });

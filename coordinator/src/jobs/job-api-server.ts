@@ -236,6 +236,7 @@ export class JobApiServer {
         async (req, signal, write) => {
           const events = await jobs.watch(requireJobId(req.jobId), {
             fromSequence: req.fromSequence,
+            tail: req.tail,
             signal,
           });
           for await (const e of events) await write(toWireEvent(e));

@@ -568,13 +568,21 @@ export class JobManager {
     return ids;
   }
 
-  /** The job's events from `fromSequence`, replayed then followed until JOB_FINISHED. */
+  /**
+   * The job's events from `fromSequence` (or, from the start, its last `tail` events), replayed
+   * then followed until JOB_FINISHED.
+   */
   async watch(
     jobId: string,
-    options: { fromSequence?: number; signal?: AbortSignal; follow?: boolean } = {},
+    options: { fromSequence?: number; tail?: number; signal?: AbortSignal; follow?: boolean } = {},
   ): Promise<AsyncGenerator<JobEventRecord>> {
     await this.get(jobId);
-    return this.need().events.read(jobId, options);
+    const { tail, ...read } = options;
+    const { events } = this.need();
+    if (tail && (read.fromSequence ?? 0) <= 1) {
+      read.fromSequence = Math.max(1, (await events.lastSequence(jobId)) - tail + 1);
+    }
+    return events.read(jobId, read);
   }
 
   /** Opens an artifact of a job for reading. */

@@ -417,6 +417,11 @@ test('a job of more tasks than a state record held runs each once; results page 
   await expect(jobs.results(record.jobId, { offset: -1 })).rejects.toThrow(
     /offset`: must be an integer >= 0/,
   );
+  // A watch of the last events only (the dashboard's first load of a long job).
+  const tail: number[] = [];
+  for await (const e of await jobs.watch(record.jobId, { tail: 3 })) tail.push(e.sequence);
+  const last = events.at(-1)!.sequence;
+  expect(tail).toEqual([last - 2, last - 1, last]);
   await expect(
     jobs.results(record.jobId, { offset: 3, pageToken: middle.nextPageToken }),
   ).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: expect.stringMatching(/offset/) });

@@ -411,7 +411,9 @@
     let source;
     function connect() {
       source = new EventSource(
-        '/api/jobs/' + enc(jobId) + '/events' + (lastSeq ? '?after=' + lastSeq : ''),
+        // A first load shows the job's last 500 events, not its whole history (a 100,000-task
+        // job has 300,000); a reconnect resumes after the last one shown.
+        '/api/jobs/' + enc(jobId) + '/events' + (lastSeq ? '?after=' + lastSeq : '?tail=500'),
       );
       source.onopen = () => live.classList.add('on');
       source.onerror = () => live.classList.remove('on');

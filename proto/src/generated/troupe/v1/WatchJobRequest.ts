@@ -10,6 +10,12 @@ export interface WatchJobRequest {
    * a broken watch without gaps or duplicates.
    */
   'fromSequence'?: (number | string | Long);
+  /**
+   * With from_sequence 0 or 1: start with the job's last `tail` events instead
+   * of its whole history (a view of recent events of a long job). 0: the whole
+   * history. Ignored when from_sequence is past 1.
+   */
+  'tail'?: (number);
 }
 
 export interface WatchJobRequest__Output {
@@ -20,4 +26,10 @@ export interface WatchJobRequest__Output {
    * a broken watch without gaps or duplicates.
    */
   'fromSequence': (number);
+  /**
+   * With from_sequence 0 or 1: start with the job's last `tail` events instead
+   * of its whole history (a view of recent events of a long job). 0: the whole
+   * history. Ignored when from_sequence is past 1.
+   */
+  'tail': (number);
 }
