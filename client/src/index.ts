@@ -6,6 +6,7 @@ export {
   DEFAULT_ROLLOUT_TIMEOUT_MS,
   TroupeClient,
   type CallOpts,
+  type UploadTaskFileOptions,
   type ClientRetryOptions,
   type ClientTlsOptions,
   type ListJobsFilter,

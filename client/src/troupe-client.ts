@@ -41,6 +41,7 @@ import {
   type RolloutResponse__Output,
   type SubmitJobRequest,
   type SubmitJobResponse__Output,
+  type TaskFileUpload__Output,
   TroupeError,
 } from '@troupe/proto';
 import { toClientError } from './client-error';
@@ -93,6 +94,17 @@ export interface CallOpts {
   /** Cancels the call. */
   signal?: AbortSignal;
 }
+
+/** Options of {@link TroupeClient.uploadTaskFile}. */
+export interface UploadTaskFileOptions extends CallOpts {
+  /** The file's name as the user knows it (`tasks.jsonl`): shown in errors and logs. */
+  name: string;
+  /** Called after each chunk is handed to the stream: bytes sent so far, of `total`. */
+  onProgress?(sent: number, total: number): void;
+}
+
+/** Bytes per chunk of an upload (the server takes up to its message limit, 4 MiB by default). */
+const UPLOAD_CHUNK_BYTES = 1024 * 1024;
 
 /** Default deadline of a waiting {@link TroupeClient.rollout} call: one hour. */
 export const DEFAULT_ROLLOUT_TIMEOUT_MS = 3_600_000;
@@ -572,6 +584,65 @@ export class TroupeClient {
     }
   }
 
+  /**
+   * Uploads a task file (JSONL, one task a line) for a spec to name in `tasks: {file, upload}`,
+   * and returns the upload's reference. Sent in 1 MiB chunks; the same bytes give the same
+   * reference, so a retry after `UNAVAILABLE` is safe and is made like a unary call's.
+   */
+  async uploadTaskFile(
+    data: Uint8Array,
+    options: UploadTaskFileOptions,
+  ): Promise<TaskFileUpload__Output> {
+    return this.retrying((deadline) => this.uploadOnce(data, options, deadline), {
+      ...options,
+      timeoutMs: options.timeoutMs ?? 10 * this.timeoutMs,
+    });
+  }
+
+  private uploadOnce(
+    data: Uint8Array,
+    options: UploadTaskFileOptions,
+    deadline: number,
+  ): Promise<TaskFileUpload__Output> {
+    const { signal } = options;
+    return new Promise<TaskFileUpload__Output>((resolve, reject) => {
+      let settled = false;
+      const settle = (err: Error | null | undefined, value?: TaskFileUpload__Output) => {
+        if (settled) return;
+        settled = true;
+        signal?.removeEventListener('abort', onAbort);
+        if (err) reject(err);
+        else if (value === undefined) reject(new TroupeError('INTERNAL', 'empty reply'));
+        else resolve(value);
+      };
+      const call = this.jobs.UploadTaskFile(this.metadata(), { deadline }, (err, value) =>
+        settle(err, value),
+      );
+      const onAbort = () => {
+        call.cancel();
+        settle(signal ? fromAbortSignal(signal) : cancelledError('user'));
+      };
+      signal?.addEventListener('abort', onAbort, { once: true });
+      void (async () => {
+        const size = data.byteLength;
+        for (let offset = 0; offset === 0 || offset < size; offset += UPLOAD_CHUNK_BYTES) {
+          if (settled) return;
+          const end = Math.min(size, offset + UPLOAD_CHUNK_BYTES);
+          const chunk = Buffer.from(data.buffer, data.byteOffset + offset, end - offset);
+          const more = call.write(
+            offset === 0 ? { data: chunk, name: options.name } : { data: chunk },
+          );
+          options.onProgress?.(end, size);
+          if (!more) await new Promise<void>((r) => call.once('drain', r).once('error', () => r()));
+        }
+        call.end();
+      })().catch((err: unknown) => {
+        call.cancel();
+        settle(err instanceof Error ? err : new TroupeError('INTERNAL', String(err)));
+      });
+    });
+  }
+
   /** A whole artifact in memory, with its content type. */
   async downloadArtifact(
     jobId: string,
@@ -606,18 +677,29 @@ export class TroupeClient {
     request: Req,
     options: CallOpts,
   ): Promise<Res> {
+    return this.retrying(
+      (deadline) => this.once(method, request, deadline, options.signal),
+      options,
+    );
+  }
+
+  /** Makes a call (`attempt`) until it succeeds, retrying `UNAVAILABLE` with backoff. */
+  private async retrying<Res>(
+    attempt: (deadline: number) => Promise<Res>,
+    options: CallOpts,
+  ): Promise<Res> {
     const timeoutMs = options.timeoutMs ?? this.timeoutMs;
     const deadline = Date.now() + timeoutMs;
-    for (let attempt = 1; ; attempt++) {
+    for (let n = 1; ; n++) {
       if (options.signal?.aborted) throw fromAbortSignal(options.signal);
       try {
-        return await this.once(method, request, deadline, options.signal);
+        return await attempt(deadline);
       } catch (err) {
         const e = toClientError(err, this.address);
-        const wait = this.backoff(attempt);
+        const wait = this.backoff(n);
         const retry =
           e.code === 'UNAVAILABLE' &&
-          attempt < this.retry.maxAttempts &&
+          n < this.retry.maxAttempts &&
           Date.now() + wait < deadline &&
           !options.signal?.aborted;
         if (!retry) throw e;

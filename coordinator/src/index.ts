@@ -129,8 +129,19 @@ export {
   MAX_TASKS_PER_JOB,
   TASK_ID_PATTERN,
   TASK_ID_RULE,
+  type TaskFileSupport,
+  type TaskFileTask,
   type TaskProgress,
 } from './jobs/job-driver';
+export {
+  isTaskFileRef,
+  MAX_TASK_FILE_BYTES,
+  MAX_TASK_LINE_BYTES,
+  readTaskFile,
+  TASK_FILE_UPLOAD_PATTERN,
+  type TaskFileRef,
+  TaskFileRefSchema,
+} from './jobs/task-file';
 export {
   AgentConfigSchema,
   checkSpecSize,

@@ -158,6 +158,8 @@ export type {
   NodeServiceHandlers,
 } from './generated/troupe/v1/NodeService';
 export type { ArtifactChunk, ArtifactChunk__Output } from './generated/troupe/v1/ArtifactChunk';
+export type { TaskFileChunk, TaskFileChunk__Output } from './generated/troupe/v1/TaskFileChunk';
+export type { TaskFileUpload, TaskFileUpload__Output } from './generated/troupe/v1/TaskFileUpload';
 export type {
   CancelJobRequest,
   CancelJobRequest__Output,

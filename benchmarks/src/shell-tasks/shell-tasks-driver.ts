@@ -4,8 +4,10 @@ import { type UntypedActorRef } from '@troupe/actors';
 import { DEFAULT_BUILD_SCRIPT, isSecretLikeEnvKey } from '@troupe/node-agent';
 import {
   checkTaskCount,
+  isTaskFileRef,
   type JobDriver,
   type JobSpec,
+  type PlannedTask,
   type TaskContext,
 } from '@troupe/coordinator';
 import { errorCode, invalidArgument, isCancelled, parseWith, TroupeError } from '@troupe/proto';
@@ -17,6 +19,7 @@ import {
   type ShellTaskInput,
   ShellTaskInputSchema,
   ShellTaskListSchema,
+  ShellTaskSchema,
   ShellTasksConfigSchema,
 } from './shell-tasks-spec';
 
@@ -82,6 +85,15 @@ function checkPolicy(
   tasks: readonly ShellTask[],
   recipes: readonly string[] | undefined,
 ): void {
+  const check = taskPolicy(config, recipes);
+  tasks.forEach((t, i) => check(t, `spec.tasks[${i}]`));
+}
+
+/** Checks the config's policy at once, and returns the check of one task (named `field`). */
+function taskPolicy(
+  config: ShellTasksConfig,
+  recipes: readonly string[] | undefined,
+): (task: ShellTask, field: string) => void {
   const allowed = new Set(config.allowSecretEnvKeys);
   const checkEnv = (field: string, env: Record<string, string> | undefined): void => {
     for (const key of Object.keys(env ?? {})) {
@@ -107,10 +119,10 @@ function checkPolicy(
   };
   checkEnv('spec.config.env', config.env);
   checkImage('spec.config.image', config.image);
-  tasks.forEach((t, i) => {
-    checkEnv(`spec.tasks[${i}].env`, t.env);
-    checkImage(`spec.tasks[${i}].image`, t.image);
-  });
+  return (t, field) => {
+    checkEnv(`${field}.env`, t.env);
+    checkImage(`${field}.image`, t.image);
+  };
 }
 
 // The node agent's replies, read leniently (fields may be added).
@@ -144,6 +156,12 @@ export function shellSandboxId(resourceId: string): string {
 
 function tail(text: string, max = DETAIL_TAIL_CHARS): string {
   return text.length <= max ? text : `…${text.slice(text.length - max + 1)}`;
+}
+
+/** The plan of a job's tasks: each task's input is the task and the job's config. */
+function planOf(spec: JobSpec, tasks: readonly ShellTask[]): PlannedTask[] {
+  const config = parseWith(ShellTasksConfigSchema, spec.config, { prefix: 'spec.config' });
+  return tasks.map((task) => ({ id: task.id, input: { task, config } }));
 }
 
 /** The job's tasks, validated: a list, or `{count, command}` expanded. */
@@ -224,12 +242,27 @@ export function createShellTasksDriver(
       if (spec.agent !== undefined) {
         throw invalidArgument('spec.agent', 'shell-tasks runs no agent: remove it');
       }
-      checkPolicy(config, tasksOf(spec), recipes);
+      // A task file's lines are checked by the job layer, with `taskFile.checker`.
+      if (isTaskFileRef(spec.tasks)) taskPolicy(config, recipes);
+      else checkPolicy(config, tasksOf(spec), recipes);
     },
 
     plan(spec) {
-      const config = parseWith(ShellTasksConfigSchema, spec.config, { prefix: 'spec.config' });
-      return tasksOf(spec).map((task) => ({ id: task.id, input: { task, config } }));
+      return planOf(spec, tasksOf(spec));
+    },
+
+    taskFile: {
+      checker(spec) {
+        const config = parseWith(ShellTasksConfigSchema, spec.config, { prefix: 'spec.config' });
+        const policy = taskPolicy(config, recipes);
+        return (value, field) => {
+          const task = parseWith(ShellTaskSchema, value, { prefix: field });
+          policy(task, field);
+          return task;
+        };
+      },
+      // The tasks are what `checker` returned.
+      plan: (spec, tasks) => planOf(spec, tasks as readonly ShellTask[]),
     },
 
     async runTask(ctx, raw) {

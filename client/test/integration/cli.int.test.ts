@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { PassThrough } from 'node:stream';
@@ -144,6 +144,52 @@ test('errors are one line with documented exit codes', async () => {
 
   const usage = await cli(['results']);
   expect(usage.code).toBe(2);
+});
+
+test('submit uploads the task file a spec names; a bad line is named by its number', async () => {
+  mkdirSync(path.join(dir, 'files'), { recursive: true });
+  writeFileSync(
+    path.join(dir, 'files', 'tasks.jsonl'),
+    '{"id":"one","command":"echo 1"}\r\n\n{"id":"two","command":["sh","-c","echo 2"]}\n',
+  );
+  writeFileSync(
+    path.join(dir, 'from-file.yaml'),
+    'name: from-file\nkind: shell-tasks\ntasks: {file: files/tasks.jsonl}\n',
+  );
+  const submitted = await cli(['submit', 'from-file.yaml', '--watch']);
+  expect(submitted.code).toBe(0);
+  expect(submitted.stderr).toMatch(/uploaded files\/tasks\.jsonl: 2 tasks, sha256:/);
+  const jobId = submitted.stdout.trim();
+  expect(submitted.stderr).toContain(`job ${jobId} SUCCEEDED — 2/2 passed (100.0%)`);
+  const json = JSON.parse((await cli(['results', jobId, '--format', 'json'])).stdout) as {
+    tasks: { taskId: string; details: { stdoutTail: string } }[];
+  };
+  expect(json.tasks.map((t) => [t.taskId, t.details.stdoutTail])).toEqual([
+    ['one', '1\n'],
+    ['two', '2\n'],
+  ]);
+
+  writeFileSync(
+    path.join(dir, 'files', 'bad.jsonl'),
+    '{"id":"one","command":"true"}\n{"id":"two","comand":"true"}\n',
+  );
+  writeFileSync(
+    path.join(dir, 'bad-file.yaml'),
+    'kind: shell-tasks\ntasks: {file: files/bad.jsonl}\n',
+  );
+  const bad = await cli(['submit', 'bad-file.yaml']);
+  expect(bad.code).toBe(3);
+  expect(bad.stderr.trim().split('\n').at(-1)).toMatch(/^troupe: spec\.tasks\.file:2/);
+
+  writeFileSync(
+    path.join(dir, 'no-file.yaml'),
+    'kind: shell-tasks\ntasks: {file: nowhere.jsonl}\n',
+  );
+  const missing = await cli(['submit', 'no-file.yaml']);
+  expect(missing.code).toBe(2);
+  expect(missing.stderr).toMatch(
+    /^troupe: cannot read the task file nowhere\.jsonl \(spec\.tasks\.file\): /,
+  );
 });
 
 test('cancel through the CLI; watch then exits 1 with the reason', async () => {

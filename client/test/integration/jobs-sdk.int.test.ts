@@ -1,4 +1,5 @@
 import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
@@ -275,6 +276,104 @@ test('40 concurrent deeply nested specs are refused while other calls are answer
     expect(err?.code).toBe('INVALID_ARGUMENT');
     expect(err?.message).toMatch(/`spec`: must nest mappings and lists at most 32 deep/);
   }
+});
+
+test('a task file of 2,500 tasks is uploaded once and run from its lines, in file order', async () => {
+  const client = tc.client();
+  // More tasks than a spec may list inline (2,000).
+  const lines = Array.from({ length: 2_500 }, (_, i) =>
+    JSON.stringify({ id: `t${i}`, command: i === 0 ? 'echo first of 2500' : 'true' }),
+  );
+  const data = Buffer.from(`${lines.join('\n')}\n`);
+  const sha = createHash('sha256').update(data).digest('hex');
+  let sent = 0;
+  const stored = await client.uploadTaskFile(data, {
+    name: 'tasks.jsonl',
+    onProgress: (n) => (sent = n),
+  });
+  expect(stored).toEqual({ upload: `sha256:${sha}`, sizeBytes: data.length, lines: 2_500 });
+  expect(sent).toBe(data.length);
+  // The same bytes again: the same reference.
+  expect((await client.uploadTaskFile(data, { name: 'again.jsonl' })).upload).toBe(stored.upload);
+
+  const job = await client.submitJob({
+    kind: 'shell-tasks',
+    concurrency: 1,
+    tasks: { file: 'tasks.jsonl', upload: stored.upload },
+  });
+  try {
+    const first = await waitFor(
+      async () => {
+        const page = await client.getResultsPage(job.jobId, { pageSize: 1 });
+        return page.tasks[0]?.status === 'TASK_PASSED' ? page : undefined;
+      },
+      { timeoutMs: 60_000, intervalMs: 200, message: 'the first task of the file passed' },
+    );
+    expect(first.aggregate?.total).toBe(2_500);
+    expect(first.tasks[0]?.taskId).toBe('t0');
+    expect(JSON.parse(first.tasks[0]!.detailsJson)).toMatchObject({
+      stdoutTail: 'first of 2500\n',
+    });
+    const last = await client.getResultsPage(job.jobId, { pageSize: 1, offset: 2_499 });
+    expect(last.tasks.map((t) => t.taskId)).toEqual(['t2499']);
+  } finally {
+    await client.cancelJob(job.jobId, 'test done');
+  }
+});
+
+test('task files: a bad line, an unknown upload and a file without tasks are named', async () => {
+  const client = tc.client();
+  const bad = Buffer.from(
+    '{"id":"a","command":"true"}\n\n{"id":"b","command":""}\n{"id":"c","command":"true"}\n',
+  );
+  const stored = await client.uploadTaskFile(bad, { name: 'bad.jsonl' });
+  await expect(
+    client.submitJob({ kind: 'shell-tasks', tasks: { file: 'bad.jsonl', upload: stored.upload } }),
+  ).rejects.toMatchObject({
+    code: 'INVALID_ARGUMENT',
+    message: expect.stringMatching(/^spec\.tasks\.file:3\.command: /),
+  });
+  const secret = Buffer.from('{"id":"a","command":"true","env":{"API_TOKEN":"x"}}\n');
+  const withSecret = await client.uploadTaskFile(secret, { name: 'secret.jsonl' });
+  await expect(
+    client.submitJob({
+      kind: 'shell-tasks',
+      tasks: { file: 'secret.jsonl', upload: withSecret.upload },
+    }),
+  ).rejects.toMatchObject({
+    code: 'INVALID_ARGUMENT',
+    message: expect.stringContaining('`spec.tasks.file:1.env.API_TOKEN`: looks like a secret'),
+  });
+  await expect(
+    client.submitJob({
+      kind: 'shell-tasks',
+      tasks: { file: 'gone.jsonl', upload: `sha256:${'0'.repeat(64)}` },
+    }),
+  ).rejects.toMatchObject({
+    code: 'INVALID_ARGUMENT',
+    message: expect.stringContaining('`spec.tasks.upload`: names no task file stored'),
+  });
+  await expect(
+    client.uploadTaskFile(Buffer.from('\n\n'), { name: 'empty.jsonl' }),
+  ).rejects.toMatchObject({
+    code: 'INVALID_ARGUMENT',
+    message: expect.stringContaining('`chunks`: the task file holds no task'),
+  });
+  await expect(client.uploadTaskFile(Buffer.from('{}\n'), { name: '' })).rejects.toMatchObject({
+    code: 'INVALID_ARGUMENT',
+    message: expect.stringContaining('`name`: is required'),
+  });
+});
+
+test('a task file over 64 MiB is refused while it streams; the server keeps serving', async () => {
+  const client = tc.client();
+  const line = `${JSON.stringify({ id: 'x', command: 'true', files: { f: 'y'.repeat(1000) } })}\n`;
+  const data = Buffer.from(line.repeat(Math.ceil((64 * 1024 * 1024 + 1) / line.length)));
+  await expect(client.uploadTaskFile(data, { name: 'huge.jsonl' })).rejects.toMatchObject({
+    code: 'INVALID_ARGUMENT',
+    message: expect.stringContaining('`chunks`: a task file must be at most 67108864 bytes'),
+  });
+  await expect(client.listJobs({ pageSize: 1 })).resolves.toBeDefined();
 });
 
 test('a request larger than the limit is refused cleanly', async () => {

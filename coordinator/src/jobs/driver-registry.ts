@@ -1,6 +1,7 @@
 import { invalidArgument, TroupeError } from '@troupe/proto';
 import { type AnyJobDriver } from './job-driver';
 import { JOB_NAME_PATTERN, type JobSpec, parseJobSpec } from './job-spec';
+import { isTaskFileRef, tasksOfTaskFile } from './task-file';
 
 /**
  * The job kinds a coordinator can run, by name. Drivers are injected (the coordinator never
@@ -52,13 +53,31 @@ export class DriverRegistry {
   }
 
   /**
-   * Validates a parsed spec document completely: the driver-agnostic fields, the kind, then the
-   * driver's own fields (which may read files, asynchronously). Rejects with `INVALID_ARGUMENT`
-   * naming the field and the rule.
+   * Validates a parsed spec document completely: the driver-agnostic fields, the kind, the tasks
+   * of a task file (read by `readTaskFile`, every line checked), then the driver's own fields
+   * (which may read files, asynchronously). Rejects with `INVALID_ARGUMENT` naming the field and
+   * the rule.
    */
-  async validate(raw: unknown): Promise<JobSpec> {
+  async validate(raw: unknown, options: ValidateSpecOptions = {}): Promise<JobSpec> {
     const spec = parseJobSpec(raw);
-    await this.get(spec.kind).validate(spec);
+    const driver = this.get(spec.kind);
+    if (isTaskFileRef(spec.tasks)) {
+      if (!options.readTaskFile) {
+        throw new TroupeError('UNAVAILABLE', 'task files cannot be read here (no job store)');
+      }
+      await tasksOfTaskFile(spec, driver, options.readTaskFile, {
+        ...(options.signal ? { signal: options.signal } : {}),
+      });
+    }
+    await driver.validate(spec);
     return spec;
   }
+}
+
+/** Options of {@link DriverRegistry.validate}. */
+export interface ValidateSpecOptions {
+  /** Reads an uploaded task file (undefined when none is stored under `upload`). */
+  readTaskFile?: (upload: string) => Promise<Uint8Array | undefined>;
+  /** Stops reading a task file. */
+  signal?: AbortSignal;
 }

@@ -1,3 +1,4 @@
+import { isTaskFileRef, tasksOfTaskFile } from './task-file';
 import { type ActorContext, defineActor } from '@troupe/actors';
 import { errorCode, invalidArgument, isRetryable, TroupeError } from '@troupe/proto';
 import { z } from 'zod';
@@ -178,13 +179,23 @@ async function planJob(
         ...(spec.budget.tokens !== undefined ? { tokens: spec.budget.tokens } : {}),
       });
     }
-    const plan = await driver.plan(spec, {
+    const planContext = {
       jobId,
       signal: ctx.signal,
       log: ctx.log,
       nats: { connection: rt.nc, cluster: rt.cluster, replicas: rt.replicas },
       payloadPrefix: jobPayloadPrefix(jobId),
-    });
+    };
+    const plan =
+      isTaskFileRef(spec.tasks) && driver.taskFile
+        ? await driver.taskFile.plan(
+            spec,
+            await tasksOfTaskFile(spec, driver, (upload) => rt.store.getTaskFile(upload), {
+              signal: ctx.signal,
+            }),
+            planContext,
+          )
+        : await driver.plan(spec, planContext);
     checkPlan(plan);
     await Promise.all([
       rt.store.putPlan(jobId, plan),

@@ -1,12 +1,12 @@
 import { readFileSync } from 'node:fs';
 import {
+  type handleClientStreamingCall,
   type handleServerStreamingCall,
   type handleUnaryCall,
   Server,
   ServerCredentials,
   type ServiceDefinition,
   type ServerUnaryCall,
-  type ServerWritableStream,
 } from '@grpc/grpc-js';
 import { type Logger, noopLogger } from '@troupe/actors';
 import {
@@ -40,6 +40,8 @@ import {
   type RolloutResponse,
   type SubmitJobRequest__Output,
   type SubmitJobResponse,
+  type TaskFileChunk__Output,
+  type TaskFileUpload,
   timeoutError,
   toGrpcServiceError,
   toTroupeError,
@@ -80,6 +82,14 @@ export interface JobApiServerOptions {
   logger?: Logger;
 }
 
+/** What {@link JobApiServer} reads of a call of any shape (unary, streaming either way). */
+interface CallSurface {
+  once(event: 'cancelled', listener: () => void): unknown;
+  removeListener(event: 'cancelled', listener: () => void): unknown;
+  getDeadline(): ReturnType<ServerUnaryCall<unknown, unknown>['getDeadline']>;
+  getPath(): string;
+}
+
 /** Largest data chunk of GetArtifact (the proto promises at most 64 KiB). */
 const ARTIFACT_CHUNK_BYTES = 64 * 1024;
 
@@ -115,9 +125,7 @@ export class JobApiServer {
     // Aborts every open call (watch streams) when the server stops.
     const open = new Set<AbortController>();
 
-    const withCall = (
-      call: ServerUnaryCall<unknown, unknown> | ServerWritableStream<unknown, unknown>,
-    ): { signal: AbortSignal; done: () => void } => {
+    const withCall = (call: CallSurface): { signal: AbortSignal; done: () => void } => {
       const ctl = new AbortController();
       open.add(ctl);
       const onCancel = () => ctl.abort(cancelledError('the client cancelled the call'));
@@ -199,6 +207,34 @@ export class JobApiServer {
         })();
       };
 
+    const upload =
+      <Req, Res>(
+        name: string,
+        fn: (requests: AsyncIterable<Req>, signal: AbortSignal) => Promise<Res>,
+      ): handleClientStreamingCall<Req, Res> =>
+      (call, callback) => {
+        const { signal, done } = withCall(call);
+        const requests = async function* (): AsyncGenerator<Req> {
+          for await (const req of call as AsyncIterable<Req>) {
+            if (signal.aborted) throw toTroupeError(signal.reason);
+            yield decoded(name, req);
+          }
+        };
+        void (async () => {
+          try {
+            auth.check(call.metadata);
+            callback(null, await fn(requests(), signal));
+          } catch (err) {
+            const e = toTroupeError(err);
+            if (e.code === 'INTERNAL') log.error({ err, method: name }, 'job API upload failed');
+            else log.debug({ err, method: name }, 'job API upload refused');
+            callback(toGrpcServiceError(e));
+          } finally {
+            done();
+          }
+        })();
+      };
+
     const jobHandlers: JobServiceHandlers = {
       SubmitJob: unary<SubmitJobRequest__Output, SubmitJobResponse>(
         'SubmitJob',
@@ -217,6 +253,13 @@ export class JobApiServer {
             signal,
           });
           return { jobId: record.jobId, job: toWireJob(record) };
+        },
+      ),
+      UploadTaskFile: upload<TaskFileChunk__Output, TaskFileUpload>(
+        'UploadTaskFile',
+        async (chunks) => {
+          const stored = await jobs.uploadTaskFile(chunks);
+          return { upload: stored.upload, sizeBytes: stored.sizeBytes, lines: stored.lines };
         },
       ),
       GetJob: unary<GetJobRequest__Output, Job>('GetJob', async (req) =>

@@ -64,6 +64,34 @@ export interface PlanContext {
   payloadPrefix: string;
 }
 
+/** A task of a task file as a driver's checker returns it (anything with the task's id). */
+export interface TaskFileTask {
+  id: string;
+}
+
+/**
+ * What a driver that lists its tasks implements to also take them from a task file (`tasks:
+ * {file, upload}`: JSONL, one task a line, uploaded by the client; see `task-file.ts`). The job
+ * layer reads the file, checks every line with {@link checker} (ids unique across lines, errors
+ * naming `spec.tasks.file:<line>`) at submission and again at planning, and plans with
+ * {@link plan}. The driver's `validate` still runs on the spec as submitted (`tasks` holding the
+ * reference), for its config and agent.
+ */
+export interface TaskFileSupport {
+  /**
+   * The check of one task under `spec` (read its config once, here): takes a line's JSON value
+   * and the field to name (`spec.tasks.file:12`), throws `INVALID_ARGUMENT` naming it and the
+   * rule, and returns the task as {@link plan} wants it.
+   */
+  checker(spec: JobSpec): (value: unknown, field: string) => TaskFileTask;
+  /** The plan of the file's tasks, as checked, in file order. */
+  plan(
+    spec: JobSpec,
+    tasks: readonly TaskFileTask[],
+    ctx: PlanContext,
+  ): Promise<PlannedTask[]> | PlannedTask[];
+}
+
 /** Stores files produced by a task where `GetArtifact` / `troupe artifact` can fetch them. */
 export interface TaskArtifacts {
   /**
@@ -230,6 +258,8 @@ export interface JobDriver<TInput = unknown, TRun = unknown> {
   validate(spec: JobSpec): void | Promise<void>;
   /** Expands the spec into tasks (ids unique). */
   plan(spec: JobSpec, ctx: PlanContext): Promise<PlannedTask[]> | PlannedTask[];
+  /** Task files (`tasks: {file, upload}`): absent when the driver takes none. */
+  readonly taskFile?: TaskFileSupport;
   /** Does the work of one attempt and returns what the grader needs (JSON-serialisable). */
   runTask(ctx: TaskContext, input: TInput): Promise<TRun>;
   /** Grades an attempt; `run` is undefined when `runTask` threw on its timeout. */

@@ -1,3 +1,4 @@
+import { MAX_TASK_FILE_NAME, receiveTaskFile } from './task-file';
 import { createHash, randomBytes } from 'node:crypto';
 import {
   type AnyActorDefinition,
@@ -361,7 +362,10 @@ export class JobManager {
       typeof req.spec === 'string'
         ? await parseSpecTextAsync(req.spec, req.format, maxSpecBytes, req.signal)
         : req.spec;
-    const spec = await this.drivers.validate(raw);
+    const spec = await this.drivers.validate(raw, {
+      readTaskFile: (upload) => store.getTaskFile(upload),
+      ...(req.signal ? { signal: req.signal } : {}),
+    });
     checkSpecSize(spec, maxSpecBytes);
     const key = req.idempotencyKey ?? '';
     if (key.length > 128) throw invalidArgument('idempotency_key', 'at most 128 characters');
@@ -418,6 +422,41 @@ export class JobManager {
       .post('start', { spec, createdUnixMs }, { dedupeId: `start-${jobId}` });
     this.log.info({ jobId, kind: spec.kind, name: jobDisplayName(spec) }, 'job submitted');
     return record;
+  }
+
+  /**
+   * Takes in an uploaded task file (chunks in order, the first naming the file) and keeps it in
+   * the cluster's object store under its SHA-256: `INVALID_ARGUMENT` naming `chunks` when it is
+   * larger than 64 MiB or not UTF-8, `name` when the name is missing or too
+   * long. Its lines are checked when a job names it.
+   */
+  async uploadTaskFile(
+    chunks: AsyncIterable<{ data: Uint8Array; name?: string }>,
+  ): Promise<{ upload: string; sizeBytes: number; lines: number; name: string }> {
+    const { store } = this.need();
+    let name = '';
+    const data = async function* (): AsyncGenerator<Uint8Array> {
+      for await (const c of chunks) {
+        if (!name && c.name) name = c.name;
+        yield c.data;
+      }
+    };
+    const received = await receiveTaskFile(data());
+    if (!name) throw invalidArgument('name', 'is required (the file name, in the first chunk)');
+    if (name.length > MAX_TASK_FILE_NAME) {
+      throw invalidArgument('name', `must be at most ${MAX_TASK_FILE_NAME} characters`);
+    }
+    await store.putTaskFile(received.upload, received.bytes, name);
+    this.log.info(
+      { upload: received.upload, name, bytes: received.bytes.byteLength, lines: received.lines },
+      'task file uploaded',
+    );
+    return {
+      upload: received.upload,
+      sizeBytes: received.bytes.byteLength,
+      lines: received.lines,
+      name,
+    };
   }
 
   /** One job's record; `NOT_FOUND` when there is none. */

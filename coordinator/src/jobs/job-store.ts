@@ -12,6 +12,7 @@ import {
   type TaskResultRecord,
   TaskResultRecordSchema,
 } from './job-record';
+import { taskFileObjectName } from './task-file';
 import { type TaskEntry, type TaskRecord, TaskRecordSchema, type WorkList } from './job-state';
 
 /** Options of {@link JobStore.open}. */
@@ -359,6 +360,22 @@ export class JobStore {
     const blob = await this.objects.getBlob(planObjectName(jobId));
     if (!blob) return undefined;
     return PlanSchema.parse(JSON.parse(new TextDecoder().decode(blob)));
+  }
+
+  /**
+   * Stores an uploaded task file under its reference (`sha256:<hex>` of `bytes`), unless the same
+   * bytes are stored already.
+   */
+  async putTaskFile(upload: string, bytes: Uint8Array, name: string): Promise<void> {
+    const objectName = taskFileObjectName(upload);
+    const existing = await this.objects.info(objectName);
+    if (existing && !existing.deleted && existing.size === bytes.byteLength) return;
+    await this.objects.putBlob({ name: objectName, description: `task file ${name}` }, bytes);
+  }
+
+  /** An uploaded task file's bytes, or undefined when none is stored under `upload`. */
+  async getTaskFile(upload: string): Promise<Uint8Array | undefined> {
+    return (await this.objects.getBlob(taskFileObjectName(upload))) ?? undefined;
   }
 
   /** Deletes every object whose name starts with `prefix`; returns how many. */

@@ -41,6 +41,8 @@ import type { RolloutUsage as _troupe_v1_RolloutUsage, RolloutUsage__Output as _
 import type { SamplingParams as _troupe_v1_SamplingParams, SamplingParams__Output as _troupe_v1_SamplingParams__Output } from './troupe/v1/SamplingParams';
 import type { SubmitJobRequest as _troupe_v1_SubmitJobRequest, SubmitJobRequest__Output as _troupe_v1_SubmitJobRequest__Output } from './troupe/v1/SubmitJobRequest';
 import type { SubmitJobResponse as _troupe_v1_SubmitJobResponse, SubmitJobResponse__Output as _troupe_v1_SubmitJobResponse__Output } from './troupe/v1/SubmitJobResponse';
+import type { TaskFileChunk as _troupe_v1_TaskFileChunk, TaskFileChunk__Output as _troupe_v1_TaskFileChunk__Output } from './troupe/v1/TaskFileChunk';
+import type { TaskFileUpload as _troupe_v1_TaskFileUpload, TaskFileUpload__Output as _troupe_v1_TaskFileUpload__Output } from './troupe/v1/TaskFileUpload';
 import type { TaskResult as _troupe_v1_TaskResult, TaskResult__Output as _troupe_v1_TaskResult__Output } from './troupe/v1/TaskResult';
 import type { WatchBudgetRequest as _troupe_v1_WatchBudgetRequest, WatchBudgetRequest__Output as _troupe_v1_WatchBudgetRequest__Output } from './troupe/v1/WatchBudgetRequest';
 import type { WatchJobRequest as _troupe_v1_WatchJobRequest, WatchJobRequest__Output as _troupe_v1_WatchJobRequest__Output } from './troupe/v1/WatchJobRequest';
@@ -104,6 +106,8 @@ export interface ProtoGrpcType {
       SpecFormat: EnumTypeDefinition
       SubmitJobRequest: MessageTypeDefinition<_troupe_v1_SubmitJobRequest, _troupe_v1_SubmitJobRequest__Output>
       SubmitJobResponse: MessageTypeDefinition<_troupe_v1_SubmitJobResponse, _troupe_v1_SubmitJobResponse__Output>
+      TaskFileChunk: MessageTypeDefinition<_troupe_v1_TaskFileChunk, _troupe_v1_TaskFileChunk__Output>
+      TaskFileUpload: MessageTypeDefinition<_troupe_v1_TaskFileUpload, _troupe_v1_TaskFileUpload__Output>
       TaskResult: MessageTypeDefinition<_troupe_v1_TaskResult, _troupe_v1_TaskResult__Output>
       TaskStatus: EnumTypeDefinition
       WatchBudgetRequest: MessageTypeDefinition<_troupe_v1_WatchBudgetRequest, _troupe_v1_WatchBudgetRequest__Output>

@@ -41,6 +41,7 @@ describe('loadJobApi', () => {
         'ListJobs',
         'Rollout',
         'SubmitJob',
+        'UploadTaskFile',
         'WatchJob',
         'WatchJobs',
         'WatchBudget',
@@ -54,6 +55,10 @@ describe('loadJobApi', () => {
     ]);
     expect([jobs.SubmitJob.requestStream, jobs.SubmitJob.responseStream]).toEqual([false, false]);
     expect([jobs.Rollout.requestStream, jobs.Rollout.responseStream]).toEqual([false, false]);
+    expect([jobs.UploadTaskFile.requestStream, jobs.UploadTaskFile.responseStream]).toEqual([
+      true,
+      false,
+    ]);
     expect([jobs.WatchJobs.requestStream, jobs.WatchJobs.responseStream]).toEqual([false, true]);
     expect([jobs.WatchBudget.requestStream, jobs.WatchBudget.responseStream]).toEqual([
       false,

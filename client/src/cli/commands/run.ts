@@ -10,7 +10,7 @@ import { CliError, ExitCode } from '../exit-codes';
 import { renderHtmlReport } from '../html-report';
 import { downloadReportArtifacts } from '../report-artifacts';
 import { resultsJson, resultsTable } from '../results-format';
-import { readSpec } from '../read-spec';
+import { readSpec, withUploadedTaskFile } from '../read-spec';
 import { exitForOutcome, outcomeLine, watchJob } from '../watch-job';
 import { intOption } from './int-option';
 import { modelsOption } from './models-option';
@@ -65,7 +65,8 @@ export async function runCommand(
   });
   const client = new TroupeClient({ address: cluster.address, token: cluster.token });
   try {
-    const job = await client.submitJob(text, { format, signal: ctx.signal });
+    const spec = await withUploadedTaskFile({ text, format }, client, ctx.io, ctx.signal);
+    const job = await client.submitJob(spec.text, { format: spec.format, signal: ctx.signal });
     println(ctx.io.stderr, `job ${job.jobId} (${job.name}, ${job.kind}) submitted`);
     const outcome = await watchJob(client, job.jobId, ctx.io, { json: false, signal: ctx.signal });
     if (!outcome.state) {

@@ -1,7 +1,7 @@
 import { println } from '../cli-io';
 import { type CommandContext } from '../command-context';
 import { ExitCode } from '../exit-codes';
-import { readSpec } from '../read-spec';
+import { readSpec, withUploadedTaskFile } from '../read-spec';
 import { exitForOutcome, outcomeLine, watchJob } from '../watch-job';
 
 /** Options of `troupe submit`. */
@@ -18,8 +18,13 @@ export async function submitCommand(
   specFile: string,
   opts: SubmitCommandOptions,
 ): Promise<number> {
-  const { text, format } = readSpec(ctx.io.cwd, specFile);
   const client = ctx.client();
+  const { text, format } = await withUploadedTaskFile(
+    readSpec(ctx.io.cwd, specFile),
+    client,
+    ctx.io,
+    ctx.signal,
+  );
   const job = await client.submitJob(text, {
     format,
     signal: ctx.signal,

@@ -22,6 +22,8 @@ import type { RolloutRequest as _troupe_v1_RolloutRequest, RolloutRequest__Outpu
 import type { RolloutResponse as _troupe_v1_RolloutResponse, RolloutResponse__Output as _troupe_v1_RolloutResponse__Output } from '../../troupe/v1/RolloutResponse';
 import type { SubmitJobRequest as _troupe_v1_SubmitJobRequest, SubmitJobRequest__Output as _troupe_v1_SubmitJobRequest__Output } from '../../troupe/v1/SubmitJobRequest';
 import type { SubmitJobResponse as _troupe_v1_SubmitJobResponse, SubmitJobResponse__Output as _troupe_v1_SubmitJobResponse__Output } from '../../troupe/v1/SubmitJobResponse';
+import type { TaskFileChunk as _troupe_v1_TaskFileChunk, TaskFileChunk__Output as _troupe_v1_TaskFileChunk__Output } from '../../troupe/v1/TaskFileChunk';
+import type { TaskFileUpload as _troupe_v1_TaskFileUpload, TaskFileUpload__Output as _troupe_v1_TaskFileUpload__Output } from '../../troupe/v1/TaskFileUpload';
 import type { WatchBudgetRequest as _troupe_v1_WatchBudgetRequest, WatchBudgetRequest__Output as _troupe_v1_WatchBudgetRequest__Output } from '../../troupe/v1/WatchBudgetRequest';
 import type { WatchJobRequest as _troupe_v1_WatchJobRequest, WatchJobRequest__Output as _troupe_v1_WatchJobRequest__Output } from '../../troupe/v1/WatchJobRequest';
 import type { WatchJobsRequest as _troupe_v1_WatchJobsRequest, WatchJobsRequest__Output as _troupe_v1_WatchJobsRequest__Output } from '../../troupe/v1/WatchJobsRequest';
@@ -208,6 +210,37 @@ export interface JobServiceClient extends grpc.Client {
   submitJob(argument: _troupe_v1_SubmitJobRequest, callback: grpc.requestCallback<_troupe_v1_SubmitJobResponse__Output>): grpc.ClientUnaryCall;
   
   /**
+   * Uploads a task file: JSONL text (UTF-8), one task a line, in chunks (the
+   * first names the file). The coordinator keeps it in the cluster's object
+   * store under its SHA-256 and returns the reference a job spec names in
+   * `tasks: {file: <name>, upload: <reference>}`; the bytes are read and each
+   * line checked when a job using it is submitted (errors name
+   * `spec.tasks.file:<line>`). The same bytes uploaded again give the same
+   * reference. INVALID_ARGUMENT naming `chunks` when the file is larger than
+   * the server's limit (64 MiB) or not UTF-8, or `name` when it is empty or
+   * longer than 256 characters.
+   */
+  UploadTaskFile(metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_troupe_v1_TaskFileUpload__Output>): grpc.ClientWritableStream<_troupe_v1_TaskFileChunk>;
+  UploadTaskFile(metadata: grpc.Metadata, callback: grpc.requestCallback<_troupe_v1_TaskFileUpload__Output>): grpc.ClientWritableStream<_troupe_v1_TaskFileChunk>;
+  UploadTaskFile(options: grpc.CallOptions, callback: grpc.requestCallback<_troupe_v1_TaskFileUpload__Output>): grpc.ClientWritableStream<_troupe_v1_TaskFileChunk>;
+  UploadTaskFile(callback: grpc.requestCallback<_troupe_v1_TaskFileUpload__Output>): grpc.ClientWritableStream<_troupe_v1_TaskFileChunk>;
+  /**
+   * Uploads a task file: JSONL text (UTF-8), one task a line, in chunks (the
+   * first names the file). The coordinator keeps it in the cluster's object
+   * store under its SHA-256 and returns the reference a job spec names in
+   * `tasks: {file: <name>, upload: <reference>}`; the bytes are read and each
+   * line checked when a job using it is submitted (errors name
+   * `spec.tasks.file:<line>`). The same bytes uploaded again give the same
+   * reference. INVALID_ARGUMENT naming `chunks` when the file is larger than
+   * the server's limit (64 MiB) or not UTF-8, or `name` when it is empty or
+   * longer than 256 characters.
+   */
+  uploadTaskFile(metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_troupe_v1_TaskFileUpload__Output>): grpc.ClientWritableStream<_troupe_v1_TaskFileChunk>;
+  uploadTaskFile(metadata: grpc.Metadata, callback: grpc.requestCallback<_troupe_v1_TaskFileUpload__Output>): grpc.ClientWritableStream<_troupe_v1_TaskFileChunk>;
+  uploadTaskFile(options: grpc.CallOptions, callback: grpc.requestCallback<_troupe_v1_TaskFileUpload__Output>): grpc.ClientWritableStream<_troupe_v1_TaskFileChunk>;
+  uploadTaskFile(callback: grpc.requestCallback<_troupe_v1_TaskFileUpload__Output>): grpc.ClientWritableStream<_troupe_v1_TaskFileChunk>;
+  
+  /**
    * Streams the budget: first a snapshot (what GetBudget returns for the same
    * `scope`), then an update each time a ledger commits a change: scopes whose
    * limits or totals changed, reservations opened and closed (settled,
@@ -343,6 +376,19 @@ export interface JobServiceHandlers extends grpc.UntypedServiceImplementation {
   SubmitJob: grpc.handleUnaryCall<_troupe_v1_SubmitJobRequest__Output, _troupe_v1_SubmitJobResponse>;
   
   /**
+   * Uploads a task file: JSONL text (UTF-8), one task a line, in chunks (the
+   * first names the file). The coordinator keeps it in the cluster's object
+   * store under its SHA-256 and returns the reference a job spec names in
+   * `tasks: {file: <name>, upload: <reference>}`; the bytes are read and each
+   * line checked when a job using it is submitted (errors name
+   * `spec.tasks.file:<line>`). The same bytes uploaded again give the same
+   * reference. INVALID_ARGUMENT naming `chunks` when the file is larger than
+   * the server's limit (64 MiB) or not UTF-8, or `name` when it is empty or
+   * longer than 256 characters.
+   */
+  UploadTaskFile: grpc.handleClientStreamingCall<_troupe_v1_TaskFileChunk__Output, _troupe_v1_TaskFileUpload>;
+  
+  /**
    * Streams the budget: first a snapshot (what GetBudget returns for the same
    * `scope`), then an update each time a ledger commits a change: scopes whose
    * limits or totals changed, reservations opened and closed (settled,
@@ -383,6 +429,7 @@ export interface JobServiceDefinition extends grpc.ServiceDefinition {
   ListJobs: MethodDefinition<_troupe_v1_ListJobsRequest, _troupe_v1_ListJobsResponse, _troupe_v1_ListJobsRequest__Output, _troupe_v1_ListJobsResponse__Output>
   Rollout: MethodDefinition<_troupe_v1_RolloutRequest, _troupe_v1_RolloutResponse, _troupe_v1_RolloutRequest__Output, _troupe_v1_RolloutResponse__Output>
   SubmitJob: MethodDefinition<_troupe_v1_SubmitJobRequest, _troupe_v1_SubmitJobResponse, _troupe_v1_SubmitJobRequest__Output, _troupe_v1_SubmitJobResponse__Output>
+  UploadTaskFile: MethodDefinition<_troupe_v1_TaskFileChunk, _troupe_v1_TaskFileUpload, _troupe_v1_TaskFileChunk__Output, _troupe_v1_TaskFileUpload__Output>
   WatchBudget: MethodDefinition<_troupe_v1_WatchBudgetRequest, _troupe_v1_BudgetUpdate, _troupe_v1_WatchBudgetRequest__Output, _troupe_v1_BudgetUpdate__Output>
   WatchJob: MethodDefinition<_troupe_v1_WatchJobRequest, _troupe_v1_JobEvent, _troupe_v1_WatchJobRequest__Output, _troupe_v1_JobEvent__Output>
   WatchJobs: MethodDefinition<_troupe_v1_WatchJobsRequest, _troupe_v1_JobsUpdate, _troupe_v1_WatchJobsRequest__Output, _troupe_v1_JobsUpdate__Output>
