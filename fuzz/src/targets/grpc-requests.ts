@@ -8,7 +8,8 @@ import {
 } from '@grpc/grpc-js';
 import { registerBuiltinDrivers } from '@troupe/benchmarks';
 import { Coordinator, DriverRegistry } from '@troupe/coordinator';
-import { fromGrpcError, loadJobApi } from '@troupe/proto';
+import { toClientError } from '@troupe/client';
+import { loadJobApi } from '@troupe/proto';
 import { randomClusterName, startNatsServer } from '@troupe/testkit';
 import fc from 'fast-check';
 import { hostileJson, hostileYaml, mutatedDocument, nastyString, wrongValue } from '../arbitraries';
@@ -27,12 +28,19 @@ function callDeadlineMs(): number {
   return Number.isFinite(v) && v > 0 ? v : 10_000;
 }
 
-/** One gRPC call: a method and its request (an object, or raw bytes for the wire). */
+/**
+ * One gRPC call: a method and its request (an object, or raw bytes for the wire); for a
+ * client-streaming method, its messages (`chunks`, objects or raw bytes).
+ */
 export interface GrpcCase {
   method: string;
   request: Record<string, unknown> | Uint8Array;
+  chunks?: (Record<string, unknown> | Uint8Array)[];
   how: string;
 }
+
+/** A task file the seed specs of the `grpc` target name (uploaded when the target starts). */
+const SEED_TASK_FILE = '{"id":"a","command":"true"}\n{"id":"b","command":["sh","-c","exit 0"]}\n';
 
 const UNARY = [
   'SubmitJob',
@@ -46,6 +54,7 @@ const UNARY = [
   'GetBudget',
 ];
 const STREAMING = ['WatchJob', 'GetArtifact'];
+const CLIENT_STREAMING = ['UploadTaskFile'];
 const SERVICE_OF: Record<string, string> = { DrainNode: 'NodeService', ListNodes: 'NodeService' };
 
 const jobId = fc.oneof(nastyString, fc.stringMatching(/^[0-9A-Za-z]{1,40}$/), fc.constant(''));
@@ -176,6 +185,33 @@ function requests(specs: unknown[]): fc.Arbitrary<GrpcCase> {
       weight: 1,
     },
     {
+      // Task file uploads: chunks with hostile text or bytes, names, and raw messages.
+      arbitrary: fc
+        .array(
+          fc.oneof(
+            fc
+              .record({
+                data: fc.oneof(
+                  fc.uint8Array({ maxLength: 300 }),
+                  nastyString.map((t) => new TextEncoder().encode(t)),
+                  fc.constant(new TextEncoder().encode(SEED_TASK_FILE)),
+                ),
+                name: fc.oneof(fc.constant('tasks.jsonl'), fc.constant(''), nastyString),
+              })
+              .map((r): Record<string, unknown> => r),
+            fc.uint8Array({ maxLength: 100 }),
+          ),
+          { maxLength: 4 },
+        )
+        .map((chunks) => ({
+          method: 'UploadTaskFile',
+          request: {},
+          chunks,
+          how: `UploadTaskFile ${chunks.length} chunks`,
+        })),
+      weight: 1,
+    },
+    {
       // Bytes that are no protobuf message, or one of the wrong type.
       arbitrary: fc
         .tuple(fc.constantFrom(...UNARY, ...STREAMING), fc.uint8Array({ maxLength: 300 }))
@@ -222,6 +258,15 @@ export const grpcRequestsTarget: FuzzTarget<GrpcCase> = {
       { drivers: registerBuiltinDrivers(new DriverRegistry()) },
     );
     const api = loadJobApi();
+    const clientStreamEncoder = (method: string) => {
+      const def = (
+        api.JobService.service as Record<
+          string,
+          { requestSerialize: (m: Record<string, unknown>) => Buffer }
+        >
+      )[method]!;
+      return (m: Record<string, unknown>) => def.requestSerialize(m);
+    };
     const address = `127.0.0.1:${coordinator.grpcPort}`;
     const clients = {
       JobService: new api.JobService(address, credentials.createInsecure()),
@@ -243,6 +288,22 @@ export const grpcRequestsTarget: FuzzTarget<GrpcCase> = {
         const deadline = Date.now() + callDeadlineMs();
         const raw = c.request instanceof Uint8Array;
         const serialize = raw ? (b: Uint8Array) => Buffer.from(b) : undefined;
+        if (CLIENT_STREAMING.includes(c.method)) {
+          // Raw chunks go through a serializer that passes bytes and encodes objects.
+          const encode = clientStreamEncoder(c.method);
+          const stream = client.makeClientStreamRequest(
+            pathOf(c.method),
+            (m: Record<string, unknown> | Uint8Array) =>
+              m instanceof Uint8Array ? Buffer.from(m) : encode(m),
+            (b: Buffer) => b,
+            metadata(),
+            { deadline },
+            (err: ServiceError | null) => resolve(err ?? undefined),
+          );
+          for (const chunk of c.chunks ?? []) stream.write(chunk);
+          stream.end();
+          return;
+        }
         if (STREAMING.includes(c.method)) {
           const stream = raw
             ? client.makeServerStreamRequest(
@@ -302,6 +363,25 @@ export const grpcRequestsTarget: FuzzTarget<GrpcCase> = {
       how: 'seed job',
     });
     if (created) throw created;
+    // A stored task file, and a seed spec naming it, for the mutations to work on.
+    const uploaded = await new Promise<string>((resolve, reject) => {
+      const stream = (
+        clients.JobService as unknown as {
+          UploadTaskFile: (
+            m: Metadata,
+            cb: (e: ServiceError | null, r: { upload: string }) => void,
+          ) => { write(m: unknown): void; end(): void };
+        }
+      ).UploadTaskFile(metadata(), (err, r) => (err ? reject(err) : resolve(r.upload)));
+      stream.write({ data: Buffer.from(SEED_TASK_FILE), name: 'tasks.jsonl' });
+      stream.end();
+    });
+    const taskFileSpec = {
+      name: 'from-file',
+      kind: 'shell-tasks',
+      concurrency: 2,
+      tasks: { file: 'tasks.jsonl', upload: uploaded },
+    };
     const known = await new Promise<string>((resolve, reject) =>
       (
         clients.JobService as unknown as {
@@ -314,13 +394,15 @@ export const grpcRequestsTarget: FuzzTarget<GrpcCase> = {
       ).listJobs({}, metadata(), (err, r) => (err ? reject(err) : resolve(r.jobs[0]!.jobId))),
     );
     return {
-      arbitrary: requests(seedSpecs(root)),
+      arbitrary: requests([...seedSpecs(root), taskFileSpec]),
       async run(c) {
         const err = await call(c);
         if (err === undefined) return {};
         if (err.code === status.DEADLINE_EXCEEDED)
           return { wrong: `${c.how}: DEADLINE_EXCEEDED after ${callDeadlineMs() / 1000} s` };
-        const wrong = judgeError(fromGrpcError(err), {
+        // Judged as the SDK reports it: a request over the server's message limit is refused by
+        // grpc-js itself (RESOURCE_EXHAUSTED, no Troupe metadata), which the SDK names `request`.
+        const wrong = judgeError(toClientError(err, address), {
           alsoAllowed: ['NOT_FOUND'],
           fieldPrefix: [
             'spec',
@@ -340,6 +422,8 @@ export const grpcRequestsTarget: FuzzTarget<GrpcCase> = {
             'reason',
             'format',
             'scope',
+            'chunks',
+            'name',
           ],
         });
         return wrong ? { wrong: `${c.how}: ${wrong}` } : {};
