@@ -118,6 +118,8 @@ export class UntypedActorRef {
       const remaining = deadline - Date.now();
       if (remaining <= 0) throw timeout();
       let reply;
+      // Tells this process made to the actor before the ask reach it first.
+      this.transport.tells.flush(subject);
       try {
         reply = await withAbort(
           this.transport.requester.request(subject, data, {
@@ -201,11 +203,15 @@ export class UntypedActorRef {
     });
   }
 
-  /** Fire and forget over core NATS: at most once, delivered only to a live activation. */
+  /**
+   * Fire and forget over core NATS: at most once, delivered only to a live activation. The tells
+   * made to one actor before the current task ends travel in one message, in order (see
+   * `TellBatcher`); throws at once for a payload larger than the server's `max_payload`.
+   */
   tell(type: string, msg: unknown): void {
     const envelope: CoreEnvelope = { t: type, m: msg };
     if (this.senderText) envelope.s = this.senderText;
-    this.transport.nc.publish(this.subject, encodeJson(envelope));
+    this.transport.tells.tell(this.subject, envelope);
   }
 
   /**
@@ -236,8 +242,9 @@ export class UntypedActorRef {
     }
     if (!ack.duplicate) {
       // Fast path to a live activation; the placement service's inbox watcher is the durable path.
+      // Batched like a tell: the hints of many posts to one actor travel together.
       const hint: CoreEnvelope = { t: MAIL_HINT_TYPE, m: { seq: ack.seq } };
-      this.transport.nc.publish(this.subject, encodeJson(hint));
+      this.transport.tells.tell(this.subject, hint);
       this.transport.localMailHint?.(this.address, ack.seq);
     }
     return { seq: ack.seq, duplicate: ack.duplicate };

@@ -1,3 +1,4 @@
+import { type TellBatcher } from './internal/tell-batcher';
 import {
   type ActorAddress,
   actorSubject,
@@ -108,6 +109,10 @@ export interface PlacementTransport {
   readonly js: Pick<JetStreamClient, 'consumers'>;
   /** Sends activation requests to hosts ("no responders" is a value there, not an exception). */
   readonly requester: Pick<Requester, 'request'>;
+  /** Sends mail hints, batched per actor like tells. */
+  readonly tells: Pick<TellBatcher, 'tell'>;
+  /** Hints an activation live in this process directly (set when one can be). */
+  readonly localMailHint?: (addr: ActorAddress, seq: number) => void;
 }
 
 /** Options of {@link PlacementService}. */
@@ -560,8 +565,10 @@ export class PlacementService {
     try {
       if (this.options.localHost?.isLive?.(addr)) {
         // Live in this process: the directory says so too (a fenced activation stops at once),
-        // so its read would only cost a round trip per post. Hint as for any live addressee.
-        this.hint(addr, m.seq);
+        // so its read would only cost a round trip per post; the hint goes to it directly.
+        const local = this.options.transport.localMailHint;
+        if (local) local(addr, m.seq);
+        else this.hint(addr, m.seq);
         m.ack();
         return;
       }
@@ -602,10 +609,8 @@ export class PlacementService {
 
   private hint(addr: ActorAddress, seq: number): void {
     const hint: CoreEnvelope = { t: MAIL_HINT_TYPE, m: { seq } };
-    this.options.transport.nc.publish(
-      actorSubject(this.options.transport.cluster, addr),
-      encodeJson(hint),
-    );
+    // Batched like tells: a burst of posts to one actor sends its hints together.
+    this.options.transport.tells.tell(actorSubject(this.options.transport.cluster, addr), hint);
   }
 
   // ---- recovery -----------------------------------------------------------------------------

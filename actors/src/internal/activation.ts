@@ -6,6 +6,7 @@ import {
   ErrorReason,
   formatAddress,
   hasReason,
+  invalidArgument,
   inboxStreamName,
   inboxSubject,
   type Logger,
@@ -35,6 +36,7 @@ import {
   replyError,
   type Respondable,
 } from './core-item';
+import { directGetNext } from './direct-get';
 import { hintSeq, InboxReader } from './inbox-reader';
 import {
   type ActivationPlacement,
@@ -119,10 +121,12 @@ export class Activation implements TurnRunner {
     const { cluster } = host.transport;
     this.inbox = new InboxReader(
       (after) =>
-        host.jsm.direct.getMessage(inboxStreamName(cluster), {
-          next_by_subj: inboxSubject(cluster, this.address),
-          seq: after + 1,
-        }),
+        directGetNext(
+          host.transport.requester,
+          inboxStreamName(cluster),
+          inboxSubject(cluster, this.address),
+          after + 1,
+        ),
       this.cell,
     );
     this.posted = new PostedMessages(this, this.inbox, host.transport, def.maxAttempts);
@@ -317,14 +321,38 @@ export class Activation implements TurnRunner {
       else this.log.warn({ err: envelope }, 'malformed message dropped (tell is at most once)');
       return;
     }
+    if (Array.isArray(envelope)) {
+      // A batch of tells (and mail hints), in the order they were made.
+      let malformed = 0;
+      for (const e of envelope) {
+        if (!e) malformed++;
+        else this.onTell(msg, e);
+      }
+      if (malformed > 0) {
+        this.log.warn({ malformed }, 'malformed tells of a batch dropped (tell is at most once)');
+      }
+      return;
+    }
+    if (!msg.reply) this.onTell(msg, envelope);
+    else if (envelope.t === MAIL_HINT_TYPE) {
+      // A hint is a tell: an ask of that type would otherwise wait for an answer until its
+      // deadline.
+      replyError(
+        msg,
+        invalidArgument('t', `${MAIL_HINT_TYPE} is reserved for mail hints, which are tells`),
+        this.log,
+      );
+    } else this.enqueue(this.host.transport.keepalive.track(msg, envelope.d), 'ask', envelope);
+  }
+
+  /** A tell, or a mail hint. */
+  private onTell(msg: Msg, envelope: CoreEnvelope): void {
     if (envelope.t === MAIL_HINT_TYPE) {
       this.mailHinted(hintSeq(envelope.m));
       this.schedule(); // even a stale hint restarts the idle timer
       return;
     }
-    if (msg.reply)
-      this.enqueue(this.host.transport.keepalive.track(msg, envelope.d), 'ask', envelope);
-    else this.enqueue(msg, 'tell', envelope);
+    this.enqueue(msg, 'tell', envelope);
   }
 
   /**

@@ -6,6 +6,7 @@ import {
   type NatsConnection,
 } from '@nats-io/transport-node';
 import { decodeJson } from './json-codec';
+import { TELL_BATCH_KEY } from './tell-batcher';
 import { ANSWER_HEADER, type CoreEnvelope, type ForwardedAsk, parseCoreEnvelope } from './protocol';
 
 /** Where an ask's reply goes: a NATS message, or an ask handed over with the activation. */
@@ -34,16 +35,22 @@ export function coreItem(msg: Respondable, via: 'ask' | 'tell', envelope: CoreEn
   return item;
 }
 
-/** The envelope of a message on an actor's subject, or INVALID_ARGUMENT when it is not one. */
-export function readEnvelope(msg: Msg): CoreEnvelope | TroupeError {
-  let envelope: CoreEnvelope | undefined;
+/**
+ * The envelope of a message on an actor's subject; the envelopes of a batch of tells
+ * (`{"b": [envelope, …]}`, see `TellBatcher`; an element that is no envelope is `undefined`); or
+ * INVALID_ARGUMENT when it is neither.
+ */
+export function readEnvelope(msg: Msg): CoreEnvelope | (CoreEnvelope | undefined)[] | TroupeError {
+  let value: unknown;
   try {
-    envelope = parseCoreEnvelope(decodeJson(msg.data));
+    value = decodeJson(msg.data);
   } catch {
-    envelope = undefined;
+    value = undefined;
   }
+  const batch = (value as Record<string, unknown> | null | undefined)?.[TELL_BATCH_KEY];
+  if (Array.isArray(batch) && !msg.reply) return batch.map(parseCoreEnvelope);
   return (
-    envelope ??
+    parseCoreEnvelope(value) ??
     new TroupeError('INVALID_ARGUMENT', 'payload: must be a Troupe message envelope {t, m}')
   );
 }

@@ -13,6 +13,11 @@ export const EMPTY_INBOX_TRUST_MS = 500;
 /** Reads after a hint whose message a (lagging) replica did not show yet: 10, 20, ... 640 ms. */
 export const MAX_LAGGING_READS = 7;
 
+/** Most reads ahead in flight (see {@link InboxReader.read}). */
+export const MAX_READS_AHEAD = 32;
+/** Most hinted sequences remembered for reading ahead. */
+const MAX_HINTED_KEPT = 1_024;
+
 /**
  * The stream read an {@link InboxReader} is built on: the first message of the actor's inbox
  * after sequence `after`, or null when there is none (a direct get, `next_by_subj`).
@@ -44,6 +49,10 @@ export class InboxReader {
   private emptyRead?: { after: number; atMs: number; hintedSeq: number };
   /** A read made while the activation started, used by the first {@link next}. */
   private prefetched?: { after: number; generation: number; read: Promise<StoredMsg | null> };
+  /** Hinted sequences not applied yet, ascending (for reading ahead). */
+  private pendingHints: number[] = [];
+  /** Reads ahead: the first message after each key, read before it was asked for. */
+  private readonly ahead = new Map<number, Promise<StoredMsg | null>>();
 
   /**
    * @param readAfter the stream read
@@ -73,8 +82,14 @@ export class InboxReader {
     if (seq === undefined) {
       this.emptyRead = undefined;
     } else {
-      if (seq > this.hintedSeq) this.hintedSeq = seq;
-      if (seq <= this.applied.cursor) return false;
+      if (seq <= this.applied.cursor) {
+        if (seq > this.hintedSeq) this.hintedSeq = seq;
+        return false;
+      }
+      if (seq > this.hintedSeq) {
+        this.hintedSeq = seq;
+        if (this.pendingHints.length < MAX_HINTED_KEPT) this.pendingHints.push(seq);
+      }
     }
     this.wantedFlag = true;
     this.generation++;
@@ -140,16 +155,49 @@ export class InboxReader {
     return found;
   }
 
-  /** The first message after `after`, read now; a read that finds nothing is remembered. */
+  /**
+   * The first message after `after`; a read that finds nothing is remembered.
+   *
+   * Reads ahead: a burst of posts to one actor would cost one direct get after another, each
+   * waiting for the one before. Every hinted sequence `h` that another hinted sequence follows
+   * is on this inbox's subject and has a successor there, so the first message after `h` is read
+   * at once, in parallel (up to {@link MAX_READS_AHEAD} in flight), and a later read after `h`
+   * takes it. A message found that way is the one a read now would find (the stream only grows,
+   * and even a lagging replica that holds a message after `h` holds the first one); a read ahead
+   * that found nothing or failed is made again.
+   */
   async read(after: number): Promise<StoredMsg | null> {
     // Only a read begun while hints arrive may vouch for "nothing newer": before that, a post's
     // hint went to nobody.
     const vouch = this.hintsArrive
       ? { after, atMs: Date.now(), hintedSeq: this.hintedSeq }
       : undefined;
-    const found = await this.readAfter(after);
+    const early = this.takeAhead(after);
+    let found = early ? await early.catch(() => null) : null;
+    if (!found) found = await this.readAfter(after);
     if (!found && vouch) this.emptyRead = vouch;
     return found;
+  }
+
+  /** The read ahead after `after`, if one was made; starts those worth making now. */
+  private takeAhead(after: number): Promise<StoredMsg | null> | undefined {
+    for (const key of this.ahead.keys()) if (key < after) this.ahead.delete(key);
+    const hints = this.pendingHints;
+    let first = 0;
+    while (first < hints.length && hints[first]! < after) first++;
+    if (first > 0) this.pendingHints = hints.slice(first);
+    const early = this.ahead.get(after);
+    this.ahead.delete(after);
+    // Every pending hint but the last has a successor on the subject: read it now.
+    const pending = this.pendingHints;
+    for (let i = 0; i + 1 < pending.length && this.ahead.size < MAX_READS_AHEAD; i++) {
+      const h = pending[i]!;
+      if (h === after || this.ahead.has(h)) continue;
+      const read = this.readAfter(h);
+      read.catch(() => undefined); // taken (and its failure ignored) by a later read
+      this.ahead.set(h, read);
+    }
+    return early;
   }
 
   /**

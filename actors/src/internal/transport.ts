@@ -19,6 +19,7 @@ import {
   SILENCE_INTERVALS,
 } from './ask-keepalive';
 import { type LivenessWatch, NO_RESPONDERS, Requester, ResponderSilentError } from './requester';
+import { TellBatcher } from './tell-batcher';
 import {
   ANSWER_HEADER,
   type ActivateReply,
@@ -68,6 +69,8 @@ export class Transport {
   readonly requester: Requester;
   /** Signs of life for the long asks this process's activations hold (see {@link AskKeepalive}). */
   readonly keepalive: AskKeepalive;
+  /** Tells (and mail hints) to actors, batched per subject (see {@link TellBatcher}). */
+  readonly tells: TellBatcher;
 
   constructor(
     readonly cluster: string,
@@ -79,6 +82,7 @@ export class Transport {
   ) {
     this.requester = new Requester(nc);
     this.keepalive = new AskKeepalive(nc, askKeepaliveMs);
+    this.tells = new TellBatcher(nc, log);
   }
 
   /**

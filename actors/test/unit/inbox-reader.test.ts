@@ -251,3 +251,35 @@ describe('InboxReader: prefetch', () => {
     expect((await reader.next())?.seq).toBe(1);
   });
 });
+
+describe('InboxReader: reading ahead of hinted messages', () => {
+  it('reads the successors of hinted messages at once, and finds an unhinted one between', async () => {
+    const { inbox, reader, applied } = setup(4);
+    inbox.seqs.push(5, 7, 9, 12); // 7 was posted but its hint was lost
+    for (const seq of [5, 9, 12]) reader.hinted(seq);
+    const got: number[] = [];
+    for (let after = 4; ;) {
+      const m = await reader.read(after);
+      if (!m) break;
+      got.push(m.seq);
+      after = applied.cursor = m.seq;
+    }
+    expect(got).toEqual([5, 7, 9, 12]);
+    // One read after each position, none twice: the reads after 5 and 9 (hinted, with a hinted
+    // successor) were made ahead, before the read after 4 returned.
+    expect([...inbox.reads].sort((a, b) => a - b)).toEqual([4, 5, 7, 9, 12]);
+    expect(inbox.reads.slice(0, 3).sort((a, b) => a - b)).toEqual([4, 5, 9]);
+  });
+
+  it('a read ahead that found nothing is made again', async () => {
+    const { inbox, reader } = setup(0);
+    reader.hinted(1);
+    reader.hinted(2);
+    // The read ahead after 1 runs before message 2 is visible (a lagging replica).
+    inbox.seqs.push(1);
+    expect((await reader.read(0))?.seq).toBe(1);
+    inbox.seqs.push(2);
+    expect((await reader.read(1))?.seq).toBe(2);
+    expect(inbox.reads.filter((a) => a === 1)).toHaveLength(2);
+  });
+});
