@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { AgentToolName } from '../agent-tool-name';
 import { defineTool } from './agent-tool';
-import { argvText } from './tool-text';
+import { argvText, MAX_COMMAND_BYTES, MAX_PATH_BYTES } from './tool-text';
 import { SandboxArgSchema } from '../../sandboxes/sandbox-template';
 
 /** `run_terminal_command`: a shell command in the sandbox, foreground or background. */
@@ -11,13 +11,15 @@ export const runTerminalCommand = defineTool({
     'Run a shell command in a sandbox workspace (foreground with timeout), or start one in the background and poll/kill it by job_id.',
   schema: z
     .strictObject({
-      command: argvText().optional().describe('Shell command (run with /bin/sh -c)'),
+      command: argvText(MAX_COMMAND_BYTES)
+        .optional()
+        .describe('Shell command (run with /bin/sh -c)'),
       action: z
         .enum(['run', 'poll', 'kill'])
         .default('run')
         .describe('run a command, or poll/kill a background job'),
       background: z.boolean().default(false).describe('start in the background; returns job_id'),
-      job_id: argvText().optional().describe('background job to poll or kill'),
+      job_id: argvText(MAX_PATH_BYTES).optional().describe('background job to poll or kill'),
       timeout_s: z.int().min(1).max(3_600).default(120).describe('foreground timeout, seconds'),
       sandbox: SandboxArgSchema,
     })

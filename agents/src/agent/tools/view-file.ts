@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { AgentToolName } from '../agent-tool-name';
 import { defineTool } from './agent-tool';
-import { argvText } from './tool-text';
+import { argvText, MAX_PATH_BYTES } from './tool-text';
 import { SandboxArgSchema } from '../../sandboxes/sandbox-template';
 import { toolError } from './tool-outcome';
 
@@ -10,7 +10,7 @@ export const viewFile = defineTool({
   name: AgentToolName.VIEW_FILE,
   description: 'Show a text file with line numbers (optionally a line range).',
   schema: z.strictObject({
-    path: argvText(),
+    path: argvText(MAX_PATH_BYTES),
     start_line: z.int().min(1).optional(),
     end_line: z.int().min(1).optional(),
     sandbox: SandboxArgSchema,
