@@ -1,27 +1,46 @@
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { copyFileSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { connect, type NatsConnection } from '@nats-io/transport-node';
-import { registerBuiltinDrivers } from '@troupe/benchmarks';
+import { connect, PermissionViolationError, type NatsConnection } from '@nats-io/transport-node';
+import {
+  applyFilePatch,
+  createModelAgentRunner,
+  parsePatch,
+  registerBuiltinDrivers,
+} from '@troupe/benchmarks';
 import { TroupeClient } from '@troupe/client';
 import { Coordinator, DriverRegistry } from '@troupe/coordinator';
+import { ModelRegistry } from '@troupe/llm';
 import { NodeAgent } from '@troupe/node-agent';
 import { leaseSubject } from '@troupe/proto';
-import { ensureDocker, startNatsServer, waitFor, type NatsServerHandle } from '@troupe/testkit';
+import { spawnNodeProcess } from '@troupe/test-cluster';
+import {
+  ensureDocker,
+  FakeOpenAI,
+  startNatsServer,
+  waitFor,
+  type NatsServerHandle,
+  type ScriptedResponse,
+} from '@troupe/testkit';
 
 // The NATS roles and users of the compose deployment on a real nats-server, with the users file
 // that deploy/compose/gen-env.sh generates for two node agents: the coordinator and both node
 // agents (each its own user) run a shell-tasks job; a node agent cannot touch the other one's
 // host control subjects nor run under its host id; no node agent, agent host or client can
-// publish where its role does not allow, nor reach the evaluator lease subjects.
+// publish where its role does not allow, nor reach the evaluator lease subjects. An agent host
+// (the `troupe agent-host` process) runs an issue-resolution job's model agents under its own
+// user, and is refused everything else.
 
+const ROOT = path.resolve(__dirname, '../../..');
 const COMPOSE = path.resolve(__dirname, '../../compose');
+const CLI = path.join(ROOT, 'client/dist/cli/main.js'); // built by the jest global set-up
 const CLUSTER = 'troupe'; // the cluster name nats.conf is written for
 const T = `troupe.${CLUSTER}`;
 
 let server: NatsServerHandle;
+let dir: string;
 let env: Record<string, string>;
 let agentA: string; // node agent 1's host id = its NATS user
 let agentB: string;
@@ -29,7 +48,7 @@ const conns: NatsConnection[] = [];
 
 beforeAll(async () => {
   await ensureDocker(); // gen-env.sh reads the Docker socket's group
-  const dir = mkdtempSync(path.join(tmpdir(), 'troupe-nats-perm-'));
+  dir = mkdtempSync(path.join(tmpdir(), 'troupe-nats-perm-'));
   execFileSync('bash', [
     path.join(COMPOSE, 'gen-env.sh'),
     '--output',
@@ -284,7 +303,7 @@ test('only coordinators may serve or request evaluator leases', async () => {
   );
   served.unsubscribe();
   const marker = `_INBOX.marker${nonce()}`;
-  const coordMarker = `${T}.actor.marker.${nonce()}`;
+  const coordMarker = `${T}.actor.sandbox.marker${nonce()}`; // all three roles may publish it
   for (const who of ['A', 'agent-host', 'client'] as const) {
     const nc = await as(who);
     // Cannot forge a request to the owner (acquire, or release someone else's sandbox) ...
@@ -304,4 +323,231 @@ test('a client account may only address actors', async () => {
   expect(await delivered(client, coord, `$KV.troupe_${CLUSTER}_state.agent.a1`, marker)).toBe(
     false,
   );
+});
+
+/**
+ * Which of `ops` (`publish <subject>`, `subscription <subject>`) the server refuses a new
+ * connection of `who` with a permission violation: does them in order, then publishes to a lease
+ * subject (refused to every role but the coordinator's); the server answers a connection in
+ * order, so once that one's violation arrives every other has.
+ */
+async function refusals(who: Parameters<typeof creds>[0], ops: readonly string[]) {
+  const nc = await as(who);
+  const refused: string[] = [];
+  void (async () => {
+    for await (const s of nc.status()) {
+      if (s.type === 'error' && s.error instanceof PermissionViolationError) {
+        refused.push(`${s.error.operation} ${s.error.subject}`);
+      }
+    }
+  })();
+  for (const op of ops) {
+    const [verb, subject = ''] = op.split(' ');
+    if (verb === 'publish') nc.publish(subject, 'x');
+    else nc.subscribe(subject);
+  }
+  const markerSubject = leaseSubject(CLUSTER, `marker-${nonce()}`);
+  const marker = `publish ${markerSubject}`;
+  nc.publish(markerSubject, 'x');
+  await nc.flush();
+  await waitFor(() => refused.includes(marker), {
+    timeoutMs: 10_000,
+    message: `the refusal of ${marker}`,
+  });
+  await nc.close();
+  return refused.filter((r) => r !== marker);
+}
+
+/** The scripted model of the agent-host test: reads the code, writes the fix, finishes. */
+function slugifyFixer(): (body: { messages: unknown[] }) => ScriptedResponse {
+  const task = path.join(ROOT, 'benchmarks/suites/bugfix-mini/js-slugify');
+  const fixed = parsePatch(readFileSync(path.join(task, 'solution.patch'), 'utf8')).map((p) => {
+    const rel = p.newPath ?? p.oldPath ?? '';
+    const old = p.oldPath ? readFileSync(path.join(task, 'repo', p.oldPath), 'utf8') : '';
+    return { path: rel, content: applyFilePatch(old, p) };
+  });
+  const usage = { prompt_tokens: 1_000, completion_tokens: 100 };
+  const steps: ScriptedResponse[] = [
+    { toolCalls: [{ name: 'run_terminal_command', arguments: { command: 'node --test test/' } }] },
+    { toolCalls: [{ name: 'view_file', arguments: { path: 'src/slugify.js' } }] },
+    ...fixed.map((f) => ({ toolCalls: [{ name: 'write_file', arguments: f }] })),
+    { toolCalls: [{ name: 'finish_task', arguments: { summary: 'fixed' } }] },
+  ];
+  return (body) => {
+    const step = body.messages.filter((m) => (m as { role: string }).role === 'assistant').length;
+    const next = steps[step];
+    if (!next) throw new Error(`the script has no step ${step}`);
+    return { ...next, usage };
+  };
+}
+
+test('an agent host under its own user runs model agents, and is refused everything else', async () => {
+  await ensureDocker();
+  const key = `sk-${nonce()}`;
+  const fake = new FakeOpenAI({ apiKey: key });
+  await fake.start();
+  const fixer = slugifyFixer();
+  fake.setHandler((req) => fixer(req.body));
+  const modelsYaml = [
+    'models:',
+    '  fake:',
+    `    baseURL: ${fake.baseURL}`,
+    '    apiKeyEnv: FAKE_LLM_KEY',
+    '    model: fake-model',
+    '    inputUsdPer1M: 1',
+    '    outputUsdPer1M: 10',
+    '',
+  ].join('\n');
+  const modelsFile = path.join(dir, 'models.yaml');
+  writeFileSync(modelsFile, modelsYaml);
+  // A skill folder, pushed to the skill store when the host starts.
+  mkdirSync(path.join(dir, 'skills', 'bisect'), { recursive: true });
+  writeFileSync(
+    path.join(dir, 'skills', 'bisect', 'SKILL.md'),
+    '---\nname: bisect\ndescription: Find a bad commit.\n---\nRun git bisect.\n',
+  );
+  const token = randomBytes(24).toString('hex');
+  // The coordinator knows the models (to accept the job) but hosts no agents: every session runs
+  // on the agent host.
+  const coordinator = await Coordinator.start(
+    {
+      cluster: CLUSTER,
+      nats: { servers: server.url, ...creds('coordinator') },
+      metrics: { port: null },
+      shutdownGraceMs: 0,
+      grpc: { host: '127.0.0.1', port: 0, token },
+    },
+    {
+      drivers: registerBuiltinDrivers(new DriverRegistry(), {
+        issueResolution: {
+          agentRunners: [createModelAgentRunner({ models: ModelRegistry.fromYaml(modelsYaml) })],
+        },
+      }),
+    },
+  );
+  let nodeAgent: NodeAgent | undefined;
+  const hostId = `agents-${nonce()}`;
+  const host = spawnNodeProcess(CLI, ['agent-host', '--skills', path.join(dir, 'skills')], {
+    name: 'agent-host',
+    env: {
+      TROUPE_CLUSTER: CLUSTER,
+      TROUPE_NATS_URL: server.url,
+      TROUPE_NATS_USER: creds('agent-host').user,
+      TROUPE_NATS_PASS: creds('agent-host').pass,
+      TROUPE_HOST_ID: hostId,
+      TROUPE_MODELS_FILE: modelsFile,
+      TROUPE_SHUTDOWN_GRACE_MS: '2000',
+      TROUPE_LOG_LEVEL: 'info',
+      FAKE_LLM_KEY: key,
+    },
+  });
+  const client = new TroupeClient({
+    address: `127.0.0.1:${coordinator.grpcPort}`,
+    token,
+    timeoutMs: 20_000,
+  });
+  try {
+    nodeAgent = await NodeAgent.start({
+      cluster: CLUSTER,
+      hostId: agentA,
+      nats: { servers: server.url, ...creds('A') },
+      slots: { sandbox: 2 },
+      shutdownGraceMs: 2_000,
+    });
+    await waitFor(
+      () => {
+        const hosts = coordinator.registry?.schedulable().map((h) => h.info.hostId) ?? [];
+        return hosts.includes(agentA) && hosts.includes(hostId);
+      },
+      { timeoutMs: 60_000, message: 'the node agent and the agent host registered' },
+    ).catch((err: Error) => {
+      throw new Error(`${err.message}\nagent host:\n${host.output()}`);
+    });
+    const job = await client.submitJob(
+      JSON.stringify({
+        name: 'agent-host-permissions',
+        kind: 'issue-resolution',
+        budget: { usd: 5 },
+        agent: { model: 'fake', maxSteps: 10 },
+        config: { agent: { kind: 'model' } },
+        tasks: { suite: path.join(ROOT, 'benchmarks/suites/bugfix-mini'), include: ['js-slugify'] },
+      }),
+      { format: 'json' },
+    );
+    for await (const e of client.watch(job.jobId, { signal: AbortSignal.timeout(300_000) })) {
+      if (e.type === 'JOB_FINISHED') break;
+    }
+    const results = await client.getResults(job.jobId);
+    expect(results.state).toBe('SUCCEEDED');
+    expect(results.tasks.map((t) => [t.taskId, t.status, t.stopReason])).toEqual([
+      ['js-slugify', 'TASK_PASSED', 'finished'],
+    ]);
+    // Every model call (run the tests, read, write the fix, finish) was charged to the job
+    // through the budget ledger: 1000 × $1/M + 100 × $10/M = $0.002 each.
+    expect(fake.chatRequests).toHaveLength(4);
+    expect(results.tasks[0]?.costUsd).toBeCloseTo(4 * 0.002, 6);
+    expect(results.tasks[0]?.artifacts.some((a) => a.endsWith('trajectory.jsonl'))).toBe(true);
+    expect(fake.unexpectedRequests).toEqual([]);
+    // It stops cleanly (deregisters, releases its actors), and met no refusal on the way.
+    expect(await host.kill('SIGTERM')).toBe(0);
+    expect(host.output()).toContain('agent host stopped');
+    // (nats-server logs each refusal with the client's connection name.)
+    const violation = new RegExp(`"[^"]*:troupe-agents-${hostId}" - \\w+ Violation`);
+    expect(
+      server
+        .output()
+        .split('\n')
+        .filter((l) => violation.test(l)),
+    ).toEqual([]);
+
+    // Refused what it never does: job events, leases, coordinator buckets and subjects, other
+    // kinds' actors, entries and streams. Those marked (old) the former deny list allowed.
+    const S = `TROUPE_${CLUSTER.toUpperCase()}`;
+    const kv = (bucket: string) => `troupe_${CLUSTER}_${bucket}`;
+    const refused = [
+      `publish ${T}.events.j-1`,
+      `publish ${leaseSubject(CLUSTER, nonce())}`,
+      `publish $KV.${kv('jobs')}.j-1`,
+      `publish $KV.${kv('budget')}.cluster`,
+      `publish $KV.${kv('leases')}.leader`,
+      `publish $JS.API.STREAM.DELETE.${S}_INBOX`,
+      `publish $JS.API.STREAM.DELETE.KV_${kv('memory')}`,
+      `publish $JS.API.STREAM.CREATE.${S}_EVENTS`, // (old)
+      `publish $JS.API.STREAM.PURGE.KV_${kv('state')}`, // (old)
+      `publish $JS.API.DIRECT.GET.KV_${kv('state')}.$KV.${kv('state')}.job.j-1`, // (old)
+      `publish $KV.${kv('state')}.job.j-1`, // (old)
+      `publish $KV.${kv('directory')}.sandbox.s-1`, // (old)
+      `publish ${T}.host.${agentA}.activate`, // (old)
+      `publish ${T}.actor.job.j-1`, // (old)
+      `publish ${T}.inbox.job.j-1`, // (old)
+      `publish ${T}.coord.sched.remind`, // (old)
+      `subscription ${T}.coord.>`,
+      `subscription ${T}.coord.sched.activate`,
+      `subscription ${T}.events.>`,
+      `subscription ${T}.lease.>`,
+      // The coordinator's kinds, then the node agents'.
+      ...['job', 'job-task', 'evolve-island', 'budget-ledger', 'rate-limit']
+        .concat(['sandbox', 'evaluator', 'environment'])
+        .map((kind) => `subscription ${T}.actor.${kind}.*`),
+      `subscription ${T}.actor.>`, // (old)
+      `subscription ${T}.inbox.>`, // (old)
+      `subscription $KV.${kv('jobs')}.>`, // (old)
+      `subscription ${T}.host.${agentA}.drain`, // (old)
+    ];
+    // What the job above needed is not refused.
+    const allowed = [
+      `publish ${T}.actor.sandbox.none-${nonce()}`,
+      `publish ${T}.actor.budget-ledger.none-${nonce()}`,
+      `subscription ${T}.actor.agent.*`,
+      `subscription ${T}.host.${hostId}.activate`,
+      `subscription ${T}.trajectory.*`,
+    ];
+    expect(await refusals('agent-host', [...refused, ...allowed])).toEqual(refused);
+  } finally {
+    client.close();
+    await host.kill();
+    await nodeAgent?.stop();
+    await coordinator.stop();
+    await fake.close();
+  }
 });
