@@ -339,7 +339,10 @@ export class Activation implements TurnRunner {
       // deadline.
       replyError(
         msg,
-        invalidArgument('t', `${MAIL_HINT_TYPE} is reserved for mail hints, which are tells`),
+        invalidArgument(
+          'payload.t',
+          `${MAIL_HINT_TYPE} is reserved for mail hints, which are tells`,
+        ),
         this.log,
       );
     } else this.enqueue(this.host.transport.keepalive.track(msg, envelope.d), 'ask', envelope);

@@ -122,7 +122,7 @@ test('a batch with malformed elements keeps the good ones; an ask of the hint ty
     });
     const error = decodeErrorHeaders(reply.headers);
     expect(error?.code).toBe('INVALID_ARGUMENT');
-    expect(error?.message).toMatch(/^`t`: \$mail is reserved/);
+    expect(error?.message).toMatch(/^`payload\.t`: \$mail is reserved/);
     // Still serving.
     ref.tell('add', { n: 3 });
     await waitFor(async () => ((await ref.ask('read', {})) as number[]).length === 3, {
