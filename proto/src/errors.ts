@@ -464,13 +464,20 @@ export interface ZodErrorOptions {
 }
 
 const IDENTIFIER = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
+/**
+ * Longest key a field path shows whole. A longer one (a user's 100,000-character label key) is
+ * cut, so the path still fits in the message a server sends back (2 KiB), which names it.
+ */
+export const MAX_PATH_KEY_CHARS = 64;
 
 function formatPath(prefix: string | undefined, path: readonly PropertyKey[]): string {
   let out = prefix ?? '';
   for (const key of path) {
     if (typeof key === 'number') out += `[${key}]`;
     else if (typeof key === 'symbol') out += `[${key.toString()}]`;
-    else if (IDENTIFIER.test(key)) out += out === '' ? key : `.${key}`;
+    else if (key.length > MAX_PATH_KEY_CHARS) {
+      out += `[${JSON.stringify(`${key.slice(0, 32)}…`)} (${key.length} characters)]`;
+    } else if (IDENTIFIER.test(key)) out += out === '' ? key : `.${key}`;
     else out += `[${JSON.stringify(key)}]`;
   }
   return out === '' ? '(root)' : out;

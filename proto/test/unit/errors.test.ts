@@ -429,6 +429,18 @@ describe('zod errors', () => {
     expect(err.message.split('; ')).toHaveLength(3);
   });
 
+  it('fromZodError cuts a key too long to show (found by the grpc fuzz target)', () => {
+    const key = 'y'.repeat(170_000);
+    const result = z
+      .object({ labels: z.record(z.string().max(63), z.string()) })
+      .safeParse({ labels: { [key]: 'v' } });
+    const err = fromZodError(result.error!, { prefix: 'spec' });
+    const field = `spec.labels["${'y'.repeat(32)}…" (170000 characters)]`;
+    expect((err.details as { issues: { field: string }[] }).issues[0]!.field).toBe(field);
+    expect(err.message.startsWith(`${field}: `)).toBe(true);
+    expect(err.message.length).toBeLessThan(300);
+  });
+
   it('fromZodError lists at most MAX_LISTED_ISSUES issues and counts the rest', () => {
     const result = z
       .array(z.object({ id: z.string() }))
