@@ -59,6 +59,12 @@ test.each([
   ],
   [
     AgentToolName.RUN_TERMINAL_COMMAND,
+    { action: 'poll', job_id: 'y'.repeat(1_033) },
+    'arguments.job_id',
+    128,
+  ],
+  [
+    AgentToolName.RUN_TERMINAL_COMMAND,
     { command: 'y'.repeat(131_072) },
     'arguments.command',
     131_071,

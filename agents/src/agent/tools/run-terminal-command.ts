@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { AgentToolName } from '../agent-tool-name';
 import { defineTool } from './agent-tool';
-import { argvText, MAX_COMMAND_BYTES, MAX_PATH_BYTES } from './tool-text';
+import { argvText, MAX_COMMAND_BYTES } from './tool-text';
 import { SandboxArgSchema } from '../../sandboxes/sandbox-template';
 
 /** `run_terminal_command`: a shell command in the sandbox, foreground or background. */
@@ -19,7 +19,8 @@ export const runTerminalCommand = defineTool({
         .default('run')
         .describe('run a command, or poll/kill a background job'),
       background: z.boolean().default(false).describe('start in the background; returns job_id'),
-      job_id: argvText(MAX_PATH_BYTES).optional().describe('background job to poll or kill'),
+      // The sandbox's task ids are at most 128 characters.
+      job_id: argvText(128).optional().describe('background job to poll or kill'),
       timeout_s: z.int().min(1).max(3_600).default(120).describe('foreground timeout, seconds'),
       sandbox: SandboxArgSchema,
     })
