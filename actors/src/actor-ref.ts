@@ -19,6 +19,7 @@ import {
   type ReplyOf,
 } from './actor-definition';
 import { decodeJson, encodeJson } from './internal/json-codec';
+import { publishToStream } from './internal/direct-get';
 import { isNatsTimeout } from './internal/nats-errors';
 import { NO_RESPONDERS, ResponderSilentError } from './internal/requester';
 import { type CoreEnvelope, MAIL_HINT_TYPE } from './internal/protocol';
@@ -221,16 +222,15 @@ export class UntypedActorRef {
   async post(type: string, msg: unknown, options: PostOptions = {}): Promise<PostReceipt> {
     throwIfAborted(options.signal);
     const h = this.headers(type);
+    if (options.dedupeId) h.set(Header.MSG_ID, options.dedupeId);
     let ack;
     try {
       ack = await withAbort(
-        this.transport.js.publish(
+        publishToStream(
+          this.transport.requester,
           inboxSubject(this.transport.cluster, this.address),
           encodeJson(msg),
-          {
-            headers: h,
-            ...(options.dedupeId ? { msgID: options.dedupeId } : {}),
-          },
+          h,
         ),
         options.signal,
       );

@@ -1,6 +1,8 @@
 import { TroupeError } from '@troupe/proto';
 import { type StoredMsg } from '@nats-io/jetstream';
 import { DirectMsgImpl, JetStreamStatus } from '@nats-io/jetstream/internal';
+import { type MsgHdrs } from '@nats-io/transport-node';
+import { decodeJson } from './json-codec';
 import { NO_RESPONDERS, type Requester } from './requester';
 
 /** Deadline of one direct get (nats.js' JetStream API default). */
@@ -36,4 +38,46 @@ export async function directGetNext(
     throw status.toError();
   }
   return new DirectMsgImpl(reply);
+}
+
+/** What a stream's acknowledgement of a publish says. */
+export interface StreamAck {
+  stream: string;
+  seq: number;
+  duplicate: boolean;
+}
+
+/**
+ * Publishes `data` to a stream's `subject` and waits for the stream's acknowledgement: what
+ * `js.publish` does (one attempt, the JetStream API's 5 s deadline), through the
+ * {@link Requester} for the same reason as {@link directGetNext}. A refusal (the stream's error)
+ * rejects with it; no stream answering rejects with `UNAVAILABLE`.
+ */
+export async function publishToStream(
+  requester: Requester,
+  subject: string,
+  data: Uint8Array,
+  headers: MsgHdrs,
+): Promise<StreamAck> {
+  const reply = await requester.request(subject, data, {
+    timeoutMs: DIRECT_GET_TIMEOUT_MS,
+    headers,
+  });
+  if (reply === NO_RESPONDERS) {
+    throw new TroupeError('UNAVAILABLE', `publish to ${subject}: no stream answered`, {
+      retryable: true,
+    });
+  }
+  const ack = decodeJson(reply.data) as Partial<StreamAck> & {
+    error?: { code?: number; err_code?: number; description?: string };
+  };
+  if (ack?.error) {
+    throw new Error(
+      `publish to ${subject} refused: ${ack.error.description ?? 'unknown'} (${ack.error.err_code ?? ack.error.code ?? '?'})`,
+    );
+  }
+  if (typeof ack?.stream !== 'string' || ack.stream === '' || typeof ack.seq !== 'number') {
+    throw new Error(`publish to ${subject}: invalid acknowledgement`);
+  }
+  return { stream: ack.stream, seq: ack.seq, duplicate: ack.duplicate === true };
 }
