@@ -66,7 +66,7 @@ test('1,000 tells in a loop arrive in order, in a handful of NATS messages', asy
     for (let n = 0; n < 1_000; n++) ref.tell('add', { n });
     const seen = await waitFor(
       async () => {
-        const s = (await ref.ask('read', {})) as number[];
+        const s = await ref.ask('read', {});
         return s.length === 1_000 ? s : undefined;
       },
       { timeoutMs: 10_000, message: 'every tell handled' },
@@ -87,7 +87,7 @@ test('an ask made right after tells sees them handled first', async () => {
     for (let round = 0; round < 20; round++) {
       ref.tell('add', { n: 2 * round });
       ref.tell('add', { n: 2 * round + 1 });
-      const seen = (await ref.ask('read', {})) as number[];
+      const seen = await ref.ask('read', {});
       expect(seen).toHaveLength(2 * round + 2);
     }
   });
@@ -110,7 +110,7 @@ test('a batch with malformed elements keeps the good ones; an ask of the hint ty
         ],
       }),
     );
-    await waitFor(async () => ((await ref.ask('read', {})) as number[]).length === 2, {
+    await waitFor(async () => (await ref.ask('read', {})).length === 2, {
       timeoutMs: 5_000,
       message: 'the two valid tells of the batch handled',
     });
@@ -125,7 +125,7 @@ test('a batch with malformed elements keeps the good ones; an ask of the hint ty
     expect(error?.message).toMatch(/^`payload\.t`: \$mail is reserved/);
     // Still serving.
     ref.tell('add', { n: 3 });
-    await waitFor(async () => ((await ref.ask('read', {})) as number[]).length === 3, {
+    await waitFor(async () => (await ref.ask('read', {})).length === 3, {
       timeoutMs: 5_000,
     });
     void host;
