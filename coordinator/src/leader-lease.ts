@@ -23,6 +23,16 @@ const KEY = 'coordinator';
  * has not changed for `leaseMs` on the standby's own monotonic clock — no wall clocks are
  * compared across machines. A leader whose renewal fails (someone else's revision) steps down at
  * once; one that cannot reach NATS for `leaseMs` steps down too, before a standby can take over.
+ *
+ * Two rules keep a JetStream hiccup (the lease stream electing a new leader after a server loss)
+ * from moving the leadership:
+ * - Renewals never wait for `onElected`/`onDeposed`: a leader whose services take seconds to
+ *   start (their streams are electing too) keeps renewing meanwhile. The callbacks run one after
+ *   another, in order, on a chain of their own.
+ * - A standby that could not read the lease starts watching it afresh: it takes over only after
+ *   seeing one revision for `leaseMs` of successful reads, so a leader that renews as soon as the
+ *   stream answers again keeps its lease. (Safety does not depend on this: the leader steps down
+ *   on its own clock before any standby's `leaseMs` after its last renewal has passed.)
  */
 export class LeaderLease {
   private timer?: NodeJS.Timeout;
@@ -34,6 +44,8 @@ export class LeaderLease {
   private readonly leaseMs: number;
   private readonly renewMs: number;
   private busy?: Promise<void>;
+  /** `onElected`/`onDeposed` calls, chained so they run in order and never overlap. */
+  private transitions: Promise<void> = Promise.resolve();
 
   constructor(private readonly options: LeaderLeaseOptions) {
     this.leaseMs = options.leaseMs ?? 5_000;
@@ -45,18 +57,20 @@ export class LeaderLease {
     return this.leading;
   }
 
-  /** Starts competing for the lease. */
+  /** Starts competing for the lease; resolves once a leadership won on the first try has started. */
   async start(): Promise<void> {
     await this.tick();
     this.timer = setInterval(() => {
       // Step down on our own clock even when a tick hangs on an unreachable server, so we never
       // lead past the point where a standby may take over.
       if (this.leading && performance.now() - this.lastRenewMono >= this.leaseMs * 0.8) {
-        void this.setLeading(false);
+        this.setLeading(false);
       }
       if (!this.busy) this.busy = this.tick().finally(() => (this.busy = undefined));
     }, this.renewMs);
     this.timer.unref();
+    // Renewals run meanwhile: services that start slowly must not cost the lease.
+    await this.transitions;
   }
 
   /** Stops competing; a leader releases the lease so a standby takes over at once. */
@@ -65,7 +79,8 @@ export class LeaderLease {
     clearInterval(this.timer);
     await this.busy;
     if (this.leading) {
-      await this.setLeading(false);
+      this.setLeading(false);
+      await this.transitions;
       try {
         const e = await this.options.kv.get(KEY);
         if (
@@ -90,7 +105,7 @@ export class LeaderLease {
       if (!e || e.operation !== 'PUT') {
         await this.options.kv.create(KEY, body);
         this.lastRenewMono = t;
-        await this.setLeading(true);
+        this.setLeading(true);
         return;
       }
       const holder = e.json<{ holder: string }>().holder;
@@ -102,32 +117,38 @@ export class LeaderLease {
         this.lastRevision = await this.options.kv.update(KEY, body, e.revision);
         this.lastChangeMono = t;
         this.lastRenewMono = t;
-        await this.setLeading(true);
+        this.setLeading(true);
         return;
       }
-      if (this.leading) await this.setLeading(false); // someone else holds it
+      if (this.leading) this.setLeading(false); // someone else holds it
       if (t - this.lastChangeMono >= this.leaseMs) {
         this.lastRevision = await this.options.kv.update(KEY, body, e.revision);
         this.lastRenewMono = t;
         this.options.log.warn({ previous: holder }, 'lease expired: taking over');
-        await this.setLeading(true);
+        this.setLeading(true);
       }
     } catch (err) {
-      // Lost a CAS race or NATS is unreachable.
+      // Lost a CAS race or NATS is unreachable. A standby watches the lease afresh once it can
+      // read it again (see the class comment).
       this.options.log.debug({ err }, 'lease tick failed');
-      if (this.leading && t - this.lastRenewMono >= this.leaseMs * 0.8)
-        await this.setLeading(false);
+      this.lastRevision = -1;
+      if (this.leading && t - this.lastRenewMono >= this.leaseMs * 0.8) this.setLeading(false);
     }
   }
 
-  private async setLeading(leading: boolean): Promise<void> {
+  /** Records the change and chains its callback; never waits for it. */
+  private setLeading(leading: boolean): void {
     if (leading === this.leading) return;
     this.leading = leading;
     this.options.log.info(
       { holder: this.options.holderId },
       leading ? 'elected leader' : 'stepped down',
     );
-    if (leading) await this.options.onElected();
-    else await this.options.onDeposed();
+    const callback = leading ? this.options.onElected : this.options.onDeposed;
+    this.transitions = this.transitions
+      .then(() => callback())
+      .catch((err: unknown) => {
+        this.options.log.error({ err }, 'leadership callback failed');
+      });
   }
 }
