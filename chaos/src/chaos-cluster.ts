@@ -71,6 +71,11 @@ export class ChaosCluster {
     private readonly tempFiles: readonly string[],
   ) {}
 
+  /** Processes the harness killed or stopped itself (not crashes). */
+  private readonly killedByUs = new WeakSet<TestProcess>();
+  /** Crashes noticed and not yet taken by {@link takeCrashes}. */
+  private readonly crashes: string[] = [];
+
   /** Starts the cluster and waits until every process is up and every node agent is listed. */
   static async start(options: ChaosClusterOptions): Promise<ChaosCluster> {
     const docker = await ensureDocker();
@@ -212,12 +217,45 @@ export class ChaosCluster {
 
   /** `kill -9` of a coordinator or node agent (waits for its exit). */
   async killMember(target: FaultTarget): Promise<void> {
-    await this.member(target).process.kill('SIGKILL');
+    const m = this.member(target);
+    this.noteCrash(m);
+    this.killedByUs.add(m.process);
+    await m.process.kill('SIGKILL');
+  }
+
+  /**
+   * Coordinators and node agents that exited without the harness killing them since the last
+   * call (each described with its exit and the error it printed), started again so the run goes
+   * on. A process of Troupe must never end on its own under faults: each is a violation.
+   */
+  async takeCrashes(): Promise<string[]> {
+    for (const m of this.members()) {
+      if (this.noteCrash(m)) await this.restartMember(m);
+    }
+    return this.crashes.splice(0);
+  }
+
+  /** Records `m` as crashed when its process exited and the harness did not kill it. */
+  private noteCrash(m: Member): boolean {
+    const child = m.process.child;
+    if (this.killedByUs.has(m.process) || (child.exitCode === null && child.signalCode === null)) {
+      return false;
+    }
+    this.killedByUs.add(m.process); // reported once
+    const error = m.process.lines.findLast((l) => /^\w*Error\b/.test(l)) ?? m.process.lines.at(-1);
+    this.crashes.push(
+      `${m.name} exited on its own (${child.exitCode ?? child.signalCode}): ${error ?? 'no output'}`,
+    );
+    return true;
+  }
+
+  private members(): Member[] {
+    return [...this.coordinators, ...this.nodeAgents];
   }
 
   /** Starts a killed coordinator or node agent again; resolves once it says it started. */
-  async restartMember(target: FaultTarget): Promise<void> {
-    const m = this.member(target);
+  async restartMember(target: FaultTarget | Member): Promise<void> {
+    const m = 'spawn' in target ? target : this.member(target);
     m.process = m.spawn();
     await this.waitReady(m);
   }
@@ -268,6 +306,7 @@ export class ChaosCluster {
   async stop(): Promise<void> {
     await Promise.all(
       [...this.nodeAgents, ...this.coordinators].map(async (m) => {
+        this.killedByUs.add(m.process);
         // A process left stopped by an interrupted fault would ignore SIGTERM.
         if (m.process.child.pid !== undefined) {
           try {

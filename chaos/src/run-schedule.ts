@@ -117,6 +117,8 @@ export async function runSchedule(
       }
       // The schedule's own timing, not a synchronisation.
       await delay(fault.gapMs);
+      // A process that crashed since is a violation; it is started again before the fault.
+      violations.push(...(await c.takeCrashes()));
       const injectedAt = Date.now();
       const injected = await injectFault(c, fault);
       if (fault.target.role === 'leader' && injected.target.role === 'coordinator') {
@@ -182,6 +184,7 @@ export async function runSchedule(
       { timeoutMs: 30_000, message: 'exec events of every task' },
     ).catch(() => undefined);
     violations.push(...checkExecutions(markers, observer.execs.slice(execsBefore)).violations);
+    violations.push(...(await c.takeCrashes()));
     return {
       seed: schedule.seed,
       jobId,

@@ -270,8 +270,11 @@ export function createShellTasksDriver(
       const earlier = await readEarlier(ctx);
       // A crash interrupted an earlier execution of this attempt: its sandbox may still live,
       // and its command still run there. Such a command is waited for, not started again.
+      // Every other earlier sandbox goes, an earlier attempt's too: its own cleanup may have
+      // failed with the fault that ended it (a NATS server lost mid-commit), and nothing else
+      // would remove it before the node agent's reaper.
       const adopt = earlier.running?.resourceId;
-      for (const stale of ctx.staleResourceIds) {
+      for (const stale of new Set([...ctx.earlierResourceIds, ...ctx.staleResourceIds])) {
         if (stale === adopt) continue;
         await destroy(ctx, stale).catch((err: unknown) =>
           ctx.log.warn({ err, resourceId: stale }, 'could not destroy a stale sandbox'),

@@ -87,12 +87,13 @@ test('a command that exited before its execution failed is not run again by the 
   expect(first).toMatchObject({ exitCode: 0, timedOut: false });
   expect(first.recoveredFrom).toBeUndefined();
   expect(first.stdout).toMatch(/^[0-9a-f-]{36}\n$/);
-  // The attempt then failed on infrastructure: its cleanup destroyed the sandbox.
-  await driver.cleanup!(context('rec-a1', []), task);
-  expect((await statusOf('rec-a1')).status).toBe('destroyed');
+  // The attempt then failed on infrastructure, and its cleanup with it: the sandbox is left.
+  expect((await statusOf('rec-a1')).status).toBe('ready');
 
   const retry = await driver.runTask(context('rec-a2', ['rec-a1']), task);
   expect(retry).toMatchObject({ exitCode: 0, stdout: first.stdout, recoveredFrom: 'rec-a1' });
+  // The retry read the earlier attempt's sandbox, then removed it.
+  expect((await statusOf('rec-a1')).status).toBe('destroyed');
   // The retry never created a sandbox of its own.
   expect((await statusOf('rec-a2')).status).toBe('new');
   const grade = await driver.grade(context('rec-a2', ['rec-a1']), task, retry);
