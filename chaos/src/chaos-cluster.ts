@@ -130,6 +130,8 @@ export class ChaosCluster {
               TROUPE_COORDINATOR_ID: `chaos-coord-${i}`,
               TROUPE_METRICS_PORT: 'off',
               TROUPE_LOG_LEVEL: process.env['TROUPE_CHAOS_LOG_LEVEL'] ?? 'info',
+              // A crash prints where the error was thrown, not only where it was made.
+              NODE_OPTIONS: '--trace-uncaught',
             },
           });
         coordinators.push({
@@ -154,6 +156,8 @@ export class ChaosCluster {
               TROUPE_SLOTS: `sandbox=${options.slots ?? 4}`,
               TROUPE_METRICS_PORT: 'off',
               TROUPE_LOG_LEVEL: process.env['TROUPE_CHAOS_LOG_LEVEL'] ?? 'info',
+              // A crash prints where the error was thrown, not only where it was made.
+              NODE_OPTIONS: '--trace-uncaught',
               TROUPE_VM: 'off',
             },
           });

@@ -49,6 +49,24 @@ export async function runServer<
 >(options: RunServerOptions<S, L, R>): Promise<void> {
   const config = loadServerConfig(options.config);
   const logger = options.logger(config);
+  // An uncaught error still ends the process (its state is unknown), but the log says so, with
+  // whether a throw or an unhandled rejection ended it: the process's last words otherwise go
+  // to stderr only.
+  const lastWords = (err: Error, origin: string): void =>
+    logger.error({ err, origin }, 'exiting on an uncaught error');
+  process.on('uncaughtExceptionMonitor', lastWords);
+  try {
+    await serve(options, config, logger);
+  } finally {
+    process.off('uncaughtExceptionMonitor', lastWords);
+  }
+}
+
+async function serve<S extends z.ZodType, L extends ServerLogger, R extends RunningServer>(
+  options: RunServerOptions<S, L, R>,
+  config: z.output<S>,
+  logger: L,
+): Promise<void> {
   const server = await options.start(config, logger);
   options.onStarted?.(server);
   const { signal } = options;

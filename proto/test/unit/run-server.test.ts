@@ -39,6 +39,30 @@ describe('runServer', () => {
     expect(steps).toEqual(['started', 'stop']);
   });
 
+  test('an uncaught error is logged with its origin while the server runs, not after', async () => {
+    const errors: unknown[][] = [];
+    const logger = { info: () => undefined, error: (...args: unknown[]) => errors.push(args) };
+    const listeners = process.listenerCount('uncaughtExceptionMonitor');
+    const stop = new AbortController();
+    const done = runServer({
+      config: { env: {}, schema: Schema, applyEnvironment },
+      logger: () => logger,
+      start: () => Promise.resolve({ stop: () => Promise.resolve() }),
+      signal: stop.signal,
+    });
+    await new Promise((r) => setImmediate(r));
+    const boom = new Error('boom');
+    for (const listener of process.listeners('uncaughtExceptionMonitor')) {
+      listener(boom, 'unhandledRejection');
+    }
+    expect(errors).toEqual([
+      [{ err: boom, origin: 'unhandledRejection' }, 'exiting on an uncaught error'],
+    ]);
+    stop.abort('SIGTERM');
+    await done;
+    expect(process.listenerCount('uncaughtExceptionMonitor')).toBe(listeners);
+  });
+
   test('a bad config is refused with every problem before the logger or the server exist', async () => {
     const start = jest.fn();
     const logger = jest.fn();
