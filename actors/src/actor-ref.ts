@@ -1,7 +1,6 @@
 import {
   type ActorAddress,
   actorSubject,
-  cancelledError,
   decodeErrorHeaders,
   delay,
   formatAddress,
@@ -21,6 +20,7 @@ import {
 import { decodeJson, encodeJson } from './internal/json-codec';
 import { publishToStream } from './internal/direct-get';
 import { isNatsTimeout } from './internal/nats-errors';
+import { throwIfAborted, withAbort } from './internal/with-abort';
 import { NO_RESPONDERS, ResponderSilentError } from './internal/requester';
 import { type CoreEnvelope, MAIL_HINT_TYPE } from './internal/protocol';
 import { type PlacementHints, type Transport } from './internal/transport';
@@ -300,34 +300,5 @@ export class ActorRef<D extends AnyActorDefinition> {
   /** A ref to the same actor whose activations and posts carry these scheduling hints. */
   withHints(hints: PlacementHints): ActorRef<D> {
     return new ActorRef(this.inner.withHints(hints));
-  }
-}
-
-function throwIfAborted(signal: AbortSignal | undefined): void {
-  if (signal?.aborted) throw abortError(signal);
-}
-
-function abortError(signal: AbortSignal): TroupeError {
-  const reason: unknown = signal.reason;
-  if (reason instanceof TroupeError) return reason;
-  if (reason instanceof Error && reason.name === 'TimeoutError') {
-    return new TroupeError('TIMEOUT', 'operation timed out', { cause: reason });
-  }
-  return cancelledError(typeof reason === 'string' ? reason : 'user');
-}
-
-/** Races a promise with an abort signal (NATS requests take no signal of their own). */
-async function withAbort<T>(p: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
-  if (!signal) return p;
-  throwIfAborted(signal);
-  let onAbort: (() => void) | undefined;
-  const aborted = new Promise<never>((_, reject) => {
-    onAbort = () => reject(abortError(signal));
-    signal.addEventListener('abort', onAbort, { once: true });
-  });
-  try {
-    return await Promise.race([p, aborted]);
-  } finally {
-    if (onAbort) signal.removeEventListener('abort', onAbort);
   }
 }

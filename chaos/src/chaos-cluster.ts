@@ -246,7 +246,8 @@ export class ChaosCluster {
       return false;
     }
     this.killedByUs.add(m.process); // reported once
-    const error = m.process.lines.findLast((l) => /^\w*Error\b/.test(l)) ?? m.process.lines.at(-1);
+    const error =
+      m.process.lines.findLast((l) => /^(ERR )?[A-Z]\w*Error\b/.test(l)) ?? m.process.lines.at(-1);
     this.crashes.push(
       `${m.name} exited on its own (${child.exitCode ?? child.signalCode}): ${error ?? 'no output'}`,
     );
