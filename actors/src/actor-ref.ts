@@ -4,6 +4,8 @@ import {
   decodeErrorHeaders,
   delay,
   formatAddress,
+  raceSignal,
+  throwIfAborted,
   Header,
   inboxSubject,
   TroupeError,
@@ -20,7 +22,6 @@ import {
 import { decodeJson, encodeJson } from './internal/json-codec';
 import { publishToStream } from './internal/direct-get';
 import { isNatsTimeout } from './internal/nats-errors';
-import { throwIfAborted, withAbort } from './internal/with-abort';
 import { NO_RESPONDERS, ResponderSilentError } from './internal/requester';
 import { type CoreEnvelope, MAIL_HINT_TYPE } from './internal/protocol';
 import { type PlacementHints, type Transport } from './internal/transport';
@@ -122,7 +123,7 @@ export class UntypedActorRef {
       // Tells this process made to the actor before the ask reach it first.
       this.transport.tells.flush(subject);
       try {
-        reply = await withAbort(
+        reply = await raceSignal(
           this.transport.requester.request(subject, data, {
             timeoutMs: remaining,
             ...(direct ? { liveness: direct } : {}),
@@ -150,7 +151,7 @@ export class UntypedActorRef {
           );
         }
         try {
-          reply = await withAbort(
+          reply = await raceSignal(
             this.transport.activateWithAsk(this.address, envelope, {
               timeoutMs: Math.max(1, deadline - Date.now()),
               ...(options.signal ? { signal: options.signal } : {}),
@@ -225,7 +226,7 @@ export class UntypedActorRef {
     if (options.dedupeId) h.set(Header.MSG_ID, options.dedupeId);
     let ack;
     try {
-      ack = await withAbort(
+      ack = await raceSignal(
         publishToStream(
           this.transport.requester,
           inboxSubject(this.transport.cluster, this.address),

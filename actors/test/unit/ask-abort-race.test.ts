@@ -1,6 +1,6 @@
-import { TroupeError } from '@troupe/proto';
-import { withAbort } from '../../src/internal/with-abort';
+import { raceSignal, TroupeError } from '@troupe/proto';
 
+// Asks race their NATS request with the caller's signal through proto's raceSignal.
 // A fenced activation aborts its turn's signal; an ask made just then got a promise that checks
 // the same signal and rejects at once. That rejection must never go unhandled: in a coordinator
 // it ended the process (chaos, `--faults sigstop:coordinator`).
@@ -26,7 +26,7 @@ test('a signal aborted before the race: the abort error, and the promise is list
   const signal = AbortSignal.abort(fenced);
   const unhandled = await unhandledDuring(async () => {
     const work = Promise.reject(fenced);
-    await expect(withAbort(work, signal)).rejects.toBe(fenced);
+    await expect(raceSignal(work, signal)).rejects.toBe(fenced);
   });
   expect(unhandled).toEqual([]);
 });
@@ -36,7 +36,7 @@ test('an abort during the race rejects with the reason; a later rejection is han
   let fail!: (err: Error) => void;
   const work = new Promise<never>((_, reject) => (fail = reject));
   const unhandled = await unhandledDuring(async () => {
-    const raced = withAbort(work, controller.signal);
+    const raced = raceSignal(work, controller.signal);
     controller.abort(new TroupeError('CANCELLED', 'stop'));
     await expect(raced).rejects.toMatchObject({ code: 'CANCELLED', message: 'stop' });
     fail(new Error('the request failed later'));
@@ -45,6 +45,6 @@ test('an abort during the race rejects with the reason; a later rejection is han
 });
 
 test('without a signal the promise itself; a settled race returns its value', async () => {
-  await expect(withAbort(Promise.resolve(1), undefined)).resolves.toBe(1);
-  await expect(withAbort(Promise.resolve(2), new AbortController().signal)).resolves.toBe(2);
+  await expect(raceSignal(Promise.resolve(1), undefined)).resolves.toBe(1);
+  await expect(raceSignal(Promise.resolve(2), new AbortController().signal)).resolves.toBe(2);
 });
