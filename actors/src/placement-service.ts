@@ -83,6 +83,13 @@ export interface PlacementRequest {
    * itself). Not handed over when the actor is found live or is activated in this process.
    */
   ask?: ForwardedAsk;
+  /**
+   * The caller's ask found no responder at the actor's subject: an entry found live is checked
+   * with its host first, and put to sleep and placed again when the host no longer holds it (an
+   * activation that ended while the directory could not be written, e.g. during a NATS server
+   * restart, leaves its entry naming a live host, and every ask would find nobody there).
+   */
+  verifyLive?: boolean;
 }
 
 /** A placement decision. */
@@ -165,6 +172,8 @@ export interface PlacementServiceOptions {
      * wake-on-post watcher then hints it without reading the directory.
      */
     isLive?(addr: ActorAddress): boolean;
+    /** Whether an activation of `addr` at `epoch` has not ended here (see `verifyLive`). */
+    holds?(addr: ActorAddress, epoch: number): boolean;
   };
   /**
    * Name of the durable inbox-watcher consumer (shared by every placer of the cluster).
@@ -221,7 +230,9 @@ export class PlacementService {
             ...(req.jobId ? { jobId: req.jobId } : {}),
             ...(req.labels ? { labels: req.labels } : {}),
             ...(req.near ? { near: validateAddress(req.near) } : {}),
-            ...(req.ask && msg.reply ? { ask: { ...req.ask, r: msg.reply } } : {}),
+            ...(req.ask && msg.reply
+              ? { ask: { ...req.ask, r: msg.reply }, verifyLive: true }
+              : {}),
           };
           const deadline = Number(msg.headers?.get(Header.DEADLINE) ?? '');
           if (Number.isFinite(deadline) && deadline > Date.now()) request.deadlineMs = deadline;
@@ -293,10 +304,11 @@ export class PlacementService {
     let failures = 0;
     let refusals = 0;
     let waitMs = 5;
-    let known = request.known;
+    let known = request.known ?? this.options.peekDirectory?.(addr);
     while (Date.now() < deadline) {
-      const { entry, revision } =
-        known ?? this.options.peekDirectory?.(addr) ?? (await this.options.directory.get(addr));
+      // The first decision may use a view the caller or the directory watch had; every later one
+      // reads (that view was wrong if the host's claim raced, and may be again).
+      const { entry, revision } = known ?? (await this.options.directory.get(addr));
       known = undefined;
       if (entry.state === 'STOPPED') {
         throw new TroupeError(
@@ -312,7 +324,27 @@ export class PlacementService {
         const stuck =
           entry.state === 'ACTIVATING' && Date.now() - entry.updatedAtMs > this.activationTimeoutMs;
         if (alive && !stuck) {
-          if (entry.state !== 'ACTIVATING') return { hostId: entry.hostId, epoch: entry.epoch };
+          if (entry.state !== 'ACTIVATING') {
+            const held = request.verifyLive
+              ? await this.holdsActivation(entry.hostId, entry.incarnation, addr, entry.epoch)
+              : undefined;
+            if (held !== false) return { hostId: entry.hostId, epoch: entry.epoch };
+            // The activation ended without releasing its entry: put it to sleep under the same
+            // epoch (the next activation's bump fences any late write of the old one) and place
+            // it again. The CAS fails if the entry changed since it was read: look again.
+            this.options.log.warn(
+              { actor: key, hostId: entry.hostId, epoch: entry.epoch },
+              'directory entry names a host that no longer holds the actor: placing it again',
+            );
+            await this.options.directory.compareAndSet(addr, revision, {
+              state: 'SLEEPING',
+              epoch: entry.epoch,
+              updatedAtMs: Date.now(),
+              reason: `host ${entry.hostId} no longer holds it`,
+              recover: true,
+            });
+            continue;
+          }
           // Someone else is activating it (two-step form): wait for that to finish.
           await delay(waitMs, undefined, { unref: true });
           waitMs = Math.min(200, waitMs * 2);
@@ -492,6 +524,34 @@ export class PlacementService {
     }
     const error = decodeErrorHeaders(reply.headers);
     if (error) throw error;
+  }
+
+  /**
+   * Asks the host named by a live entry whether it still holds that activation. Undefined when
+   * it cannot tell (no answer, an older host): the entry is then taken as live.
+   */
+  private async holdsActivation(
+    hostId: string,
+    incarnation: string | undefined,
+    addr: ActorAddress,
+    epoch: number,
+  ): Promise<boolean | undefined> {
+    const local = this.options.localHost;
+    if (local?.hostId === hostId) return local.holds?.(addr, epoch);
+    const { nc, cluster } = this.options.transport;
+    try {
+      const reply = await nc.request(
+        hostSubject(cluster, hostId, 'ping'),
+        encodeJson({ holds: { addr, epoch } }),
+        { timeout: 1_000 },
+      );
+      const pong = HostPingReplySchema.parse(decodeJson(reply.data));
+      if (incarnation !== undefined && pong.incarnation !== incarnation) return false;
+      return pong.holds;
+    } catch (err) {
+      this.options.log.debug({ err, hostId }, 'host holds check failed');
+      return undefined;
+    }
   }
 
   /** Pings a host (cached briefly); a different incarnation means the old process is gone. */

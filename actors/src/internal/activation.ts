@@ -54,6 +54,8 @@ import { Turn, TurnContext, type TurnRunner } from './turn';
 const FIRST_MESSAGE_GRACE_MS = 2_000;
 /** Longest pause between pump retries while infrastructure trouble lasts. */
 const PUMP_RETRY_MAX_MS = 5_000;
+/** How long an activation that ended keeps trying to release its directory entry. */
+const RELEASE_RETRY_MS = 120_000;
 
 /** What an activation needs from its host. */
 export interface ActivationHost {
@@ -241,14 +243,46 @@ export class Activation implements TurnRunner {
         this.log.warn({ err }, 'onDeactivate failed');
       }
     }
+    const released = await this.release(reason);
+    this.end(reason);
+    if (released && (reason === 'idle' || reason === 'deactivated')) await this.rewakeIfPending();
+  }
+
+  /**
+   * Marks the directory entry SLEEPING. When that fails (the directory's stream without a leader
+   * during a NATS server restart) the entry would go on naming this host for an activation that
+   * has ended — asks would find nobody, posts would hint nobody, placers would count a slot — so
+   * it is retried in the background; a placer that finds the entry stale first puts it to sleep
+   * itself (`verifyLive`), and the retry then stops as fenced.
+   */
+  private async release(reason: EndReason): Promise<boolean> {
     try {
       await this.entry.mark(undefined, 'SLEEPING', reason);
+      return true;
     } catch (err) {
-      if (!hasReason(err, ErrorReason.FENCED))
-        this.log.warn({ err }, 'could not release directory entry');
+      if (hasReason(err, ErrorReason.FENCED)) return false;
+      this.log.warn({ err }, 'could not release directory entry: retrying in the background');
+      void this.releaseLater(reason);
+      return false;
     }
-    this.end(reason);
-    if (reason === 'idle' || reason === 'deactivated') await this.rewakeIfPending();
+  }
+
+  private async releaseLater(reason: EndReason): Promise<void> {
+    const until = Date.now() + RELEASE_RETRY_MS;
+    for (let attempt = 1, pauseMs = 250; Date.now() < until; attempt++) {
+      await delay(pauseMs, undefined, { unref: true });
+      pauseMs = Math.min(pauseMs * 2, 5_000);
+      if (this.host.transport.nc.isClosed()) return;
+      try {
+        await this.entry.mark(undefined, 'SLEEPING', reason);
+        this.log.info({ attempts: attempt }, 'released directory entry');
+        if (reason === 'idle' || reason === 'deactivated') await this.rewakeIfPending();
+        return;
+      } catch (err) {
+        if (hasReason(err, ErrorReason.FENCED)) return;
+      }
+    }
+    this.log.warn({}, 'gave up releasing directory entry: a placer that finds it stale will');
   }
 
   /** Fences this activation: a newer one owns the actor. Stops at once without writing. */

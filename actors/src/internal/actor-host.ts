@@ -27,6 +27,7 @@ import {
   type ActivationPlacement,
   HostActivateRequestSchema,
   HostDeactivateRequestSchema,
+  HostPingRequestSchema,
 } from './protocol';
 import { type Transport } from './transport';
 
@@ -216,11 +217,17 @@ export class ActorHost implements ActivationHost, RegistrarHost {
       await this.live.get(formatAddress(req.addr))?.stop('deactivated');
       return {};
     });
-    on('ping', async () => ({
-      hostId: this.hostId,
-      incarnation: this.incarnation,
-      activations: this.live.size,
-    }));
+    on('ping', async (msg) => {
+      const req = parseWith(HostPingRequestSchema, msg.data.length ? msg.json() : {}, {
+        prefix: 'ping',
+      });
+      return {
+        hostId: this.hostId,
+        incarnation: this.incarnation,
+        activations: this.live.size,
+        ...(req.holds ? { holds: this.holds(req.holds.addr, req.holds.epoch) } : {}),
+      };
+    });
     on('stats', async () => ({
       hostId: this.hostId,
       incarnation: this.incarnation,
@@ -279,6 +286,15 @@ export class ActorHost implements ActivationHost, RegistrarHost {
     })();
     this.starting.set(key, start);
     return start;
+  }
+
+  /**
+   * True when this host has an activation of `addr` at `epoch` that has not ended (starting,
+   * running or passivating). False while the directory names this host for it means the entry
+   * is stale: the activation ended and could not release it.
+   */
+  holds(addr: ActorAddress, epoch: number): boolean {
+    return this.live.get(formatAddress(addr))?.epoch === epoch;
   }
 
   /** True when `addr` has a started activation here that takes messages (not stopping). */

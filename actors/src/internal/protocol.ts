@@ -84,11 +84,21 @@ export function isRaced(err: unknown): boolean {
 
 /** `host.<id>.deactivate` request. */
 export const HostDeactivateRequestSchema = z.object({ addr: AddressSchema });
+/**
+ * `host.<id>.ping` request (an empty body is `{}`). `holds`: also say whether this host holds an
+ * activation of `addr` at `epoch` — a placer checks a live directory entry that got an ask no
+ * responder, since an activation whose release failed leaves its entry naming a live host.
+ */
+export const HostPingRequestSchema = z.object({
+  holds: z.object({ addr: AddressSchema, epoch: z.number().int().nonnegative() }).optional(),
+});
 /** `host.<id>.ping` reply. */
 export const HostPingReplySchema = z.object({
   hostId: z.string(),
   incarnation: z.string(),
   activations: z.number().int(),
+  /** The answer to the request's `holds` (absent when it asked none). */
+  holds: z.boolean().optional(),
 });
 /** A decoded ping reply. */
 export type HostPingReply = z.infer<typeof HostPingReplySchema>;

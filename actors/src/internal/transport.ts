@@ -57,6 +57,7 @@ export class Transport {
     jobId?: string;
     labels?: Record<string, string>;
     near?: ActorAddress;
+    verifyLive?: boolean;
   }) => Promise<ActivateReply>;
 
   /**
@@ -134,7 +135,13 @@ export class Transport {
     },
   ): Promise<Msg | undefined> {
     if (this.localPlacer) {
-      await this.activate(addr, options);
+      options.signal?.throwIfAborted();
+      await this.localPlacer({
+        addr,
+        deadlineMs: Date.now() + options.timeoutMs,
+        ...options.hints,
+        verifyLive: true,
+      });
       return undefined;
     }
     options.signal?.throwIfAborted();
