@@ -3,6 +3,7 @@ import {
   actorSubject,
   decodeErrorHeaders,
   delay,
+  ErrorReason,
   formatAddress,
   raceSignal,
   throwIfAborted,
@@ -237,8 +238,13 @@ export class UntypedActorRef {
       );
     } catch (err) {
       if (err instanceof TroupeError) throw err;
+      // No acknowledgement in time: the inbox stream electing a leader, most likely. Marked as a
+      // store outage, like no stream answering, so a handler failing on it is retried without
+      // counting towards a dead letter (a duplicate of a post that was stored after all is
+      // dropped by its dedupe id).
       throw new TroupeError('UNAVAILABLE', `post to ${formatAddress(this.address)} failed`, {
         cause: err,
+        ...(isNatsTimeout(err) ? { reason: ErrorReason.STORE_UNAVAILABLE } : {}),
       });
     }
     if (!ack.duplicate) {

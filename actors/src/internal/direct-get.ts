@@ -1,4 +1,4 @@
-import { TroupeError } from '@troupe/proto';
+import { ErrorReason, TroupeError } from '@troupe/proto';
 import { type StoredMsg } from '@nats-io/jetstream';
 import { DirectMsgImpl, JetStreamStatus } from '@nats-io/jetstream/internal';
 import { type MsgHdrs } from '@nats-io/transport-node';
@@ -51,7 +51,7 @@ export interface StreamAck {
  * Publishes `data` to a stream's `subject` and waits for the stream's acknowledgement: what
  * `js.publish` does (one attempt, the JetStream API's 5 s deadline), through the
  * {@link Requester} for the same reason as {@link directGetNext}. A refusal (the stream's error)
- * rejects with it; no stream answering rejects with `UNAVAILABLE`.
+ * rejects with it; no stream answering rejects with `UNAVAILABLE` (reason `STORE_UNAVAILABLE`).
  */
 export async function publishToStream(
   requester: Requester,
@@ -64,8 +64,11 @@ export async function publishToStream(
     headers,
   });
   if (reply === NO_RESPONDERS) {
+    // The inbox stream without a leader (a NATS server restarting): infrastructure trouble, so a
+    // handler that posts and fails on it is retried without counting towards a dead letter.
     throw new TroupeError('UNAVAILABLE', `publish to ${subject}: no stream answered`, {
       retryable: true,
+      reason: ErrorReason.STORE_UNAVAILABLE,
     });
   }
   const ack = decodeJson(reply.data) as Partial<StreamAck> & {

@@ -57,6 +57,43 @@ async function passivateLeavingStale(
   return live.epoch;
 }
 
+/** A host system, a client system and a placer over NATS that places everything on the host. */
+async function remoteRig(
+  hostId: string,
+  Counter: ReturnType<typeof counter>,
+  peekDirectory?: ConstructorParameters<typeof PlacementService>[0]['peekDirectory'],
+) {
+  const cluster = randomClusterName();
+  const host = await ActorSystem.start({
+    cluster,
+    servers: server.url,
+    hostId,
+    hosting: [Counter],
+    placement: 'none',
+  });
+  const base = await ActorSystem.start({ cluster, servers: server.url, placement: 'none' });
+  const placer = new PlacementService({
+    transport: base.transport,
+    jsm: base.jsm,
+    directory: base.directory,
+    states: base.states,
+    log: noopLogger,
+    selectHost: async () => ({ hostId }),
+    ...(peekDirectory ? { peekDirectory } : {}),
+    sweepIntervalMs: 60_000,
+  });
+  await placer.start();
+  return {
+    host,
+    base,
+    async close() {
+      await placer.stop();
+      await base.shutdown({ graceMs: 200 });
+      await host.shutdown({ graceMs: 200 });
+    },
+  };
+}
+
 test('an ask to an actor whose entry names a host that no longer holds it is answered (local placer)', async () => {
   const Counter = counter();
   const system = await ActorSystem.start({
@@ -80,26 +117,8 @@ test('an ask to an actor whose entry names a host that no longer holds it is ans
 });
 
 test('a placer over NATS checks a live entry with its host and places the actor again', async () => {
-  const cluster = randomClusterName();
   const Counter = counter();
-  const host = await ActorSystem.start({
-    cluster,
-    servers: server.url,
-    hostId: 'stale-host',
-    hosting: [Counter],
-    placement: 'none',
-  });
-  const base = await ActorSystem.start({ cluster, servers: server.url, placement: 'none' });
-  const placer = new PlacementService({
-    transport: base.transport,
-    jsm: base.jsm,
-    directory: base.directory,
-    states: base.states,
-    log: noopLogger,
-    selectHost: async () => ({ hostId: 'stale-host' }),
-    sweepIntervalMs: 60_000,
-  });
-  await placer.start();
+  const { host, base, close } = await remoteRig('stale-host', Counter);
   try {
     const ref = base.ref(Counter, 'c2');
     expect(await ref.ask('inc', {}, { timeoutMs: 10_000 })).toBe(1);
@@ -112,9 +131,7 @@ test('a placer over NATS checks a live entry with its host and places the actor 
     expect(entry.epoch).toBe(epoch + 1);
     expect(host.activationsStarted).toBe(startedBefore + 1);
   } finally {
-    await placer.stop();
-    await base.shutdown({ graceMs: 200 });
-    await host.shutdown({ graceMs: 200 });
+    await close();
   }
 });
 
@@ -178,31 +195,12 @@ test('an activation whose release fails while NATS is down releases its entry on
 test('a placer whose directory view is stale reads the directory after the host refuses its claim', async () => {
   // The coordinator's view of sleeping entries keeps only the newest: for an older actor it
   // guesses "never seen" (revision 0), which is wrong once the actor has run.
-  const cluster = randomClusterName();
   const Counter = counter();
-  const host = await ActorSystem.start({
-    cluster,
-    servers: server.url,
-    hostId: 'peek-host',
-    hosting: [Counter],
-    placement: 'none',
-  });
-  const base = await ActorSystem.start({ cluster, servers: server.url, placement: 'none' });
   let peeks = 0;
-  const placer = new PlacementService({
-    transport: base.transport,
-    jsm: base.jsm,
-    directory: base.directory,
-    states: base.states,
-    log: noopLogger,
-    selectHost: async () => ({ hostId: 'peek-host' }),
-    peekDirectory: () => {
-      peeks++;
-      return { entry: { state: 'SLEEPING', epoch: 0, updatedAtMs: 0 }, revision: 0 };
-    },
-    sweepIntervalMs: 60_000,
+  const { host, base, close } = await remoteRig('peek-host', Counter, () => {
+    peeks++;
+    return { entry: { state: 'SLEEPING', epoch: 0, updatedAtMs: 0 }, revision: 0 };
   });
-  await placer.start();
   try {
     const ref = base.ref(Counter, 'c4');
     expect(await ref.ask('inc', {}, { timeoutMs: 10_000 })).toBe(1);
@@ -213,8 +211,6 @@ test('a placer whose directory view is stale reads the directory after the host 
     // One peek per activation: a refused claim is followed by a read, not the same guess.
     expect(peeks).toBe(2);
   } finally {
-    await placer.stop();
-    await base.shutdown({ graceMs: 200 });
-    await host.shutdown({ graceMs: 200 });
+    await close();
   }
 });
