@@ -186,8 +186,10 @@ test('an activation whose release fails while NATS is down releases its entry on
     expect(await ref.ask('inc', {}, { timeoutMs: 10_000 })).toBe(2);
   } finally {
     // Draining a connection that lived through the server's restart fails "connection
-    // disconnected" after a few seconds (nats.js; not what this test is about).
+    // disconnected" after a few seconds (nats.js; not what this test is about), and leaves it
+    // open: close it, or its reconnect timer keeps jest from exiting.
     await system.shutdown({ graceMs: 500 }).catch(() => undefined);
+    await system.nc.close();
     await own.stop();
   }
 });
