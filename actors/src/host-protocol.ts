@@ -32,6 +32,13 @@ export const RegisterReplySchema = z.object({
 /** A decoded registration reply. */
 export type RegisterReply = z.infer<typeof RegisterReplySchema>;
 
+/**
+ * How long a host waits for the coordinator to answer its registration. A new leader adds it to
+ * the grace period of the hosts it loads: a host whose request went to the old leader (or to
+ * this process before it subscribed) may stay silent that long before it asks again.
+ */
+export const REGISTER_TIMEOUT_MS = 2_000;
+
 /** Periodic heartbeat (`coord.nodes.heartbeat`), with the live activations per kind. */
 export const HeartbeatSchema = z.object({
   hostId: z.string().min(1),

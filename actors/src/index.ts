@@ -79,6 +79,7 @@ export {
   HeartbeatSchema,
   HostInfoSchema,
   RegisterReplySchema,
+  REGISTER_TIMEOUT_MS,
   type Heartbeat,
   type HeartbeatReply,
   type HostInfo,

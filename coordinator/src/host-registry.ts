@@ -16,6 +16,7 @@ import {
   isNoResponders,
   type Logger,
   type RegisterReply,
+  REGISTER_TIMEOUT_MS,
   watchConnectionStatus,
   kvKeys,
 } from '@troupe/actors';
@@ -97,7 +98,6 @@ export class HostRegistry {
       if (!e || e.operation !== 'PUT') continue;
       const parsed = PersistedSchema.safeParse(e.json());
       if (!parsed.success) continue;
-      // A new leader does not know when these hosts last beat: give them a full grace period.
       this.hosts.set(parsed.data.info.hostId, { ...parsed.data, load: {}, seenAtMono: now() });
     }
     const { nc, cluster } = this.options;
@@ -132,6 +132,14 @@ export class HostRegistry {
       (status) => this.onConnectionStatus(status),
       this.options.log,
     );
+    // A new leader does not know when these hosts last beat: each gets a full grace period from
+    // now, when we listen, plus a registration's timeout. A host whose heartbeat went unanswered
+    // (to the old leader, or to this process before it subscribed) may be waiting out a
+    // registration request that nobody will answer before it asks again; a grace shorter than
+    // that declared every live host dead after a leader's own pause (chaos seeds 4021, 4024).
+    // Hosts that are gone are still found at once by {@link checkPresence}.
+    const loadedSeen = now() + REGISTER_TIMEOUT_MS;
+    for (const record of this.hosts.values()) record.seenAtMono = loadedSeen;
     this.lastSweepMono = now();
     this.timer = setInterval(() => this.sweep(), this.sweepEveryMs);
     this.timer.unref();

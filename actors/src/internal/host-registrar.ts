@@ -1,7 +1,13 @@
 import { coordSubject, decodeErrorHeaders, type Logger, TroupeError } from '@troupe/proto';
 import { type NatsConnection } from '@nats-io/transport-node';
-import { type HostInfo, HeartbeatReplySchema, RegisterReplySchema } from '../host-protocol';
+import {
+  type HostInfo,
+  HeartbeatReplySchema,
+  REGISTER_TIMEOUT_MS,
+  RegisterReplySchema,
+} from '../host-protocol';
 import { decodeJson, encodeJson } from './json-codec';
+import { isNatsTimeout, isNoResponders } from './nats-errors';
 
 /** What the registrar needs from the host it registers. */
 export interface RegistrarHost {
@@ -49,11 +55,16 @@ export class HostRegistrar {
   }
 
   private async tick(): Promise<void> {
+    const heartbeating = this.registered;
     try {
-      if (!this.registered) await this.register();
+      if (!heartbeating) await this.register();
       else await this.heartbeat();
     } catch (err) {
-      this.registered = false;
+      // A heartbeat nobody answered (a paused or failing-over coordinator) is followed by the
+      // next one on schedule: a new leader loads our registration and answers `unknown` if it
+      // lacks it. Registering instead would keep us silent for a longer register timeout,
+      // which a leader that just took over may hold against us.
+      if (!(heartbeating && (isNatsTimeout(err) || isNoResponders(err)))) this.registered = false;
       this.log.debug({ err }, 'coordinator unreachable; will retry');
     }
   }
@@ -62,7 +73,7 @@ export class HostRegistrar {
     const reply = await this.nc.request(
       coordSubject(this.cluster, 'nodes', 'register'),
       encodeJson(this.host.info()),
-      { timeout: 2_000 },
+      { timeout: REGISTER_TIMEOUT_MS },
     );
     const error = decodeErrorHeaders(reply.headers);
     if (error) throw error;
