@@ -149,6 +149,13 @@ const SandboxCommandsSchema = z
   })
   .loose();
 
+type SandboxCommands = z.output<typeof SandboxCommandsSchema>;
+
+/** The end of the last command that `reply` records as exited: one that ran to its exit. */
+function exitedIn(reply: SandboxCommands): TaskStatus | undefined {
+  return reply.commands.findLast((c) => c.ended?.state === 'exited')?.ended;
+}
+
 /** The sandbox id of an attempt's execution. */
 export function shellSandboxId(resourceId: string): string {
   return `sh-${resourceId}`;
@@ -300,9 +307,29 @@ export function createShellTasksDriver(
           return { ...run, recoveredFrom: resourceId };
         } catch (err) {
           if (ctx.signal.aborted) throw err;
+          ctx.log.warn(
+            { err, resourceId, taskId },
+            'could not wait for the earlier execution’s command: reading its sandbox again',
+          );
+          // The wait also fails when the sandbox's next activation read the command's end from
+          // its container, recorded it and removed the container (`sandbox … was destroyed`):
+          // the end is in its state then, and running the command again would repeat it.
+          const reply = await readSandbox(ctx, resourceId);
+          const ended = reply && exitedIn(reply);
+          if (ended) {
+            ctx.log.info(
+              { recoveredFrom: resourceId, taskId, exitCode: ended.exitCode },
+              'the earlier execution’s sandbox recorded the command’s end: not running it again',
+            );
+            const run = await finish(ctx, config.saveOutput, ended, false);
+            return { ...run, recoveredFrom: resourceId };
+          }
           // Its sandbox is lost or cannot be reached: the command runs again here, as it would
           // have without the earlier execution.
-          ctx.log.warn({ err, resourceId }, 'could not wait for the earlier execution’s command');
+          ctx.log.warn(
+            { resourceId, taskId, sandboxStatus: reply?.status },
+            'the earlier execution’s sandbox recorded no end of the command: running it again',
+          );
         } finally {
           await destroy(ctx, resourceId).catch((err: unknown) =>
             ctx.log.warn({ err, resourceId }, 'could not destroy a stale sandbox'),
@@ -455,32 +482,41 @@ export function createShellTasksDriver(
     const stale = new Set(ctx.staleResourceIds);
     let running: { resourceId: string; taskId: string } | undefined;
     for (const resourceId of [...ctx.earlierResourceIds].reverse()) {
-      let reply;
-      try {
-        reply = SandboxCommandsSchema.parse(
-          await sandbox(ctx, resourceId).ask(
-            'status',
-            {},
-            { timeoutMs: 15_000, signal: ctx.signal },
-          ),
-        );
-      } catch (err) {
-        if (ctx.signal.aborted) throw err;
-        ctx.log.warn({ err, resourceId }, 'could not read an earlier execution’s sandbox');
-        continue;
-      }
-      ctx.log.debug(
-        { resourceId, status: reply.status, commands: reply.commands.map((c) => c.ended?.state) },
-        'an earlier execution’s sandbox',
-      );
-      const done = reply.commands.findLast((c) => c.ended?.state === 'exited');
-      if (done?.ended) return { finished: { resourceId, status: done.ended } };
+      const reply = await readSandbox(ctx, resourceId);
+      if (!reply) continue;
+      const ended = exitedIn(reply);
+      if (ended) return { finished: { resourceId, status: ended } };
       const last = reply.commands.at(-1);
       if (!running && stale.has(resourceId) && reply.status === 'ready' && last && !last.ended) {
         running = { resourceId, taskId: last.taskId };
       }
     }
     return running ? { running } : {};
+  }
+
+  /**
+   * The `status` of earlier execution `resourceId`'s sandbox: its state and recorded commands.
+   * Undefined when it cannot be asked (logged), unless the task's signal aborted (thrown).
+   */
+  async function readSandbox(
+    ctx: TaskContext,
+    resourceId: string,
+  ): Promise<SandboxCommands | undefined> {
+    let reply: SandboxCommands;
+    try {
+      reply = SandboxCommandsSchema.parse(
+        await sandbox(ctx, resourceId).ask('status', {}, { timeoutMs: 15_000, signal: ctx.signal }),
+      );
+    } catch (err) {
+      if (ctx.signal.aborted) throw err;
+      ctx.log.warn({ err, resourceId }, 'could not read an earlier execution’s sandbox');
+      return undefined;
+    }
+    ctx.log.debug(
+      { resourceId, status: reply.status, commands: reply.commands.map((c) => c.ended?.state) },
+      'an earlier execution’s sandbox',
+    );
+    return reply;
   }
 
   async function finish(

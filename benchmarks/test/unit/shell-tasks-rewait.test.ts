@@ -1,0 +1,198 @@
+import { noopLogger, type RefFactory, type UntypedActorRef } from '@troupe/actors';
+import {
+  createShellTasksDriver,
+  shellSandboxId,
+  type ShellTaskInput,
+  ShellTaskInputSchema,
+} from '@troupe/benchmarks';
+import { parseJobSpec, type TaskArtifacts, type TaskContext } from '@troupe/coordinator';
+import { ErrorCode, TroupeError } from '@troupe/proto';
+
+// The race of chaos seed 4021's t005, which real sandboxes hit only by chance: a replay finds
+// the command still running in the interrupted execution's sandbox and waits for it there; the
+// sandbox's next activation reads the command's end from its container, records it and removes
+// the container, which fails the wait with `sandbox … was destroyed`. The sandboxes here are
+// scripted replies to the driver's asks, in the shapes the node agent's sandbox actor gives
+// (shell-tasks-recovery.int.test.ts covers the same driver against real ones).
+
+const driver = createShellTasksDriver({ imageRecipes: undefined });
+const spec = parseJobSpec({
+  kind: 'shell-tasks',
+  config: { saveOutput: false },
+  tasks: [{ id: 't0', command: 'sleep 1; echo done' }],
+});
+
+/** An ask a scripted sandbox received. */
+interface Ask {
+  sandboxId: string;
+  type: string;
+}
+
+/** Replies of scripted sandboxes, by sandbox id: each ask takes the next reply of its type. */
+type Script = Record<string, Record<string, (() => unknown)[]>>;
+
+/** Refs to sandboxes that answer from `script` and record every ask in `asks`. */
+function scriptedRefs(script: Script, asks: Ask[]): RefFactory {
+  const refOf = (sandboxId: string): UntypedActorRef => {
+    const ref = {
+      withHints: () => ref,
+      ask: async (type: string): Promise<unknown> => {
+        asks.push({ sandboxId, type });
+        const next = script[sandboxId]?.[type]?.shift();
+        if (!next) throw new Error(`no scripted reply to ${type} at ${sandboxId}`);
+        return next();
+      },
+    };
+    // The driver sends only `withHints` and `ask`: the rest of a ref is never reached.
+    return ref as unknown as UntypedActorRef;
+  };
+  return {
+    ref: () => {
+      throw new Error('the shell-tasks driver uses untyped refs');
+    },
+    refOf: (addr) => refOf(addr.id),
+  };
+}
+
+const noArtifacts: TaskArtifacts = {
+  pathOf: (name) => `tasks/t0/${name}`,
+  adopt: (name) => `tasks/t0/${name}`,
+  put: () => Promise.reject(new Error('no artifacts in this test')),
+};
+
+/** The context of the replay of an attempt interrupted in execution `e1`. */
+function replayContext(refs: RefFactory, said: string[]): TaskContext {
+  const log = {
+    ...noopLogger,
+    info: (_obj: object, msg?: string) => void said.push(msg ?? ''),
+    warn: (_obj: object, msg?: string) => void said.push(msg ?? ''),
+    child: () => log,
+  };
+  return {
+    jobId: 'j-rewait',
+    taskId: 't0',
+    index: 0,
+    attempt: 1,
+    spec,
+    signal: AbortSignal.timeout(30_000),
+    deadlineUnixMs: Date.now() + 30_000,
+    refs,
+    log,
+    hostId: 'test',
+    execution: 2,
+    resourceId: 'e2',
+    staleResourceIds: ['e1'],
+    earlierResourceIds: ['e1'],
+    artifacts: noArtifacts,
+    progress: () => undefined,
+  };
+}
+
+async function input(): Promise<ShellTaskInput> {
+  const plan = await driver.plan(spec, {
+    jobId: 'j-rewait',
+    signal: AbortSignal.timeout(10_000),
+    log: noopLogger,
+    payloadPrefix: 'jobs/j-rewait/payload/',
+  });
+  return ShellTaskInputSchema.parse(plan[0]!.input);
+}
+
+const earlierId = shellSandboxId('e1');
+const ownId = shellSandboxId('e2');
+const destroyed = () => {
+  throw new TroupeError(ErrorCode.NOT_FOUND, `sandbox ${earlierId} was destroyed`, {
+    details: { sandboxId: earlierId },
+  });
+};
+const stillRunning = () => ({ status: 'ready', commands: [{ taskId: 'c1' }] });
+// A second run, should the driver start one: its output tells it from the first.
+const ownSandbox = () => ({
+  create: [() => ({ sandboxId: ownId })],
+  startBackground: [() => ({ taskId: 'c2' })],
+  wait: [() => ({ state: 'exited', exitCode: 0, stdout: 'again\n', durationMs: 1_000 })],
+});
+
+describe('shell-tasks driver, a failed wait on an earlier execution’s command', () => {
+  it('reads the earlier sandbox again and finishes with the end it recorded, not running the command again', async () => {
+    const asks: Ask[] = [];
+    const said: string[] = [];
+    const refs = scriptedRefs(
+      {
+        [earlierId]: {
+          status: [
+            stillRunning,
+            () => ({
+              status: 'destroyed',
+              commands: [
+                {
+                  taskId: 'c1',
+                  ended: { state: 'exited', exitCode: 0, stdout: 'done\n', durationMs: 1_012 },
+                },
+              ],
+            }),
+          ],
+          wait: [destroyed],
+          destroy: [() => ({})],
+        },
+        [ownId]: ownSandbox(),
+      },
+      asks,
+    );
+
+    const run = await driver.runTask(replayContext(refs, said), await input());
+
+    expect(run).toMatchObject({
+      exitCode: 0,
+      stdout: 'done\n',
+      timedOut: false,
+      durationMs: 1_012,
+      recoveredFrom: 'e1',
+    });
+    // The command ran once, in the earlier sandbox: nothing was asked of a sandbox of this
+    // execution, and the earlier one was removed.
+    expect(asks).toEqual([
+      { sandboxId: earlierId, type: 'status' },
+      { sandboxId: earlierId, type: 'wait' },
+      { sandboxId: earlierId, type: 'status' },
+      { sandboxId: earlierId, type: 'destroy' },
+    ]);
+    expect(said).toContain(
+      'the earlier execution’s sandbox recorded the command’s end: not running it again',
+    );
+  });
+
+  it('runs the command again when the earlier sandbox recorded no end of it', async () => {
+    const asks: Ask[] = [];
+    const said: string[] = [];
+    const refs = scriptedRefs(
+      {
+        [earlierId]: {
+          // The container was lost with the command in it: its end is unknown.
+          status: [stillRunning, () => ({ status: 'lost', commands: [{ taskId: 'c1' }] })],
+          wait: [destroyed],
+          destroy: [() => ({})],
+        },
+        [ownId]: ownSandbox(),
+      },
+      asks,
+    );
+
+    const run = await driver.runTask(replayContext(refs, said), await input());
+
+    expect(run).toMatchObject({ exitCode: 0, stdout: 'again\n' });
+    expect(run.recoveredFrom).toBeUndefined();
+    expect(asks.map((a) => `${a.type} ${a.sandboxId}`)).toEqual([
+      `status ${earlierId}`,
+      `wait ${earlierId}`,
+      `status ${earlierId}`,
+      `destroy ${earlierId}`,
+      `create ${ownId}`,
+      `startBackground ${ownId}`,
+      `wait ${ownId}`,
+    ]);
+    expect(said).toContain(
+      'the earlier execution’s sandbox recorded no end of the command: running it again',
+    );
+  });
+});
