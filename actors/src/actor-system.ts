@@ -237,7 +237,15 @@ export class ActorSystem implements RefFactory {
     await this.host?.shutdown(options.graceMs ?? 10_000);
     await this.registrar?.stop();
     this.transport.keepalive.close();
-    if (this.ownsConnection) await this.nc.drain();
+    if (!this.ownsConnection) return;
+    try {
+      await this.nc.drain();
+    } catch (err) {
+      // The server is away (a drain waits for its flush and fails "connection disconnected"):
+      // nothing more can be delivered, and a connection left open reconnects forever.
+      this.log.warn({ err }, 'could not drain the NATS connection: closing it');
+      await this.nc.close();
+    }
   }
 }
 
