@@ -20,6 +20,7 @@ import {
   type MessageTypeOf,
   type ReplyOf,
 } from './actor-definition';
+import { MIN_ASK_KEEPALIVE_MS } from './internal/ask-keepalive';
 import { decodeJson, encodeJson } from './internal/json-codec';
 import { publishToStream } from './internal/direct-get';
 import { isNatsTimeout } from './internal/nats-errors';
@@ -43,6 +44,14 @@ export interface AskOptions {
   signal?: AbortSignal;
   /** Refuse with BUSY instead of queueing when the target is in the middle of a turn. */
   requireIdle?: boolean;
+  /**
+   * Watch the target's host at this interval, whatever the ask's length: the host sends a sign
+   * of life this often while the ask waits or runs, and the ask fails UNAVAILABLE
+   * (`details.hostSilent`) after four intervals without one — a host that died or was cut off
+   * is noticed in seconds, not at the deadline. At least 100 ms. By default only asks of 12
+   * cluster keepalive intervals or more are watched (`askKeepaliveMs`, 5 s: asks of a minute).
+   */
+  livenessMs?: number;
 }
 
 /** Options of {@link ActorRef.post}. */
@@ -101,14 +110,19 @@ export class UntypedActorRef {
     const envelope: CoreEnvelope = { t: type, m: msg, d: deadline };
     if (this.senderText) envelope.s = this.senderText;
     if (options.requireIdle) envelope.i = 1;
+    const intervalMs =
+      options.livenessMs === undefined
+        ? undefined
+        : Math.max(MIN_ASK_KEEPALIVE_MS, Math.floor(options.livenessMs));
+    if (intervalMs !== undefined) envelope.k = intervalMs;
     const data = encodeJson(envelope);
     // Created after an await, the timeout error still names the waiter: V8's async stack traces
     // keep the caller chain. Building it up front cost an Error per ask.
     const timeout = () => timeoutError(`ask ${type} to ${formatAddress(this.address)}`, timeoutMs);
     // A long ask hears from its host while it waits or runs, and fails soon after the host
     // falls silent (died, stopped, cut off) rather than at its deadline.
-    const direct = this.transport.liveness(timeoutMs, true);
-    const handedOver = this.transport.liveness(timeoutMs, false);
+    const direct = this.transport.liveness(timeoutMs, true, intervalMs);
+    const handedOver = this.transport.liveness(timeoutMs, false, intervalMs);
     const silent = (err: ResponderSilentError) =>
       new TroupeError(
         'UNAVAILABLE',

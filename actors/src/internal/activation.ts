@@ -379,7 +379,12 @@ export class Activation implements TurnRunner {
         ),
         this.log,
       );
-    } else this.enqueue(this.host.transport.keepalive.track(msg, envelope.d), 'ask', envelope);
+    } else
+      this.enqueue(
+        this.host.transport.keepalive.track(msg, envelope.d, false, envelope.k),
+        'ask',
+        envelope,
+      );
   }
 
   /** A tell, or a mail hint. */
@@ -403,7 +408,7 @@ export class Activation implements TurnRunner {
       return;
     }
     // Its asker starts watching this host when it first hears from it: say so at once.
-    this.enqueue(this.host.transport.keepalive.track(msg, ask.d, true), 'ask', ask);
+    this.enqueue(this.host.transport.keepalive.track(msg, ask.d, true, ask.k), 'ask', ask);
   }
 
   /** Queues an ask or tell; an ask that requires an idle actor is refused while one is busy. */

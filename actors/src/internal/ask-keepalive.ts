@@ -24,6 +24,12 @@ export const SILENCE_INTERVALS = 4;
  */
 export const LONG_ASK_INTERVALS = 12;
 
+/**
+ * The shortest interval an asker may ask signs of life at (`AskOptions.livenessMs`): a host
+ * sends at most this often per ask, whatever an envelope asks for.
+ */
+export const MIN_ASK_KEEPALIVE_MS = 100;
+
 /** Whether an ask of `timeoutMs` is watched for signs of life (see {@link LONG_ASK_INTERVALS}). */
 export function isLongAsk(timeoutMs: number, keepaliveMs: number): boolean {
   return timeoutMs >= keepaliveMs * LONG_ASK_INTERVALS;
@@ -33,6 +39,7 @@ interface Tracked {
   reply: string;
   deadline: number;
   lastSentAt: number;
+  intervalMs: number;
 }
 
 /**
@@ -42,12 +49,17 @@ interface Tracked {
  * cut off, the signs stop and the asker fails the ask with UNAVAILABLE after
  * {@link SILENCE_INTERVALS} intervals instead of waiting out a deadline of minutes.
  *
- * One timer serves all tracked asks; it runs only while some are tracked, and never keeps the
- * process alive.
+ * An asker that watches an ask at an interval of its own (`AskOptions.livenessMs`, whatever the
+ * ask's length) says so in its envelope, and that ask's signs come at that interval.
+ *
+ * One timer serves all tracked asks, ticking at half the shortest interval tracked; it runs only
+ * while some are tracked, and never keeps the process alive.
  */
 export class AskKeepalive {
   private readonly tracked = new Set<Tracked>();
   private timer: NodeJS.Timeout | undefined;
+  /** The interval the running timer ticks at half of. */
+  private timerIntervalMs = Infinity;
 
   constructor(
     private readonly nc: NatsConnection,
@@ -63,20 +75,34 @@ export class AskKeepalive {
    * Tracks the ask answered through `msg` when its deadline is far enough away to be a long ask,
    * and returns the respondable to answer it through (answering stops the signs). `announce`
    * sends the first sign at once: for an ask handed over with an activation, whose asker only
-   * starts watching when it hears from the host.
+   * starts watching when it hears from the host. `askedIntervalMs`: the interval the asker
+   * watches this ask at (its envelope's `k`), when it chose one; such an ask is tracked whatever
+   * its length.
    */
-  track(msg: Respondable, deadline: number | undefined, announce = false): Respondable {
+  track(
+    msg: Respondable,
+    deadline: number | undefined,
+    announce = false,
+    askedIntervalMs?: number,
+  ): Respondable {
     const reply = msg.reply;
     if (!reply || deadline === undefined) return msg;
+    const intervalMs =
+      askedIntervalMs !== undefined && Number.isFinite(askedIntervalMs)
+        ? Math.max(MIN_ASK_KEEPALIVE_MS, askedIntervalMs)
+        : this.intervalMs;
     const now = Date.now();
     const remaining = deadline - now;
     // An ask that ends before a sign would be due needs none. (The asker watches only asks of
     // LONG_ASK_INTERVALS or more, but transit or a reconnect may have eaten much of that.)
-    if (remaining <= this.intervalMs) return msg;
-    const entry: Tracked = { reply, deadline, lastSentAt: now };
+    if (remaining <= intervalMs) return msg;
+    const entry: Tracked = { reply, deadline, lastSentAt: now, intervalMs };
     if (announce) this.send(entry, now);
     this.tracked.add(entry);
-    this.timer ??= this.startTimer();
+    if (intervalMs < this.timerIntervalMs) {
+      clearInterval(this.timer);
+      this.timer = this.startTimer(intervalMs);
+    }
     return {
       reply,
       respond: (data, opts) => {
@@ -89,33 +115,36 @@ export class AskKeepalive {
   /** Stops the timer and forgets every tracked ask (on shutdown). */
   close(): void {
     this.tracked.clear();
-    if (this.timer) clearInterval(this.timer);
-    this.timer = undefined;
+    this.stopTimer();
   }
 
-  private startTimer(): NodeJS.Timeout {
+  private startTimer(intervalMs: number): NodeJS.Timeout {
     // Half-interval ticks: an ask hears from us between one and one and a half intervals apart.
-    const timer = setInterval(() => this.tick(), Math.max(1, Math.floor(this.intervalMs / 2)));
+    this.timerIntervalMs = intervalMs;
+    const timer = setInterval(() => this.tick(), Math.max(1, Math.floor(intervalMs / 2)));
     timer.unref();
     return timer;
+  }
+
+  private stopTimer(): void {
+    clearInterval(this.timer);
+    this.timer = undefined;
+    this.timerIntervalMs = Infinity;
   }
 
   private tick(): void {
     const now = Date.now();
     for (const entry of this.tracked) {
       if (now >= entry.deadline) this.tracked.delete(entry);
-      else if (now - entry.lastSentAt >= this.intervalMs) this.send(entry, now);
+      else if (now - entry.lastSentAt >= entry.intervalMs) this.send(entry, now);
     }
-    if (this.tracked.size === 0 && this.timer) {
-      clearInterval(this.timer);
-      this.timer = undefined;
-    }
+    if (this.tracked.size === 0) this.stopTimer();
   }
 
   private send(entry: Tracked, now: number): void {
     entry.lastSentAt = now;
     const h = natsHeaders();
-    h.set(WORKING_HEADER, String(this.intervalMs));
+    h.set(WORKING_HEADER, String(entry.intervalMs));
     try {
       this.nc.publish(entry.reply, new Uint8Array(), { headers: h });
     } catch {

@@ -11,6 +11,7 @@ export const AskEnvelopeSchema = z.object({
   d: z.number().optional(),
   s: z.string().optional(),
   i: z.literal(1).optional(),
+  k: z.number().optional(),
 });
 
 /** An ask handed to a host with its activation: the envelope plus the asker's reply subject. */
@@ -110,7 +111,8 @@ export const MAIL_HINT_TYPE = '$mail';
  * Envelope of a core-NATS message to a live actor (ask, tell, post hint). Carried in the payload
  * rather than in headers: header encoding and parsing was the largest per-message cost of a tell.
  *   t: message type; m: the message; d: absolute deadline (ms since epoch) of an ask;
- *   s: sender address `kind/id`; i: 1 = refuse with BUSY while a turn runs (requireIdle).
+ *   s: sender address `kind/id`; i: 1 = refuse with BUSY while a turn runs (requireIdle);
+ *   k: interval (ms) of the signs of life the asker watches for (`AskOptions.livenessMs`).
  */
 export interface CoreEnvelope {
   t: string;
@@ -118,6 +120,7 @@ export interface CoreEnvelope {
   d?: number;
   s?: string;
   i?: 1;
+  k?: number;
 }
 
 /** Reads an envelope; undefined when the payload is not one. */
@@ -127,5 +130,6 @@ export function parseCoreEnvelope(value: unknown): CoreEnvelope | undefined {
   if (typeof v['t'] !== 'string') return undefined;
   if (v['d'] !== undefined && typeof v['d'] !== 'number') return undefined;
   if (v['s'] !== undefined && typeof v['s'] !== 'string') return undefined;
+  if (v['k'] !== undefined && typeof v['k'] !== 'number') return undefined;
   return v as unknown as CoreEnvelope;
 }

@@ -88,9 +88,12 @@ export class Transport {
 
   /**
    * How an ask of `timeoutMs` watches its host: a long ask (see {@link isLongAsk}) fails when
-   * the host is silent for {@link SILENCE_INTERVALS} intervals; a short one is not watched.
+   * the host is silent for {@link SILENCE_INTERVALS} intervals; a short one is not watched. An
+   * ask whose asker chose an interval (`intervalMs`, already at least
+   * `MIN_ASK_KEEPALIVE_MS`) is watched at that interval whatever its length.
    */
-  liveness(timeoutMs: number, fromStart: boolean): LivenessWatch | undefined {
+  liveness(timeoutMs: number, fromStart: boolean, intervalMs?: number): LivenessWatch | undefined {
+    if (intervalMs !== undefined) return { silenceMs: intervalMs * SILENCE_INTERVALS, fromStart };
     if (!isLongAsk(timeoutMs, this.askKeepaliveMs)) return undefined;
     return { silenceMs: this.askKeepaliveMs * SILENCE_INTERVALS, fromStart };
   }

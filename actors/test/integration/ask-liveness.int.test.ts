@@ -58,7 +58,12 @@ interface Rig {
   watcher: NatsConnection;
 }
 
-async function rig(gate: Promise<void>, started: () => void): Promise<Rig> {
+async function rig(
+  gate: Promise<void>,
+  started: () => void,
+  /** 0: the cluster default. */
+  askKeepaliveMs = KEEPALIVE_MS,
+): Promise<Rig> {
   const cluster = randomClusterName();
   const base = await ActorSystem.start({ cluster, servers: server.url, placement: 'none' });
   const placer = new PlacementService({
@@ -81,13 +86,13 @@ async function rig(gate: Promise<void>, started: () => void): Promise<Rig> {
     hostId: 'host-worker',
     hosting: [workerActor(gate, started)],
     placement: 'none',
-    askKeepaliveMs: KEEPALIVE_MS,
+    ...(askKeepaliveMs ? { askKeepaliveMs } : {}),
   });
   const client = await ActorSystem.start({
     cluster,
     servers: server.url,
     placement: 'none',
-    askKeepaliveMs: KEEPALIVE_MS,
+    ...(askKeepaliveMs ? { askKeepaliveMs } : {}),
   });
   const watcher = await connect({ servers: server.url });
   let signs = 0;
@@ -273,4 +278,66 @@ test('a short ask is not watched: it ends at its own deadline', async () => {
     open();
     await teardown(r);
   }
+});
+
+describe('an ask that chooses its own liveness interval (livenessMs)', () => {
+  // The cluster keeps its default keepalive (5 s: only asks of a minute or more are watched);
+  // these asks of 20 s ask for signs every 200 ms. A node agent's sandbox waits are such asks:
+  // a killed node agent used to hold its tasks until each wait's deadline.
+  const ASK_TIMEOUT_MS = 20_000;
+
+  test('is kept alive by signs at its interval while its host works', async () => {
+    const { gate, open } = gated();
+    let r: Rig | undefined;
+    try {
+      r = await rig(gate, () => {}, 0);
+      const ref = r.client.ref(
+        workerActor(gate, () => {}),
+        'l1',
+      );
+      expect(await ref.ask('ping', {}, { timeoutMs: 30_000 })).toBe('pong');
+      const reply = ref.ask('work', {}, { timeoutMs: ASK_TIMEOUT_MS, livenessMs: 200 });
+      // Six signs take over a second: longer than the 0.8 s of silence that would fail the ask.
+      const rig_ = r;
+      await waitFor(() => rig_.signs() >= 6, { timeoutMs: 10_000, message: 'six signs of life' });
+      open();
+      expect(await reply).toBe('done');
+      expect(r.host.transport.keepalive.size).toBe(0);
+    } finally {
+      open();
+      await teardown(r);
+    }
+  });
+
+  test('fails UNAVAILABLE soon after its host falls silent, long before its deadline', async () => {
+    const { gate, open } = gated();
+    let startedWork!: () => void;
+    const working = new Promise<void>((resolve) => (startedWork = resolve));
+    let r: Rig | undefined;
+    try {
+      r = await rig(gate, () => startedWork(), 0);
+      const ref = r.client.ref(
+        workerActor(gate, () => {}),
+        'l2',
+      );
+      expect(await ref.ask('ping', {}, { timeoutMs: 30_000 })).toBe('pong');
+      const outcome = ref.ask('work', {}, { timeoutMs: ASK_TIMEOUT_MS, livenessMs: 200 }).then(
+        () => undefined,
+        (err: unknown) => err,
+      );
+      await working;
+      const lostAt = Date.now();
+      await r.hostConnection.close();
+      const err = await outcome;
+      const waitedMs = Date.now() - lostAt;
+
+      expect(errorCode(err)).toBe('UNAVAILABLE');
+      expect((err as TroupeError).details?.['hostSilent']).toBe(true);
+      // Four silent intervals (0.8 s) plus scheduling, against a deadline of 20 s.
+      expect(waitedMs).toBeLessThan(ASK_TIMEOUT_MS / 4);
+    } finally {
+      open();
+      await teardown(r);
+    }
+  });
 });

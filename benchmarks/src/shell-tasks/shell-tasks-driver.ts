@@ -156,6 +156,12 @@ function exitedIn(reply: SandboxCommands): TaskStatus | undefined {
   return reply.commands.findLast((c) => c.ended?.state === 'exited')?.ended;
 }
 
+/**
+ * Signs of life a command's wait asks of its node agent: a wait fails after four missed ones
+ * (4 s). A killed node agent held its tasks until each wait's deadline (16 s) before.
+ */
+const WAIT_LIVENESS_MS = 1_000;
+
 /** The sandbox id of an attempt's execution. */
 export function shellSandboxId(resourceId: string): string {
   return `sh-${resourceId}`;
@@ -434,9 +440,13 @@ export function createShellTasksDriver(
           await sb.ask(
             'wait',
             { taskId, timeoutMs: waitSliceMs },
-            // A margin for a busy node agent, short enough that a dead or cut-off one is
-            // noticed, and the task retried, while its sandbox can still be read.
-            { timeoutMs: waitSliceMs + 15_000, signal: ctx.signal },
+            // A margin for a busy node agent; a dead, stopped or cut-off one is noticed by its
+            // silence (four missed signs of life), and the task retried, in seconds.
+            {
+              timeoutMs: waitSliceMs + 15_000,
+              livenessMs: WAIT_LIVENESS_MS,
+              signal: ctx.signal,
+            },
           ),
         );
       } catch (err) {
