@@ -72,6 +72,17 @@ export interface PostReceipt {
 const DEFAULT_ASK_TIMEOUT_MS = 30_000;
 
 /**
+ * Whether `err` is an ask's failure for its host's silence (see `AskOptions.livenessMs`): the
+ * host died, stopped or was cut off, and the ask may or may not have run. Asking again reaches
+ * the actor's next activation once the host is declared dead.
+ */
+export function isHostSilent(err: unknown): boolean {
+  return (
+    err instanceof TroupeError && err.code === 'UNAVAILABLE' && err.details?.['hostSilent'] === true
+  );
+}
+
+/**
  * Untyped handle on an actor: the three sends of ARCHITECTURE.md §4. Payloads are validated by
  * the receiving activation.
  */

@@ -26,6 +26,7 @@ export {
 } from './actor-context';
 export {
   ActorRef,
+  isHostSilent,
   UntypedActorRef,
   type AskOptions,
   type PostOptions,

@@ -1,6 +1,6 @@
 import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
-import { type UntypedActorRef } from '@troupe/actors';
+import { isHostSilent, type UntypedActorRef } from '@troupe/actors';
 import { DEFAULT_BUILD_SCRIPT, isSecretLikeEnvKey } from '@troupe/node-agent';
 import {
   checkTaskCount,
@@ -157,10 +157,11 @@ function exitedIn(reply: SandboxCommands): TaskStatus | undefined {
 }
 
 /**
- * Signs of life a command's wait asks of its node agent: a wait fails after four missed ones
- * (4 s). A killed node agent held its tasks until each wait's deadline (16 s) before.
+ * Signs of life every sandbox ask asks of its node agent: an ask fails after four missed ones
+ * (4 s). A killed node agent held its tasks until each ask's deadline before (a command's wait
+ * 16 s, a stale sandbox's destroy 30 s).
  */
-const WAIT_LIVENESS_MS = 1_000;
+const SANDBOX_LIVENESS_MS = 1_000;
 
 /** The sandbox id of an attempt's execution. */
 export function shellSandboxId(resourceId: string): string {
@@ -243,7 +244,11 @@ export function createShellTasksDriver(
       .withHints({ jobId: ctx.jobId });
 
   const destroy = async (ctx: TaskContext, resourceId: string): Promise<void> => {
-    await sandbox(ctx, resourceId).ask('destroy', {}, { timeoutMs: 30_000, signal: ctx.signal });
+    await sandbox(ctx, resourceId).ask(
+      'destroy',
+      {},
+      { timeoutMs: 30_000, livenessMs: SANDBOX_LIVENESS_MS, signal: ctx.signal },
+    );
   };
 
   return {
@@ -357,7 +362,7 @@ export function createShellTasksDriver(
           },
           jobId: ctx.jobId,
         },
-        { timeoutMs: createTimeoutMs, signal: ctx.signal },
+        { timeoutMs: createTimeoutMs, livenessMs: SANDBOX_LIVENESS_MS, signal: ctx.signal },
       );
       const remaining = Math.max(1, ctx.deadlineUnixMs - Date.now());
       // The job's timeout is ours to enforce (so the task ends TIMED_OUT and is graded); the
@@ -373,7 +378,7 @@ export function createShellTasksDriver(
             ...(task.env ? { env: task.env } : {}),
             ...(task.cwd ? { cwd: task.cwd } : {}),
           },
-          { timeoutMs: 30_000, signal: ctx.signal },
+          { timeoutMs: 30_000, livenessMs: SANDBOX_LIVENESS_MS, signal: ctx.signal },
         ),
       );
       return await awaitCommand(ctx, config, sb, started.taskId);
@@ -444,7 +449,7 @@ export function createShellTasksDriver(
             // silence (four missed signs of life), and the task retried, in seconds.
             {
               timeoutMs: waitSliceMs + 15_000,
-              livenessMs: WAIT_LIVENESS_MS,
+              livenessMs: SANDBOX_LIVENESS_MS,
               signal: ctx.signal,
             },
           ),
@@ -458,7 +463,11 @@ export function createShellTasksDriver(
     if (ctx.signal.aborted) {
       // Timeout, cancellation or shutdown: kill the command and keep what it printed.
       const killed = await sb
-        .ask('kill', { taskId }, { timeoutMs: waitSliceMs + 15_000 })
+        .ask(
+          'kill',
+          { taskId },
+          { timeoutMs: waitSliceMs + 15_000, livenessMs: SANDBOX_LIVENESS_MS },
+        )
         .catch(() => undefined);
       const reason: unknown = ctx.signal.reason;
       if (isCancelled(reason) || errorCode(reason) !== 'TIMEOUT') throw reason;
@@ -513,14 +522,36 @@ export function createShellTasksDriver(
     resourceId: string,
   ): Promise<SandboxCommands | undefined> {
     let reply: SandboxCommands;
-    try {
-      reply = SandboxCommandsSchema.parse(
-        await sandbox(ctx, resourceId).ask('status', {}, { timeoutMs: 15_000, signal: ctx.signal }),
-      );
-    } catch (err) {
-      if (ctx.signal.aborted) throw err;
-      ctx.log.warn({ err, resourceId }, 'could not read an earlier execution’s sandbox');
-      return undefined;
+    const deadline = Date.now() + 15_000;
+    for (;;) {
+      try {
+        reply = SandboxCommandsSchema.parse(
+          await sandbox(ctx, resourceId).ask(
+            'status',
+            {},
+            {
+              timeoutMs: Math.max(1, deadline - Date.now()),
+              livenessMs: SANDBOX_LIVENESS_MS,
+              signal: ctx.signal,
+            },
+          ),
+        );
+        break;
+      } catch (err) {
+        if (ctx.signal.aborted) throw err;
+        // Its host fell silent with the ask (killed, cut off): the next ask reaches the
+        // sandbox's next activation once that host is declared dead, which reads the
+        // container's command ends. Not reading them would run a finished command again.
+        if (isHostSilent(err) && Date.now() < deadline) {
+          ctx.log.debug(
+            { err, resourceId },
+            'an earlier execution’s sandbox fell silent: asking again',
+          );
+          continue;
+        }
+        ctx.log.warn({ err, resourceId }, 'could not read an earlier execution’s sandbox');
+        return undefined;
+      }
     }
     ctx.log.debug(
       { resourceId, status: reply.status, commands: reply.commands.map((c) => c.ended?.state) },

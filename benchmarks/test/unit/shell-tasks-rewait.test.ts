@@ -196,3 +196,48 @@ describe('shell-tasks driver, a failed wait on an earlier execution’s command'
     );
   });
 });
+
+describe('shell-tasks driver, an earlier sandbox whose host falls silent', () => {
+  it('asks its status again, and finds the end its next activation read', async () => {
+    const asks: Ask[] = [];
+    const said: string[] = [];
+    // What an ask reports when the sandbox's node agent died with it (AskOptions.livenessMs).
+    const silent = () => {
+      throw new TroupeError(ErrorCode.UNAVAILABLE, 'its host showed no sign of life for 4000 ms', {
+        retryable: true,
+        details: { hostSilent: true },
+      });
+    };
+    const refs = scriptedRefs(
+      {
+        [earlierId]: {
+          status: [
+            silent,
+            () => ({
+              status: 'ready',
+              commands: [
+                {
+                  taskId: 'c1',
+                  ended: { state: 'exited', exitCode: 0, stdout: 'done\n', durationMs: 1_003 },
+                },
+              ],
+            }),
+          ],
+          destroy: [() => ({})],
+        },
+        [ownId]: ownSandbox(),
+      },
+      asks,
+    );
+
+    const run = await driver.runTask(replayContext(refs, said), await input());
+
+    // Taking the silence for "cannot be read" would have run the finished command again.
+    expect(run).toMatchObject({ exitCode: 0, stdout: 'done\n', recoveredFrom: 'e1' });
+    expect(asks.map((a) => `${a.type} ${a.sandboxId}`)).toEqual([
+      `status ${earlierId}`,
+      `status ${earlierId}`,
+      `destroy ${earlierId}`,
+    ]);
+  });
+});
