@@ -40,7 +40,11 @@ import { type Directory, type DirectoryEntry, isLiveState, type VersionedEntry }
 import { PULL_EXPIRES_MS } from './pull-expiry';
 import { type StateStore } from './state-store';
 import { decodeJson, encodeJson } from './internal/json-codec';
-import { WORKING_HEADER } from './internal/ask-keepalive';
+import {
+  ACTIVATION_KEEPALIVE_MS,
+  SILENCE_INTERVALS,
+  WORKING_HEADER,
+} from './internal/ask-keepalive';
 import { isNoResponders } from './internal/nats-errors';
 import { NO_RESPONDERS, type Requester } from './internal/requester';
 import {
@@ -506,7 +510,15 @@ export class PlacementService {
       reply = await this.options.transport.requester.request(
         hostSubject(cluster, hostId, 'activate'),
         body,
-        { timeoutMs: this.activationTimeoutMs },
+        {
+          timeoutMs: this.activationTimeoutMs,
+          // A host killed or cut off with the request is given up on after a few silent
+          // seconds, not the whole activation timeout (chaos: a task waited 14 s for it).
+          liveness: {
+            silenceMs: ACTIVATION_KEEPALIVE_MS * SILENCE_INTERVALS,
+            fromStart: true,
+          },
+        },
       );
     } catch (err) {
       if (isNoResponders(err)) throw err;

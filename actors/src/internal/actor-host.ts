@@ -21,6 +21,7 @@ import { type HostInfo } from '../host-protocol';
 import { type RefFactory } from '../ref-factory';
 import { type StateStore } from '../state-store';
 import { Activation, type ActivationHost } from './activation';
+import { ACTIVATION_KEEPALIVE_MS } from './ask-keepalive';
 import { type RegistrarHost } from './host-registrar';
 import { encodeJson } from './json-codec';
 import {
@@ -30,6 +31,9 @@ import {
   HostPingRequestSchema,
 } from './protocol';
 import { type Transport } from './transport';
+
+/** How long a host request watched for signs of life may be kept alive by them at most. */
+const SIGNS_OF_LIFE_FOR_MS = 120_000;
 
 /**
  * After the connection comes back, every activation reads its inbox now and again this much later.
@@ -186,32 +190,50 @@ export class ActorHost implements ActivationHost, RegistrarHost {
       this.log,
     );
 
-    const on = (verb: Parameters<typeof hostSubject>[2], fn: (msg: Msg) => Promise<unknown>) => {
+    const on = (
+      verb: Parameters<typeof hostSubject>[2],
+      fn: (msg: Msg) => Promise<unknown>,
+      signsOfLifeMs?: number,
+    ) => {
       this.subs.push(
         nc.subscribe(hostSubject(cluster, this.hostId, verb), {
           callback: (err, msg) => {
             if (err) return;
+            // Signs of life until the answer, for a requester that watches for them.
+            const answer =
+              signsOfLifeMs === undefined
+                ? msg
+                : this.transport.keepalive.track(
+                    msg,
+                    Date.now() + SIGNS_OF_LIFE_FOR_MS,
+                    false,
+                    signsOfLifeMs,
+                  );
             fn(msg).then(
-              (reply) => msg.respond(encodeJson(reply ?? {})),
-              (e: unknown) => msg.respond(new Uint8Array(), { headers: encodeErrorHeaders(e) }),
+              (reply) => answer.respond(encodeJson(reply ?? {})),
+              (e: unknown) => answer.respond(new Uint8Array(), { headers: encodeErrorHeaders(e) }),
             );
           },
         }),
       );
     };
-    on('activate', async (msg) => {
-      const req = parseWith(HostActivateRequestSchema, msg.json(), { prefix: 'activate' });
-      const a = await this.activate(req.addr, req.epoch, {
-        ...(req.revision ? { directoryRevision: req.revision } : {}),
-        ...(req.claimRevision !== undefined ? { claimRevision: req.claimRevision } : {}),
-        ...(req.ask ? { withAsk: true } : {}),
-        ...(req.jobId ? { jobId: req.jobId } : {}),
-      });
-      // From here on this host owns the answer to a handed-over ask (even if the activation
-      // stops before running it: then the asker is told the actor moved, and retries).
-      if (req.ask) a.acceptForwardedAsk(req.ask);
-      return { hostId: this.hostId, epoch: a.epoch };
-    });
+    on(
+      'activate',
+      async (msg) => {
+        const req = parseWith(HostActivateRequestSchema, msg.json(), { prefix: 'activate' });
+        const a = await this.activate(req.addr, req.epoch, {
+          ...(req.revision ? { directoryRevision: req.revision } : {}),
+          ...(req.claimRevision !== undefined ? { claimRevision: req.claimRevision } : {}),
+          ...(req.ask ? { withAsk: true } : {}),
+          ...(req.jobId ? { jobId: req.jobId } : {}),
+        });
+        // From here on this host owns the answer to a handed-over ask (even if the activation
+        // stops before running it: then the asker is told the actor moved, and retries).
+        if (req.ask) a.acceptForwardedAsk(req.ask);
+        return { hostId: this.hostId, epoch: a.epoch };
+      },
+      ACTIVATION_KEEPALIVE_MS,
+    );
     on('deactivate', async (msg) => {
       const req = parseWith(HostDeactivateRequestSchema, msg.json(), { prefix: 'deactivate' });
       await this.live.get(formatAddress(req.addr))?.stop('deactivated');

@@ -30,6 +30,13 @@ export const LONG_ASK_INTERVALS = 12;
  */
 export const MIN_ASK_KEEPALIVE_MS = 100;
 
+/**
+ * Interval of the signs of life a host sends while it starts an activation a placer asked for
+ * (`host.<id>.activate`): the placer gives up on a host silent for {@link SILENCE_INTERVALS} of
+ * them instead of waiting out its activation timeout (15 s) for a host killed with the request.
+ */
+export const ACTIVATION_KEEPALIVE_MS = 1_000;
+
 /** Whether an ask of `timeoutMs` is watched for signs of life (see {@link LONG_ASK_INTERVALS}). */
 export function isLongAsk(timeoutMs: number, keepaliveMs: number): boolean {
   return timeoutMs >= keepaliveMs * LONG_ASK_INTERVALS;

@@ -1,0 +1,158 @@
+import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { hostSubject, noopLogger } from '@troupe/proto';
+import {
+  randomClusterName,
+  startNatsServer,
+  waitFor,
+  type NatsServerHandle,
+} from '@troupe/testkit';
+import { z } from 'zod';
+import { defineActor } from '../../src/actor-definition';
+import { ActorSystem } from '../../src/actor-system';
+import { WORKING_HEADER } from '../../src/internal/ask-keepalive';
+import { PlacementService } from '../../src/placement-service';
+
+// A placer waited its whole activation timeout (15 s) for a host killed with its activation
+// request (chaos, kill9 node-agent: a task's sandbox waited 14 s). Hosts send signs of life
+// while they start an activation, and the placer gives up on a host silent for 4 s — but not on
+// a live host whose activation takes longer than that.
+
+/** Far longer than the silence that gives a host up: the test's point. */
+const ACTIVATION_TIMEOUT_MS = 30_000;
+
+let server: NatsServerHandle;
+beforeAll(async () => {
+  server = await startNatsServer();
+});
+afterAll(async () => {
+  await server.stop();
+});
+
+function probeActor(host: string, gate?: Promise<void>) {
+  return defineActor({
+    kind: 'probe',
+    state: z.object({}),
+    initialState: () => ({}),
+    messages: { who: z.object({}) },
+    handlers: { who: () => ({ reply: host }) },
+    ...(gate ? { onActivate: async () => void (await gate) } : {}),
+    idleTimeoutMs: 60_000,
+  });
+}
+
+interface Rig {
+  systems: ActorSystem[];
+  placer: PlacementService;
+  nc: NatsConnection;
+  chosen: string[];
+  client: ActorSystem;
+}
+
+async function rig(cluster: string, hosts: ActorSystem[], order: string[]): Promise<Rig> {
+  const base = await ActorSystem.start({ cluster, servers: server.url, placement: 'none' });
+  const chosen: string[] = [];
+  const placer = new PlacementService({
+    transport: base.transport,
+    jsm: base.jsm,
+    directory: base.directory,
+    states: base.states,
+    log: noopLogger,
+    selectHost: async () => {
+      const hostId = order[Math.min(chosen.length, order.length - 1)]!;
+      chosen.push(hostId);
+      return { hostId };
+    },
+    onPlacementFailed: () => {},
+    activationTimeoutMs: ACTIVATION_TIMEOUT_MS,
+    sweepIntervalMs: 60_000,
+  });
+  await placer.start();
+  const client = await ActorSystem.start({ cluster, servers: server.url, placement: 'none' });
+  const nc = await connect({ servers: server.url });
+  return { systems: [client, base, ...hosts], placer, nc, chosen, client };
+}
+
+async function teardown(r: Rig | undefined): Promise<void> {
+  if (!r) return;
+  await r.placer.stop();
+  await r.nc.close();
+  for (const s of r.systems) await s.shutdown({ graceMs: 200 });
+}
+
+test('a host that took the activation request and fell silent is given up on in seconds', async () => {
+  const cluster = randomClusterName();
+  let r: Rig | undefined;
+  try {
+    const real = await ActorSystem.start({
+      cluster,
+      servers: server.url,
+      hostId: 'host-real',
+      hosting: [probeActor('real')],
+      placement: 'none',
+    });
+    r = await rig(cluster, [real], ['host-ghost', 'host-real']);
+    // host-ghost takes activation requests and never answers: killed right after receiving.
+    let swallowed = 0;
+    r.nc.subscribe(hostSubject(cluster, 'host-ghost', 'activate'), {
+      callback: () => void swallowed++,
+    });
+    await r.nc.flush();
+    const startedAt = Date.now();
+    const reply = await r.client
+      .ref(probeActor('client'), 'p1')
+      .ask('who', {}, { timeoutMs: 60_000 });
+    const tookMs = Date.now() - startedAt;
+
+    expect(reply).toBe('real');
+    expect(swallowed).toBe(1);
+    expect(r.chosen).toEqual(['host-ghost', 'host-real']);
+    // Four silent seconds and the hand-over's settling, far from the 30 s activation timeout.
+    expect(tookMs).toBeLessThan(ACTIVATION_TIMEOUT_MS / 2);
+  } finally {
+    await teardown(r);
+  }
+});
+
+test('a live host whose activation outlasts that silence is not given up on', async () => {
+  const cluster = randomClusterName();
+  let open!: () => void;
+  const gate = new Promise<void>((resolve) => (open = resolve));
+  let r: Rig | undefined;
+  let watcher: NatsConnection | undefined;
+  try {
+    const slow = await ActorSystem.start({
+      cluster,
+      servers: server.url,
+      hostId: 'host-slow',
+      hosting: [probeActor('slow', gate)],
+      placement: 'none',
+    });
+    const other = await ActorSystem.start({
+      cluster,
+      servers: server.url,
+      hostId: 'host-other',
+      hosting: [probeActor('other')],
+      placement: 'none',
+    });
+    r = await rig(cluster, [slow, other], ['host-slow', 'host-other']);
+    watcher = await connect({ servers: server.url });
+    let signs = 0;
+    watcher.subscribe('_INBOX.>', {
+      callback: (_err, msg) => {
+        if (msg.headers?.get(WORKING_HEADER)) signs++;
+      },
+    });
+    await watcher.flush();
+    const reply = r.client.ref(probeActor('client'), 'p2').ask('who', {}, { timeoutMs: 60_000 });
+    // Six signs a second apart: longer than the four silent seconds that give a host up.
+    await waitFor(() => signs >= 6, { timeoutMs: 20_000, message: 'six signs of life' });
+    open();
+
+    expect(await reply).toBe('slow');
+    expect(r.chosen).toEqual(['host-slow']);
+  } finally {
+    open();
+    await watcher?.close();
+    await teardown(r);
+  }
+});
