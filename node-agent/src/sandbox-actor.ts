@@ -363,15 +363,48 @@ export function createSandboxActor(options: SandboxActorOptions) {
   ): Result<StartBackgroundReply> => {
     const held = requireLive(ctx, state);
     const { cmd, ...opts } = msg;
-    const taskId = await held.sandbox.startBackground(cmd, { ...opts, signal: ctx.signal });
+    const withCommand = (taskId: string, handle: string | undefined): State => ({
+      ...state,
+      commands: [
+        ...(state.commands ?? []),
+        { taskId, startedAtMs: Date.now(), ...(handle ? { handle } : {}) },
+      ].slice(-MAX_RECORDED_COMMANDS),
+    });
+    // The command is recorded, with its handle, before it starts: a node agent killed right
+    // after the start (before this turn's commit) left a command that may run to its end
+    // unrecorded, and the restarted agent's sweep, finding no handle, removed its container
+    // without reading the end — so the command was run again (chaos seed 20260423).
+    let recorded: State | undefined;
+    let taskId: string;
+    try {
+      taskId = await held.sandbox.startBackground(cmd, {
+        ...opts,
+        signal: ctx.signal,
+        beforeStart: async (id, handle) => {
+          recorded = withCommand(id, handle);
+          await ctx.checkpoint(recorded);
+        },
+      });
+    } catch (err) {
+      if (recorded) {
+        // Recorded but not started: record that it never ran, so nobody waits for it.
+        const failed = recordEnded(recorded, {
+          taskId: recorded.commands!.at(-1)!.taskId,
+          state: 'failed',
+          stdout: '',
+          stderr: '',
+          stdoutDroppedBytes: 0,
+          stderrDroppedBytes: 0,
+          durationMs: 0,
+          error: `the command did not start: ${err instanceof Error ? err.message : String(err)}`,
+        });
+        if (failed) await ctx.checkpoint(failed).catch(() => undefined);
+      }
+      throw err;
+    }
     held.commands.push(taskId);
-    const handle = held.sandbox.backgroundHandle?.(taskId);
-    const commands = [
-      ...(state.commands ?? []),
-      { taskId, startedAtMs: Date.now(), ...(handle ? { handle } : {}) },
-    ];
     return {
-      state: { ...state, commands: commands.slice(-MAX_RECORDED_COMMANDS) },
+      state: recorded ?? withCommand(taskId, held.sandbox.backgroundHandle?.(taskId)),
       reply: { taskId },
     };
   };

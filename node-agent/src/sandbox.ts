@@ -71,6 +71,13 @@ export interface BackgroundExecOptions {
    * ({@link Sandbox.readOutput}): a long-lived stdio server such as an MCP server. @default false
    */
   interactive?: boolean;
+  /**
+   * Called once the task is prepared and before it starts, with its id and its handle (see
+   * {@link Sandbox.backgroundHandle}; undefined when the backend has none): record them there,
+   * and a process that dies right after the start can still find how the task ended. When it
+   * rejects, the task is not started and `startBackground` rejects with its error.
+   */
+  beforeStart?: (taskId: string, handle: string | undefined) => Promise<void>;
 }
 
 /** Options of {@link Sandbox.readOutput}. */

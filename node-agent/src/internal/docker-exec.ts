@@ -16,6 +16,8 @@ export interface RawExecRequest {
   signal?: AbortSignal;
   /** Keep stdin open (`RunningExec.stdin`) and log stdout by offset (`stdoutLog`). */
   interactive?: boolean;
+  /** Called with the exec's id once it is created, before it starts (it does not start if this rejects). */
+  beforeStart?: (execId: string) => Promise<void>;
 }
 
 /** How a started exec ended. */
@@ -66,6 +68,11 @@ export async function startExec(
       Tty: false,
       abortSignal: req.signal,
     });
+  } catch (err) {
+    throw dockerError('docker exec', err);
+  }
+  await req.beforeStart?.(exec.id);
+  try {
     // No abortSignal here: cancelling must kill the process tree, not just drop our socket.
     stream = await exec.start({
       hijack: true,

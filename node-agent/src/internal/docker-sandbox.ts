@@ -491,7 +491,7 @@ export class DockerSandbox implements Sandbox {
 
   async startBackground(cmd: Command, options: BackgroundExecOptions = {}): Promise<string> {
     const argv = this.argv(cmd);
-    const { signal, ...rest } = options;
+    const { signal, beforeStart, ...rest } = options;
     const opts = parseWith(BackgroundExecOptionsSchema, rest, { prefix: 'background options' });
     await this.ready({ signal });
     const taskId = randomId('task');
@@ -504,6 +504,7 @@ export class DockerSandbox implements Sandbox {
       maxOutputBytes: opts.maxOutputBytes ?? this.ctx.maxOutputBytes,
       signal,
       ...(opts.interactive ? { interactive: true } : {}),
+      ...(beforeStart ? { beforeStart: (execId: string) => beforeStart(taskId, execId) } : {}),
     });
     this.tasks.add(taskId, run, opts.timeoutMs);
     this.taskExecIds.set(taskId, run.execId);

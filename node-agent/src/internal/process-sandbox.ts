@@ -307,10 +307,11 @@ export class ProcessSandbox implements Sandbox {
 
   async startBackground(cmd: Command, options: BackgroundExecOptions = {}): Promise<string> {
     const argv = this.argv(cmd);
-    const { signal, ...rest } = options;
+    const { signal, beforeStart, ...rest } = options;
     const opts = parseWith(BackgroundExecOptionsSchema, rest, { prefix: 'background options' });
     await this.ready({ signal });
     const taskId = randomId('task');
+    await beforeStart?.(taskId, undefined);
     this.tasks.add(taskId, this.spawnTask(argv, taskId, opts), opts.timeoutMs);
     return taskId;
   }

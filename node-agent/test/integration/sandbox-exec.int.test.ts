@@ -124,6 +124,34 @@ describe('exec and background tasks (Docker)', () => {
     expect(s.exitCode).toBe(137);
   });
 
+  test('background task: beforeStart runs with its handle before the command starts', async () => {
+    // The sandbox actor records the command there: a node agent killed right after the start
+    // must leave a record through which the restarted agent finds how the command ended.
+    const seen: { taskId: string; handle: string | undefined; ranYet: number }[] = [];
+    const id = await sb.startBackground('touch /tmp/before-start-ran', {
+      beforeStart: async (taskId, handle) => {
+        const probe = await sb.exec('test -e /tmp/before-start-ran');
+        seen.push({ taskId, handle, ranYet: probe.exitCode });
+      },
+    });
+    expect(seen).toEqual([{ taskId: id, handle: sb.backgroundHandle?.(id), ranYet: 1 }]);
+    expect(seen[0]!.handle).toEqual(expect.any(String));
+    expect(await sb.wait(id, { timeoutMs: 30_000 })).toMatchObject({
+      state: 'exited',
+      exitCode: 0,
+    });
+    expect((await sb.exec('test -e /tmp/before-start-ran')).exitCode).toBe(0);
+  });
+
+  test('background task: a beforeStart that rejects keeps the command from starting', async () => {
+    await expect(
+      sb.startBackground('touch /tmp/never-ran', {
+        beforeStart: () => Promise.reject(new Error('record not written')),
+      }),
+    ).rejects.toThrow('record not written');
+    expect((await sb.exec('test -e /tmp/never-ran')).exitCode).toBe(1);
+  });
+
   test('rejects bad input with errors naming the field', async () => {
     await expect(sb.exec(['true'], { timeoutMs: -5 })).rejects.toMatchObject({
       code: 'INVALID_ARGUMENT',
