@@ -1,7 +1,7 @@
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { isSandboxLost, sandboxRef } from '@troupe/node-agent';
-import { makeTempDir, startNatsServer, type NatsServerHandle } from '@troupe/testkit';
+import { makeTempDir, startNatsServer, waitFor, type NatsServerHandle } from '@troupe/testkit';
 import {
   NODE_AGENT_MAIN,
   spawnNodeProcess,
@@ -69,6 +69,41 @@ describe('troupe-node-agent process', () => {
     await fresh.ask('create', { spec: { image: fx.busybox } }, { timeoutMs: 60_000 });
     expect((await fresh.ask('exec', { cmd: ['echo', 'ok'] })).stdout).toBe('ok\n');
     await fresh.ask('destroy', {});
+  });
+
+  test('kill -9 after a command finished: the next agent reads its end, and status reports it', async () => {
+    proc = start('end-host');
+    await c.waitForHost('end-host');
+    const sb = sandboxRef(c.actors, 'sb-ended');
+    await sb.ask('create', { spec: { image: fx.busybox } }, { timeoutMs: 60_000 });
+    const { taskId } = await sb.ask('startBackground', { cmd: ['sh', '-c', 'sleep 1; exit 7'] });
+
+    const [recorded] = (await sb.ask('status', {})).commands;
+    expect(recorded).toEqual(expect.objectContaining({ taskId, handle: expect.any(String) }));
+
+    expect(await proc.kill('SIGKILL')).toBe('SIGKILL');
+    // The command runs to its end with nobody to see it (only Docker knows the exit code).
+    const exec = fx.docker.getExec(recorded!.handle!);
+    await waitFor(
+      async () => {
+        const info = await exec.inspect();
+        return !info.Running && typeof info.ExitCode === 'number';
+      },
+      { timeoutMs: 20_000, message: 'the command to end' },
+    );
+
+    // The next agent with the host id reads the end from Docker, posts it and removes the
+    // container; the first ask of the sandbox (a task's retry asking what became of its
+    // command) sees that end, and the command is not run again.
+    await c.startNodeAgent({ hostId: 'end-host' });
+    const status = await sb.ask('status', {}, { timeoutMs: 30_000 });
+    expect(status.commands).toEqual([
+      expect.objectContaining({
+        taskId,
+        ended: expect.objectContaining({ state: 'exited', exitCode: 7 }),
+      }),
+    ]);
+    expect(await sb.ask('destroy', {})).toEqual({});
   });
 
   test('SIGTERM drains: sandboxes destroyed, host deregistered, exit 0', async () => {
