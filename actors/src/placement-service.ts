@@ -53,7 +53,9 @@ import {
   type ActivationPlacement,
   type CoreEnvelope,
   type ForwardedAsk,
+  type HostPingReply,
   HostPingReplySchema,
+  type HostPingRequest,
   isRaced,
   MAIL_HINT_TYPE,
 } from './internal/protocol';
@@ -550,14 +552,8 @@ export class PlacementService {
   ): Promise<boolean | undefined> {
     const local = this.options.localHost;
     if (local?.hostId === hostId) return local.holds?.(addr, epoch);
-    const { nc, cluster } = this.options.transport;
     try {
-      const reply = await nc.request(
-        hostSubject(cluster, hostId, 'ping'),
-        encodeJson({ holds: { addr, epoch } }),
-        { timeout: 1_000 },
-      );
-      const pong = HostPingReplySchema.parse(decodeJson(reply.data));
+      const pong = await this.pingHost(hostId, { holds: { addr, epoch } });
       if (incarnation !== undefined && pong.incarnation !== incarnation) return false;
       return pong.holds;
     } catch (err) {
@@ -573,12 +569,8 @@ export class PlacementService {
     if (cached && Date.now() - cached.atMs < 2_000) {
       return incarnation === undefined || cached.incarnation === incarnation;
     }
-    const { nc, cluster } = this.options.transport;
     try {
-      const reply = await nc.request(hostSubject(cluster, hostId, 'ping'), encodeJson({}), {
-        timeout: 1_000,
-      });
-      const pong = HostPingReplySchema.parse(decodeJson(reply.data));
+      const pong = await this.pingHost(hostId, {});
       this.alive.set(hostId, { incarnation: pong.incarnation, atMs: Date.now() });
       return incarnation === undefined || pong.incarnation === incarnation;
     } catch (err) {
@@ -586,6 +578,15 @@ export class PlacementService {
       if (!isNoResponders(err)) this.options.log.debug({ err, hostId }, 'host ping failed');
       return false;
     }
+  }
+
+  /** Pings `hostId` (`host.<id>.ping`, 1 s); throws when it does not answer or answers badly. */
+  private async pingHost(hostId: string, request: HostPingRequest): Promise<HostPingReply> {
+    const { nc, cluster } = this.options.transport;
+    const reply = await nc.request(hostSubject(cluster, hostId, 'ping'), encodeJson(request), {
+      timeout: 1_000,
+    });
+    return HostPingReplySchema.parse(decodeJson(reply.data));
   }
 
   // ---- wake on post -------------------------------------------------------------------------

@@ -93,6 +93,8 @@ export const HostDeactivateRequestSchema = z.object({ addr: AddressSchema });
 export const HostPingRequestSchema = z.object({
   holds: z.object({ addr: AddressSchema, epoch: z.number().int().nonnegative() }).optional(),
 });
+/** A `host.<id>.ping` request. */
+export type HostPingRequest = z.input<typeof HostPingRequestSchema>;
 /** `host.<id>.ping` reply. */
 export const HostPingReplySchema = z.object({
   hostId: z.string(),
