@@ -1,5 +1,5 @@
 import { delay, eventsStreamName, eventsSubject, eventsSubjectFilter, Header } from '@troupe/proto';
-import { ensureStream, isTransientNatsError, PULL_EXPIRES_MS } from '@troupe/actors';
+import { ensureStream, PULL_EXPIRES_MS } from '@troupe/actors';
 import { headers as natsHeaders, nanos, type NatsConnection } from '@nats-io/transport-node';
 import {
   AckPolicy,
@@ -12,6 +12,7 @@ import {
   type JsMsg,
 } from '@nats-io/jetstream';
 import { type JobEventRecord, JobEventRecordSchema } from './job-event';
+import { whileTransient } from './while-transient';
 
 /** Options of {@link JobEventLog.open}. */
 export interface JobEventLogOptions {
@@ -260,19 +261,6 @@ export class JobEventLog {
 
 /** How often a following reader checks that its consumer still delivers what is stored. */
 const LOSS_CHECK_MS = 1_000;
-
-/** `fn`, tried again while it fails with a transient NATS error, for up to 30 s. */
-async function whileTransient<T>(fn: () => Promise<T>, signal?: AbortSignal): Promise<T> {
-  const giveUpAt = Date.now() + 30_000;
-  for (let pause = 250; ; pause = Math.min(pause * 2, 2_000)) {
-    try {
-      return await fn();
-    } catch (err) {
-      if (!isTransientNatsError(err) || Date.now() + pause > giveUpAt) throw err;
-    }
-    await delay(pause, signal);
-  }
-}
 
 function decodeEvent(m: Pick<JsMsg, 'json'>): JobEventRecord | undefined {
   try {

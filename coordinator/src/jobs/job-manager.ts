@@ -3,6 +3,8 @@ import { createHash, randomBytes } from 'node:crypto';
 import {
   type AnyActorDefinition,
   type Directory,
+  isHostSilent,
+  isTransientNatsError,
   type Logger,
   noopLogger,
   type RefFactory,
@@ -33,6 +35,7 @@ import {
 import { emptyJobState, JobStateSchema, positionsOf, type TaskPhase, taskView } from './job-state';
 import { jobArtifactPrefix, JobStore } from './job-store';
 import { createTaskActor, type TaskActorOptions } from './task-actor';
+import { whileTransient } from './while-transient';
 
 /** What a caller passes to the {@link JobManager} constructor. */
 export interface JobManagerOptions {
@@ -544,6 +547,23 @@ export class JobManager {
       offset?: number;
     } = {},
   ): Promise<JobResultsView> {
+    // Reads of a job's records fail while a NATS server restarts or a stream elects a leader,
+    // and the job actor's host may have died with the ask (chaos seeds 4002, 4026, 4035, 4043:
+    // `GetResults` failed "timeout" just after a fault): read again.
+    return whileTransient(() => this.readResults(jobId, options), options.signal, {
+      isTransient: (err) => isTransientNatsError(err) || isHostSilent(err),
+    });
+  }
+
+  private async readResults(
+    jobId: string,
+    options: {
+      signal?: AbortSignal;
+      pageSize?: number;
+      pageToken?: string;
+      offset?: number;
+    },
+  ): Promise<JobResultsView> {
     const { signal } = options;
     const pageSize = resultsPageSize(options.pageSize);
     const offset = resultsOffset(options.offset, options.pageToken);
@@ -553,7 +573,7 @@ export class JobManager {
     const reply = await refs
       .refOf({ kind: JOB_ACTOR_KIND, id: jobId })
       .withHints({ jobId })
-      .ask('snapshot', {}, { timeoutMs: 15_000, ...(signal ? { signal } : {}) });
+      .ask('snapshot', {}, { timeoutMs: 15_000, livenessMs: 1_000, ...(signal ? { signal } : {}) });
     const state = JobStateSchema.parse(reply);
     const to = Math.min(state.total, from + pageSize);
     const indices = Array.from({ length: Math.max(0, to - from) }, (_, k) => from + k);

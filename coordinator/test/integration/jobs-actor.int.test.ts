@@ -10,7 +10,7 @@ import {
 } from '@troupe/coordinator';
 import { Kvm } from '@nats-io/kv';
 import { connect } from '@nats-io/transport-node';
-import { eventsSubject, invalidArgument, kvBucketName, TroupeError } from '@troupe/proto';
+import { delay, eventsSubject, invalidArgument, kvBucketName, TroupeError } from '@troupe/proto';
 import {
   randomClusterName,
   startNatsServer,
@@ -494,4 +494,26 @@ test('a job budget: the scope is opened for the tasks, and a spent budget fails 
     completionTokens: 40,
   });
   expect(calls.run.get(`${record.jobId}/c3`)).toBeUndefined();
+});
+
+// Last in this file: it takes the NATS server away.
+test('GetResults reads again through a NATS server restart instead of failing', async () => {
+  const record = await jobs.submit({
+    spec: { kind: 'scripted', tasks: [{ id: 'r1', do: 'pass' }] },
+  });
+  await collect(record.jobId);
+  // Chaos seeds 4002 and 4035: GetResults failed "timeout" while a server restarted.
+  await server.kill();
+  let settled = false;
+  const reading = jobs.results(record.jobId).finally(() => (settled = true));
+  reading.catch(() => undefined); // asserted below
+  try {
+    // An outage longer than a JetStream request's timeout (5 s): the first reads fail meanwhile.
+    await delay(6_000);
+    expect(settled).toBe(false);
+  } finally {
+    await server.restart(); // the coordinator's teardown needs its server
+  }
+  const results = await reading;
+  expect(results.tasks.map((t) => [t.taskId, t.status])).toEqual([['r1', 'TASK_PASSED']]);
 });
