@@ -15,7 +15,14 @@ export interface OrphanCommandEnd {
   taskId: string;
   /** The command's handle (Docker exec id). */
   handle: string;
-  exitCode: number;
+  /**
+   * Its exit code when it ran to its end; undefined when it did not: still running, so killed
+   * with its container, or ended with a code that may be its killed agent's rather than its own
+   * (see {@link UNTRUSTED_EXIT_CODES}).
+   */
+  exitCode?: number;
+  /** Why its end is not an exit, when it is not. */
+  unknownEnd?: string;
 }
 
 /**
@@ -55,14 +62,29 @@ export function orphanCommandReader(
         .getExec(c.handle)
         .inspect()
         .catch(() => undefined);
-      if (!exec || exec.Running || typeof exec.ExitCode !== 'number') continue;
+      if (!exec) continue;
+      const base = { actor, taskId: c.taskId, handle: c.handle };
+      if (exec.Running) {
+        // Removing the container kills it: say so, rather than leave a caller waiting for an
+        // end that will never be reported.
+        collect({ ...base, unknownEnd: 'killed with its container by the restarted node agent' });
+        continue;
+      }
+      // Created but never started (a record written ahead of a start that did not happen).
+      if (typeof exec.ExitCode !== 'number') continue;
       // 126 and above may be the exec torn down with the killed agent rather than the command's
       // own verdict (Docker could not run it: 126; a signal such as SIGPIPE once the agent's end
       // of the output closed: 128+n; a chaos run saw 126 for a command killed this way, and
-      // its task was graded on it). Left unrecorded, the command is run again: a re-run, never
-      // a wrong answer.
-      if (exec.ExitCode >= UNTRUSTED_EXIT_CODES) continue;
-      collect({ actor, taskId: c.taskId, handle: c.handle, exitCode: exec.ExitCode });
+      // its task was graded on it). Recorded as not an exit, the command is run again: a
+      // re-run, never a wrong answer.
+      if (exec.ExitCode >= UNTRUSTED_EXIT_CODES) {
+        collect({
+          ...base,
+          unknownEnd: `exit code ${exec.ExitCode} after its node agent was killed: not its own verdict`,
+        });
+        continue;
+      }
+      collect({ ...base, exitCode: exec.ExitCode });
     }
   };
 }
@@ -81,14 +103,18 @@ export async function postOrphanCommandEnds(
         {
           taskId: e.taskId,
           ended: {
-            state: 'exited',
-            exitCode: e.exitCode,
+            ...(e.exitCode !== undefined
+              ? {
+                  state: 'exited' as const,
+                  exitCode: e.exitCode,
+                  error: 'its output went with the node agent process that ran it',
+                }
+              : { state: 'killed' as const, error: e.unknownEnd ?? 'its end is not known' }),
             stdout: '',
             stderr: '',
             stdoutDroppedBytes: 0,
             stderrDroppedBytes: 0,
             durationMs: 0,
-            error: 'its output went with the node agent process that ran it',
           },
         },
         { dedupeId: `exec-ended-${e.handle}` },

@@ -40,7 +40,7 @@ describe('troupe-node-agent process', () => {
     await c.waitForHost('crash-host');
     const sb = sandboxRef(c.actors, 'sb-doomed');
     await sb.ask('create', { spec: { image: fx.busybox } }, { timeoutMs: 60_000 });
-    await sb.ask('startBackground', { cmd: ['sleep', '1000'] });
+    const { taskId } = await sb.ask('startBackground', { cmd: ['sleep', '1000'] });
     expect((await sb.ask('exec', { cmd: ['echo', 'alive'] })).stdout).toBe('alive\n');
 
     expect(await proc.kill('SIGKILL')).toBe('SIGKILL');
@@ -62,6 +62,17 @@ describe('troupe-node-agent process', () => {
     const status = await sb.ask('status', {});
     expect(status.status).toBe('lost');
     expect(status.lostReason).toMatch(/ended with an earlier activation/);
+    // The command was still running when the container went: reported killed, so a caller
+    // waiting for its end (a task's retry) learns at once that it did not finish.
+    expect(status.commands).toEqual([
+      expect.objectContaining({
+        taskId,
+        ended: expect.objectContaining({
+          state: 'killed',
+          error: 'killed with its container by the restarted node agent',
+        }),
+      }),
+    ]);
     expect(await sb.ask('destroy', {})).toEqual({});
 
     // The job layer's retry: a new sandbox on the new agent.

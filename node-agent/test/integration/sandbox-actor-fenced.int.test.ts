@@ -158,7 +158,8 @@ test('a node agent killed after its command ended: its restart reads the end fro
   const { taskId } = await sb.ask('startBackground', { cmd: 'echo lost-with-the-agent; exit 3' });
   // An exit status of 126 or more may be the exec torn down with the agent (Docker could not
   // run it: 126; a signal, such as SIGPIPE once the agent's end of the output closed: 128+n),
-  // not the command's verdict: it is not recorded, so the caller runs the command again.
+  // not the command's verdict: it is recorded as `killed`, not as an exit, so the caller knows
+  // at once that it did not finish and runs the command again.
   const torn = await sb.ask('startBackground', { cmd: 'exit 141' });
   // The sandbox recorded the commands' execs; Docker says when they have ended. Nobody asked.
   const recorded = await tc.actors.states.read(sb.address);
@@ -186,7 +187,9 @@ test('a node agent killed after its command ended: its restart reads the end fro
   // actor; the output went with the killed process.
   const ended = await waitFor(
     async () =>
-      (await sb.ask('status', {}, { timeoutMs: 30_000 })).commands.find((c) => c.ended)?.ended,
+      (await sb.ask('status', {}, { timeoutMs: 30_000 })).commands.find(
+        (c) => c.ended?.state === 'exited',
+      )?.ended,
     { timeoutMs: 30_000, message: 'the command recorded as ended' },
   );
   expect(ended).toMatchObject({ state: 'exited', exitCode: 3, stdout: '' });
@@ -196,7 +199,11 @@ test('a node agent killed after its command ended: its restart reads the end fro
     expect.objectContaining({ taskId, handle }),
     expect.objectContaining({ taskId: torn.taskId, handle: handles[1] }),
   ]);
-  expect(commands[1]!.ended).toBeUndefined();
+  expect(commands[1]!.ended).toMatchObject({
+    state: 'killed',
+    error: 'exit code 141 after its node agent was killed: not its own verdict',
+  });
+  expect(commands[1]!.ended?.exitCode).toBeUndefined();
   expect(await tc.containers(['troupe.actor=sandbox/killed-sb'])).toEqual([]);
   await sb.ask('destroy', {}, { timeoutMs: 30_000 });
   await restarted.kill('SIGTERM');
