@@ -10,7 +10,14 @@ import {
   type PlannedTask,
   type TaskContext,
 } from '@troupe/coordinator';
-import { errorCode, invalidArgument, isCancelled, parseWith, TroupeError } from '@troupe/proto';
+import {
+  delay,
+  errorCode,
+  invalidArgument,
+  isCancelled,
+  parseWith,
+  TroupeError,
+} from '@troupe/proto';
 import { z } from 'zod';
 import {
   type ShellTask,
@@ -59,7 +66,19 @@ export interface ShellTasksDriverOptions {
    * @default the folders of deploy/images in this checkout, when it has them
    */
   imageRecipes?: readonly string[];
+  /**
+   * How long a retry waits for the end of a command whose earlier sandbox was lost with the
+   * command running, before it runs the command again. Such a sandbox's container was on a node
+   * agent cut off or killed: a partitioned agent reports the ends when it is fenced on its
+   * return, a restarted one from Docker at its start — a report that may come while its
+   * command, having run to its end, would otherwise run a second time.
+   * @default 10000
+   */
+  lostEndWaitMs?: number;
 }
+
+/** Pause between two reads of a lost sandbox awaiting its command's reported end. */
+const LOST_END_POLL_MS = 500;
 
 /** `troupe-<name>` or `troupe-<name>:<tag>`: an image built from `deploy/images/<name>`. */
 const TROUPE_IMAGE = /^troupe-([a-z0-9][a-z0-9-]{0,62})(?::[A-Za-z0-9._-]+)?$/;
@@ -236,6 +255,7 @@ export function createShellTasksDriver(
 ): JobDriver<ShellTaskInput, ShellRun> {
   const waitSliceMs = options.waitSliceMs ?? 1_000;
   const createTimeoutMs = options.createTimeoutMs ?? 300_000;
+  const lostEndWaitMs = options.lostEndWaitMs ?? 10_000;
   const recipes = 'imageRecipes' in options ? options.imageRecipes : installedRecipes();
 
   const sandbox = (ctx: TaskContext, resourceId: string): UntypedActorRef =>
@@ -501,8 +521,11 @@ export function createShellTasksDriver(
     const stale = new Set(ctx.staleResourceIds);
     let running: { resourceId: string; taskId: string } | undefined;
     for (const resourceId of [...ctx.earlierResourceIds].reverse()) {
-      const reply = await readSandbox(ctx, resourceId);
+      let reply = await readSandbox(ctx, resourceId);
       if (!reply) continue;
+      if (reply.status === 'lost' && reply.commands.some((c) => !c.ended)) {
+        reply = await awaitReportedEnds(ctx, resourceId, reply);
+      }
       const ended = exitedIn(reply);
       if (ended) return { finished: { resourceId, status: ended } };
       const last = reply.commands.at(-1);
@@ -511,6 +534,29 @@ export function createShellTasksDriver(
       }
     }
     return running ? { running } : {};
+  }
+
+  /**
+   * Reads lost sandbox `resourceId` again until a command it recorded without an end gets one
+   * (reported by the node agent that held its container) or `lostEndWaitMs` pass; returns the
+   * last read.
+   */
+  async function awaitReportedEnds(
+    ctx: TaskContext,
+    resourceId: string,
+    lost: SandboxCommands,
+  ): Promise<SandboxCommands> {
+    ctx.log.info(
+      { resourceId, waitMs: lostEndWaitMs },
+      'an earlier execution’s sandbox was lost with its command running: waiting for its end',
+    );
+    const deadline = Date.now() + lostEndWaitMs;
+    let reply = lost;
+    while (Date.now() < deadline && reply.commands.some((c) => !c.ended)) {
+      await delay(Math.min(LOST_END_POLL_MS, Math.max(0, deadline - Date.now())), ctx.signal);
+      reply = (await readSandbox(ctx, resourceId)) ?? reply;
+    }
+    return reply;
   }
 
   /**

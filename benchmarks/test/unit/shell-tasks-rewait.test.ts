@@ -241,3 +241,81 @@ describe('shell-tasks driver, an earlier sandbox whose host falls silent', () =>
     ]);
   });
 });
+
+describe('shell-tasks driver, an earlier sandbox lost with its command running', () => {
+  // Its container was on a node agent cut off (or killed) mid-command: the agent reports the
+  // command's end when it is back (fenced) or restarted, which may be after the retry looked.
+  const lostRunning = () => ({ status: 'lost', commands: [{ taskId: 'c1' }] });
+  const lostEnded = () => ({
+    status: 'lost',
+    commands: [
+      { taskId: 'c1', ended: { state: 'exited', exitCode: 0, stdout: '', durationMs: 1_000 } },
+    ],
+  });
+  /** A retry of the next attempt: the lost sandbox is an earlier attempt's, not adopted. */
+  const retryContext = (refs: RefFactory, said: string[]): TaskContext => ({
+    ...replayContext(refs, said),
+    attempt: 2,
+    execution: 1,
+    staleResourceIds: [],
+  });
+
+  it('waits for the end its node agent reports, and does not run the command again', async () => {
+    const asks: Ask[] = [];
+    const said: string[] = [];
+    const refs = scriptedRefs(
+      {
+        [earlierId]: {
+          status: [lostRunning, lostRunning, lostEnded],
+          destroy: [() => ({})],
+        },
+        [ownId]: ownSandbox(),
+      },
+      asks,
+    );
+    const driver = createShellTasksDriver({ imageRecipes: undefined, lostEndWaitMs: 20_000 });
+
+    const run = await driver.runTask(retryContext(refs, said), await input());
+
+    expect(run).toMatchObject({ exitCode: 0, recoveredFrom: 'e1' });
+    expect(asks.map((a) => `${a.type} ${a.sandboxId}`)).toEqual([
+      `status ${earlierId}`,
+      `status ${earlierId}`,
+      `status ${earlierId}`,
+      `destroy ${earlierId}`,
+    ]);
+    expect(said).toContain(
+      'an earlier execution’s sandbox was lost with its command running: waiting for its end',
+    );
+  });
+
+  it('runs the command again when no end is reported in time', async () => {
+    const asks: Ask[] = [];
+    const said: string[] = [];
+    const refs = scriptedRefs(
+      {
+        [earlierId]: {
+          status: Array.from({ length: 50 }, () => lostRunning),
+          destroy: [() => ({})],
+        },
+        [ownId]: ownSandbox(),
+      },
+      asks,
+    );
+    const driver = createShellTasksDriver({ imageRecipes: undefined, lostEndWaitMs: 1_200 });
+
+    const run = await driver.runTask(retryContext(refs, said), await input());
+
+    expect(run).toMatchObject({ exitCode: 0, stdout: 'again\n' });
+    expect(run.recoveredFrom).toBeUndefined();
+    const reads = asks.filter((a) => a.type === 'status').length;
+    // The first read, then one every 500 ms within the 1.2 s.
+    expect(reads).toBeGreaterThanOrEqual(2);
+    expect(reads).toBeLessThanOrEqual(5);
+    expect(asks.slice(-3).map((a) => `${a.type} ${a.sandboxId}`)).toEqual([
+      `create ${ownId}`,
+      `startBackground ${ownId}`,
+      `wait ${ownId}`,
+    ]);
+  });
+});
