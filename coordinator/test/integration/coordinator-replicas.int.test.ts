@@ -30,6 +30,11 @@ const Napper = defineActor({
   idleTimeoutMs: 300,
 });
 
+// Each test waits on its own deadlines (a server's loss, then up to 45 s for what follows it);
+// their sum outgrew the project's 120 s under a full CI run's load (a consumer's re-creation
+// took over 45 s there): the deadlines decide, not jest's.
+jest.setTimeout(240_000);
+
 let nats: NatsClusterHandle;
 beforeAll(async () => {
   nats = await startNatsCluster({ size: 3 });
