@@ -37,6 +37,16 @@ import { jobArtifactPrefix, JobStore } from './job-store';
 import { createTaskActor, type TaskActorOptions } from './task-actor';
 import { whileTransient } from './while-transient';
 
+/** The placer found no live host of the actor's kind (`details.kind`): one may register soon. */
+function isNoHostOfKindYet(err: unknown): boolean {
+  return (
+    err instanceof TroupeError &&
+    err.code === 'UNAVAILABLE' &&
+    typeof err.details?.['kind'] === 'string' &&
+    err.details['queued'] === undefined
+  );
+}
+
 /** What a caller passes to the {@link JobManager} constructor. */
 export interface JobManagerOptions {
   /** The job kinds this coordinator can run. */
@@ -548,10 +558,12 @@ export class JobManager {
     } = {},
   ): Promise<JobResultsView> {
     // Reads of a job's records fail while a NATS server restarts or a stream elects a leader,
-    // and the job actor's host may have died with the ask (chaos seeds 4002, 4026, 4035, 4043:
-    // `GetResults` failed "timeout" just after a fault): read again.
+    // the job actor's host may have died with the ask (chaos seeds 4002, 4026, 4035, 4043:
+    // `GetResults` failed "timeout" just after a fault), and no host may take the job actor
+    // yet (a coordinator taking over before its own host registered): read again.
     return whileTransient(() => this.readResults(jobId, options), options.signal, {
-      isTransient: (err) => isTransientNatsError(err) || isHostSilent(err),
+      isTransient: (err) =>
+        isTransientNatsError(err) || isHostSilent(err) || isNoHostOfKindYet(err),
     });
   }
 
