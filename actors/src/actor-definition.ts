@@ -92,6 +92,15 @@ export interface ActorDefinitionOptions<
    * @default true
    */
   validateCheckpoints?: boolean;
+  /**
+   * The actor works for one job and is garbage once that job has finished: its directory entry
+   * carries the job (`retireWithJob`), and a coordinator with an actor retention deletes its
+   * directory entry, state and inbox that long after the job finished (docs/actors.md,
+   * Retirement). For per-task actors (task actors, sandboxes); never for an actor a job's results
+   * are read from.
+   * @default false
+   */
+  retireWithJob?: boolean;
 }
 
 /** A posted message that failed validation (see {@link ActorDefinitionOptions.onInvalid}). */
@@ -166,6 +175,7 @@ export function defineActor<
     maxAttempts: options.maxAttempts ?? 3,
     trackRunning: options.trackRunning ?? false,
     validateCheckpoints: options.validateCheckpoints ?? true,
+    retireWithJob: options.retireWithJob ?? false,
   };
 }
 

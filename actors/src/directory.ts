@@ -3,6 +3,7 @@ import { type KV } from '@nats-io/kv';
 import { z } from 'zod';
 import { isWrongLastSequence } from './internal/kv-errors';
 import { kvKeys } from './kv-keys';
+import { purgeKvKey } from './internal/kv-purge';
 import { decodeJson, encodeJson } from './internal/json-codec';
 
 /** Lifecycle states of an actor in the directory (ARCHITECTURE.md §5). */
@@ -36,6 +37,11 @@ export const DirectoryEntrySchema = z.object({
    * it finds none (and clears this) or re-places it.
    */
   recover: z.boolean().optional(),
+  /**
+   * The actor's records may be deleted once its job (`jobId`) has finished (the definition's
+   * `retireWithJob`): kept, with `jobId`, through every later write of the entry.
+   */
+  retireWithJob: z.literal(true).optional(),
 });
 /** A decoded directory entry. */
 export type DirectoryEntry = z.infer<typeof DirectoryEntrySchema>;
@@ -45,6 +51,19 @@ export interface VersionedEntry {
   entry: DirectoryEntry;
   /** KV revision; 0 when the key does not exist yet. */
   revision: number;
+}
+
+/**
+ * The fields of `entry` that say which job the actor works for (`jobId`, `retireWithJob`): every
+ * writer of an entry carries them over, so a sleeping or stopped actor still names its job.
+ */
+export function jobScopeOf(
+  entry: Pick<DirectoryEntry, 'jobId' | 'retireWithJob'>,
+): Pick<DirectoryEntry, 'jobId' | 'retireWithJob'> {
+  return {
+    ...(entry.jobId ? { jobId: entry.jobId } : {}),
+    ...(entry.retireWithJob ? { retireWithJob: true as const } : {}),
+  };
 }
 
 /** States in which an activation exists or is being created. */
@@ -96,6 +115,19 @@ export class Directory {
   private async createOrUpdateDeleted(key: string, data: Uint8Array): Promise<number> {
     // kv.create succeeds on a missing or deleted key and fails if a live value exists.
     return this.kv.create(key, data);
+  }
+
+  /**
+   * Deletes the entry for good (no marker left) if it is still the one written at `revision`: a
+   * later write survives. Watchers are not told. After it the actor is unknown: a new activation
+   * starts it afresh at epoch 1.
+   */
+  async remove(addr: ActorAddress, revision: number): Promise<void> {
+    try {
+      await purgeKvKey(this.kv, directoryKey(addr), revision);
+    } catch (err) {
+      throw new TroupeError('UNAVAILABLE', 'directory write failed', { cause: err });
+    }
   }
 
   /** Lists every entry (used by the local placer's recovery sweep). */

@@ -39,6 +39,7 @@ export {
   Directory,
   DirectoryEntrySchema,
   isLiveState,
+  jobScopeOf,
   type DirectoryEntry,
   type VersionedEntry,
 } from './directory';
@@ -50,6 +51,7 @@ export {
   type StoredState,
   type StateRecord,
 } from './state-store';
+export { retireActor, RETIRED_REASON, type RetireDeps, type RetireOutcome } from './retire';
 export { isNoResponders, isTransientNatsError } from './internal/nats-errors';
 export { isWrongLastSequence } from './internal/kv-errors';
 export { kvKeys, kvKeysAt } from './kv-keys';

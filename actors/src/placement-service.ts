@@ -36,7 +36,13 @@ import {
   type JetStreamManager,
   type JsMsg,
 } from '@nats-io/jetstream';
-import { type Directory, type DirectoryEntry, isLiveState, type VersionedEntry } from './directory';
+import {
+  type Directory,
+  type DirectoryEntry,
+  isLiveState,
+  jobScopeOf,
+  type VersionedEntry,
+} from './directory';
 import { PULL_EXPIRES_MS } from './pull-expiry';
 import { type StateStore } from './state-store';
 import { decodeJson, encodeJson } from './internal/json-codec';
@@ -345,6 +351,7 @@ export class PlacementService {
             await this.options.directory.compareAndSet(addr, revision, {
               state: 'SLEEPING',
               epoch: entry.epoch,
+              ...jobScopeOf(entry),
               updatedAtMs: Date.now(),
               reason: `host ${entry.hostId} no longer holds it`,
               recover: true,
@@ -361,6 +368,7 @@ export class PlacementService {
         await this.options.directory.compareAndSet(addr, revision, {
           state: 'SLEEPING',
           epoch: entry.epoch,
+          ...jobScopeOf(entry),
           updatedAtMs: Date.now(),
           reason: alive ? 'activation timed out' : `host ${entry.hostId} lost`,
           recover: true,
@@ -429,6 +437,7 @@ export class PlacementService {
           await this.options.directory.compareAndSet(addr, current.revision, {
             state: stop ? 'STOPPED' : 'SLEEPING',
             epoch,
+            ...jobScopeOf(current.entry),
             updatedAtMs: Date.now(),
             reason: `activation failed: ${error.message}`,
             ...(stop ? {} : { recover: true }),
@@ -735,6 +744,7 @@ export class PlacementService {
       await this.options.directory.compareAndSet(addr, revision, {
         state: 'SLEEPING',
         epoch: entry.epoch,
+        ...jobScopeOf(entry),
         updatedAtMs: Date.now(),
         reason: `host ${entry.hostId ?? '-'} lost`,
         recover: true,

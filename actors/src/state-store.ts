@@ -9,6 +9,7 @@ import {
 import { type KV, type KvEntry } from '@nats-io/kv';
 import { z } from 'zod';
 import { isWrongLastSequence } from './internal/kv-errors';
+import { purgeKvKey } from './internal/kv-purge';
 import { decodeJson, encodeJson } from './internal/json-codec';
 import { isTransientNatsError } from './internal/nats-errors';
 
@@ -105,6 +106,18 @@ export class StateStore {
     } finally {
       signal.removeEventListener('abort', stop);
       watcher.stop();
+    }
+  }
+
+  /**
+   * Deletes the record and its history for good (no marker left): for an actor being retired,
+   * whose directory entry already fences every activation (docs/actors.md, Retirement).
+   */
+  async remove(addr: ActorAddress): Promise<void> {
+    try {
+      await purgeKvKey(this.kv, stateKey(addr));
+    } catch (err) {
+      throw new StoreUnavailableError(err);
     }
   }
 

@@ -25,6 +25,8 @@ export interface ClusterPlacementOptions {
   kindLimits?: Record<string, number>;
   /** Sleeping actors whose entry {@link ClusterPlacement.peek} keeps. @default 20000 */
   maxSleepingViews?: number;
+  /** Told of every watched entry (undefined: deleted), e.g. the {@link ActorReaper}'s. */
+  onEntry?: (key: string, entry: DirectoryEntry | undefined) => void;
 }
 
 interface Waiter {
@@ -105,6 +107,7 @@ export class ClusterPlacement {
       if (parsed.success) entry = parsed.data;
     }
     const deleted = e.operation !== 'PUT' || e.value.length === 0;
+    this.options.onEntry?.(key, entry);
     this.sleeping.delete(key);
     if (entry?.state === 'SLEEPING') {
       this.sleeping.set(key, { entry, revision: e.revision });
@@ -131,6 +134,16 @@ export class ClusterPlacement {
       this.kick(addr.kind);
     }
   }
+
+  /**
+   * Drops what the watch showed of an actor whose entry was removed without a marker (a retired
+   * actor, `retireActor` of `@troupe/actors`): the watch is not told of such a removal.
+   */
+  forget = (key: string): void => {
+    if (this.occupancy.get(key)) return; // live again: the watch is the truth
+    this.sleeping.delete(key);
+    this.unusual.delete(key);
+  };
 
   /**
    * The watched directory entry of `addr` when it is not live, for the placer's first decision

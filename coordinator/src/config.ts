@@ -26,6 +26,12 @@ export const ConfigSchema = z
     renewMs: z.number().int().min(100).default(1_000),
     activationTimeoutMs: z.number().int().min(100).default(15_000),
     sweepIntervalMs: z.number().int().min(100).default(5_000),
+    /**
+     * How long after a job finished its task actors and sandboxes (actors defined with
+     * `retireWithJob`) are deleted: directory entry, state and inbox. The job's results (job
+     * record, task results, events, artifacts) are kept. `null` keeps them for good.
+     */
+    actorRetentionMs: z.number().int().min(0).nullable().default(600_000),
     /** Max live activations per kind across the cluster. */
     kindLimits: z.record(z.string(), z.number().int().positive()).default({}),
     metrics: z
@@ -78,6 +84,7 @@ export const ENVIRONMENT_VARIABLES = [
   'TROUPE_GRPC_TOKEN',
   'TROUPE_GRPC_TOKEN_FILE',
   'TROUPE_SHUTDOWN_GRACE_MS',
+  'TROUPE_ACTOR_RETENTION_MS',
 ] as const;
 
 /**
@@ -85,7 +92,8 @@ export const ENVIRONMENT_VARIABLES = [
  * the schema will check them; only their syntax is checked here, and every problem is returned
  * (named by the variable), not thrown, so that all of them can be printed at once.
  *
- * `TROUPE_NATS_URL` is comma-separated; `TROUPE_METRICS_PORT` is a port or `off`; any
+ * `TROUPE_NATS_URL` is comma-separated; `TROUPE_METRICS_PORT` is a port or `off`;
+ * `TROUPE_ACTOR_RETENTION_MS` is milliseconds or `never`; any
  * `TROUPE_GRPC_*` variable turns the job API on (its `grpc` section then needs a token).
  */
 export function applyEnvironment(
@@ -112,6 +120,13 @@ export function applyEnvironment(
   o.set('TROUPE_SHUTDOWN_GRACE_MS', (v) => {
     const ms = o.int('TROUPE_SHUTDOWN_GRACE_MS', v);
     if (ms !== undefined) o.config['shutdownGraceMs'] = ms;
+  });
+  o.set('TROUPE_ACTOR_RETENTION_MS', (v) => {
+    if (v.trim() === 'never') o.config['actorRetentionMs'] = null;
+    else {
+      const ms = o.int('TROUPE_ACTOR_RETENTION_MS', v);
+      if (ms !== undefined) o.config['actorRetentionMs'] = ms;
+    }
   });
   return o.result();
 }

@@ -7,6 +7,7 @@ import {
   noopLogger,
   PlacementService,
   createKv,
+  retireActor,
 } from '@troupe/actors';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { jetstreamManager } from '@nats-io/jetstream';
@@ -15,6 +16,7 @@ import { BudgetLedgerActor } from './budget/budget-ledger-actor';
 import { LedgerStateFeed } from './budget/ledger-state-feed';
 import { registerBudgetMetrics } from './budget/budget-metrics';
 import { RateLimitActor } from './budget/rate-limit-actor';
+import { ActorReaper } from './actor-reaper';
 import { ClusterPlacement } from './cluster-placement';
 import { ConfigSchema, type CoordinatorConfig, type CoordinatorOptions } from './config';
 import { type JobPolicy } from './fair-queue';
@@ -25,6 +27,7 @@ import { openRemindersKv, ReminderService } from './reminders';
 import { DriverRegistry } from './jobs/driver-registry';
 import { JobApiServer } from './jobs/job-api-server';
 import { JobManager, type JobManagerOptions } from './jobs/job-manager';
+import { isFinalPhase } from './jobs/job-state';
 
 /** What {@link Coordinator.start} takes besides the config. */
 export interface CoordinatorDeps {
@@ -53,6 +56,7 @@ interface LeaderServices {
   placement: ClusterPlacement;
   placer: PlacementService;
   reminders: ReminderService;
+  reaper?: ActorReaper;
 }
 
 /**
@@ -229,6 +233,7 @@ export class Coordinator {
     const jsm = await jetstreamManager(this.nc);
     // The registry's callbacks reach services built after it.
     const late: { placer?: PlacementService; placement?: ClusterPlacement } = {};
+    const reaper = this.actorReaper(late);
     const registry = new HostRegistry({
       nc: this.nc,
       cluster,
@@ -244,6 +249,7 @@ export class Coordinator {
       directoryKv,
       log: this.log.child({ component: 'placement' }),
       kindLimits: this.config.kindLimits,
+      ...(reaper ? { onEntry: reaper.observe } : {}),
       ...(this.deps.jobPolicy
         ? { jobPolicy: this.deps.jobPolicy }
         : this.jobs
@@ -273,7 +279,8 @@ export class Coordinator {
     await placement.start();
     await placer.start();
     await reminders.start();
-    this.leaderServices = { registry, placement, placer, reminders };
+    reaper?.start();
+    this.leaderServices = { registry, placement, placer, reminders, ...(reaper ? { reaper } : {}) };
     this.log.info({}, 'leader services started');
     // The hosts loaded from KV got a full grace period; those whose process is gone (the previous
     // leader's, after a kill) are declared dead now, so their actors are recovered at once.
@@ -282,10 +289,32 @@ export class Coordinator {
       .catch((err: unknown) => this.log.warn({ err }, 'host presence check failed'));
   }
 
+  /**
+   * The leader's {@link ActorReaper}, when this coordinator runs jobs and keeps finished jobs'
+   * actors for a limited time (`actorRetentionMs`).
+   */
+  private actorReaper(late: { placement?: ClusterPlacement }): ActorReaper | undefined {
+    const retentionMs = this.config.actorRetentionMs;
+    const jobs = this.jobs;
+    if (retentionMs === null || !jobs) return undefined;
+    return new ActorReaper({
+      retentionMs,
+      intervalMs: this.config.sweepIntervalMs,
+      finishedAt: async (jobId) => {
+        const job = await jobs.store.getJob(jobId);
+        return job && isFinalPhase(job.state) ? job.finishedUnixMs : undefined;
+      },
+      retire: (addr) => retireActor(this.system, addr),
+      onRetired: (key) => late.placement?.forget(key),
+      log: this.log.child({ component: 'reaper' }),
+    });
+  }
+
   private async stepDown(): Promise<void> {
     const s = this.leaderServices;
     this.leaderServices = undefined;
     if (!s) return;
+    await s.reaper?.stop();
     s.reminders.stop();
     await s.placer.stop();
     s.placement.stop();
@@ -322,6 +351,7 @@ export class Coordinator {
         return out;
       },
       placements: () => this.leaderServices?.placement.placements ?? 0,
+      actorsRetired: () => this.leaderServices?.reaper?.retired ?? 0,
       remindersFired: () => this.leaderServices?.reminders.fired ?? 0,
     };
   }

@@ -10,11 +10,12 @@ export interface MetricsSource {
   hostsByState(): Record<string, number>;
   placements(): number;
   remindersFired(): number;
+  actorsRetired(): number;
 }
 
 /**
  * Prometheus endpoint (`GET /metrics`, `GET /healthz`) of the coordinator: queue depth,
- * activations, placements, hosts by state (dead hosts included) and reminders; the budget
+ * activations, placements, hosts by state (dead hosts included), reminders and retired actors; the budget
  * series are added with `registerBudgetMetrics` on {@link MetricsServer.registry}.
  */
 export class MetricsServer {
@@ -62,6 +63,15 @@ export class MetricsServer {
       collect() {
         this.reset();
         this.inc(source.remindersFired());
+      },
+    });
+    new Counter({
+      name: 'troupe_actors_retired_total',
+      help: "Finished jobs' actors deleted by this coordinator (actorRetentionMs)",
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        this.inc(source.actorsRetired());
       },
     });
   }

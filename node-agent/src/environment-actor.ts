@@ -196,6 +196,8 @@ export function createEnvironmentActor(options: EnvironmentActorOptions) {
     state: EnvironmentActorStateSchema,
     initialState: (): State => ({ status: 'new', createdAtMs: 0 }),
     messages: EnvironmentMessages,
+    // Garbage once its job has finished: the coordinator deletes its records after the retention.
+    retireWithJob: true,
     handlers: {
       create: guarded(create),
       screenshot: guarded(

@@ -671,6 +671,8 @@ export function createSandboxActor(options: SandboxActorOptions) {
     state: SandboxActorStateSchema,
     initialState: (): State => ({ status: 'new', createdAtMs: 0 }),
     messages: SandboxMessages,
+    // Garbage once its job has finished: the coordinator deletes its records after the retention.
+    retireWithJob: true,
     handlers: {
       create: guarded(create),
       exec: guarded(exec),

@@ -1,5 +1,5 @@
 import { type ActorAddress } from '@troupe/proto';
-import { type Directory } from '../directory';
+import { type DirectoryEntry, type Directory, jobScopeOf } from '../directory';
 import { FencedError } from '../state-store';
 
 /** The host an activation runs on, as its directory entry names it. */
@@ -19,21 +19,29 @@ export class ActivationEntry {
     private readonly host: EntryHost,
     private readonly address: ActorAddress,
     private readonly epoch: number,
-    private readonly jobId: string | undefined,
-  ) {}
+    jobId: string | undefined,
+    retireWithJob = false,
+  ) {
+    this.scope = jobScopeOf({
+      ...(jobId ? { jobId } : {}),
+      ...(jobId && retireWithJob ? { retireWithJob: true as const } : {}),
+    });
+  }
+
+  /** The job this activation works for, as its entry records it (see {@link jobScopeOf}). */
+  private readonly scope: Pick<DirectoryEntry, 'jobId' | 'retireWithJob'>;
 
   /**
    * Writes the entry IDLE on this host at this epoch, by CAS on `revision` (the SLEEPING entry a
    * placer read, or the ACTIVATING one it wrote); false when the entry has changed since.
    */
   async claimIdle(revision: number): Promise<boolean> {
-    const { jobId } = this;
     const rev = await this.host.directory.compareAndSet(this.address, revision, {
       state: 'IDLE',
       hostId: this.host.hostId,
       incarnation: this.host.incarnation,
       epoch: this.epoch,
-      ...(jobId ? { jobId } : {}),
+      ...this.scope,
       updatedAtMs: Date.now(),
     });
     return rev !== undefined;
@@ -63,10 +71,17 @@ export class ActivationEntry {
         );
       }
       if (entry.state === to) return;
+      const scope = { ...jobScopeOf(entry), ...this.scope };
       const next =
         to === 'SLEEPING'
-          ? { state: to, epoch: this.epoch, updatedAtMs: Date.now(), ...(reason ? { reason } : {}) }
-          : { ...entry, state: to, updatedAtMs: Date.now() };
+          ? {
+              state: to,
+              epoch: this.epoch,
+              ...scope,
+              updatedAtMs: Date.now(),
+              ...(reason ? { reason } : {}),
+            }
+          : { ...entry, ...scope, state: to, updatedAtMs: Date.now() };
       const rev = await this.host.directory.compareAndSet(this.address, revision, next);
       if (rev !== undefined) return;
     }

@@ -119,7 +119,7 @@ export class Activation implements TurnRunner {
     this.key = formatAddress(this.address);
     this.log = host.log.child({ actor: this.key, epoch });
     this.cell = new StateCell(def, this.address, epoch, host.states);
-    this.entry = new ActivationEntry(host, this.address, epoch, placement.jobId);
+    this.entry = new ActivationEntry(host, this.address, epoch, placement.jobId, def.retireWithJob);
     const { cluster } = host.transport;
     this.inbox = new InboxReader(
       (after) =>

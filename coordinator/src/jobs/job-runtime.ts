@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { type Directory, type Logger, type RefFactory } from '@troupe/actors';
+import { type Directory, jobScopeOf, type Logger, type RefFactory } from '@troupe/actors';
 import { type ActorAddress, parseWith, TroupeError } from '@troupe/proto';
 import { type NatsConnection } from '@nats-io/transport-node';
 import { CancelWatches } from './cancel-watch';
@@ -53,6 +53,7 @@ export async function revive(
   const rev = await directory.compareAndSet(addr, revision, {
     state: 'SLEEPING',
     epoch: entry.epoch,
+    ...jobScopeOf(entry),
     updatedAtMs: Date.now(),
     reason: `restarted by the job watchdog (was stopped: ${entry.reason ?? 'no reason'})`,
   });

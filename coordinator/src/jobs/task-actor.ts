@@ -81,6 +81,8 @@ export function createTaskActor(holder: JobRuntimeHolder, options: TaskActorOpti
     messages: TaskActorMessages,
     idleTimeoutMs: options.idleTimeoutMs ?? 10_000,
     maxAttempts: 5,
+    // Garbage once its job has finished: the coordinator deletes its records after the retention.
+    retireWithJob: true,
     handlers: {
       run: async (ctx, msg, state) => {
         const rt = holder.get();

@@ -16,6 +16,7 @@ describe('coordinator applyEnvironment', () => {
         TROUPE_SHUTDOWN_GRACE_MS: '500',
         TROUPE_LOG_LEVEL: 'warn',
         TROUPE_REPLICAS: '3',
+        TROUPE_ACTOR_RETENTION_MS: '60000',
       },
     );
     expect(issues).toEqual([]);
@@ -28,6 +29,7 @@ describe('coordinator applyEnvironment', () => {
       grpc: { host: '127.0.0.1', port: 0, token: 'a-long-enough-bearer-token-0123456789' },
       shutdownGraceMs: 500,
       replicas: 3,
+      actorRetentionMs: 60_000,
     });
     expect(ConfigSchema.safeParse(config).success).toBe(true);
   });
@@ -47,6 +49,7 @@ describe('coordinator applyEnvironment', () => {
         TROUPE_GRPC_PORT: '-1',
         TROUPE_SHUTDOWN_GRACE_MS: '1s',
         TROUPE_REPLICAS: 'three',
+        TROUPE_ACTOR_RETENTION_MS: 'forever',
       },
     );
     expect(issues).toEqual([
@@ -54,6 +57,15 @@ describe('coordinator applyEnvironment', () => {
       "TROUPE_METRICS_PORT: must be a non-negative integer (got 'nine')",
       "TROUPE_GRPC_PORT: must be a non-negative integer (got '-1')",
       "TROUPE_SHUTDOWN_GRACE_MS: must be a non-negative integer (got '1s')",
+      "TROUPE_ACTOR_RETENTION_MS: must be a non-negative integer (got 'forever')",
     ]);
+  });
+
+  it('keeps finished jobs\' actors 10 minutes by default; `never` (null) keeps them', () => {
+    expect(ConfigSchema.parse({}).actorRetentionMs).toBe(600_000);
+    const { config } = applyEnvironment({}, { TROUPE_ACTOR_RETENTION_MS: 'never' });
+    expect(ConfigSchema.parse(config).actorRetentionMs).toBeNull();
+    const parsed = ConfigSchema.safeParse({ actorRetentionMs: -1 });
+    expect(parsed.error?.issues[0]?.path).toEqual(['actorRetentionMs']);
   });
 });

@@ -130,6 +130,9 @@ export async function startSoakCluster(options: SoakClusterOptions): Promise<Soa
       TROUPE_GRPC_PORT: '0',
       TROUPE_GRPC_TOKEN: token,
       TROUPE_METRICS_PORT: 'off',
+      // Finished jobs' task actors and sandboxes go after 30 s (default 10 min), so even the
+      // short profile judges a cluster that deletes them.
+      TROUPE_ACTOR_RETENTION_MS: '30000',
     });
     const { grpcPort } = (await ready('coordinator', coordinatorReady)) as { grpcPort: number };
     const agentReady = path.join(options.dir, 'node-agent.ready');
