@@ -61,7 +61,7 @@ describe('coordinator applyEnvironment', () => {
     ]);
   });
 
-  it('keeps finished jobs\' actors 10 minutes by default; `never` (null) keeps them', () => {
+  it("keeps finished jobs' actors 10 minutes by default; `never` (null) keeps them", () => {
     expect(ConfigSchema.parse({}).actorRetentionMs).toBe(600_000);
     const { config } = applyEnvironment({}, { TROUPE_ACTOR_RETENTION_MS: 'never' });
     expect(ConfigSchema.parse(config).actorRetentionMs).toBeNull();
