@@ -102,6 +102,12 @@ export interface PlacementRequest {
    * restart, leaves its entry naming a live host, and every ask would find nobody there).
    */
   verifyLive?: boolean;
+  /**
+   * The directory revision of the actor's entry the placement decision is based on (set by the
+   * placement service before it asks the {@link HostSelector}): a later write of the entry that
+   * is not live means this placement has come and gone, or lost its claim.
+   */
+  directoryRevision?: number;
 }
 
 /** A placement decision. */
@@ -375,7 +381,7 @@ export class PlacementService {
         });
         continue;
       }
-      const target = await this.options.selectHost(request);
+      const target = await this.options.selectHost({ ...request, directoryRevision: revision });
       const epoch = entry.epoch + 1;
       // One-step form: the placer writes nothing; the chosen host claims the entry SLEEPING →
       // IDLE at `epoch` by CAS on `revision`, so of several placers (or hosts) only one wins.

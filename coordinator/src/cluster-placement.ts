@@ -130,7 +130,7 @@ export class ClusterPlacement {
         kind: addr.kind,
         ...(entry.jobId ? { jobId: entry.jobId } : {}),
       });
-    } else if (this.occupancy.clearLive(key)) {
+    } else if (this.occupancy.clearLive(key) || this.occupancy.settlePending(key, e.revision)) {
       this.kick(addr.kind);
     }
   }
@@ -286,6 +286,7 @@ export class ClusterPlacement {
       hostId: chosen.h.info.hostId,
       kind,
       ...(request.jobId ? { jobId: request.jobId } : {}),
+      ...(request.directoryRevision !== undefined ? { basedOn: request.directoryRevision } : {}),
     });
     this.placements++;
     return { hostId: chosen.h.info.hostId, incarnation: chosen.h.info.incarnation };

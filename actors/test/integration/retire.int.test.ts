@@ -68,6 +68,8 @@ async function stored(addr: ActorAddress): Promise<{ dir: number; state: number;
 
 test('retires a sleeping actor: entry, state and inbox leave nothing, and the address starts anew', async () => {
   const ref = system.ref(Tally, 't1').withHints({ jobId: 'job-a' });
+  const other = system.ref(Tally, 't1b').withHints({ jobId: 'job-a' });
+  await other.post('add', { by: 7 });
   await ref.post('add', { by: 2 });
   expect(await ref.ask('add', { by: 3 })).toBe(5);
   await system.deactivate(ref.address);
@@ -78,6 +80,9 @@ test('retires a sleeping actor: entry, state and inbox leave nothing, and the ad
 
   expect(await retireActor(system, ref.address)).toBe('retired');
   expect(await stored(ref.address)).toEqual({ dir: 0, state: 0, inbox: 0 });
+  // Only its own: another actor's records are untouched.
+  expect(await stored(other.address)).toEqual({ dir: 1, state: 1, inbox: 1 });
+  expect(await other.ask('get', {})).toBe(7);
   expect(await retireActor(system, ref.address)).toBe('absent');
   // Unknown now: a message starts it from its initial state at epoch 1.
   expect(await ref.ask('add', { by: 1 })).toBe(1);

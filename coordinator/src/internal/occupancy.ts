@@ -4,6 +4,8 @@ export interface Occupant {
   kind: string;
   jobId?: string;
   source: 'live' | 'pending';
+  /** Of a pending placement: the directory revision of the entry it was decided on. */
+  basedOn?: number;
 }
 
 /**
@@ -37,6 +39,19 @@ export class Occupancy {
   clearLive(key: string): boolean {
     const cur = this.byKey.get(key);
     if (!cur || cur.source !== 'live') return false;
+    this.replace(key, undefined);
+    return true;
+  }
+
+  /**
+   * The entry of `key` was written at `revision` and is not live: a pending placement decided on
+   * an earlier revision has come and gone (the watch may never show its live entry: with one
+   * value kept per key, a short activation's IDLE is replaced by SLEEPING before the watch reads
+   * it) or lost its claim. Clears it; returns true if a slot freed.
+   */
+  settlePending(key: string, revision: number): boolean {
+    const cur = this.byKey.get(key);
+    if (!cur || cur.source !== 'pending' || (cur.basedOn ?? Infinity) >= revision) return false;
     this.replace(key, undefined);
     return true;
   }
