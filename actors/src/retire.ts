@@ -25,10 +25,11 @@ export const RETIRED_REASON = 'retired';
  * Deletes a sleeping actor's durable records: its inbox messages, its state and its directory
  * entry, leaving no marker behind (so the server's per-subject state goes too). The entry is
  * first moved to STOPPED by compare-and-set, which fences the actor: an activation racing the
- * retirement fails its claim and is refused (`UNAVAILABLE`, not retryable, "is STOPPED: retired") instead
- * of starting on records being deleted; the entry goes last and only if still that STOPPED one.
- * Afterwards the address is unknown: a message to it starts a new actor from its initial state.
- * For actors nothing will address again (a finished job's task actors and sandboxes).
+ * retirement fails its claim and is refused (`UNAVAILABLE`, not retryable, "is STOPPED:
+ * retired") instead of starting on records being deleted; the entry goes last and only if still
+ * that STOPPED one. Dead letters are kept. Afterwards the address is unknown: a message to it
+ * starts a new actor from its initial state. For actors nothing will address again (a finished
+ * job's task actors and sandboxes).
  */
 export async function retireActor(deps: RetireDeps, addr: ActorAddress): Promise<RetireOutcome> {
   const { entry, revision } = await deps.directory.get(addr);
