@@ -1,4 +1,10 @@
-import { type ActorAddress, directoryKey, parseActorKey, TroupeError } from '@troupe/proto';
+import {
+  type ActorAddress,
+  directoryKey,
+  ErrorReason,
+  parseActorKey,
+  TroupeError,
+} from '@troupe/proto';
 import {
   type DirectoryEntry,
   DirectoryEntrySchema,
@@ -184,7 +190,10 @@ export class ClusterPlacement {
       .filter((h) => h.state !== 'DEAD' && h.info.kinds.includes(kind));
     if (hosts.length === 0) {
       return Promise.reject(
-        new TroupeError('UNAVAILABLE', `no live host hosts kind '${kind}'`, { details: { kind } }),
+        new TroupeError('UNAVAILABLE', `no live host hosts kind '${kind}'`, {
+          details: { kind },
+          reason: ErrorReason.NO_HOST,
+        }),
       );
     }
     const queue = this.queueFor(kind);

@@ -229,6 +229,7 @@ export {
   type JobManagerStartOptions,
   type JobResultsView,
   type ListJobsOptions,
+  type ResultsOptions,
   type SubmitJobOptions,
   type TaskResultView,
   type WireTaskStatus,

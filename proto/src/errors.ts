@@ -66,6 +66,11 @@ export const ErrorReason = {
    * bank lineage that drifted): a stop of delivery, never retried automatically.
    */
   PROTOCOL: 'PROTOCOL',
+  /**
+   * No live host hosts the actor's kind right now (the placer's answer while, e.g., a coordinator
+   * taking over has not registered its own host yet): one may register soon.
+   */
+  NO_HOST: 'NO_HOST',
 } as const;
 
 /** One of the {@link ErrorReason} values. */

@@ -9,7 +9,7 @@ import {
   noopLogger,
   type RefFactory,
 } from '@troupe/actors';
-import { invalidArgument, TroupeError, validateJobId } from '@troupe/proto';
+import { ErrorReason, hasReason, invalidArgument, TroupeError, validateJobId } from '@troupe/proto';
 import { type NatsConnection } from '@nats-io/transport-node';
 import { DEFAULT_JOB_POLICY, type JobPolicy } from '../fair-queue';
 import { type DriverRegistry } from './driver-registry';
@@ -37,14 +37,13 @@ import { jobArtifactPrefix, JobStore } from './job-store';
 import { createTaskActor, type TaskActorOptions } from './task-actor';
 import { whileTransient } from './while-transient';
 
-/** The placer found no live host of the actor's kind (`details.kind`): one may register soon. */
-function isNoHostOfKindYet(err: unknown): boolean {
-  return (
-    err instanceof TroupeError &&
-    err.code === 'UNAVAILABLE' &&
-    typeof err.details?.['kind'] === 'string' &&
-    err.details['queued'] === undefined
-  );
+/** Paging of {@link JobManager.results}. */
+export interface ResultsOptions {
+  signal?: AbortSignal;
+  pageSize?: number;
+  pageToken?: string;
+  /** Plan index of the first task when there is no `pageToken`. @default 0 */
+  offset?: number;
 }
 
 /** What a caller passes to the {@link JobManager} constructor. */
@@ -547,35 +546,18 @@ export class JobManager {
    * runs). A page is read by plan index — the job actor's snapshot for the tasks in flight, the
    * task records of the finished ones — so tasks finishing between two pages never shift one.
    */
-  async results(
-    jobId: string,
-    options: {
-      signal?: AbortSignal;
-      pageSize?: number;
-      pageToken?: string;
-      /** Plan index of the first task when there is no `pageToken`. @default 0 */
-      offset?: number;
-    } = {},
-  ): Promise<JobResultsView> {
+  async results(jobId: string, options: ResultsOptions = {}): Promise<JobResultsView> {
     // Reads of a job's records fail while a NATS server restarts or a stream elects a leader,
     // the job actor's host may have died with the ask (chaos seeds 4002, 4026, 4035, 4043:
     // `GetResults` failed "timeout" just after a fault), and no host may take the job actor
     // yet (a coordinator taking over before its own host registered): read again.
     return whileTransient(() => this.readResults(jobId, options), options.signal, {
       isTransient: (err) =>
-        isTransientNatsError(err) || isHostSilent(err) || isNoHostOfKindYet(err),
+        isTransientNatsError(err) || isHostSilent(err) || hasReason(err, ErrorReason.NO_HOST),
     });
   }
 
-  private async readResults(
-    jobId: string,
-    options: {
-      signal?: AbortSignal;
-      pageSize?: number;
-      pageToken?: string;
-      offset?: number;
-    },
-  ): Promise<JobResultsView> {
+  private async readResults(jobId: string, options: ResultsOptions): Promise<JobResultsView> {
     const { signal } = options;
     const pageSize = resultsPageSize(options.pageSize);
     const offset = resultsOffset(options.offset, options.pageToken);

@@ -1,6 +1,6 @@
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { Kvm } from '@nats-io/kv';
-import { noopLogger } from '@troupe/proto';
+import { ErrorReason, hasReason, noopLogger } from '@troupe/proto';
 import { startNatsServer, type NatsServerHandle } from '@troupe/testkit';
 import { ClusterPlacement } from '../../src/cluster-placement';
 import { HostRegistry } from '../../src/host-registry';
@@ -59,6 +59,32 @@ test('an entry written after the placement and not live gives its pending slot b
     await directoryKv.put('w.a', sleeping(1));
     expect((await b).hostId).toBe('h1');
     expect(placement.used('h1', 'w')).toBe(1); // w.b's, not w.a's
+  } finally {
+    placement.stop();
+    registry.stop();
+  }
+});
+
+test('a kind no live host hosts is refused with reason NO_HOST (GetResults waits on it)', async () => {
+  const kvm = new Kvm(nc);
+  const registry = new HostRegistry({
+    nc,
+    cluster: 'no-host',
+    kv: await kvm.create('no_host_nodes'),
+    log: noopLogger,
+  });
+  const placement = new ClusterPlacement({
+    registry,
+    directoryKv: await kvm.create('no_host_directory'),
+    log: noopLogger,
+  });
+  await placement.start();
+  try {
+    const err = await placement
+      .select({ addr: { kind: 'job', id: 'j1' }, deadlineMs: Date.now() + 1_000 })
+      .catch((e: unknown) => e);
+    expect(err).toMatchObject({ code: 'UNAVAILABLE', details: { kind: 'job' } });
+    expect(hasReason(err, ErrorReason.NO_HOST)).toBe(true);
   } finally {
     placement.stop();
     registry.stop();
