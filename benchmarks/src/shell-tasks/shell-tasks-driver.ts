@@ -263,12 +263,41 @@ export function createShellTasksDriver(
       .refOf({ kind: SANDBOX_KIND, id: shellSandboxId(resourceId) })
       .withHints({ jobId: ctx.jobId });
 
+  /**
+   * Asks sandbox `resourceId`, and asks again while its host falls silent with the ask (killed or
+   * cut off), until `timeoutMs` pass: the next ask reaches that host once it is back, or the
+   * sandbox's next activation once the host is declared dead.
+   */
+  const askSandbox = async (
+    ctx: TaskContext,
+    resourceId: string,
+    type: string,
+    timeoutMs: number,
+  ): Promise<unknown> => {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      try {
+        return await sandbox(ctx, resourceId).ask(
+          type,
+          {},
+          {
+            timeoutMs: Math.max(1, deadline - Date.now()),
+            livenessMs: SANDBOX_LIVENESS_MS,
+            signal: ctx.signal,
+          },
+        );
+      } catch (err) {
+        if (ctx.signal.aborted || !isHostSilent(err) || Date.now() >= deadline) throw err;
+        ctx.log.debug({ err, resourceId, type }, 'a sandbox’s host fell silent: asking again');
+      }
+    }
+  };
+
+  // Asked again through a silence: a node agent cut off for a few seconds (and not declared dead)
+  // keeps the sandbox live with its container, which nothing else would remove for its idle
+  // timeout (chaos seed 7007: an orphan container after a 3 s partition).
   const destroy = async (ctx: TaskContext, resourceId: string): Promise<void> => {
-    await sandbox(ctx, resourceId).ask(
-      'destroy',
-      {},
-      { timeoutMs: 30_000, livenessMs: SANDBOX_LIVENESS_MS, signal: ctx.signal },
-    );
+    await askSandbox(ctx, resourceId, 'destroy', 30_000);
   };
 
   return {
@@ -568,36 +597,15 @@ export function createShellTasksDriver(
     resourceId: string,
   ): Promise<SandboxCommands | undefined> {
     let reply: SandboxCommands;
-    const deadline = Date.now() + 15_000;
-    for (;;) {
-      try {
-        reply = SandboxCommandsSchema.parse(
-          await sandbox(ctx, resourceId).ask(
-            'status',
-            {},
-            {
-              timeoutMs: Math.max(1, deadline - Date.now()),
-              livenessMs: SANDBOX_LIVENESS_MS,
-              signal: ctx.signal,
-            },
-          ),
-        );
-        break;
-      } catch (err) {
-        if (ctx.signal.aborted) throw err;
-        // Its host fell silent with the ask (killed, cut off): the next ask reaches the
-        // sandbox's next activation once that host is declared dead, which reads the
-        // container's command ends. Not reading them would run a finished command again.
-        if (isHostSilent(err) && Date.now() < deadline) {
-          ctx.log.debug(
-            { err, resourceId },
-            'an earlier execution’s sandbox fell silent: asking again',
-          );
-          continue;
-        }
-        ctx.log.warn({ err, resourceId }, 'could not read an earlier execution’s sandbox');
-        return undefined;
-      }
+    try {
+      // Asked again while its host is silent (killed, cut off): the next ask reaches the
+      // sandbox's next activation once that host is declared dead, which reads the container's
+      // command ends. Not reading them would run a finished command again.
+      reply = SandboxCommandsSchema.parse(await askSandbox(ctx, resourceId, 'status', 15_000));
+    } catch (err) {
+      if (ctx.signal.aborted) throw err;
+      ctx.log.warn({ err, resourceId }, 'could not read an earlier execution’s sandbox');
+      return undefined;
     }
     ctx.log.debug(
       { resourceId, status: reply.status, commands: reply.commands.map((c) => c.ended?.state) },

@@ -242,6 +242,44 @@ describe('shell-tasks driver, an earlier sandbox whose host falls silent', () =>
   });
 });
 
+describe('shell-tasks driver, a stale sandbox whose host falls silent', () => {
+  it('asks its destroy again once the host is back, not leaving its container behind', async () => {
+    const asks: Ask[] = [];
+    const said: string[] = [];
+    // A node agent cut off for a few seconds, and not declared dead, keeps the sandbox live
+    // with its container: a destroy given up at the first silence left it for its idle timeout.
+    const silent = () => {
+      throw new TroupeError(ErrorCode.UNAVAILABLE, 'its host showed no sign of life for 4000 ms', {
+        retryable: true,
+        details: { hostSilent: true },
+      });
+    };
+    const refs = scriptedRefs(
+      {
+        [earlierId]: {
+          status: [() => ({ status: 'ready', commands: [] })],
+          destroy: [silent, () => ({})],
+        },
+        [ownId]: ownSandbox(),
+      },
+      asks,
+    );
+
+    const run = await driver.runTask(replayContext(refs, said), await input());
+
+    expect(run).toMatchObject({ exitCode: 0, stdout: 'again\n' });
+    expect(asks.map((a) => `${a.type} ${a.sandboxId}`)).toEqual([
+      `status ${earlierId}`,
+      `destroy ${earlierId}`,
+      `destroy ${earlierId}`,
+      `create ${ownId}`,
+      `startBackground ${ownId}`,
+      `wait ${ownId}`,
+    ]);
+    expect(said).not.toContain('could not destroy a stale sandbox');
+  });
+});
+
 describe('shell-tasks driver, an earlier sandbox lost with its command running', () => {
   // Its container was on a node agent cut off (or killed) mid-command: the agent reports the
   // command's end when it is back (fenced) or restarted, which may be after the retry looked.
