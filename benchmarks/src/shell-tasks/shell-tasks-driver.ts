@@ -335,11 +335,11 @@ export function createShellTasksDriver(
     async runTask(ctx, raw) {
       const { task, config } = parseWith(ShellTaskInputSchema, raw, { prefix: 'input' });
       const earlier = await readEarlier(ctx);
-      // A crash interrupted an earlier execution of this attempt: its sandbox may still live,
-      // and its command still run there. Such a command is waited for, not started again.
-      // Every other earlier sandbox goes, an earlier attempt's too: its own cleanup may have
-      // failed with the fault that ended it (a NATS server lost mid-commit), and nothing else
-      // would remove it before the node agent's reaper.
+      // A fault interrupted an earlier execution (a crash in this attempt, or a node agent cut
+      // off and declared dead in an earlier one): its sandbox may still live, and its command
+      // still run there. Such a command is waited for, not started again. Every other earlier
+      // sandbox goes: its own cleanup may have failed with the fault that ended it (a NATS
+      // server lost mid-commit), and nothing else would remove it before the node agent's reaper.
       const adopt = earlier.running?.resourceId;
       for (const stale of new Set([...ctx.earlierResourceIds, ...ctx.staleResourceIds])) {
         if (stale === adopt) continue;
@@ -547,7 +547,6 @@ export function createShellTasksDriver(
     finished?: { resourceId: string; status: TaskStatus };
     running?: { resourceId: string; taskId: string };
   }> {
-    const stale = new Set(ctx.staleResourceIds);
     let running: { resourceId: string; taskId: string } | undefined;
     for (const resourceId of [...ctx.earlierResourceIds].reverse()) {
       let reply = await readSandbox(ctx, resourceId);
@@ -558,7 +557,10 @@ export function createShellTasksDriver(
       const ended = exitedIn(reply);
       if (ended) return { finished: { resourceId, status: ended } };
       const last = reply.commands.at(-1);
-      if (!running && stale.has(resourceId) && reply.status === 'ready' && last && !last.ended) {
+      // Still running, in this attempt's interrupted execution or in an earlier attempt's (its
+      // node agent was declared dead while only cut off, and is back: chaos seed 7001): waited
+      // for, since it may finish, and a finished command must not run again.
+      if (!running && reply.status === 'ready' && last && !last.ended) {
         running = { resourceId, taskId: last.taskId };
       }
     }

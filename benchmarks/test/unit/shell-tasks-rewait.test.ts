@@ -280,6 +280,42 @@ describe('shell-tasks driver, a stale sandbox whose host falls silent', () => {
   });
 });
 
+describe('shell-tasks driver, an earlier attempt whose command still runs', () => {
+  it('waits for it there and does not run it again', async () => {
+    // Chaos seed 7001: the attempt failed when its node agent, cut off for 2 s, was declared
+    // dead; the agent was back, its command still running, when the next attempt looked. The
+    // retry used to destroy that sandbox and run the command again, while the first run finished.
+    const asks: Ask[] = [];
+    const said: string[] = [];
+    const refs = scriptedRefs(
+      {
+        [earlierId]: {
+          status: [stillRunning],
+          wait: [() => ({ state: 'exited', exitCode: 0, stdout: 'done\n', durationMs: 1_500 })],
+          destroy: [() => ({})],
+        },
+        [ownId]: ownSandbox(),
+      },
+      asks,
+    );
+    const retry: TaskContext = {
+      ...replayContext(refs, said),
+      attempt: 2,
+      execution: 1,
+      staleResourceIds: [],
+    };
+
+    const run = await driver.runTask(retry, await input());
+
+    expect(run).toMatchObject({ exitCode: 0, stdout: 'done\n', recoveredFrom: 'e1' });
+    expect(asks.map((a) => `${a.type} ${a.sandboxId}`)).toEqual([
+      `status ${earlierId}`,
+      `wait ${earlierId}`,
+      `destroy ${earlierId}`,
+    ]);
+  });
+});
+
 describe('shell-tasks driver, an earlier sandbox lost with its command running', () => {
   // Its container was on a node agent cut off (or killed) mid-command: the agent reports the
   // command's end when it is back (fenced) or restarted, which may be after the retry looked.
