@@ -374,7 +374,7 @@ export function createShellTasksDriver(
           // The wait also fails when the sandbox's next activation read the command's end from
           // its container, recorded it and removed the container (`sandbox … was destroyed`):
           // the end is in its state then, and running the command again would repeat it.
-          const reply = await readSandbox(ctx, resourceId);
+          const reply = await readSettled(ctx, resourceId);
           const ended = reply && exitedIn(reply);
           if (ended) {
             ctx.log.info(
@@ -549,11 +549,8 @@ export function createShellTasksDriver(
   }> {
     let running: { resourceId: string; taskId: string } | undefined;
     for (const resourceId of [...ctx.earlierResourceIds].reverse()) {
-      let reply = await readSandbox(ctx, resourceId);
+      const reply = await readSettled(ctx, resourceId);
       if (!reply) continue;
-      if (reply.status === 'lost' && reply.commands.some((c) => !c.ended)) {
-        reply = await awaitReportedEnds(ctx, resourceId, reply);
-      }
       const ended = exitedIn(reply);
       if (ended) return { finished: { resourceId, status: ended } };
       const last = reply.commands.at(-1);
@@ -565,6 +562,21 @@ export function createShellTasksDriver(
       }
     }
     return running ? { running } : {};
+  }
+
+  /**
+   * {@link readSandbox}, and when the sandbox was lost with a command running, the reads of
+   * {@link awaitReportedEnds} for the end its node agent reports.
+   */
+  async function readSettled(
+    ctx: TaskContext,
+    resourceId: string,
+  ): Promise<SandboxCommands | undefined> {
+    const reply = await readSandbox(ctx, resourceId);
+    if (reply?.status === 'lost' && reply.commands.some((c) => !c.ended)) {
+      return awaitReportedEnds(ctx, resourceId, reply);
+    }
+    return reply;
   }
 
   /**

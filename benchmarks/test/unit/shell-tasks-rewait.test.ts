@@ -165,11 +165,13 @@ describe('shell-tasks driver, a failed wait on an earlier execution’s command'
   it('runs the command again when the earlier sandbox recorded no end of it', async () => {
     const asks: Ask[] = [];
     const said: string[] = [];
+    const lost = () => ({ status: 'lost', commands: [{ taskId: 'c1' }] });
     const refs = scriptedRefs(
       {
         [earlierId]: {
-          // The container was lost with the command in it: its end is unknown.
-          status: [stillRunning, () => ({ status: 'lost', commands: [{ taskId: 'c1' }] })],
+          // The container was lost with the command in it, and no end is reported in the wait
+          // for one (`lostEndWaitMs`): its end is unknown.
+          status: [stillRunning, ...Array.from({ length: 50 }, () => lost)],
           wait: [destroyed],
           destroy: [() => ({})],
         },
@@ -177,15 +179,23 @@ describe('shell-tasks driver, a failed wait on an earlier execution’s command'
       },
       asks,
     );
+    const driver = createShellTasksDriver({ imageRecipes: undefined, lostEndWaitMs: 700 });
 
     const run = await driver.runTask(replayContext(refs, said), await input());
 
     expect(run).toMatchObject({ exitCode: 0, stdout: 'again\n' });
     expect(run.recoveredFrom).toBeUndefined();
-    expect(asks.map((a) => `${a.type} ${a.sandboxId}`)).toEqual([
+    const seen = asks.map((a) => `${a.type} ${a.sandboxId}`);
+    expect(seen.slice(0, 3)).toEqual([
       `status ${earlierId}`,
       `wait ${earlierId}`,
       `status ${earlierId}`,
+    ]);
+    // Read again every 500 ms within the 700 ms wait for a reported end, then run again.
+    const reads = seen.filter((a) => a === `status ${earlierId}`).length;
+    expect(reads).toBeGreaterThanOrEqual(2);
+    expect(reads).toBeLessThanOrEqual(4);
+    expect(seen.slice(-4)).toEqual([
       `destroy ${earlierId}`,
       `create ${ownId}`,
       `startBackground ${ownId}`,
@@ -311,6 +321,51 @@ describe('shell-tasks driver, an earlier attempt whose command still runs', () =
     expect(asks.map((a) => `${a.type} ${a.sandboxId}`)).toEqual([
       `status ${earlierId}`,
       `wait ${earlierId}`,
+      `destroy ${earlierId}`,
+    ]);
+  });
+});
+
+describe('shell-tasks driver, an adopted command whose sandbox is lost while waited for', () => {
+  it('waits for the end its node agent reports, not running the command again', async () => {
+    // The adopted command's node agent learns it was declared dead and fences the sandbox: the
+    // wait fails, the next activation finds the sandbox lost with the command running, and the
+    // fenced agent reports the command's end a moment later.
+    const asks: Ask[] = [];
+    const said: string[] = [];
+    const lostRunning = () => ({ status: 'lost', commands: [{ taskId: 'c1' }] });
+    const refs = scriptedRefs(
+      {
+        [earlierId]: {
+          status: [
+            stillRunning,
+            lostRunning,
+            () => ({
+              status: 'lost',
+              commands: [
+                {
+                  taskId: 'c1',
+                  ended: { state: 'exited', exitCode: 0, stdout: 'done\n', durationMs: 900 },
+                },
+              ],
+            }),
+          ],
+          wait: [destroyed],
+          destroy: [() => ({})],
+        },
+        [ownId]: ownSandbox(),
+      },
+      asks,
+    );
+
+    const run = await driver.runTask(replayContext(refs, said), await input());
+
+    expect(run).toMatchObject({ exitCode: 0, stdout: 'done\n', recoveredFrom: 'e1' });
+    expect(asks.map((a) => `${a.type} ${a.sandboxId}`)).toEqual([
+      `status ${earlierId}`,
+      `wait ${earlierId}`,
+      `status ${earlierId}`,
+      `status ${earlierId}`,
       `destroy ${earlierId}`,
     ]);
   });
