@@ -1,6 +1,13 @@
 import { isTaskFileRef, tasksOfTaskFile } from './task-file';
 import { type ActorContext, defineActor } from '@troupe/actors';
-import { errorCode, invalidArgument, isRetryable, TroupeError } from '@troupe/proto';
+import {
+  ErrorReason,
+  errorCode,
+  hasReason,
+  invalidArgument,
+  isRetryable,
+  TroupeError,
+} from '@troupe/proto';
 import { z } from 'zod';
 import { BudgetLedger } from '../budget/budget-ledger';
 import { remindAt } from '../reminders';
@@ -207,8 +214,10 @@ async function planJob(
     holder.rememberPlan(jobId, plan);
     return { taskIds: plan.map((t) => t.id) };
   } catch (err) {
-    // A shutdown or fencing: the `start` message is replayed by the next activation.
-    if (ctx.signal.aborted) throw err;
+    // A shutdown or fencing: the `start` message is replayed by the next activation. A store
+    // outage (the plan's write during a NATS server loss) is waited out by the runtime, not
+    // taken for a bad plan that fails the job.
+    if (ctx.signal.aborted || hasReason(err, ErrorReason.STORE_UNAVAILABLE)) throw err;
     ctx.log.warn({ err, jobId }, 'planning failed');
     return { planError: err instanceof Error ? err.message : String(err) };
   }

@@ -1,5 +1,13 @@
 import { createHash } from 'node:crypto';
-import { isWrongLastSequence, createKv, createObjectStore, kvKeys, kvKeysAt } from '@troupe/actors';
+import {
+  isWrongLastSequence,
+  createKv,
+  createObjectStore,
+  isTransientNatsError,
+  kvKeys,
+  kvKeysAt,
+  StoreUnavailableError,
+} from '@troupe/actors';
 import { kvBucketName, objectStoreName, toTroupeError, TroupeError } from '@troupe/proto';
 import { type NatsConnection } from '@nats-io/transport-node';
 import { type KV, type KvEntry } from '@nats-io/kv';
@@ -121,7 +129,7 @@ export class JobStore {
 
   /** Writes a job record (last writer wins: only the job actor writes after creation). */
   async putJob(record: JobRecord): Promise<void> {
-    await this.kv.put(`job.${record.jobId}`, JSON.stringify(record));
+    await storeWrite(() => this.kv.put(`job.${record.jobId}`, JSON.stringify(record)));
   }
 
   /** A job record, or undefined. */
@@ -261,7 +269,7 @@ export class JobStore {
 
   /** Writes the full result of a task attempt. */
   async putTaskResult(jobId: string, result: TaskResultRecord): Promise<void> {
-    await this.kv.put(`result.${jobId}.${result.index}`, JSON.stringify(result));
+    await storeWrite(() => this.kv.put(`result.${jobId}.${result.index}`, JSON.stringify(result)));
   }
 
   /** The stored task results of `indices` of a job, by plan index. */
@@ -290,10 +298,12 @@ export class JobStore {
     generation: number,
     entries: readonly TaskEntry[],
   ): Promise<void> {
-    await readBatched(entries, async (t) => {
-      const record: TaskRecord = { ...t, generation };
-      await this.kv.put(`task.${jobId}.${t.index}`, JSON.stringify(record));
-    });
+    await storeWrite(() =>
+      readBatched(entries, async (t) => {
+        const record: TaskRecord = { ...t, generation };
+        await this.kv.put(`task.${jobId}.${t.index}`, JSON.stringify(record));
+      }),
+    );
   }
 
   /** The task records of `indices` of a job, by plan index. */
@@ -319,9 +329,11 @@ export class JobStore {
 
   /** Stores a job's task ids in plan order (what results list for tasks with no record yet). */
   async putTaskIds(jobId: string, ids: readonly string[]): Promise<void> {
-    await this.objects.putBlob(
-      { name: taskIdsObjectName(jobId), description: 'job task ids' },
-      new TextEncoder().encode(JSON.stringify(ids)),
+    await storeWrite(() =>
+      this.objects.putBlob(
+        { name: taskIdsObjectName(jobId), description: 'job task ids' },
+        new TextEncoder().encode(JSON.stringify(ids)),
+      ),
     );
   }
 
@@ -334,9 +346,11 @@ export class JobStore {
 
   /** Stores the work list (plan indices) of a resumed job's `generation`. */
   async putWork(jobId: string, generation: number, work: WorkList): Promise<void> {
-    await this.objects.putBlob(
-      { name: workObjectName(jobId, generation), description: 'job work list' },
-      new TextEncoder().encode(JSON.stringify(work)),
+    await storeWrite(() =>
+      this.objects.putBlob(
+        { name: workObjectName(jobId, generation), description: 'job work list' },
+        new TextEncoder().encode(JSON.stringify(work)),
+      ),
     );
   }
 
@@ -349,9 +363,11 @@ export class JobStore {
 
   /** Stores a job's plan (object store: plans can be larger than a KV value). */
   async putPlan(jobId: string, tasks: readonly PlannedTask[]): Promise<void> {
-    await this.objects.putBlob(
-      { name: planObjectName(jobId), description: 'job plan' },
-      new TextEncoder().encode(JSON.stringify(tasks)),
+    await storeWrite(() =>
+      this.objects.putBlob(
+        { name: planObjectName(jobId), description: 'job plan' },
+        new TextEncoder().encode(JSON.stringify(tasks)),
+      ),
     );
   }
 
@@ -393,6 +409,22 @@ export class JobStore {
       { name: path, description: contentType, metadata: { 'content-type': contentType } },
       data,
     );
+  }
+}
+
+/**
+ * A write of the job store: a transient NATS failure (a stream without a leader or quorum, a
+ * server restarting) becomes a {@link StoreUnavailableError}, which the actor runtime retries
+ * without counting an attempt towards the message's dead letter. Chaos seed 7044: with two of
+ * three servers down, a task actor's result write failed "jetstream is not enabled" five times
+ * in 4 s, its message was dead-lettered and the job waited for that task until its deadline.
+ */
+async function storeWrite<T>(write: () => Promise<T>): Promise<T> {
+  try {
+    return await write();
+  } catch (err) {
+    if (isTransientNatsError(err)) throw new StoreUnavailableError(err, 'job store');
+    throw err;
   }
 }
 
