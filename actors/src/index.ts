@@ -46,6 +46,7 @@ export {
 export {
   FencedError,
   StoreUnavailableError,
+  storeOutageOf,
   StateRecordSchema,
   StateStore,
   type StoredState,

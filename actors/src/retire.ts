@@ -1,7 +1,7 @@
 import { type ActorAddress, inboxStreamName, inboxSubject, TroupeError } from '@troupe/proto';
 import { type JetStreamManager } from '@nats-io/jetstream';
 import { type Directory, isLiveState, jobScopeOf } from './directory';
-import { type StateStore } from './state-store';
+import { type StateStore, storeOutageOf } from './state-store';
 
 /** What {@link retireActor} needs: an {@link ActorSystem} has all of it. */
 export interface RetireDeps {
@@ -48,7 +48,10 @@ export async function retireActor(deps: RetireDeps, addr: ActorAddress): Promise
       filter: inboxSubject(deps.cluster, addr),
     });
   } catch (err) {
-    throw new TroupeError('UNAVAILABLE', 'inbox stream purge failed', { cause: err });
+    throw (
+      storeOutageOf(err, 'inbox stream') ??
+      new TroupeError('UNAVAILABLE', 'inbox stream purge failed', { cause: err })
+    );
   }
   await deps.states.remove(addr);
   await deps.directory.remove(addr, stopped);

@@ -73,6 +73,16 @@ export class StoreUnavailableError extends TroupeError {
 }
 
 /**
+ * `err` as a store outage (a {@link StoreUnavailableError} naming `store`) when NATS failed it
+ * transiently (nobody answered, a timeout, a reconnecting connection); `undefined` when it is
+ * something that can never succeed that way (a record over `max_payload`), which fails the turn
+ * like any handler error.
+ */
+export function storeOutageOf(err: unknown, store?: string): StoreUnavailableError | undefined {
+  return isTransientNatsError(err) ? new StoreUnavailableError(err, store) : undefined;
+}
+
+/**
  * Persisted actor state in KV, written only by compare-and-set on the revision the writer last
  * saw. An activation first *claims* the record with its epoch; from then on any write by an older
  * activation fails, so a partitioned host can never overwrite a newer one.
@@ -117,7 +127,7 @@ export class StateStore {
     try {
       await purgeKvKey(this.kv, stateKey(addr));
     } catch (err) {
-      throw new StoreUnavailableError(err);
+      throw storeError(err);
     }
   }
 
@@ -203,9 +213,8 @@ function recordChange(e: KvEntry): { id: string; record: StateRecord | undefined
 }
 
 function storeError(err: unknown): TroupeError {
-  // Only "not reachable now" is infrastructure trouble the runtime waits out; a write that can
-  // never succeed (a record over max_payload) fails the turn like any handler error.
-  return isTransientNatsError(err)
-    ? new StoreUnavailableError(err)
-    : new TroupeError('UNAVAILABLE', 'actor state store refused the write', { cause: err });
+  return (
+    storeOutageOf(err) ??
+    new TroupeError('UNAVAILABLE', 'actor state store refused the write', { cause: err })
+  );
 }

@@ -7,12 +7,7 @@ import {
   type JetStreamManager,
 } from '@nats-io/jetstream';
 import { type NatsConnection } from '@nats-io/transport-node';
-import {
-  isTransientNatsError,
-  LazyStream,
-  type Logger,
-  StoreUnavailableError,
-} from '@troupe/actors';
+import { LazyStream, type Logger, storeOutageOf } from '@troupe/actors';
 import {
   ErrorCode,
   fromAbortSignal,
@@ -91,9 +86,8 @@ export class TrajectoryStore {
     } catch (err) {
       // Not reachable now (a stream electing a leader): the agent turn is retried without
       // counting an attempt; anything else fails the turn.
-      if (isTransientNatsError(err)) {
-        throw new StoreUnavailableError(err, `trajectory store of ${event.sessionId}`);
-      }
+      const outage = storeOutageOf(err, `trajectory store of ${event.sessionId}`);
+      if (outage) throw outage;
       throw new TroupeError(
         ErrorCode.UNAVAILABLE,
         `cannot append to the trajectory of ${event.sessionId}`,

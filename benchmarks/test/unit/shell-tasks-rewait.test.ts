@@ -106,6 +106,18 @@ const destroyed = () => {
   });
 };
 const stillRunning = () => ({ status: 'ready', commands: [{ taskId: 'c1' }] });
+/** A sandbox in `status` that recorded command c1's exit 0 with `stdout`. */
+const recorded = (status: string, stdout: string, durationMs: number) => () => ({
+  status,
+  commands: [{ taskId: 'c1', ended: { state: 'exited', exitCode: 0, stdout, durationMs } }],
+});
+/** What an ask reports when the sandbox's node agent died with it (AskOptions.livenessMs). */
+const silent = () => {
+  throw new TroupeError(ErrorCode.UNAVAILABLE, 'its host showed no sign of life for 4000 ms', {
+    retryable: true,
+    details: { hostSilent: true },
+  });
+};
 // A second run, should the driver start one: its output tells it from the first.
 const ownSandbox = () => ({
   create: [() => ({ sandboxId: ownId })],
@@ -120,18 +132,7 @@ describe('shell-tasks driver, a failed wait on an earlier execution’s command'
     const refs = scriptedRefs(
       {
         [earlierId]: {
-          status: [
-            stillRunning,
-            () => ({
-              status: 'destroyed',
-              commands: [
-                {
-                  taskId: 'c1',
-                  ended: { state: 'exited', exitCode: 0, stdout: 'done\n', durationMs: 1_012 },
-                },
-              ],
-            }),
-          ],
+          status: [stillRunning, recorded('destroyed', 'done\n', 1_012)],
           wait: [destroyed],
           destroy: [() => ({})],
         },
@@ -211,28 +212,10 @@ describe('shell-tasks driver, an earlier sandbox whose host falls silent', () =>
   it('asks its status again, and finds the end its next activation read', async () => {
     const asks: Ask[] = [];
     const said: string[] = [];
-    // What an ask reports when the sandbox's node agent died with it (AskOptions.livenessMs).
-    const silent = () => {
-      throw new TroupeError(ErrorCode.UNAVAILABLE, 'its host showed no sign of life for 4000 ms', {
-        retryable: true,
-        details: { hostSilent: true },
-      });
-    };
     const refs = scriptedRefs(
       {
         [earlierId]: {
-          status: [
-            silent,
-            () => ({
-              status: 'ready',
-              commands: [
-                {
-                  taskId: 'c1',
-                  ended: { state: 'exited', exitCode: 0, stdout: 'done\n', durationMs: 1_003 },
-                },
-              ],
-            }),
-          ],
+          status: [silent, recorded('ready', 'done\n', 1_003)],
           destroy: [() => ({})],
         },
         [ownId]: ownSandbox(),
@@ -258,12 +241,6 @@ describe('shell-tasks driver, a stale sandbox whose host falls silent', () => {
     const said: string[] = [];
     // A node agent cut off for a few seconds, and not declared dead, keeps the sandbox live
     // with its container: a destroy given up at the first silence left it for its idle timeout.
-    const silent = () => {
-      throw new TroupeError(ErrorCode.UNAVAILABLE, 'its host showed no sign of life for 4000 ms', {
-        retryable: true,
-        details: { hostSilent: true },
-      });
-    };
     const refs = scriptedRefs(
       {
         [earlierId]: {
@@ -337,19 +314,7 @@ describe('shell-tasks driver, an adopted command whose sandbox is lost while wai
     const refs = scriptedRefs(
       {
         [earlierId]: {
-          status: [
-            stillRunning,
-            lostRunning,
-            () => ({
-              status: 'lost',
-              commands: [
-                {
-                  taskId: 'c1',
-                  ended: { state: 'exited', exitCode: 0, stdout: 'done\n', durationMs: 900 },
-                },
-              ],
-            }),
-          ],
+          status: [stillRunning, lostRunning, recorded('lost', 'done\n', 900)],
           wait: [destroyed],
           destroy: [() => ({})],
         },

@@ -3,10 +3,9 @@ import {
   isWrongLastSequence,
   createKv,
   createObjectStore,
-  isTransientNatsError,
   kvKeys,
   kvKeysAt,
-  StoreUnavailableError,
+  storeOutageOf,
 } from '@troupe/actors';
 import { kvBucketName, objectStoreName, toTroupeError, TroupeError } from '@troupe/proto';
 import { type NatsConnection } from '@nats-io/transport-node';
@@ -423,8 +422,7 @@ async function storeWrite<T>(write: () => Promise<T>): Promise<T> {
   try {
     return await write();
   } catch (err) {
-    if (isTransientNatsError(err)) throw new StoreUnavailableError(err, 'job store');
-    throw err;
+    throw storeOutageOf(err, 'job store') ?? err;
   }
 }
 
