@@ -3,7 +3,7 @@ import { type KV } from '@nats-io/kv';
 import { z } from 'zod';
 import { isWrongLastSequence } from './internal/kv-errors';
 import { kvKeys } from './kv-keys';
-import { purgeKvKey } from './internal/kv-purge';
+import { removeKvKey } from './internal/subject-delete';
 import { decodeJson, encodeJson } from './internal/json-codec';
 
 /** Lifecycle states of an actor in the directory (ARCHITECTURE.md §5). */
@@ -124,7 +124,7 @@ export class Directory {
    */
   async remove(addr: ActorAddress, revision: number): Promise<void> {
     try {
-      await purgeKvKey(this.kv, directoryKey(addr), revision);
+      await removeKvKey(this.kv, directoryKey(addr), revision);
     } catch (err) {
       throw new TroupeError('UNAVAILABLE', 'directory write failed', { cause: err });
     }

@@ -1,6 +1,7 @@
 import { type ActorAddress, inboxStreamName, inboxSubject, TroupeError } from '@troupe/proto';
 import { type JetStreamManager } from '@nats-io/jetstream';
 import { type Directory, isLiveState, jobScopeOf } from './directory';
+import { deleteSubjectMessages } from './internal/subject-delete';
 import { type StateStore, storeOutageOf } from './state-store';
 
 /** What {@link retireActor} needs: an {@link ActorSystem} has all of it. */
@@ -44,13 +45,17 @@ export async function retireActor(deps: RetireDeps, addr: ActorAddress): Promise
   });
   if (stopped === undefined) return 'changed';
   try {
-    await deps.jsm.streams.purge(inboxStreamName(deps.cluster), {
-      filter: inboxSubject(deps.cluster, addr),
-    });
+    // By sequence, not a filtered purge, which makes the wake consumer skip other actors'
+    // messages (see deleteSubjectMessages).
+    await deleteSubjectMessages(
+      deps.jsm,
+      inboxStreamName(deps.cluster),
+      inboxSubject(deps.cluster, addr),
+    );
   } catch (err) {
     throw (
       storeOutageOf(err, 'inbox stream') ??
-      new TroupeError('UNAVAILABLE', 'inbox stream purge failed', { cause: err })
+      new TroupeError('UNAVAILABLE', 'deleting the inbox messages failed', { cause: err })
     );
   }
   await deps.states.remove(addr);

@@ -9,7 +9,7 @@ import {
 import { type KV, type KvEntry } from '@nats-io/kv';
 import { z } from 'zod';
 import { isWrongLastSequence } from './internal/kv-errors';
-import { purgeKvKey } from './internal/kv-purge';
+import { removeKvKey } from './internal/subject-delete';
 import { decodeJson, encodeJson } from './internal/json-codec';
 import { isTransientNatsError } from './internal/nats-errors';
 
@@ -125,7 +125,7 @@ export class StateStore {
    */
   async remove(addr: ActorAddress): Promise<void> {
     try {
-      await purgeKvKey(this.kv, stateKey(addr));
+      await removeKvKey(this.kv, stateKey(addr));
     } catch (err) {
       throw storeError(err);
     }

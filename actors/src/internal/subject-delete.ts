@@ -1,0 +1,59 @@
+import {
+  JetStreamApiCodes,
+  JetStreamApiError,
+  type JetStreamManager,
+  type MsgRequest,
+} from '@nats-io/jetstream';
+import { Bucket, type KV } from '@nats-io/kv';
+
+/**
+ * Deletes the messages of `subject` in `stream` one at a time by sequence, oldest first — up to
+ * and including `throughSeq` when given, so a later message is kept — leaving no marker, so the
+ * server keeps no per-subject state for it. Returns how many went.
+ *
+ * Never a filtered stream purge: on nats-server 2.9 a purge filtered to one subject moves the
+ * delivery position of the stream's other consumers, which then skip messages of other subjects
+ * stored just before it. The process soak stalled on it: the placer's directory watch missed
+ * sandboxes going to sleep while finished jobs' actors were retired, and held their slots for
+ * good (`actors/test/integration/subject-delete.int.test.ts` shows the skip). Deleting by
+ * sequence leaves consumers where they are.
+ */
+export async function deleteSubjectMessages(
+  jsm: JetStreamManager,
+  stream: string,
+  subject: string,
+  throughSeq?: number,
+): Promise<number> {
+  let deleted = 0;
+  let from = 1;
+  for (;;) {
+    // From the stream leader, not a direct get a lagging replica could answer. The server's
+    // MSG.GET takes `next_by_subj` (2.9+); nats.js types it for direct gets only.
+    const next = { next_by_subj: subject, seq: from } as unknown as MsgRequest;
+    const m = await jsm.streams.getMessage(stream, next);
+    if (m === null || (throughSeq !== undefined && m.seq > throughSeq)) return deleted;
+    try {
+      await jsm.streams.deleteMessage(stream, m.seq, false);
+      deleted++;
+    } catch (err) {
+      // Gone already (a concurrent removal, the bucket's own limits): what was wanted.
+      if (!(err instanceof JetStreamApiError && err.code === JetStreamApiCodes.NoMessageFound)) {
+        throw err;
+      }
+    }
+    from = m.seq + 1;
+  }
+}
+
+/**
+ * Removes every stored revision of `key` (up to and including `throughRevision` when given) with
+ * {@link deleteSubjectMessages}. Watchers are not told; callers tell their own readers.
+ */
+export async function removeKvKey(kv: KV, key: string, throughRevision?: number): Promise<number> {
+  if (!(kv instanceof Bucket)) {
+    // Not a JetStream bucket (no stream to delete from): the KV's own purge is the closest.
+    await kv.purge(key);
+    return 1;
+  }
+  return deleteSubjectMessages(kv.jsm, kv.stream, kv.fullKeyName(key), throughRevision);
+}
