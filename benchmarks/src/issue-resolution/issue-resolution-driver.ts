@@ -260,6 +260,8 @@ export function createIssueResolutionDriver(
     name: 'issue-resolution',
     description:
       'fix-this-issue tasks (task.yaml, repo/, hidden grader/) worked by an agent in a sandbox, graded in a fresh container',
+    // Each task's repository and grader are staged under the job's payload prefix.
+    storesPayloads: true,
 
     async validate(spec) {
       const config = configOf(spec);

@@ -78,6 +78,7 @@ export function createRolloutDriver(
     name: ROLLOUT_JOB_KIND,
     description:
       "RL rollouts: issue-resolution episodes against a trainer's policy endpoint, rewarded by the hidden grader",
+    storesPayloads: inner.storesPayloads,
 
     async validate(spec) {
       if (spec.agent !== undefined) {

@@ -684,10 +684,16 @@ async function carryOut(
   if (effects.finished) {
     holder.forget(next.jobId);
     // What the plan stored for its tasks (task payloads) is not kept: best effort, a leftover only
-    // takes room.
-    await rt.store
-      .deletePrefix(jobPayloadPrefix(next.jobId))
-      .catch((err: unknown) => ctx.log.warn({ err }, 'could not delete the job payloads'));
+    // takes room. Only for drivers that store any: it lists every object of the cluster.
+    if (
+      next.spec &&
+      rt.drivers.has(next.spec.kind) &&
+      rt.drivers.get(next.spec.kind).storesPayloads
+    ) {
+      await rt.store
+        .deletePrefix(jobPayloadPrefix(next.jobId))
+        .catch((err: unknown) => ctx.log.warn({ err }, 'could not delete the job payloads'));
+    }
     if (next.spec?.budget) {
       // Fold the job's budget scope into the cluster's (a ledger tree holds at most 1,000 scopes);
       // its spending stays counted there. Best effort: a leftover scope only takes room.

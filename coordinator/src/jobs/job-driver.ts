@@ -59,7 +59,7 @@ export interface PlanContext {
   nats?: { connection: NatsConnection; cluster: string; replicas?: number };
   /**
    * Object-name prefix for what the plan stores for its tasks (`jobs/<jobId>/payload/`): deleted
-   * when the job finishes.
+   * when the job finishes, for a driver that sets {@link JobDriver.storesPayloads}.
    */
   payloadPrefix: string;
 }
@@ -258,6 +258,13 @@ export interface JobDriver<TInput = unknown, TRun = unknown> {
   validate(spec: JobSpec): void | Promise<void>;
   /** Expands the spec into tasks (ids unique). */
   plan(spec: JobSpec, ctx: PlanContext): Promise<PlannedTask[]> | PlannedTask[];
+  /**
+   * Whether the plan (or a task) stores objects under {@link PlanContext.payloadPrefix}: the job
+   * actor then deletes them when the job finishes, which lists the whole object store. Unset, a
+   * finishing job lists nothing (listing every object per job made each job's end cost as much as
+   * every artifact the cluster held: the soak's NATS memory grew with it).
+   */
+  readonly storesPayloads?: boolean;
   /** Task files (`tasks: {file, upload}`): absent when the driver takes none. */
   readonly taskFile?: TaskFileSupport;
   /** Does the work of one attempt and returns what the grader needs (JSON-serialisable). */

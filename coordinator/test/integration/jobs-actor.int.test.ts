@@ -1,11 +1,13 @@
 import {
   attemptResourceId,
+  BudgetLedger,
   Coordinator,
   DriverRegistry,
   type JobDriver,
   type JobEventRecord,
   type JobManager,
   type JobSpec,
+  JobStore,
   MAX_TASKS_PER_JOB,
 } from '@troupe/coordinator';
 import { Kvm } from '@nats-io/kv';
@@ -112,7 +114,12 @@ beforeAll(async () => {
       metrics: { port: null },
       shutdownGraceMs: 500,
     },
-    { drivers: new DriverRegistry().register(scripted), jobs: { cancelGraceMs: 5_000 } },
+    {
+      drivers: new DriverRegistry()
+        .register(scripted)
+        .register({ ...scripted, name: 'scripted-payloads', storesPayloads: true }),
+      jobs: { cancelGraceMs: 5_000 },
+    },
   );
   jobs = coordinator.jobs!;
 });
@@ -297,7 +304,7 @@ test('a task whose input cannot be delivered errors naming max_payload; the othe
 test('invalid specs are refused naming the field; an idempotency key returns the first job', async () => {
   await expect(jobs.submit({ spec: 'kind: nope\ntasks: []' })).rejects.toMatchObject({
     code: 'INVALID_ARGUMENT',
-    message: expect.stringContaining('unknown job kind (known: scripted)'),
+    message: expect.stringContaining('unknown job kind (known: scripted, scripted-payloads)'),
   });
   const spec = { kind: 'scripted', tasks: [{ id: 'x', do: 'pass' }] };
   const a = await jobs.submit({ spec, idempotencyKey: 'k-1' });
@@ -494,6 +501,35 @@ test('a job budget: the scope is opened for the tasks, and a spent budget fails 
     completionTokens: 40,
   });
   expect(calls.run.get(`${record.jobId}/c3`)).toBeUndefined();
+});
+
+test('only a driver that stores payloads has them deleted at the job end (a store listing)', async () => {
+  const deletePrefix = jest.spyOn(JobStore.prototype, 'deletePrefix');
+  const removeScope = jest.spyOn(BudgetLedger.prototype, 'removeScope');
+  try {
+    const ended = async (kind: string): Promise<string> => {
+      const { jobId } = await jobs.submit({
+        spec: { kind, budget: { usd: 5 }, tasks: [{ id: 'p1', do: 'pass' }] },
+      });
+      await collect(jobId);
+      // The job's end removes its budget scope after its payloads (job-actor.ts): once that
+      // ran, the payload step is over.
+      await waitFor(() => removeScope.mock.calls.some(([s]) => s === `job:${jobId}`), {
+        timeoutMs: 10_000,
+        message: `job ${jobId} removed its budget scope`,
+      });
+      return jobId;
+    };
+    // Deleting them lists every object of the cluster: one listing per job made each job's end
+    // cost as much as all the artifacts kept so far (the soak's NATS memory grew with it).
+    await ended('scripted');
+    expect(deletePrefix).not.toHaveBeenCalled();
+    const withPayloads = await ended('scripted-payloads');
+    expect(deletePrefix.mock.calls).toEqual([[`jobs/${withPayloads}/payload/`]]);
+  } finally {
+    deletePrefix.mockRestore();
+    removeScope.mockRestore();
+  }
 });
 
 // Last in this file: it takes the NATS server away.
