@@ -12,6 +12,8 @@ import {
   type ArtifactChunk__Output,
   type CancelJobRequest,
   type CancelJobResponse__Output,
+  type DeleteJobRequest,
+  type DeleteJobResponse__Output,
   cancelledError,
   delay,
   type DrainNodeRequest,
@@ -317,6 +319,18 @@ export class TroupeClient {
     );
     if (!res.job) throw new TroupeError('INTERNAL', 'CancelJob returned no job');
     return res.job;
+  }
+
+  /**
+   * Deletes a finished job and everything it stored (record, results, events, artifacts);
+   * `BUSY` (not retryable) while it runs, `NOT_FOUND` when there is no such job.
+   */
+  async deleteJob(jobId: string, options: CallOpts = {}): Promise<DeleteJobResponse__Output> {
+    return this.unary<DeleteJobRequest, DeleteJobResponse__Output>(
+      this.jobs.DeleteJob.bind(this.jobs),
+      { jobId },
+      options,
+    );
   }
 
   /**

@@ -32,6 +32,12 @@ export const ConfigSchema = z
      * record, task results, events, artifacts) are kept. `null` keeps them for good.
      */
     actorRetentionMs: z.number().int().min(0).nullable().default(600_000),
+    /**
+     * How long a finished job (its record, task records and results, events, artifacts, job
+     * actor) is kept before the leader deletes it, as `DeleteJob` does. `null` (the default)
+     * keeps finished jobs until they are deleted by hand.
+     */
+    jobRetentionMs: z.number().int().min(0).nullable().default(null),
     /** Max live activations per kind across the cluster. */
     kindLimits: z.record(z.string(), z.number().int().positive()).default({}),
     metrics: z
@@ -85,6 +91,7 @@ export const ENVIRONMENT_VARIABLES = [
   'TROUPE_GRPC_TOKEN_FILE',
   'TROUPE_SHUTDOWN_GRACE_MS',
   'TROUPE_ACTOR_RETENTION_MS',
+  'TROUPE_JOB_RETENTION_MS',
 ] as const;
 
 /**
@@ -93,7 +100,7 @@ export const ENVIRONMENT_VARIABLES = [
  * (named by the variable), not thrown, so that all of them can be printed at once.
  *
  * `TROUPE_NATS_URL` is comma-separated; `TROUPE_METRICS_PORT` is a port or `off`;
- * `TROUPE_ACTOR_RETENTION_MS` is milliseconds or `never`; any
+ * `TROUPE_ACTOR_RETENTION_MS` and `TROUPE_JOB_RETENTION_MS` are milliseconds or `never`; any
  * `TROUPE_GRPC_*` variable turns the job API on (its `grpc` section then needs a token).
  */
 export function applyEnvironment(
@@ -121,12 +128,17 @@ export function applyEnvironment(
     const ms = o.int('TROUPE_SHUTDOWN_GRACE_MS', v);
     if (ms !== undefined) o.config['shutdownGraceMs'] = ms;
   });
-  o.set('TROUPE_ACTOR_RETENTION_MS', (v) => {
-    if (v.trim() === 'never') o.config['actorRetentionMs'] = null;
-    else {
-      const ms = o.int('TROUPE_ACTOR_RETENTION_MS', v);
-      if (ms !== undefined) o.config['actorRetentionMs'] = ms;
-    }
-  });
+  for (const [name, key] of [
+    ['TROUPE_ACTOR_RETENTION_MS', 'actorRetentionMs'],
+    ['TROUPE_JOB_RETENTION_MS', 'jobRetentionMs'],
+  ] as const) {
+    o.set(name, (v) => {
+      if (v.trim() === 'never') o.config[key] = null;
+      else {
+        const ms = o.int(name, v);
+        if (ms !== undefined) o.config[key] = ms;
+      }
+    });
+  }
   return o.result();
 }

@@ -17,6 +17,7 @@ import { LedgerStateFeed } from './budget/ledger-state-feed';
 import { registerBudgetMetrics } from './budget/budget-metrics';
 import { RateLimitActor } from './budget/rate-limit-actor';
 import { ActorReaper } from './actor-reaper';
+import { JobSweeper } from './job-sweeper';
 import { ClusterPlacement } from './cluster-placement';
 import { ConfigSchema, type CoordinatorConfig, type CoordinatorOptions } from './config';
 import { type JobPolicy } from './fair-queue';
@@ -57,6 +58,7 @@ interface LeaderServices {
   placer: PlacementService;
   reminders: ReminderService;
   reaper?: ActorReaper;
+  sweeper?: JobSweeper;
 }
 
 /**
@@ -280,7 +282,16 @@ export class Coordinator {
     await placer.start();
     await reminders.start();
     reaper?.start();
-    this.leaderServices = { registry, placement, placer, reminders, ...(reaper ? { reaper } : {}) };
+    const sweeper = this.jobSweeper();
+    sweeper?.start();
+    this.leaderServices = {
+      registry,
+      placement,
+      placer,
+      reminders,
+      ...(reaper ? { reaper } : {}),
+      ...(sweeper ? { sweeper } : {}),
+    };
     this.log.info({}, 'leader services started');
     // The hosts loaded from KV got a full grace period; those whose process is gone (the previous
     // leader's, after a kill) are declared dead now, so their actors are recovered at once.
@@ -302,11 +313,40 @@ export class Coordinator {
       intervalMs: this.config.sweepIntervalMs,
       finishedAt: async (jobId) => {
         const job = await jobs.store.getJob(jobId);
-        return job && isFinalPhase(job.state) ? job.finishedUnixMs : undefined;
+        if (job) return isFinalPhase(job.state) ? job.finishedUnixMs : undefined;
+        // Deleted (DeleteJob, the job retention): its actors go at once.
+        return (await jobs.store.jobDeleted(jobId)) ? 0 : undefined;
       },
       retire: (addr) => retireActor(this.system, addr),
       onRetired: (key) => late.placement?.forget(key),
       log: this.log.child({ component: 'reaper' }),
+    });
+  }
+
+  /**
+   * The leader's {@link JobSweeper}, when this coordinator runs jobs: deletes finished jobs after
+   * `jobRetentionMs` and retires deleted jobs' job actors.
+   */
+  private jobSweeper(): JobSweeper | undefined {
+    const jobs = this.jobs;
+    if (!jobs) return undefined;
+    const retentionMs = this.config.jobRetentionMs;
+    // A listing of every job per pass: no more often than a tenth of the retention allows.
+    const intervalMs =
+      retentionMs === null
+        ? this.config.sweepIntervalMs * 6
+        : Math.min(60_000, Math.max(this.config.sweepIntervalMs, retentionMs / 10));
+    return new JobSweeper({
+      retentionMs,
+      intervalMs,
+      jobs: {
+        listJobs: () => jobs.store.listJobs(),
+        delete: (jobId) => jobs.delete(jobId),
+        goneJobs: () => jobs.store.goneJobs(),
+        dropGone: (jobId) => jobs.store.dropGone(jobId),
+      },
+      retire: (addr) => retireActor(this.system, addr),
+      log: this.log.child({ component: 'job-sweeper' }),
     });
   }
 
@@ -315,6 +355,7 @@ export class Coordinator {
     this.leaderServices = undefined;
     if (!s) return;
     await s.reaper?.stop();
+    await s.sweeper?.stop();
     s.reminders.stop();
     await s.placer.stop();
     s.placement.stop();
@@ -352,6 +393,7 @@ export class Coordinator {
       },
       placements: () => this.leaderServices?.placement.placements ?? 0,
       actorsRetired: () => this.leaderServices?.reaper?.retired ?? 0,
+      jobsDeleted: () => this.leaderServices?.sweeper?.deleted ?? 0,
       remindersFired: () => this.leaderServices?.reminders.fired ?? 0,
     };
   }

@@ -11,11 +11,12 @@ export interface MetricsSource {
   placements(): number;
   remindersFired(): number;
   actorsRetired(): number;
+  jobsDeleted(): number;
 }
 
 /**
  * Prometheus endpoint (`GET /metrics`, `GET /healthz`) of the coordinator: queue depth,
- * activations, placements, hosts by state (dead hosts included), reminders and retired actors; the budget
+ * activations, placements, hosts by state (dead hosts included), reminders, retired actors and deleted jobs; the budget
  * series are added with `registerBudgetMetrics` on {@link MetricsServer.registry}.
  */
 export class MetricsServer {
@@ -72,6 +73,15 @@ export class MetricsServer {
       collect() {
         this.reset();
         this.inc(source.actorsRetired());
+      },
+    });
+    new Counter({
+      name: 'troupe_jobs_deleted_total',
+      help: 'Finished jobs deleted by this coordinator for their age (jobRetentionMs)',
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        this.inc(source.jobsDeleted());
       },
     });
   }

@@ -169,6 +169,14 @@ export type {
   CancelJobResponse__Output,
 } from './generated/troupe/v1/CancelJobResponse';
 export type {
+  DeleteJobRequest,
+  DeleteJobRequest__Output,
+} from './generated/troupe/v1/DeleteJobRequest';
+export type {
+  DeleteJobResponse,
+  DeleteJobResponse__Output,
+} from './generated/troupe/v1/DeleteJobResponse';
+export type {
   DrainNodeRequest,
   DrainNodeRequest__Output,
 } from './generated/troupe/v1/DrainNodeRequest';

@@ -6,6 +6,9 @@ import {
 } from '@nats-io/jetstream';
 import { Bucket, type KV } from '@nats-io/kv';
 
+/** Message deletes of one walk awaiting their answer at once. */
+const MAX_DELETES_IN_FLIGHT = 64;
+
 /**
  * Deletes the messages of `subject` in `stream` one at a time by sequence, oldest first — up to
  * and including `throughSeq` when given, so a later message is kept — leaving no marker, so the
@@ -25,24 +28,37 @@ export async function deleteSubjectMessages(
   throughSeq?: number,
 ): Promise<number> {
   let deleted = 0;
-  let from = 1;
-  for (;;) {
-    // From the stream leader, not a direct get a lagging replica could answer. The server's
-    // MSG.GET takes `next_by_subj` (2.9+); nats.js types it for direct gets only.
-    const next = { next_by_subj: subject, seq: from } as unknown as MsgRequest;
-    const m = await jsm.streams.getMessage(stream, next);
-    if (m === null || (throughSeq !== undefined && m.seq > throughSeq)) return deleted;
+  let failure: { err: unknown } | undefined;
+  const inFlight = new Set<Promise<void>>();
+  const remove = async (seq: number): Promise<void> => {
     try {
-      await jsm.streams.deleteMessage(stream, m.seq, false);
+      await jsm.streams.deleteMessage(stream, seq, false);
       deleted++;
     } catch (err) {
-      // Gone already (a concurrent removal, the bucket's own limits): what was wanted.
+      // Gone already (a concurrent removal, the bucket's own limits) is what was wanted.
       if (!(err instanceof JetStreamApiError && err.code === JetStreamApiCodes.NoMessageFound)) {
-        throw err;
+        failure ??= { err };
       }
     }
-    from = m.seq + 1;
+  };
+  try {
+    for (let from = 1; failure === undefined;) {
+      // From the stream leader, not a direct get a lagging replica could answer. The server's
+      // MSG.GET takes `next_by_subj` (2.9+); nats.js types it for direct gets only.
+      const next = { next_by_subj: subject, seq: from } as unknown as MsgRequest;
+      const m = await jsm.streams.getMessage(stream, next);
+      if (m === null || (throughSeq !== undefined && m.seq > throughSeq)) break;
+      // Deletes overlap the walk (a job's event log is thousands of messages).
+      const p = remove(m.seq).finally(() => inFlight.delete(p));
+      inFlight.add(p);
+      if (inFlight.size >= MAX_DELETES_IN_FLIGHT) await Promise.race(inFlight);
+      from = m.seq + 1;
+    }
+  } finally {
+    await Promise.all(inFlight);
   }
+  if (failure) throw failure.err;
+  return deleted;
 }
 
 /**

@@ -3,6 +3,7 @@ import { type CliIo, println } from './cli-io';
 import { CommandContext } from './command-context';
 import { artifactCommand } from './commands/artifact';
 import { cancelCommand } from './commands/cancel';
+import { deleteCommand } from './commands/delete';
 import { agentHostCommand } from './commands/agent-host';
 import { coordinatorCommand } from './commands/coordinator';
 import { dashboardCommand } from './commands/dashboard';
@@ -217,6 +218,17 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
     .action(
       action((c, jobId: string, opts: Parameters<typeof cancelCommand>[2]) =>
         cancelCommand(c, jobId, opts),
+      ),
+    );
+  program
+    .command('delete <jobId...>')
+    .description(
+      'delete finished jobs: record, results, events, artifacts (cancel a running one first)',
+    )
+    .option('--json', 'one JSON object per job')
+    .action(
+      action((c, jobIds: string[], opts: Parameters<typeof deleteCommand>[2]) =>
+        deleteCommand(c, jobIds, opts),
       ),
     );
   program

@@ -201,6 +201,16 @@ test('cancel through the CLI; watch then exits 1 with the reason', async () => {
   const watched = await cli(['watch', jobId]);
   expect(watched.code).toBe(1);
   expect(watched.stderr.trim().split('\n').at(-1)).toBe(`troupe: job ${jobId} CANCELLED: enough`);
+
+  // Deleted once finished; a second delete is told there is no such job (exit 4).
+  const deleted = await cli(['delete', jobId]);
+  expect(deleted.code).toBe(0);
+  expect(deleted.stdout).toMatch(
+    new RegExp(`^job ${jobId} deleted \\(\\d+ task records, \\d+ events, \\d+ artifacts\\)\n$`),
+  );
+  const again = await cli(['delete', jobId]);
+  expect(again.code).toBe(4);
+  expect(again.stderr).toMatch(new RegExp(`job ${jobId} not found`));
 });
 
 const built = path.resolve(__dirname, '../../dist/cli/main.js');

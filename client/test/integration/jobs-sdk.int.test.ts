@@ -88,6 +88,33 @@ test('submit, watch and read results of a shell-tasks job through the SDK', asyn
   });
   const nodes = await client.listNodes();
   expect(nodes.map((n) => n.hostId)).toContain(tc.nodeAgent.hostId);
+
+  // DeleteJob: the finished job and what it stored go, its output artifacts included.
+  const deleted = await client.deleteJob(job.jobId);
+  expect(deleted.deletedKeys).toBe(8); // a record and a result per task
+  expect(deleted.deletedEvents).toBe(events.length);
+  expect(deleted.deletedArtifacts).toBeGreaterThanOrEqual(4);
+  await expect(client.getJob(job.jobId)).rejects.toMatchObject({ code: 'NOT_FOUND' });
+  await expect(client.downloadArtifact(job.jobId, path)).rejects.toMatchObject({
+    code: 'NOT_FOUND',
+  });
+  await expect(client.deleteJob(job.jobId)).rejects.toMatchObject({ code: 'NOT_FOUND' });
+});
+
+test('a job that has not finished is not deleted: BUSY over the wire, not retryable', async () => {
+  const client = tc.client();
+  const job = await client.submitJob({
+    kind: 'shell-tasks',
+    tasks: [{ id: 'slow', command: 'sleep 60' }],
+  });
+  await expect(client.deleteJob(job.jobId)).rejects.toMatchObject({
+    code: 'BUSY',
+    retryable: false,
+    message: expect.stringMatching(/only a finished job can be deleted \(cancel it first\)/),
+  });
+  await client.cancelJob(job.jobId);
+  await drain(client.watch(job.jobId, { signal: AbortSignal.timeout(60_000) }));
+  expect((await client.deleteJob(job.jobId)).deletedEvents).toBeGreaterThan(0);
 });
 
 test('a watch outliving its stream deadline reopens quietly, without gaps or duplicates', async () => {

@@ -15,6 +15,8 @@ import {
   cancelledError,
   type CancelJobRequest__Output,
   type CancelJobResponse,
+  type DeleteJobRequest__Output,
+  type DeleteJobResponse,
   type DrainNodeRequest__Output,
   type DrainNodeResponse,
   type GetArtifactRequest__Output,
@@ -310,6 +312,14 @@ export class JobApiServer {
           job: toWireJob(await jobs.cancel(requireJobId(req.jobId), req.reason || 'user', signal)),
         }),
       ),
+      DeleteJob: unary<DeleteJobRequest__Output, DeleteJobResponse>('DeleteJob', async (req) => {
+        const deleted = await jobs.delete(requireJobId(req.jobId));
+        return {
+          deletedKeys: deleted.keys,
+          deletedEvents: deleted.events,
+          deletedArtifacts: deleted.artifacts,
+        };
+      }),
       GetResults: unary<GetResultsRequest__Output, JobResults>('GetResults', async (req, signal) =>
         toWireResults(
           await jobs.results(requireJobId(req.jobId), {

@@ -1,5 +1,5 @@
 import { delay, eventsStreamName, eventsSubject, eventsSubjectFilter, Header } from '@troupe/proto';
-import { ensureStream, PULL_EXPIRES_MS } from '@troupe/actors';
+import { deleteSubjectMessages, ensureStream, PULL_EXPIRES_MS } from '@troupe/actors';
 import { headers as natsHeaders, nanos, type NatsConnection } from '@nats-io/transport-node';
 import {
   AckPolicy,
@@ -68,6 +68,18 @@ export class JobEventLog {
       allowDirect: true,
     });
     return new JobEventLog(cluster, jsm, jetstream(nc));
+  }
+
+  /**
+   * Deletes a job's events for good, message by message (`deleteSubjectMessages`: a filtered
+   * purge would make other jobs' watchers skip events). Returns how many went.
+   */
+  async deleteJob(jobId: string): Promise<number> {
+    return deleteSubjectMessages(
+      this.jsm,
+      eventsStreamName(this.cluster),
+      eventsSubject(this.cluster, jobId),
+    );
   }
 
   /**

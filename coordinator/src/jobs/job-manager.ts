@@ -84,6 +84,19 @@ export interface JobManagerStartOptions {
   directory?: Directory;
 }
 
+/** What {@link JobManager.delete} deleted. */
+export interface DeletedJob {
+  /** Task records and results. */
+  keys: number;
+  /** Events of the job's log. */
+  events: number;
+  /** Objects under `jobs/<jobId>/`. */
+  artifacts: number;
+}
+
+/** States of a finished job. */
+const FINISHED_STATES: ReadonlySet<string> = new Set(['SUCCEEDED', 'FAILED', 'CANCELLED']);
+
 /** A job submission. */
 export interface SubmitJobOptions {
   /** The spec: YAML/JSON text, or an already parsed object. */
@@ -412,7 +425,12 @@ export class JobManager {
       if (bound !== jobId) {
         const existing = await store.getJob(bound);
         if (existing) return existing;
-        jobId = bound; // the first submission died before creating its job: finish its work
+        if (await store.jobDeleted(bound)) {
+          // Its job was deleted: the key is free again, for a new job (never the deleted id).
+          await store.rebindIdempotencyKey(key, jobId);
+        } else {
+          jobId = bound; // the first submission died before creating its job: finish its work
+        }
       }
     }
     const createdUnixMs = Date.now();
@@ -539,6 +557,35 @@ export class JobManager {
         { timeoutMs: 15_000, ...(signal ? { signal } : {}) },
       );
     return JobRecordSchema.parse(reply);
+  }
+
+  /**
+   * Deletes a finished job and what it stored: its event log, task records and results,
+   * artifacts (`jobs/<jobId>/`), then its record (a delete marker: watchers see the job go, and a
+   * later submission with its idempotency key makes a new job). Its job actor is retired by the
+   * leader's {@link JobSweeper} once it sleeps (`gone.<jobId>` until then); its task actors and
+   * sandboxes by the actor reaper. Everything is deleted message by message, leaving nothing
+   * behind. A deletion cut short is finished by calling again (the record goes last).
+   * @throws TroupeError `NOT_FOUND` when there is no such job, `BUSY` (not retryable) while it
+   *   has not finished (cancel it first)
+   */
+  async delete(jobId: string): Promise<DeletedJob> {
+    const record = await this.get(jobId);
+    if (!FINISHED_STATES.has(record.state)) {
+      throw new TroupeError(
+        'BUSY',
+        `job ${jobId} is ${record.state}: only a finished job can be deleted (cancel it first)`,
+        { details: { jobId, state: record.state }, retryable: false },
+      );
+    }
+    const { store, events } = this.need();
+    const deletedEvents = await events.deleteJob(jobId);
+    const { keys, artifacts } = await store.deleteJobData(jobId);
+    await store.putGone(jobId);
+    await store.markJobDeleted(jobId);
+    this.policies.delete(jobId);
+    this.log.info({ jobId, keys, events: deletedEvents, artifacts }, 'job deleted');
+    return { keys, events: deletedEvents, artifacts };
   }
 
   /**

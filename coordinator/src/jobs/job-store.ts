@@ -3,10 +3,13 @@ import {
   isWrongLastSequence,
   createKv,
   createObjectStore,
+  deleteSubjectMessages,
   kvKeys,
   kvKeysAt,
+  removeKvKey,
   storeOutageOf,
 } from '@troupe/actors';
+import { jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
 import { kvBucketName, objectStoreName, toTroupeError, TroupeError } from '@troupe/proto';
 import { type NatsConnection } from '@nats-io/transport-node';
 import { type KV, type KvEntry } from '@nats-io/kv';
@@ -83,14 +86,18 @@ const HISTORY_LIST_DEADLINE_MS = 2_000;
 
 /**
  * Persistence of jobs besides the job actor's own state: the KV bucket `troupe_<c>_jobs` (job
- * records `job.<jobId>` for GetJob/ListJobs, idempotency keys `idem.<sha256>`, task results
- * `result.<jobId>.<index>`, task records `task.<jobId>.<index>`) and the object store
+ * records `job.<jobId>` for GetJob/ListJobs (a delete marker once the job is deleted),
+ * idempotency keys `idem.<sha256>`, task results `result.<jobId>.<index>`, task records
+ * `task.<jobId>.<index>`, deleted jobs whose job actor awaits retirement `gone.<jobId>`) and the
+ * object store
  * `troupe_<c>_artifacts` (plans, task ids, work lists and artifacts under `jobs/<jobId>/`).
  */
 export class JobStore {
   private constructor(
     readonly kv: KV,
     readonly objects: ObjectStore,
+    private readonly jsm: JetStreamManager,
+    private readonly objectBucket: string,
   ) {}
 
   /** Opens (creating if needed) the bucket and the object store of `cluster`. */
@@ -105,7 +112,7 @@ export class JobStore {
     // options: open it as it is, create it only when missing.
     const name = objectStoreName(cluster);
     const objects = await createObjectStore(nc, name, { replicas });
-    return new JobStore(kv, objects);
+    return new JobStore(kv, objects, await jetstreamManager(nc), name);
   }
 
   /**
@@ -255,7 +262,7 @@ export class JobStore {
    * to (the given one when this call bound it).
    */
   async bindIdempotencyKey(key: string, jobId: string): Promise<string> {
-    const k = `idem.${createHash('sha256').update(key).digest('hex')}`;
+    const k = idempotencyKeyOf(key);
     try {
       await this.kv.create(k, jobId);
       return jobId;
@@ -402,6 +409,76 @@ export class JobStore {
     return names.length;
   }
 
+  /**
+   * Deletes a job's task records and results (`task.<jobId>.*`, `result.<jobId>.*`) and every
+   * object under `jobs/<jobId>/`, leaving no marker (message by message, see
+   * `deleteSubjectMessages`). The job record is not touched: {@link markJobDeleted} goes last.
+   */
+  async deleteJobData(jobId: string): Promise<{ keys: number; artifacts: number }> {
+    const keys = [
+      ...(await kvKeys(this.kv, `task.${jobId}.*`)),
+      ...(await kvKeys(this.kv, `result.${jobId}.*`)),
+    ];
+    let removed = 0;
+    await readBatched(keys, async (k) => {
+      const n = await removeKvKey(this.kv, k);
+      removed += n;
+    });
+    const prefix = jobArtifactPrefix(jobId);
+    const objects = (await this.objects.list()).filter(
+      (i) => i.name.startsWith(prefix) && !i.deleted,
+    );
+    for (const info of objects) {
+      // Chunks, then the metadata: no "deleted" record is left per object (the object store's
+      // own delete keeps one for good, and purges the chunks with a filtered purge).
+      const stream = `OBJ_${this.objectBucket}`;
+      await deleteSubjectMessages(this.jsm, stream, `$O.${this.objectBucket}.C.${info.nuid}`);
+      await deleteSubjectMessages(
+        this.jsm,
+        stream,
+        objectMetaSubject(this.objectBucket, info.name),
+      );
+    }
+    return { keys: removed, artifacts: objects.length };
+  }
+
+  /**
+   * Deletes the job record with a delete marker, so watchers of the jobs (WatchJobs) see it go
+   * and {@link jobDeleted} tells a deleted job from one that never was.
+   */
+  async markJobDeleted(jobId: string): Promise<void> {
+    await storeWrite(() => this.kv.delete(`job.${jobId}`));
+  }
+
+  /**
+   * Whether the job was deleted: its record's key holds the delete marker (kept for good: one
+   * small message per deleted job, so its idempotency key and its actors can tell).
+   */
+  async jobDeleted(jobId: string): Promise<boolean> {
+    const e = await this.kv.get(`job.${jobId}`);
+    return e !== null && e.operation !== 'PUT';
+  }
+
+  /** Binds an idempotency key anew (its job was deleted). */
+  async rebindIdempotencyKey(key: string, jobId: string): Promise<void> {
+    await storeWrite(() => this.kv.put(idempotencyKeyOf(key), jobId));
+  }
+
+  /** Notes a deleted job whose job actor is still to be retired (`gone.<jobId>`). */
+  async putGone(jobId: string): Promise<void> {
+    await storeWrite(() => this.kv.put(`gone.${jobId}`, String(Date.now())));
+  }
+
+  /** Deleted jobs whose job actor is still to be retired. */
+  async goneJobs(): Promise<string[]> {
+    return (await kvKeys(this.kv, 'gone.*')).map((k) => k.slice('gone.'.length));
+  }
+
+  /** The job actor of a deleted job is retired: forget it (no marker). */
+  async dropGone(jobId: string): Promise<void> {
+    await removeKvKey(this.kv, `gone.${jobId}`);
+  }
+
   /** Stores an artifact under `path`. */
   async putArtifact(path: string, data: Uint8Array, contentType: string): Promise<ObjectInfo> {
     return this.objects.putBlob(
@@ -424,6 +501,17 @@ async function storeWrite<T>(write: () => Promise<T>): Promise<T> {
   } catch (err) {
     throw storeOutageOf(err, 'job store') ?? err;
   }
+}
+
+/** The bucket key of an idempotency key. */
+function idempotencyKeyOf(key: string): string {
+  return `idem.${createHash('sha256').update(key).digest('hex')}`;
+}
+
+/** The object store's subject of an object's metadata (nats.js: padded base64url of the name). */
+function objectMetaSubject(bucket: string, name: string): string {
+  const b64 = Buffer.from(name).toString('base64url');
+  return `$O.${bucket}.M.${b64.padEnd(Math.ceil(b64.length / 4) * 4, '=')}`;
 }
 
 /** Runs `fn` over `items`, {@link READ_BATCH} at a time. */

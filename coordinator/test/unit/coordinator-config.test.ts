@@ -17,6 +17,7 @@ describe('coordinator applyEnvironment', () => {
         TROUPE_LOG_LEVEL: 'warn',
         TROUPE_REPLICAS: '3',
         TROUPE_ACTOR_RETENTION_MS: '60000',
+        TROUPE_JOB_RETENTION_MS: '86400000',
       },
     );
     expect(issues).toEqual([]);
@@ -30,6 +31,7 @@ describe('coordinator applyEnvironment', () => {
       shutdownGraceMs: 500,
       replicas: 3,
       actorRetentionMs: 60_000,
+      jobRetentionMs: 86_400_000,
     });
     expect(ConfigSchema.safeParse(config).success).toBe(true);
   });
@@ -50,6 +52,7 @@ describe('coordinator applyEnvironment', () => {
         TROUPE_SHUTDOWN_GRACE_MS: '1s',
         TROUPE_REPLICAS: 'three',
         TROUPE_ACTOR_RETENTION_MS: 'forever',
+        TROUPE_JOB_RETENTION_MS: '7d',
       },
     );
     expect(issues).toEqual([
@@ -58,7 +61,18 @@ describe('coordinator applyEnvironment', () => {
       "TROUPE_GRPC_PORT: must be a non-negative integer (got '-1')",
       "TROUPE_SHUTDOWN_GRACE_MS: must be a non-negative integer (got '1s')",
       "TROUPE_ACTOR_RETENTION_MS: must be a non-negative integer (got 'forever')",
+      "TROUPE_JOB_RETENTION_MS: must be a non-negative integer (got '7d')",
     ]);
+  });
+
+  it('keeps finished jobs until deleted by default; a retention deletes them', () => {
+    expect(ConfigSchema.parse({}).jobRetentionMs).toBeNull();
+    const { config } = applyEnvironment({}, { TROUPE_JOB_RETENTION_MS: '3600000' });
+    expect(ConfigSchema.parse(config).jobRetentionMs).toBe(3_600_000);
+    const never = applyEnvironment({}, { TROUPE_JOB_RETENTION_MS: 'never' }).config;
+    expect(ConfigSchema.parse(never).jobRetentionMs).toBeNull();
+    const parsed = ConfigSchema.safeParse({ jobRetentionMs: 1.5 });
+    expect(parsed.error?.issues[0]?.path).toEqual(['jobRetentionMs']);
   });
 
   it("keeps finished jobs' actors 10 minutes by default; `never` (null) keeps them", () => {

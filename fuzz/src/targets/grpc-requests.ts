@@ -47,6 +47,7 @@ const UNARY = [
   'GetJob',
   'ListJobs',
   'CancelJob',
+  'DeleteJob',
   'GetResults',
   'DrainNode',
   'Rollout',
@@ -137,7 +138,7 @@ function requests(specs: unknown[]): fc.Arbitrary<GrpcCase> {
         .map((request) => ({ method: 'GetBudget', request, how: 'GetBudget' })),
       weight: 1,
     },
-    ...['GetJob', 'CancelJob', 'GetResults', 'GetRollouts'].map((method) => ({
+    ...['GetJob', 'CancelJob', 'DeleteJob', 'GetResults', 'GetRollouts'].map((method) => ({
       arbitrary: fc
         .record({ jobId, reason: nastyString })
         .map((request) => ({ method, request, how: method })),

@@ -11,6 +11,8 @@ import type { BudgetTotals as _troupe_v1_BudgetTotals, BudgetTotals__Output as _
 import type { BudgetUpdate as _troupe_v1_BudgetUpdate, BudgetUpdate__Output as _troupe_v1_BudgetUpdate__Output } from './troupe/v1/BudgetUpdate';
 import type { CancelJobRequest as _troupe_v1_CancelJobRequest, CancelJobRequest__Output as _troupe_v1_CancelJobRequest__Output } from './troupe/v1/CancelJobRequest';
 import type { CancelJobResponse as _troupe_v1_CancelJobResponse, CancelJobResponse__Output as _troupe_v1_CancelJobResponse__Output } from './troupe/v1/CancelJobResponse';
+import type { DeleteJobRequest as _troupe_v1_DeleteJobRequest, DeleteJobRequest__Output as _troupe_v1_DeleteJobRequest__Output } from './troupe/v1/DeleteJobRequest';
+import type { DeleteJobResponse as _troupe_v1_DeleteJobResponse, DeleteJobResponse__Output as _troupe_v1_DeleteJobResponse__Output } from './troupe/v1/DeleteJobResponse';
 import type { DrainNodeRequest as _troupe_v1_DrainNodeRequest, DrainNodeRequest__Output as _troupe_v1_DrainNodeRequest__Output } from './troupe/v1/DrainNodeRequest';
 import type { DrainNodeResponse as _troupe_v1_DrainNodeResponse, DrainNodeResponse__Output as _troupe_v1_DrainNodeResponse__Output } from './troupe/v1/DrainNodeResponse';
 import type { GetArtifactRequest as _troupe_v1_GetArtifactRequest, GetArtifactRequest__Output as _troupe_v1_GetArtifactRequest__Output } from './troupe/v1/GetArtifactRequest';
@@ -66,6 +68,8 @@ export interface ProtoGrpcType {
       BudgetUpdate: MessageTypeDefinition<_troupe_v1_BudgetUpdate, _troupe_v1_BudgetUpdate__Output>
       CancelJobRequest: MessageTypeDefinition<_troupe_v1_CancelJobRequest, _troupe_v1_CancelJobRequest__Output>
       CancelJobResponse: MessageTypeDefinition<_troupe_v1_CancelJobResponse, _troupe_v1_CancelJobResponse__Output>
+      DeleteJobRequest: MessageTypeDefinition<_troupe_v1_DeleteJobRequest, _troupe_v1_DeleteJobRequest__Output>
+      DeleteJobResponse: MessageTypeDefinition<_troupe_v1_DeleteJobResponse, _troupe_v1_DeleteJobResponse__Output>
       DrainNodeRequest: MessageTypeDefinition<_troupe_v1_DrainNodeRequest, _troupe_v1_DrainNodeRequest__Output>
       DrainNodeResponse: MessageTypeDefinition<_troupe_v1_DrainNodeResponse, _troupe_v1_DrainNodeResponse__Output>
       GetArtifactRequest: MessageTypeDefinition<_troupe_v1_GetArtifactRequest, _troupe_v1_GetArtifactRequest__Output>

@@ -33,6 +33,7 @@ describe('loadJobApi', () => {
     expect(Object.keys(jobs).sort()).toEqual(
       [
         'CancelJob',
+        'DeleteJob',
         'GetArtifact',
         'GetBudget',
         'GetJob',

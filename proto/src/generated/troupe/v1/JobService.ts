@@ -6,6 +6,8 @@ import type { ArtifactChunk as _troupe_v1_ArtifactChunk, ArtifactChunk__Output a
 import type { BudgetUpdate as _troupe_v1_BudgetUpdate, BudgetUpdate__Output as _troupe_v1_BudgetUpdate__Output } from '../../troupe/v1/BudgetUpdate';
 import type { CancelJobRequest as _troupe_v1_CancelJobRequest, CancelJobRequest__Output as _troupe_v1_CancelJobRequest__Output } from '../../troupe/v1/CancelJobRequest';
 import type { CancelJobResponse as _troupe_v1_CancelJobResponse, CancelJobResponse__Output as _troupe_v1_CancelJobResponse__Output } from '../../troupe/v1/CancelJobResponse';
+import type { DeleteJobRequest as _troupe_v1_DeleteJobRequest, DeleteJobRequest__Output as _troupe_v1_DeleteJobRequest__Output } from '../../troupe/v1/DeleteJobRequest';
+import type { DeleteJobResponse as _troupe_v1_DeleteJobResponse, DeleteJobResponse__Output as _troupe_v1_DeleteJobResponse__Output } from '../../troupe/v1/DeleteJobResponse';
 import type { GetArtifactRequest as _troupe_v1_GetArtifactRequest, GetArtifactRequest__Output as _troupe_v1_GetArtifactRequest__Output } from '../../troupe/v1/GetArtifactRequest';
 import type { GetBudgetRequest as _troupe_v1_GetBudgetRequest, GetBudgetRequest__Output as _troupe_v1_GetBudgetRequest__Output } from '../../troupe/v1/GetBudgetRequest';
 import type { GetBudgetResponse as _troupe_v1_GetBudgetResponse, GetBudgetResponse__Output as _troupe_v1_GetBudgetResponse__Output } from '../../troupe/v1/GetBudgetResponse';
@@ -50,6 +52,33 @@ export interface JobServiceClient extends grpc.Client {
   cancelJob(argument: _troupe_v1_CancelJobRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_troupe_v1_CancelJobResponse__Output>): grpc.ClientUnaryCall;
   cancelJob(argument: _troupe_v1_CancelJobRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_troupe_v1_CancelJobResponse__Output>): grpc.ClientUnaryCall;
   cancelJob(argument: _troupe_v1_CancelJobRequest, callback: grpc.requestCallback<_troupe_v1_CancelJobResponse__Output>): grpc.ClientUnaryCall;
+  
+  /**
+   * Deletes a finished job and what it stored: its record, task records and
+   * results, event log, artifacts (`jobs/<job_id>/`) and, once they sleep,
+   * its actors. GetJob then answers NOT_FOUND, and WatchJobs streams drop it.
+   * ABORTED (Troupe code BUSY, not retryable) while the job has not finished
+   * (cancel it first);
+   * NOT_FOUND when no job has that id. A coordinator with
+   * `jobRetentionMs` set deletes finished jobs this way on its own.
+   */
+  DeleteJob(argument: _troupe_v1_DeleteJobRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_troupe_v1_DeleteJobResponse__Output>): grpc.ClientUnaryCall;
+  DeleteJob(argument: _troupe_v1_DeleteJobRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_troupe_v1_DeleteJobResponse__Output>): grpc.ClientUnaryCall;
+  DeleteJob(argument: _troupe_v1_DeleteJobRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_troupe_v1_DeleteJobResponse__Output>): grpc.ClientUnaryCall;
+  DeleteJob(argument: _troupe_v1_DeleteJobRequest, callback: grpc.requestCallback<_troupe_v1_DeleteJobResponse__Output>): grpc.ClientUnaryCall;
+  /**
+   * Deletes a finished job and what it stored: its record, task records and
+   * results, event log, artifacts (`jobs/<job_id>/`) and, once they sleep,
+   * its actors. GetJob then answers NOT_FOUND, and WatchJobs streams drop it.
+   * ABORTED (Troupe code BUSY, not retryable) while the job has not finished
+   * (cancel it first);
+   * NOT_FOUND when no job has that id. A coordinator with
+   * `jobRetentionMs` set deletes finished jobs this way on its own.
+   */
+  deleteJob(argument: _troupe_v1_DeleteJobRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_troupe_v1_DeleteJobResponse__Output>): grpc.ClientUnaryCall;
+  deleteJob(argument: _troupe_v1_DeleteJobRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_troupe_v1_DeleteJobResponse__Output>): grpc.ClientUnaryCall;
+  deleteJob(argument: _troupe_v1_DeleteJobRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_troupe_v1_DeleteJobResponse__Output>): grpc.ClientUnaryCall;
+  deleteJob(argument: _troupe_v1_DeleteJobRequest, callback: grpc.requestCallback<_troupe_v1_DeleteJobResponse__Output>): grpc.ClientUnaryCall;
   
   /**
    * Streams one artifact of a job from the object store, in order.
@@ -315,6 +344,17 @@ export interface JobServiceHandlers extends grpc.UntypedServiceImplementation {
   CancelJob: grpc.handleUnaryCall<_troupe_v1_CancelJobRequest__Output, _troupe_v1_CancelJobResponse>;
   
   /**
+   * Deletes a finished job and what it stored: its record, task records and
+   * results, event log, artifacts (`jobs/<job_id>/`) and, once they sleep,
+   * its actors. GetJob then answers NOT_FOUND, and WatchJobs streams drop it.
+   * ABORTED (Troupe code BUSY, not retryable) while the job has not finished
+   * (cancel it first);
+   * NOT_FOUND when no job has that id. A coordinator with
+   * `jobRetentionMs` set deletes finished jobs this way on its own.
+   */
+  DeleteJob: grpc.handleUnaryCall<_troupe_v1_DeleteJobRequest__Output, _troupe_v1_DeleteJobResponse>;
+  
+  /**
    * Streams one artifact of a job from the object store, in order.
    */
   GetArtifact: grpc.handleServerStreamingCall<_troupe_v1_GetArtifactRequest__Output, _troupe_v1_ArtifactChunk>;
@@ -421,6 +461,7 @@ export interface JobServiceHandlers extends grpc.UntypedServiceImplementation {
 
 export interface JobServiceDefinition extends grpc.ServiceDefinition {
   CancelJob: MethodDefinition<_troupe_v1_CancelJobRequest, _troupe_v1_CancelJobResponse, _troupe_v1_CancelJobRequest__Output, _troupe_v1_CancelJobResponse__Output>
+  DeleteJob: MethodDefinition<_troupe_v1_DeleteJobRequest, _troupe_v1_DeleteJobResponse, _troupe_v1_DeleteJobRequest__Output, _troupe_v1_DeleteJobResponse__Output>
   GetArtifact: MethodDefinition<_troupe_v1_GetArtifactRequest, _troupe_v1_ArtifactChunk, _troupe_v1_GetArtifactRequest__Output, _troupe_v1_ArtifactChunk__Output>
   GetBudget: MethodDefinition<_troupe_v1_GetBudgetRequest, _troupe_v1_GetBudgetResponse, _troupe_v1_GetBudgetRequest__Output, _troupe_v1_GetBudgetResponse__Output>
   GetJob: MethodDefinition<_troupe_v1_GetJobRequest, _troupe_v1_Job, _troupe_v1_GetJobRequest__Output, _troupe_v1_Job__Output>

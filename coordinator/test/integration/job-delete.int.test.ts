@@ -1,0 +1,195 @@
+import { kvKeys } from '@troupe/actors';
+import {
+  Coordinator,
+  DriverRegistry,
+  type JobDriver,
+  type JobManager,
+  taskActorId,
+} from '@troupe/coordinator';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { Kvm } from '@nats-io/kv';
+import { Objm } from '@nats-io/obj';
+import { connect, type NatsConnection } from '@nats-io/transport-node';
+import {
+  eventsStreamName,
+  inboxStreamName,
+  kvBucketName,
+  objectStoreName,
+  type TroupeError,
+} from '@troupe/proto';
+import {
+  randomClusterName,
+  startNatsServer,
+  waitFor,
+  type NatsServerHandle,
+} from '@troupe/testkit';
+
+// Finished jobs were kept for good: every task's record, result and events, every artifact, in
+// NATS (the soak's nats-server grew ~15 KB per task). DeleteJob deletes a finished job, and a
+// coordinator with `jobRetentionMs` deletes them on its own; nothing of the job is left behind.
+
+const gate = { open: Promise.resolve() };
+const passing: JobDriver<{ id: string }, { ok: boolean }> = {
+  name: 'passing',
+  description: 'tasks that pass (after the gate opens)',
+  validate() {},
+  plan: (spec) => (spec.tasks as { id: string }[]).map((t) => ({ id: t.id, input: t })),
+  runTask: async () => {
+    await gate.open;
+    return { ok: true };
+  },
+  grade: async (_ctx, _task, run) => ({ passed: run?.ok === true }),
+};
+
+const cluster = randomClusterName();
+let server: NatsServerHandle;
+let nc: NatsConnection;
+
+beforeAll(async () => {
+  server = await startNatsServer();
+  nc = await connect({ servers: server.url });
+});
+afterAll(async () => {
+  await nc?.close();
+  await server?.stop();
+});
+
+function startCoordinator(jobRetentionMs: number | null): Promise<Coordinator> {
+  return Coordinator.start(
+    {
+      cluster,
+      nats: { servers: server.url },
+      heartbeatMs: 200,
+      sweepIntervalMs: 200,
+      metrics: { port: null },
+      shutdownGraceMs: 500,
+      actorRetentionMs: 600_000, // a deleted job's actors go at once all the same
+      jobRetentionMs,
+    },
+    {
+      drivers: new DriverRegistry().register(passing),
+      jobs: { taskActor: { idleTimeoutMs: 200 }, jobActor: { idleTimeoutMs: 500 } },
+    },
+  );
+}
+
+async function runJob(jobs: JobManager, tasks: number): Promise<string> {
+  const { jobId } = await jobs.submit({
+    spec: {
+      kind: 'passing',
+      concurrency: 3,
+      tasks: Array.from({ length: tasks }, (_, i) => ({ id: `t${i}` })),
+    },
+    idempotencyKey: `key-${tasks}`,
+  });
+  await waitFor(async () => (await jobs.get(jobId)).state === 'SUCCEEDED', { timeoutMs: 30_000 });
+  return jobId;
+}
+
+/** What NATS still holds of a job: subjects of its keys, events, inbox, artifacts, actors. */
+async function leftOf(jobId: string, tasks: number) {
+  const kvm = new Kvm(nc);
+  const jsm = await jetstreamManager(nc);
+  const jobsKv = await kvm.open(kvBucketName(cluster, 'jobs'));
+  const directory = await kvm.open(kvBucketName(cluster, 'directory'));
+  const state = await kvm.open(kvBucketName(cluster, 'state'));
+  const events = await jsm.streams.info(eventsStreamName(cluster), {
+    subjects_filter: `troupe.${cluster}.events.${jobId}`,
+  });
+  const inbox = await jsm.streams.info(inboxStreamName(cluster), { subjects_filter: '>' });
+  const objects = await new Objm(nc).open(objectStoreName(cluster));
+  const taskIds = Array.from({ length: tasks }, (_, i) => taskActorId(jobId, i));
+  const actorKeys = [
+    ...(await kvKeys(directory, '>')),
+    ...(await kvKeys(state, '>')),
+    ...Object.keys(inbox.state.subjects ?? {}),
+  ].filter((k) => k.includes(jobId) || taskIds.some((t) => k.includes(t)));
+  return {
+    jobKeys: (await kvKeys(jobsKv, `*.${jobId}.*`)).length,
+    record: (await jobsKv.get(`job.${jobId}`))?.operation ?? 'none',
+    events: events.state.subjects?.[`troupe.${cluster}.events.${jobId}`] ?? 0,
+    artifacts: (await objects.list()).filter((i) => i.name.startsWith(`jobs/${jobId}/`)).length,
+    actorKeys,
+  };
+}
+
+test('DeleteJob deletes a finished job and all it stored; a running one is refused', async () => {
+  const coordinator = await startCoordinator(null);
+  try {
+    const jobs = coordinator.jobs!;
+    let release!: () => void;
+    gate.open = new Promise((r) => (release = r));
+    const { jobId: running } = await jobs.submit({
+      spec: { kind: 'passing', tasks: [{ id: 'r0' }] },
+    });
+    await expect(jobs.delete(running)).rejects.toMatchObject({
+      code: 'BUSY',
+      retryable: false,
+      message: expect.stringMatching(/only a finished job can be deleted/),
+    } satisfies Partial<TroupeError>);
+    release();
+    await waitFor(async () => (await jobs.get(running)).state === 'SUCCEEDED', {
+      timeoutMs: 30_000,
+    });
+
+    const jobId = await runJob(jobs, 5);
+    await jobs.store.putArtifact(
+      `jobs/${jobId}/report.txt`,
+      Buffer.from('x'.repeat(300_000)),
+      'text/plain',
+    );
+    const before = await leftOf(jobId, 5);
+    // Its plan, its task ids and the report.
+    expect(before).toMatchObject({ jobKeys: 10, record: 'PUT', artifacts: 3 });
+    expect(before.events).toBeGreaterThan(5);
+    expect(before.actorKeys.length).toBeGreaterThan(5); // the job actor, task actors
+
+    const deleted = await jobs.delete(jobId);
+    expect(deleted).toEqual({ keys: 10, events: before.events, artifacts: 3 });
+    await expect(jobs.get(jobId)).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    await expect(jobs.delete(jobId)).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    expect((await jobs.list({})).jobs.map((j) => j.jobId)).not.toContain(jobId);
+    // The job actor (live for a while after the job ended) and the task actors go once asleep.
+    await waitFor(async () => (await leftOf(jobId, 5)).actorKeys.length === 0, {
+      timeoutMs: 20_000,
+      message: "the deleted job's actors retired",
+    });
+    // Only the record's delete marker is left (a resubmission with its key makes a new job).
+    expect(await leftOf(jobId, 5)).toEqual({
+      jobKeys: 0,
+      record: 'DEL',
+      events: 0,
+      artifacts: 0,
+      actorKeys: [],
+    });
+    const again = await jobs.submit({
+      spec: { kind: 'passing', tasks: [{ id: 't0' }] },
+      idempotencyKey: 'key-5',
+    });
+    expect(again.jobId).not.toBe(jobId);
+    // The other job is untouched.
+    expect((await jobs.results(running)).tasks.map((t) => t.status)).toEqual(['TASK_PASSED']);
+  } finally {
+    gate.open = Promise.resolve();
+    await coordinator.stop();
+  }
+});
+
+test('a coordinator with a job retention deletes finished jobs on its own', async () => {
+  const coordinator = await startCoordinator(1_000);
+  try {
+    const jobs = coordinator.jobs!;
+    const jobId = await runJob(jobs, 3);
+    await waitFor(async () => (await leftOf(jobId, 3)).record === 'DEL', {
+      timeoutMs: 20_000,
+      message: 'the finished job deleted after its retention',
+    });
+    await waitFor(async () => (await leftOf(jobId, 3)).actorKeys.length === 0, {
+      timeoutMs: 20_000,
+    });
+    expect(await leftOf(jobId, 3)).toMatchObject({ jobKeys: 0, events: 0, artifacts: 0 });
+    expect(coordinator['leaderServices']?.sweeper?.deleted).toBeGreaterThanOrEqual(1);
+  } finally {
+    await coordinator.stop();
+  }
+});
