@@ -133,6 +133,9 @@ export async function startSoakCluster(options: SoakClusterOptions): Promise<Soa
       // Finished jobs' task actors and sandboxes go after 30 s (default 10 min), so even the
       // short profile judges a cluster that deletes them.
       TROUPE_ACTOR_RETENTION_MS: '30000',
+      // …and finished jobs themselves (records, results, events, artifacts) after 30 s: a cluster
+      // that keeps every result grows with them by design, which is not what the soak judges.
+      TROUPE_JOB_RETENTION_MS: '30000',
     });
     const { grpcPort } = (await ready('coordinator', coordinatorReady)) as { grpcPort: number };
     const agentReady = path.join(options.dir, 'node-agent.ready');
