@@ -7,10 +7,12 @@ import {
   noopLogger,
   PlacementService,
   createKv,
+  kvKeys,
   retireActor,
 } from '@troupe/actors';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { jetstreamManager } from '@nats-io/jetstream';
+import { type KV } from '@nats-io/kv';
 import { BudgetLedger } from './budget/budget-ledger';
 import { BudgetLedgerActor } from './budget/budget-ledger-actor';
 import { LedgerStateFeed } from './budget/ledger-state-feed';
@@ -24,7 +26,7 @@ import { type JobPolicy } from './fair-queue';
 import { HostRegistry } from './host-registry';
 import { LeaderLease } from './leader-lease';
 import { MetricsServer } from './metrics';
-import { openRemindersKv, ReminderService } from './reminders';
+import { cancelReminder, openRemindersKv, ReminderService } from './reminders';
 import { DriverRegistry } from './jobs/driver-registry';
 import { JobApiServer } from './jobs/job-api-server';
 import { JobManager, type JobManagerOptions } from './jobs/job-manager';
@@ -282,7 +284,7 @@ export class Coordinator {
     await placer.start();
     await reminders.start();
     reaper?.start();
-    const sweeper = this.jobSweeper();
+    const sweeper = this.jobSweeper(remindersKv);
     sweeper?.start();
     this.leaderServices = {
       registry,
@@ -327,7 +329,7 @@ export class Coordinator {
    * The leader's {@link JobSweeper}, when this coordinator runs jobs: deletes finished jobs after
    * `jobRetentionMs` and retires deleted jobs' job actors.
    */
-  private jobSweeper(): JobSweeper | undefined {
+  private jobSweeper(remindersKv: KV): JobSweeper | undefined {
     const jobs = this.jobs;
     if (!jobs) return undefined;
     const retentionMs = this.config.jobRetentionMs;
@@ -344,6 +346,13 @@ export class Coordinator {
         delete: (jobId) => jobs.delete(jobId),
         goneJobs: () => jobs.store.goneJobs(),
         dropGone: (jobId) => jobs.store.dropGone(jobId),
+      },
+      // The job actor's reminders (ids name the job: `start-sweep-<jobId>-…`, `retry-<jobId>-…`,
+      // `cancel-<jobId>`), cancelled so none wakes its actor again once retired.
+      cancelReminders: async (jobId) => {
+        const ids = (await kvKeys(remindersKv, '>')).filter((id) => id.includes(jobId));
+        for (const id of ids) await cancelReminder(remindersKv, id);
+        return ids.length;
       },
       retire: (addr) => retireActor(this.system, addr),
       log: this.log.child({ component: 'job-sweeper' }),

@@ -24,6 +24,8 @@ export interface JobSweeperOptions {
   jobs: JobSweeperJobs;
   /** Deletes one actor's records (`retireActor` of `@troupe/actors`). */
   retire: (addr: ActorAddress) => Promise<RetireOutcome>;
+  /** Cancels a deleted job's pending reminders (they would wake its retired job actor). */
+  cancelReminders: (jobId: string) => Promise<number>;
   log: Logger;
   /** Clock. @default Date.now */
   now?: () => number;
@@ -87,6 +89,7 @@ export class JobSweeper {
     }
     for (const jobId of await jobs.goneJobs()) {
       if (this.stopped) return;
+      await this.options.cancelReminders(jobId);
       const outcome = await this.options.retire({ kind: JOB_ACTOR_KIND, id: jobId });
       // Live (it sleeps a while after its last message) or changed: the next pass tries again.
       if (outcome === 'retired' || outcome === 'absent') await jobs.dropGone(jobId);

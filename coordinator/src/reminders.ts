@@ -10,7 +10,7 @@ import {
   validateAddress,
 } from '@troupe/proto';
 import { setTimeout as delay } from 'node:timers/promises';
-import { createKv, type Logger, type RefFactory } from '@troupe/actors';
+import { createKv, type Logger, type RefFactory, removeKvKey } from '@troupe/actors';
 import { type NatsConnection, type Subscription } from '@nats-io/transport-node';
 import { type KV } from '@nats-io/kv';
 import { z } from 'zod';
@@ -35,7 +35,8 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
  * Durable reminders: stored in KV `troupe_<c>_reminders`, so they survive coordinator restarts
  * and failovers. The leader keeps a timer per reminder; when one is due it is *posted* to the
  * actor (waking it if it sleeps) with dedupe id `reminder-<id>` — a takeover that fires it again
- * inside the dedupe window adds nothing — and then deleted.
+ * inside the dedupe window adds nothing — and then deleted (the delete marker goes too once this
+ * leader has seen it).
  */
 export class ReminderService {
   private readonly timers = new Map<string, NodeJS.Timeout>();
@@ -65,6 +66,12 @@ export class ReminderService {
       for await (const e of watcher) {
         if (e.operation !== 'PUT') {
           this.disarm(e.key);
+          // The marker has done its work (this leader, the only one with timers, disarmed); a
+          // later leader loads no reminder from an absent key. Without this every fired or
+          // cancelled reminder left a marker (and the server a subject) for good.
+          void removeKvKey(this.kv, e.key, e.revision).catch((err: unknown) =>
+            this.log.debug({ err, reminder: e.key }, 'could not remove a reminder marker'),
+          );
           continue;
         }
         const parsed = ReminderSchema.safeParse(e.json());

@@ -451,6 +451,11 @@ async function applyPosted(
   m: BatchedMessage,
   staged: StagedEffects,
 ): Promise<JobState> {
+  // A finished job takes no transition (every one is a no-op then): a late outcome or a
+  // reminder armed before it ended loads nothing, since its plan may be deleted already
+  // (DeleteJob, the job retention; in the soak such reminders were dead-lettered).
+  // So does a job actor that never started (retired with its deleted job, then woken by one).
+  if (isFinalPhase(state.phase) || !state.spec) return state;
   const rt = holder.get();
   const t = now();
   switch (m.type) {

@@ -2,6 +2,7 @@ import { kvKeys } from '@troupe/actors';
 import {
   Coordinator,
   DriverRegistry,
+  remindAt,
   type JobDriver,
   type JobManager,
   taskActorId,
@@ -11,6 +12,7 @@ import { Kvm } from '@nats-io/kv';
 import { Objm } from '@nats-io/obj';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import {
+  deadLetterStreamName,
   eventsStreamName,
   inboxStreamName,
   kvBucketName,
@@ -144,7 +146,23 @@ test('DeleteJob deletes a finished job and all it stored; a running one is refus
     expect(before.events).toBeGreaterThan(5);
     expect(before.actorKeys.length).toBeGreaterThan(5); // the job actor, task actors
 
+    // A reminder of the job still pending when it is deleted (a retry far off)…
+    const jobActor = { kind: 'job', id: jobId };
+    await remindAt(
+      nc,
+      cluster,
+      jobActor,
+      Date.now() + 600_000,
+      'retry',
+      { index: 0, attempt: 9 },
+      {
+        id: `retry-${jobId}-0-9`,
+      },
+    );
     const deleted = await jobs.delete(jobId);
+    // …and one that fires just after, to the job actor still live: taken without reading the
+    // deleted plan (it was dead-lettered in the soak).
+    await coordinator.system.refOf(jobActor).withHints({ jobId }).post('startSweep', { atMs: 1 });
     expect(deleted).toEqual({ keys: 10, events: before.events, artifacts: 3 });
     await expect(jobs.get(jobId)).rejects.toMatchObject({ code: 'NOT_FOUND' });
     await expect(jobs.delete(jobId)).rejects.toMatchObject({ code: 'NOT_FOUND' });
@@ -153,6 +171,15 @@ test('DeleteJob deletes a finished job and all it stored; a running one is refus
     await waitFor(async () => (await leftOf(jobId, 5)).actorKeys.length === 0, {
       timeoutMs: 20_000,
       message: "the deleted job's actors retired",
+    });
+    const jsm = await jetstreamManager(nc);
+    const dlq = await jsm.streams.info(deadLetterStreamName(cluster), { subjects_filter: '>' });
+    expect(Object.keys(dlq.state.subjects ?? {}).filter((s) => s.includes(jobId))).toEqual([]);
+    // The pending reminder was cancelled, its marker removed: nothing would wake the actor.
+    const reminders = await new Kvm(nc).open(kvBucketName(cluster, 'reminders'));
+    await waitFor(async () => (await kvKeys(reminders, '>')).every((k) => !k.includes(jobId)), {
+      timeoutMs: 10_000,
+      message: "the deleted job's reminders and their markers gone",
     });
     // Only the record's delete marker is left (a resubmission with its key makes a new job).
     expect(await leftOf(jobId, 5)).toEqual({

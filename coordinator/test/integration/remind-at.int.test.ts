@@ -1,5 +1,5 @@
 import { Kvm } from '@nats-io/kv';
-import { ActorSystem } from '@troupe/actors';
+import { ActorSystem, kvKeys } from '@troupe/actors';
 import { KvBucket, kvBucketName, noopLogger, TroupeError } from '@troupe/proto';
 import {
   randomClusterName,
@@ -122,7 +122,27 @@ test('a cancelled reminder is deleted and its timer disarmed on the leader', asy
       timeoutMs: 10_000,
       message: 'the cancelled reminder disarmed',
     });
-    expect((await kv.get('gone'))?.operation).toBe('DEL');
+    // The delete marker goes too once the leader saw it: no subject is left behind.
+    await waitFor(async () => (await kvKeys(kv, 'gone')).length === 0, {
+      timeoutMs: 10_000,
+      message: "the cancelled reminder's marker removed",
+    });
+    expect(await kv.get('gone')).toBeNull();
+  } finally {
+    service.stop();
+  }
+});
+
+test('a fired reminder leaves nothing in the bucket (every job left a marker per reminder)', async () => {
+  const service = await startService();
+  try {
+    const kv = await new Kvm(system.nc).open(kvBucketName(cluster, KvBucket.REMINDERS));
+    await remindAt(system.nc, cluster, target, Date.now(), 'wake', {}, { id: 'fired' });
+    await waitFor(() => service.fired >= 1, { timeoutMs: 10_000, message: 'the reminder fired' });
+    await waitFor(async () => (await kvKeys(kv, 'fired')).length === 0, {
+      timeoutMs: 10_000,
+      message: "the fired reminder's record and marker removed",
+    });
   } finally {
     service.stop();
   }
