@@ -1,5 +1,6 @@
 import { type ActorAddress, parseActorKey } from '@troupe/proto';
 import { type DirectoryEntry, type Logger, type RetireOutcome } from '@troupe/actors';
+import { PassLoop } from './internal/pass-loop';
 
 /** Options of {@link ActorReaper}. */
 export interface ActorReaperOptions {
@@ -35,13 +36,17 @@ export interface ActorReaperOptions {
 export class ActorReaper {
   /** Job id → directory keys of its actors to retire. */
   private readonly byJob = new Map<string, Set<string>>();
-  private timer?: NodeJS.Timeout;
-  private pass?: Promise<void>;
-  private stopped = false;
+  private readonly loop: PassLoop;
   /** Actors retired (metrics). */
   retired = 0;
 
-  constructor(private readonly options: ActorReaperOptions) {}
+  constructor(private readonly options: ActorReaperOptions) {
+    this.loop = new PassLoop({
+      intervalMs: options.intervalMs,
+      pass: () => this.runPass(),
+      onError: (err) => options.log.warn({ err }, 'actor retirement pass failed'),
+    });
+  }
 
   /** Takes in one watched directory entry (undefined: deleted). */
   observe = (key: string, entry: DirectoryEntry | undefined): void => {
@@ -60,31 +65,19 @@ export class ActorReaper {
 
   /** Starts the passes. */
   start(): void {
-    this.schedule();
+    this.loop.start();
   }
 
   /** Stops; resolves when a pass in progress has ended. */
   async stop(): Promise<void> {
-    this.stopped = true;
-    clearTimeout(this.timer);
-    await this.pass;
-  }
-
-  private schedule(): void {
-    if (this.stopped) return;
-    this.timer = setTimeout(() => {
-      this.pass = this.runPass()
-        .catch((err: unknown) => this.options.log.warn({ err }, 'actor retirement pass failed'))
-        .finally(() => this.schedule());
-    }, this.options.intervalMs);
-    this.timer.unref();
+    await this.loop.stop();
   }
 
   /** One pass: every job past its retention gets its actors retired. */
   async runPass(): Promise<void> {
     const now = (this.options.now ?? Date.now)();
     for (const [jobId, keys] of [...this.byJob]) {
-      if (this.stopped) return;
+      if (this.loop.stopped) return;
       const finishedAt = await this.options.finishedAt(jobId);
       if (finishedAt === undefined || now - finishedAt < this.options.retentionMs) continue;
       const outcomes = await this.retireAll(keys);
@@ -100,7 +93,7 @@ export class ActorReaper {
     let retired = 0;
     let kept = 0;
     const worker = async () => {
-      for (let key = queue.pop(); key !== undefined && !this.stopped; key = queue.pop()) {
+      for (let key = queue.pop(); key !== undefined && !this.loop.stopped; key = queue.pop()) {
         const addr = parseActorKey(key);
         let outcome: RetireOutcome | 'failed' = 'absent';
         if (addr) {

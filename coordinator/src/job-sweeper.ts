@@ -1,6 +1,7 @@
 import { type Logger, type RetireOutcome } from '@troupe/actors';
 import { type ActorAddress } from '@troupe/proto';
 import { JobRecordSchema } from './jobs/job-record';
+import { PassLoop } from './internal/pass-loop';
 import { JOB_ACTOR_KIND } from './jobs/job-runtime';
 
 /** What {@link JobSweeper} needs of the job machinery (a `JobManager` and its `JobStore`). */
@@ -38,34 +39,26 @@ export interface JobSweeperOptions {
  * `gone.<jobId>` note for this sweep).
  */
 export class JobSweeper {
-  private timer?: NodeJS.Timeout;
-  private pass?: Promise<void>;
-  private stopped = false;
+  private readonly loop: PassLoop;
   /** Jobs deleted for their retention (metrics). */
   deleted = 0;
 
-  constructor(private readonly options: JobSweeperOptions) {}
+  constructor(private readonly options: JobSweeperOptions) {
+    this.loop = new PassLoop({
+      intervalMs: options.intervalMs,
+      pass: () => this.runPass(),
+      onError: (err) => options.log.warn({ err }, 'job sweep failed'),
+    });
+  }
 
   /** Starts the passes. */
   start(): void {
-    this.schedule();
+    this.loop.start();
   }
 
   /** Stops; resolves when a pass in progress has ended. */
   async stop(): Promise<void> {
-    this.stopped = true;
-    clearTimeout(this.timer);
-    await this.pass;
-  }
-
-  private schedule(): void {
-    if (this.stopped) return;
-    this.timer = setTimeout(() => {
-      this.pass = this.runPass()
-        .catch((err: unknown) => this.options.log.warn({ err }, 'job sweep failed'))
-        .finally(() => this.schedule());
-    }, this.options.intervalMs);
-    this.timer.unref();
+    await this.loop.stop();
   }
 
   /** One pass: expired jobs deleted, deleted jobs' sleeping job actors retired. */
@@ -74,7 +67,7 @@ export class JobSweeper {
     if (retentionMs !== null) {
       const now = (this.options.now ?? Date.now)();
       for (const listed of await jobs.listJobs()) {
-        if (this.stopped) return;
+        if (this.loop.stopped) return;
         const parsed = JobRecordSchema.safeParse(listed.stored);
         const finishedAt = parsed.success ? parsed.data.finishedUnixMs : 0;
         if (!parsed.success || !finishedAt || now - finishedAt < retentionMs) continue;
@@ -88,7 +81,7 @@ export class JobSweeper {
       }
     }
     for (const jobId of await jobs.goneJobs()) {
-      if (this.stopped) return;
+      if (this.loop.stopped) return;
       await this.options.cancelReminders(jobId);
       const outcome = await this.options.retire({ kind: JOB_ACTOR_KIND, id: jobId });
       // Live (it sleeps a while after its last message) or changed: the next pass tries again.
