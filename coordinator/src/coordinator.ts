@@ -316,8 +316,9 @@ export class Coordinator {
       finishedAt: async (jobId) => {
         const job = await jobs.store.getJob(jobId);
         if (job) return isFinalPhase(job.state) ? job.finishedUnixMs : undefined;
-        // Deleted (DeleteJob, the job retention): its actors go at once.
-        return (await jobs.store.jobDeleted(jobId)) ? 0 : undefined;
+        // No record at all: deleted (DeleteJob, the job retention; a job's actors exist only
+        // after its record): its actors go at once.
+        return (await jobs.store.jobExists(jobId)) ? undefined : 0;
       },
       retire: (addr) => retireActor(this.system, addr),
       onRetired: (key) => late.placement?.forget(key),
@@ -345,7 +346,7 @@ export class Coordinator {
         listJobs: () => jobs.store.listJobs(),
         delete: (jobId) => jobs.delete(jobId),
         goneJobs: () => jobs.store.goneJobs(),
-        dropGone: (jobId) => jobs.store.dropGone(jobId),
+        forgetDeletedJob: (jobId) => jobs.store.forgetDeletedJob(jobId),
       },
       // The job actor's reminders (ids name the job: `start-sweep-<jobId>-…`, `retry-<jobId>-…`,
       // `cancel-<jobId>`), cancelled so none wakes its actor again once retired.

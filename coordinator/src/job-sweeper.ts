@@ -12,8 +12,8 @@ export interface JobSweeperJobs {
   delete(jobId: string): Promise<unknown>;
   /** Deleted jobs whose job actor is still to be retired (`JobStore.goneJobs`). */
   goneJobs(): Promise<string[]>;
-  /** Forgets one of them (`JobStore.dropGone`). */
-  dropGone(jobId: string): Promise<void>;
+  /** Forgets one of them, its record's marker too (`JobStore.forgetDeletedJob`). */
+  forgetDeletedJob(jobId: string): Promise<void>;
 }
 
 /** Options of {@link JobSweeper}. */
@@ -85,7 +85,7 @@ export class JobSweeper {
       await this.options.cancelReminders(jobId);
       const outcome = await this.options.retire({ kind: JOB_ACTOR_KIND, id: jobId });
       // Live (it sleeps a while after its last message) or changed: the next pass tries again.
-      if (outcome === 'retired' || outcome === 'absent') await jobs.dropGone(jobId);
+      if (outcome === 'retired' || outcome === 'absent') await jobs.forgetDeletedJob(jobId);
     }
   }
 }

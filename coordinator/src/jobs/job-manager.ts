@@ -432,6 +432,7 @@ export class JobManager {
           jobId = bound; // the first submission died before creating its job: finish its work
         }
       }
+      await store.noteIdempotencyKey(jobId, key);
     }
     const createdUnixMs = Date.now();
     const record = recordOf(
@@ -561,8 +562,9 @@ export class JobManager {
 
   /**
    * Deletes a finished job and what it stored: its event log, task records and results,
-   * artifacts (`jobs/<jobId>/`), then its record (a delete marker: watchers see the job go, and a
-   * later submission with its idempotency key makes a new job). Its job actor is retired by the
+   * artifacts (`jobs/<jobId>/`), its idempotency key (a later submission with it makes a new
+   * job), then its record (a delete marker, so watchers see the job go; removed with the job
+   * actor). Its job actor is retired by the
    * leader's {@link JobSweeper} once it sleeps (`gone.<jobId>` until then); its task actors and
    * sandboxes by the actor reaper. Everything is deleted message by message, leaving nothing
    * behind. A deletion cut short is finished by calling again (the record goes last).

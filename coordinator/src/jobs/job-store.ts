@@ -88,7 +88,8 @@ const HISTORY_LIST_DEADLINE_MS = 2_000;
  * Persistence of jobs besides the job actor's own state: the KV bucket `troupe_<c>_jobs` (job
  * records `job.<jobId>` for GetJob/ListJobs (a delete marker once the job is deleted),
  * idempotency keys `idem.<sha256>`, task results `result.<jobId>.<index>`, task records
- * `task.<jobId>.<index>`, deleted jobs whose job actor awaits retirement `gone.<jobId>`) and the
+ * `task.<jobId>.<index>`, the idempotency key a job was submitted with `idemof.<jobId>`, deleted
+ * jobs whose job actor awaits retirement `gone.<jobId>`) and the
  * object store
  * `troupe_<c>_artifacts` (plans, task ids, work lists and artifacts under `jobs/<jobId>/`).
  */
@@ -439,7 +440,21 @@ export class JobStore {
         objectMetaSubject(this.objectBucket, info.name),
       );
     }
+    // Its idempotency key, if it still names this job: a later submission with it makes a new job.
+    const note = await this.kv.get(`idemof.${jobId}`);
+    if (note?.operation === 'PUT') {
+      const bound = await this.kv.get(note.string());
+      if (bound?.operation === 'PUT' && bound.string() === jobId) {
+        await removeKvKey(this.kv, note.string(), bound.revision);
+      }
+      await removeKvKey(this.kv, `idemof.${jobId}`);
+    }
     return { keys: removed, artifacts: objects.length };
+  }
+
+  /** Notes which idempotency key a job was submitted with (`idemof.<jobId>`), for its deletion. */
+  async noteIdempotencyKey(jobId: string, key: string): Promise<void> {
+    await storeWrite(() => this.kv.put(`idemof.${jobId}`, idempotencyKeyOf(key)));
   }
 
   /**
@@ -451,12 +466,17 @@ export class JobStore {
   }
 
   /**
-   * Whether the job was deleted: its record's key holds the delete marker (kept for good: one
-   * small message per deleted job, so its idempotency key and its actors can tell).
+   * Whether the job was deleted: its record's key holds the delete marker (kept until the
+   * leader's sweep has retired the job actor: {@link forgetDeletedJob}).
    */
   async jobDeleted(jobId: string): Promise<boolean> {
     const e = await this.kv.get(`job.${jobId}`);
     return e !== null && e.operation !== 'PUT';
+  }
+
+  /** Whether the bucket holds a record for the job (readable by this version or not). */
+  async jobExists(jobId: string): Promise<boolean> {
+    return (await this.kv.get(`job.${jobId}`))?.operation === 'PUT';
   }
 
   /** Binds an idempotency key anew (its job was deleted). */
@@ -474,8 +494,15 @@ export class JobStore {
     return (await kvKeys(this.kv, 'gone.*')).map((k) => k.slice('gone.'.length));
   }
 
-  /** The job actor of a deleted job is retired: forget it (no marker). */
-  async dropGone(jobId: string): Promise<void> {
+  /**
+   * The job actor of a deleted job is retired: its note goes, and the record's delete marker
+   * (watchers had it minutes ago), so nothing of the job is left.
+   */
+  async forgetDeletedJob(jobId: string): Promise<void> {
+    const marker = await this.kv.get(`job.${jobId}`);
+    if (marker && marker.operation !== 'PUT') {
+      await removeKvKey(this.kv, `job.${jobId}`, marker.revision);
+    }
     await removeKvKey(this.kv, `gone.${jobId}`);
   }
 

@@ -165,6 +165,7 @@ test('DeleteJob deletes a finished job and all it stored; a running one is refus
     await coordinator.system.refOf(jobActor).withHints({ jobId }).post('startSweep', { atMs: 1 });
     expect(deleted).toEqual({ keys: 10, events: before.events, artifacts: 3 });
     await expect(jobs.get(jobId)).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    expect((await leftOf(jobId, 5)).record).toBe('DEL'); // what WatchJobs streams see
     await expect(jobs.delete(jobId)).rejects.toMatchObject({ code: 'NOT_FOUND' });
     expect((await jobs.list({})).jobs.map((j) => j.jobId)).not.toContain(jobId);
     // The job actor (live for a while after the job ended) and the task actors go once asleep.
@@ -181,14 +182,21 @@ test('DeleteJob deletes a finished job and all it stored; a running one is refus
       timeoutMs: 10_000,
       message: "the deleted job's reminders and their markers gone",
     });
-    // Only the record's delete marker is left (a resubmission with its key makes a new job).
+    // Once the job actor is retired its record's marker goes too: nothing of the job is left,
+    // its idempotency key included (a resubmission with it makes a new job, below).
+    await waitFor(async () => (await leftOf(jobId, 5)).record === 'none', {
+      timeoutMs: 20_000,
+      message: "the deleted job's record marker removed",
+    });
     expect(await leftOf(jobId, 5)).toEqual({
       jobKeys: 0,
-      record: 'DEL',
+      record: 'none',
       events: 0,
       artifacts: 0,
       actorKeys: [],
     });
+    const jobsKv = await new Kvm(nc).open(kvBucketName(cluster, 'jobs'));
+    expect((await kvKeys(jobsKv, '>')).filter((k) => k.includes(jobId))).toEqual([]);
     const again = await jobs.submit({
       spec: { kind: 'passing', tasks: [{ id: 't0' }] },
       idempotencyKey: 'key-5',
@@ -207,7 +215,7 @@ test('a coordinator with a job retention deletes finished jobs on its own', asyn
   try {
     const jobs = coordinator.jobs!;
     const jobId = await runJob(jobs, 3);
-    await waitFor(async () => (await leftOf(jobId, 3)).record === 'DEL', {
+    await waitFor(async () => (await leftOf(jobId, 3)).record !== 'PUT', {
       timeoutMs: 20_000,
       message: 'the finished job deleted after its retention',
     });

@@ -40,7 +40,7 @@ function rig(retentionMs: number | null, jobs: ReturnType<typeof stored>[], gone
         goneLeft.add(jobId);
       },
       goneJobs: async () => [...goneLeft],
-      dropGone: async (jobId) => void goneLeft.delete(jobId),
+      forgetDeletedJob: async (jobId) => void goneLeft.delete(jobId),
     },
     retire: async (addr: ActorAddress) => outcomes.get(addr.id) ?? 'retired',
     cancelReminders: async (jobId) => {
