@@ -159,7 +159,16 @@ test('DeleteJob deletes a finished job and all it stored; a running one is refus
         id: `retry-${jobId}-0-9`,
       },
     );
+    const listings = async () => {
+      const jsm = await jetstreamManager(nc);
+      const all = await jsm.consumers.list(`OBJ_${objectStoreName(cluster)}`).next();
+      return all.filter((c) => c.config.filter_subject?.includes('.M.')).length;
+    };
+    const listingsBefore = await listings();
     const deleted = await jobs.delete(jobId);
+    // Its objects were found from the stream's subject index, not by a consumer over every
+    // object's metadata (the server keeps one 5 minutes: hundreds piled up in the soak).
+    expect(await listings()).toBe(listingsBefore);
     // …and one that fires just after, to the job actor still live: taken without reading the
     // deleted plan (it was dead-lettered in the soak).
     await coordinator.system.refOf(jobActor).withHints({ jobId }).post('startSweep', { atMs: 1 });
