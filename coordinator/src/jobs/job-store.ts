@@ -9,7 +9,7 @@ import {
   removeKvKey,
   storeOutageOf,
 } from '@troupe/actors';
-import { jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
+import { jetstreamManager, type JetStreamManager, type MsgRequest } from '@nats-io/jetstream';
 import { kvBucketName, objectStoreName, toTroupeError, TroupeError } from '@troupe/proto';
 import { type NatsConnection } from '@nats-io/transport-node';
 import { type KV, type KvEntry } from '@nats-io/kv';
@@ -346,7 +346,7 @@ export class JobStore {
 
   /** A job's task ids in plan order, or undefined when none were stored. */
   async getTaskIds(jobId: string): Promise<string[] | undefined> {
-    const blob = await this.objects.getBlob(taskIdsObjectName(jobId));
+    const blob = await this.readObject(taskIdsObjectName(jobId));
     if (!blob) return undefined;
     return TaskIdsSchema.parse(JSON.parse(new TextDecoder().decode(blob)));
   }
@@ -363,7 +363,7 @@ export class JobStore {
 
   /** The work list of a resumed job's `generation`, or undefined. */
   async getWork(jobId: string, generation: number): Promise<WorkList | undefined> {
-    const blob = await this.objects.getBlob(workObjectName(jobId, generation));
+    const blob = await this.readObject(workObjectName(jobId, generation));
     if (!blob) return undefined;
     return WorkSchema.parse(JSON.parse(new TextDecoder().decode(blob)));
   }
@@ -380,7 +380,7 @@ export class JobStore {
 
   /** A job's plan, or undefined when none was stored. */
   async getPlan(jobId: string): Promise<PlannedTask[] | undefined> {
-    const blob = await this.objects.getBlob(planObjectName(jobId));
+    const blob = await this.readObject(planObjectName(jobId));
     if (!blob) return undefined;
     return PlanSchema.parse(JSON.parse(new TextDecoder().decode(blob)));
   }
@@ -398,7 +398,7 @@ export class JobStore {
 
   /** An uploaded task file's bytes, or undefined when none is stored under `upload`. */
   async getTaskFile(upload: string): Promise<Uint8Array | undefined> {
-    return (await this.objects.getBlob(taskFileObjectName(upload))) ?? undefined;
+    return (await this.readObject(taskFileObjectName(upload))) ?? undefined;
   }
 
   /** Deletes every object whose name starts with `prefix`; returns how many. */
@@ -411,6 +411,36 @@ export class JobStore {
       deleted++;
     }
     return deleted;
+  }
+
+  /**
+   * An object's bytes read chunk by chunk with gets from the stream (its SHA-256 checked), or
+   * null when there is none. The object store's own read creates a consumer per read, which the
+   * server keeps 5 minutes: a job's plan and task ids are read at least once per job, so a busy
+   * cluster held hundreds of them (153 in the soak).
+   */
+  private async readObject(name: string): Promise<Uint8Array | null> {
+    const info = await this.objects.info(name);
+    if (!info || info.deleted) return null;
+    const stream = `OBJ_${this.objectBucket}`;
+    const subject = `$O.${this.objectBucket}.C.${info.nuid}`;
+    const chunks: Uint8Array[] = [];
+    const sha = createHash('sha256');
+    for (let from = 1, n = 0; n < info.chunks; n++) {
+      const next = { next_by_subj: subject, seq: from } as unknown as MsgRequest;
+      const m = await this.jsm.streams.getMessage(stream, next);
+      if (!m) break;
+      chunks.push(m.data);
+      sha.update(m.data);
+      from = m.seq + 1;
+    }
+    const digest = `SHA-256=${padBase64(sha.digest('base64url'))}`;
+    if (chunks.length !== info.chunks || digest !== info.digest) {
+      throw new TroupeError('UNAVAILABLE', `object ${name} is incomplete or corrupt`, {
+        details: { object: name },
+      });
+    }
+    return Buffer.concat(chunks);
   }
 
   /**
@@ -552,8 +582,12 @@ function idempotencyKeyOf(key: string): string {
 
 /** The object store's subject of an object's metadata (nats.js: padded base64url of the name). */
 function objectMetaSubject(bucket: string, name: string): string {
-  const b64 = Buffer.from(name).toString('base64url');
-  return `$O.${bucket}.M.${b64.padEnd(Math.ceil(b64.length / 4) * 4, '=')}`;
+  return `$O.${bucket}.M.${padBase64(Buffer.from(name).toString('base64url'))}`;
+}
+
+/** Base64 padded with `=` to a multiple of 4 (how the object store writes names and digests). */
+function padBase64(b64: string): string {
+  return b64.padEnd(Math.ceil(b64.length / 4) * 4, '=');
 }
 
 /** Runs `fn` over `items`, {@link READ_BATCH} at a time. */
