@@ -18,6 +18,8 @@ export interface SoakClusterOptions {
   backend: 'docker' | 'process';
   /** Sandbox slots of the node agent. */
   slots: number;
+  /** How long the coordinator keeps finished jobs (`TROUPE_JOB_RETENTION_MS`); `null` keeps them. */
+  jobRetentionMs: number | null;
   /** Folder for the processes' logs and probe reports. */
   dir: string;
   /** How often the Node processes' probes report, ms. */
@@ -133,9 +135,10 @@ export async function startSoakCluster(options: SoakClusterOptions): Promise<Soa
       // Finished jobs' task actors and sandboxes go after 30 s (default 10 min), so even the
       // short profile judges a cluster that deletes them.
       TROUPE_ACTOR_RETENTION_MS: '30000',
-      // …and finished jobs themselves (records, results, events, artifacts) after 30 s: a cluster
-      // that keeps every result grows with them by design, which is not what the soak judges.
-      TROUPE_JOB_RETENTION_MS: '30000',
+      // …and finished jobs themselves (records, results, events, artifacts; 30 s by default): a
+      // cluster that keeps every result grows with them by design, not what the soak judges.
+      TROUPE_JOB_RETENTION_MS:
+        options.jobRetentionMs === null ? 'never' : String(options.jobRetentionMs),
     });
     const { grpcPort } = (await ready('coordinator', coordinatorReady)) as { grpcPort: number };
     const agentReady = path.join(options.dir, 'node-agent.ready');

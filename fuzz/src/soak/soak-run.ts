@@ -52,6 +52,8 @@ export interface SoakOptions {
   jobTasks: number;
   parallelJobs: number;
   image: string;
+  /** How long the coordinator keeps finished jobs; `null` keeps them. @default 30000 */
+  jobRetentionMs?: number | null;
   /** Folder for logs and probe reports. @default a new temp folder */
   dir?: string;
   /** Also sample these processes (a test's deliberately leaking process). */
@@ -109,6 +111,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
   const cluster = await startSoakCluster({
     backend: options.backend,
     slots: options.slots,
+    jobRetentionMs: options.jobRetentionMs === undefined ? 30_000 : options.jobRetentionMs,
     dir,
     probeMs: Math.max(500, Math.floor((options.sampleS * 1000) / 2)),
   });
