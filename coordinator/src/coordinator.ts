@@ -314,11 +314,12 @@ export class Coordinator {
       retentionMs,
       intervalMs: this.config.sweepIntervalMs,
       finishedAt: async (jobId) => {
-        const job = await jobs.store.getJob(jobId);
-        if (job) return isFinalPhase(job.state) ? job.finishedUnixMs : undefined;
+        const job = await jobs.store.findJob(jobId);
         // No record at all: deleted (DeleteJob, the job retention; a job's actors exist only
-        // after its record): its actors go at once.
-        return (await jobs.store.jobExists(jobId)) ? undefined : 0;
+        // after its record): its actors go at once. One this version cannot read stays.
+        if (job === undefined) return 0;
+        if (job === 'unreadable') return undefined;
+        return isFinalPhase(job.state) ? job.finishedUnixMs : undefined;
       },
       retire: (addr) => retireActor(this.system, addr),
       onRetired: (key) => late.placement?.forget(key),

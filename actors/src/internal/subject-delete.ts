@@ -3,11 +3,34 @@ import {
   JetStreamApiError,
   type JetStreamManager,
   type MsgRequest,
+  type StoredMsg,
 } from '@nats-io/jetstream';
 import { Bucket, type KV } from '@nats-io/kv';
 
 /** Message deletes of one walk awaiting their answer at once. */
 const MAX_DELETES_IN_FLIGHT = 64;
+
+/**
+ * The stored messages of `subject` in `stream`, oldest first, each read with one MSG.GET
+ * `next_by_subj` from the stream leader (not a direct get a lagging replica could answer): no
+ * consumer, which the server would keep after a read (an ordered consumer lingers 5 minutes).
+ * Ends at the last one, or after `limit` messages.
+ */
+export async function* subjectMessages(
+  jsm: JetStreamManager,
+  stream: string,
+  subject: string,
+  limit = Number.POSITIVE_INFINITY,
+): AsyncGenerator<StoredMsg> {
+  for (let from = 1, n = 0; n < limit; n++) {
+    // The server's MSG.GET takes `next_by_subj` (2.9+); nats.js types it for direct gets only.
+    const next = { next_by_subj: subject, seq: from } as unknown as MsgRequest;
+    const m = await jsm.streams.getMessage(stream, next);
+    if (m === null) return;
+    yield m;
+    from = m.seq + 1;
+  }
+}
 
 /**
  * Deletes the messages of `subject` in `stream` one at a time by sequence, oldest first — up to
@@ -42,17 +65,12 @@ export async function deleteSubjectMessages(
     }
   };
   try {
-    for (let from = 1; failure === undefined;) {
-      // From the stream leader, not a direct get a lagging replica could answer. The server's
-      // MSG.GET takes `next_by_subj` (2.9+); nats.js types it for direct gets only.
-      const next = { next_by_subj: subject, seq: from } as unknown as MsgRequest;
-      const m = await jsm.streams.getMessage(stream, next);
-      if (m === null || (throughSeq !== undefined && m.seq > throughSeq)) break;
+    for await (const m of subjectMessages(jsm, stream, subject)) {
+      if (failure !== undefined || (throughSeq !== undefined && m.seq > throughSeq)) break;
       // Deletes overlap the walk (a job's event log is thousands of messages).
       const p = remove(m.seq).finally(() => inFlight.delete(p));
       inFlight.add(p);
       if (inFlight.size >= MAX_DELETES_IN_FLIGHT) await Promise.race(inFlight);
-      from = m.seq + 1;
     }
   } finally {
     await Promise.all(inFlight);

@@ -426,7 +426,8 @@ export class JobManager {
         const existing = await store.getJob(bound);
         if (existing) return existing;
         if (await store.jobDeleted(bound)) {
-          // Its job was deleted: the key is free again, for a new job (never the deleted id).
+          // Its job was deleted but the key stayed bound (a job submitted before `idemof` notes):
+          // the key is free again, for a new job (never the deleted id).
           await store.rebindIdempotencyKey(key, jobId);
         } else {
           jobId = bound; // the first submission died before creating its job: finish its work

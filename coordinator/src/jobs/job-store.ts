@@ -8,8 +8,9 @@ import {
   kvKeysAt,
   removeKvKey,
   storeOutageOf,
+  subjectMessages,
 } from '@troupe/actors';
-import { jetstreamManager, type JetStreamManager, type MsgRequest } from '@nats-io/jetstream';
+import { jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
 import { kvBucketName, objectStoreName, toTroupeError, TroupeError } from '@troupe/proto';
 import { type NatsConnection } from '@nats-io/transport-node';
 import { type KV, type KvEntry } from '@nats-io/kv';
@@ -94,12 +95,17 @@ const HISTORY_LIST_DEADLINE_MS = 2_000;
  * `troupe_<c>_artifacts` (plans, task ids, work lists and artifacts under `jobs/<jobId>/`).
  */
 export class JobStore {
+  /** The object store's stream, read and deleted from message by message. */
+  private readonly objectStream: string;
+
   private constructor(
     readonly kv: KV,
     readonly objects: ObjectStore,
     private readonly jsm: JetStreamManager,
     private readonly objectBucket: string,
-  ) {}
+  ) {
+    this.objectStream = `OBJ_${objectBucket}`;
+  }
 
   /** Opens (creating if needed) the bucket and the object store of `cluster`. */
   static async open(
@@ -141,10 +147,19 @@ export class JobStore {
 
   /** A job record, or undefined. */
   async getJob(jobId: string): Promise<JobRecord | undefined> {
+    const job = await this.findJob(jobId);
+    return job === 'unreadable' ? undefined : job;
+  }
+
+  /**
+   * The job's record; `'unreadable'` when one is stored that this version cannot read; undefined
+   * when there is none (never created, or deleted). One read.
+   */
+  async findJob(jobId: string): Promise<JobRecord | 'unreadable' | undefined> {
     const e = await this.kv.get(`job.${jobId}`);
     if (!e || e.operation !== 'PUT') return undefined;
     const parsed = JobRecordSchema.safeParse(e.json());
-    return parsed.success ? parsed.data : undefined;
+    return parsed.success ? parsed.data : 'unreadable';
   }
 
   /**
@@ -422,17 +437,12 @@ export class JobStore {
   private async readObject(name: string): Promise<Uint8Array | null> {
     const info = await this.objects.info(name);
     if (!info || info.deleted) return null;
-    const stream = `OBJ_${this.objectBucket}`;
-    const subject = `$O.${this.objectBucket}.C.${info.nuid}`;
     const chunks: Uint8Array[] = [];
     const sha = createHash('sha256');
-    for (let from = 1, n = 0; n < info.chunks; n++) {
-      const next = { next_by_subj: subject, seq: from } as unknown as MsgRequest;
-      const m = await this.jsm.streams.getMessage(stream, next);
-      if (!m) break;
+    const walk = subjectMessages(this.jsm, this.objectStream, this.chunkSubject(info), info.chunks);
+    for await (const m of walk) {
       chunks.push(m.data);
       sha.update(m.data);
-      from = m.seq + 1;
     }
     const digest = `SHA-256=${padBase64(sha.digest('base64url'))}`;
     if (chunks.length !== info.chunks || digest !== info.digest) {
@@ -443,6 +453,11 @@ export class JobStore {
     return Buffer.concat(chunks);
   }
 
+  /** The subject of an object's chunks. */
+  private chunkSubject(info: ObjectInfo): string {
+    return `$O.${this.objectBucket}.C.${info.nuid}`;
+  }
+
   /**
    * Names of the objects (deleted ones included) starting with `prefix`, from the stream's subject
    * index of their metadata subjects: no consumer reading every object's metadata, as the object
@@ -451,7 +466,7 @@ export class JobStore {
    */
   private async objectNames(prefix: string): Promise<string[]> {
     const metaPrefix = `$O.${this.objectBucket}.M.`;
-    const info = await this.jsm.streams.info(`OBJ_${this.objectBucket}`, {
+    const info = await this.jsm.streams.info(this.objectStream, {
       subjects_filter: `${metaPrefix}>`,
     });
     return Object.keys(info.state.subjects ?? {})
@@ -480,9 +495,12 @@ export class JobStore {
       if (!info || info.deleted) continue;
       // Chunks, then the metadata: no "deleted" record is left per object (the object store's
       // own delete keeps one for good, and purges the chunks with a filtered purge).
-      const stream = `OBJ_${this.objectBucket}`;
-      await deleteSubjectMessages(this.jsm, stream, `$O.${this.objectBucket}.C.${info.nuid}`);
-      await deleteSubjectMessages(this.jsm, stream, objectMetaSubject(this.objectBucket, name));
+      await deleteSubjectMessages(this.jsm, this.objectStream, this.chunkSubject(info));
+      await deleteSubjectMessages(
+        this.jsm,
+        this.objectStream,
+        objectMetaSubject(this.objectBucket, name),
+      );
       artifacts++;
     }
     // Its idempotency key, if it still names this job: a later submission with it makes a new job.
@@ -519,12 +537,11 @@ export class JobStore {
     return e !== null && e.operation !== 'PUT';
   }
 
-  /** Whether the bucket holds a record for the job (readable by this version or not). */
-  async jobExists(jobId: string): Promise<boolean> {
-    return (await this.kv.get(`job.${jobId}`))?.operation === 'PUT';
-  }
-
-  /** Binds an idempotency key anew (its job was deleted). */
+  /**
+   * Binds an idempotency key anew (its job was deleted). A deletion releases the key itself
+   * through the job's `idemof.<jobId>` note; this serves jobs submitted before those notes were
+   * written (an upgraded cluster), whose deletion left the key bound.
+   */
   async rebindIdempotencyKey(key: string, jobId: string): Promise<void> {
     await storeWrite(() => this.kv.put(idempotencyKeyOf(key), jobId));
   }
