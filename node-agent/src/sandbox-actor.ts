@@ -271,6 +271,20 @@ export function createSandboxActor(options: SandboxActorOptions) {
     }
   };
 
+  /**
+   * Removes the container a `create` of this activation made when the state still says `new`:
+   * that turn did not commit (the state store timed out during a NATS server's restart), so no
+   * state names the container, and only this activation can remove it — a `destroy` answered
+   * "nothing to destroy" and left it to the idle timeout (chaos seed 8004: two containers 60 s
+   * after their job), and a `create` asked again made a second one beside it.
+   */
+  const releaseUncommitted = async (ctx: Ctx, state: State, why: string): Promise<void> => {
+    const held = live.get(ctx.self.id);
+    if (state.status !== 'new' || !held || held.epoch !== ctx.epoch) return;
+    live.delete(ctx.self.id);
+    await release(held, why);
+  };
+
   const create = async (
     ctx: Ctx,
     msg: z.output<typeof CreateSandboxMessageSchema>,
@@ -303,6 +317,7 @@ export function createSandboxActor(options: SandboxActorOptions) {
       };
     }
     if (state.status !== 'new') requireLive(ctx, state); // throws lost / destroyed
+    await releaseUncommitted(ctx, state, 'create not committed, created again');
     const signal = ctx.signal;
     await options.images?.prepare(spec.image, { signal });
     const pool = poolKeys.get(poolKey(spec));
@@ -624,7 +639,10 @@ export function createSandboxActor(options: SandboxActorOptions) {
     _msg: z.output<typeof EmptyMessageSchema>,
     state: State,
   ): Result<DestroyReply> => {
-    if (state.status === 'new' || state.status === 'destroyed') return { reply: {} };
+    if (state.status === 'new' || state.status === 'destroyed') {
+      await releaseUncommitted(ctx, state, 'destroy');
+      return { reply: {} };
+    }
     const held = live.get(ctx.self.id);
     let next = state;
     if (held && held.epoch === ctx.epoch) {
