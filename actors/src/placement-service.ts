@@ -96,6 +96,11 @@ export interface PlacementRequest {
    */
   ask?: ForwardedAsk;
   /**
+   * Inbox sequence of the post this activation is for (a wake-up): the activation reads its
+   * inbox until it has seen it, as if a hint had named it.
+   */
+  pendingSeq?: number;
+  /**
    * The caller's ask found no responder at the actor's subject: an entry found live is checked
    * with its host first, and put to sleep and placed again when the host no longer holds it (an
    * activation that ended while the directory could not be written, e.g. during a NATS server
@@ -388,6 +393,7 @@ export class PlacementService {
       const placement: ActivationPlacement = {
         claimRevision: revision,
         ...(request.jobId ? { jobId: request.jobId } : {}),
+        ...(request.pendingSeq !== undefined ? { pendingSeq: request.pendingSeq } : {}),
       };
       try {
         if (this.options.localHost?.hostId === target.hostId) {
@@ -400,7 +406,12 @@ export class PlacementService {
           }
         }
         this.placements++;
-        return { hostId: target.hostId, epoch, started: true };
+        return {
+          hostId: target.hostId,
+          epoch,
+          started: true,
+          ...(request.pendingSeq !== undefined ? { pendingSeq: request.pendingSeq } : {}),
+        };
       } catch (err) {
         this.options.onPlacementFailed?.(request, target);
         if (request.ask && isOutcomeUnknown(err)) {
@@ -676,11 +687,13 @@ export class PlacementService {
           addr,
           deadlineMs: Date.now() + this.activationTimeoutMs,
           known, // saves the placer a second read of the same entry
+          pendingSeq: m.seq,
           ...(jobId ? { jobId } : {}),
         });
-        // An activation started for this wake reads its inbox as it starts; one that was found
-        // live (started by someone else, or a stale view) gets the hint the poster may have lost.
-        if (!placed.started) this.hint(addr, m.seq);
+        // An activation started for this wake reads its inbox until it has this post (it is
+        // told its sequence). One found live (started by someone else, or a stale view), or
+        // started for another wake of the same actor, gets the hint the poster may have lost.
+        if (!placed.started || placed.pendingSeq !== m.seq) this.hint(addr, m.seq);
       }
       m.ack();
     } catch (err) {
@@ -740,8 +753,12 @@ export class PlacementService {
     if (pendingSeq !== undefined) {
       // Puts a live entry of a lost host to sleep (with `recover`) before placing it anew. Found
       // live on a host that is back: hint it, in case the hints for that post were lost.
-      const placed = await this.activate(addr);
-      if (!placed.started) this.hint(addr, pendingSeq);
+      const placed = await this.activate({
+        addr,
+        deadlineMs: Date.now() + this.activationTimeoutMs,
+        pendingSeq,
+      });
+      if (!placed.started || placed.pendingSeq !== pendingSeq) this.hint(addr, pendingSeq);
       return;
     }
     const { entry, revision } = await this.options.directory.get(addr);
@@ -807,6 +824,8 @@ type PlacedReply = ActivateReply & {
   started?: true;
   /** Reply subject of the ask handed to the host, which answers it. */
   answeredBy?: string;
+  /** The post sequence the started activation was told of ({@link PlacementRequest.pendingSeq}). */
+  pendingSeq?: number;
 };
 
 /** Options of {@link LocalPlacer}: a placement service whose only host is this process's. */

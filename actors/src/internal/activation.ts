@@ -36,7 +36,7 @@ import {
   replyError,
   type Respondable,
 } from './core-item';
-import { directGetNext } from './direct-get';
+import { directGetNext, leaderGetNext } from './direct-get';
 import { hintSeq, InboxReader } from './inbox-reader';
 import {
   type ActivationPlacement,
@@ -121,15 +121,12 @@ export class Activation implements TurnRunner {
     this.cell = new StateCell(def, this.address, epoch, host.states);
     this.entry = new ActivationEntry(host, this.address, epoch, placement.jobId, def.retireWithJob);
     const { cluster } = host.transport;
+    const stream = inboxStreamName(cluster);
+    const subject = inboxSubject(cluster, this.address);
     this.inbox = new InboxReader(
-      (after) =>
-        directGetNext(
-          host.transport.requester,
-          inboxStreamName(cluster),
-          inboxSubject(cluster, this.address),
-          after + 1,
-        ),
+      (after) => directGetNext(host.transport.requester, stream, subject, after + 1),
       this.cell,
+      (after) => leaderGetNext(host.jsm, stream, subject, after + 1),
     );
     this.posted = new PostedMessages(this, this.inbox, host.transport, def.maxAttempts);
   }
@@ -156,6 +153,7 @@ export class Activation implements TurnRunner {
     }
     this.cell.load(await this.host.states.claim(this.address, this.epoch));
     this.subscribe();
+    this.hintPending();
     await this.runOnActivate();
     // Two-step form: first IDLE write straight at the revision the placer wrote ACTIVATING at.
     const markedAtHint =
@@ -188,6 +186,7 @@ export class Activation implements TurnRunner {
       throw racedError(`${this.key}: the directory entry changed before this host could claim it`);
     }
     this.subscribe();
+    this.hintPending();
     this.inbox.prefetch(0, inbox.status === 'fulfilled' ? inbox.value : null);
     if (state.status === 'rejected') throw state.reason;
     const current: StoredState | undefined = state.value;
@@ -195,6 +194,12 @@ export class Activation implements TurnRunner {
     await this.runOnActivate();
     this.ready = true;
     this.schedule();
+  }
+
+  /** The post that woke the actor counts as hinted: its read goes on until it shows. */
+  private hintPending(): void {
+    const seq = this.placement.pendingSeq;
+    if (seq !== undefined) this.inbox.hinted(seq);
   }
 
   private subscribe(): void {

@@ -226,6 +226,7 @@ export class ActorHost implements ActivationHost, RegistrarHost {
           ...(req.claimRevision !== undefined ? { claimRevision: req.claimRevision } : {}),
           ...(req.ask ? { withAsk: true } : {}),
           ...(req.jobId ? { jobId: req.jobId } : {}),
+          ...(req.pendingSeq !== undefined ? { pendingSeq: req.pendingSeq } : {}),
         });
         // From here on this host owns the answer to a handed-over ask (even if the activation
         // stops before running it: then the asker is told the actor moved, and retries).

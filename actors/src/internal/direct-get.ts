@@ -1,5 +1,5 @@
 import { ErrorReason, TroupeError } from '@troupe/proto';
-import { type StoredMsg } from '@nats-io/jetstream';
+import { type JetStreamManager, type MsgRequest, type StoredMsg } from '@nats-io/jetstream';
 import { DirectMsgImpl, JetStreamStatus } from '@nats-io/jetstream/internal';
 import { type MsgHdrs } from '@nats-io/transport-node';
 import { decodeJson } from './json-codec';
@@ -38,6 +38,22 @@ export async function directGetNext(
     throw status.toError();
   }
   return new DirectMsgImpl(reply);
+}
+
+/**
+ * The first message on `subject` at or after sequence `seq` of `stream`, read from the stream's
+ * leader (`$JS.API.STREAM.MSG.GET`), or null when there is none. Unlike a direct get, which any
+ * replica answers, never from a replica that lags behind (one catching up after its server
+ * restarted answers with what it had for seconds).
+ */
+export function leaderGetNext(
+  jsm: JetStreamManager,
+  stream: string,
+  subject: string,
+  seq: number,
+): Promise<StoredMsg | null> {
+  // The server's MSG.GET takes `next_by_subj` (2.9+); nats.js types it for direct gets only.
+  return jsm.streams.getMessage(stream, { next_by_subj: subject, seq } as unknown as MsgRequest);
 }
 
 /** What a stream's acknowledgement of a publish says. */

@@ -10,8 +10,11 @@ import { type MessageInfo } from '../actor-context';
  */
 export const EMPTY_INBOX_TRUST_MS = 500;
 
-/** Reads after a hint whose message a (lagging) replica did not show yet: 10, 20, ... 640 ms. */
-export const MAX_LAGGING_READS = 7;
+/**
+ * Reads after a hint whose message a (lagging) replica did not show yet: 10, 20, 40, 80 ms; then
+ * one read from the stream's leader decides (see {@link InboxReader.next}).
+ */
+export const MAX_LAGGING_READS = 4;
 
 /** Most reads ahead in flight (see {@link InboxReader.read}). */
 export const MAX_READS_AHEAD = 32;
@@ -57,10 +60,12 @@ export class InboxReader {
   /**
    * @param readAfter the stream read
    * @param applied where the activation is: `cursor`, the sequence of the last message applied
+   * @param readFromLeader the same read answered by the stream's leader, never a lagging replica
    */
   constructor(
     private readonly readAfter: InboxRead,
     private readonly applied: { readonly cursor: number },
+    private readonly readFromLeader?: InboxRead,
   ) {}
 
   /** True while the inbox should be read before anything else is done. */
@@ -119,7 +124,10 @@ export class InboxReader {
    * then either the inbox is concluded empty ({@link wanted} turns false until the next hint), or
    * it is to be read again (a hint arrived during the read; or a hint named a message the read did
    * not show — with replicated streams a direct get may be answered by a replica that has not
-   * caught up yet — after a pause of 10 ms doubling, {@link MAX_LAGGING_READS} times).
+   * caught up yet — after a pause of 10 ms doubling, {@link MAX_LAGGING_READS} times). When the
+   * replicas still do not show it, the stream's leader is asked: a replica catching up after its
+   * server restarted lags for seconds, and concluding "empty" then stranded the message (chaos
+   * seed 8007: a woken task actor saw no `run` and slept for two minutes).
    */
   async next(): Promise<StoredMsg | null> {
     const cursor = this.applied.cursor;
@@ -134,9 +142,18 @@ export class InboxReader {
     }
     // A hint that arrived while we looked (or since the prefetch) means: look again.
     if (this.generation !== seen) return null;
-    if (this.hintedSeq > this.applied.cursor && this.laggingReads < MAX_LAGGING_READS) {
-      await delay(10 * 2 ** this.laggingReads++, undefined, { unref: true });
-      return null;
+    if (this.hintedSeq > this.applied.cursor) {
+      if (this.laggingReads < MAX_LAGGING_READS) {
+        await delay(10 * 2 ** this.laggingReads++, undefined, { unref: true });
+        return null;
+      }
+      if (this.readFromLeader) {
+        this.laggingReads = 0;
+        const led = await this.readFromLeader(cursor);
+        if (led) return led;
+        // Not even the leader has it: the hinted message is gone (the inbox trimmed).
+        if (this.generation !== seen) return null;
+      }
     }
     this.laggingReads = 0;
     this.wantedFlag = false;

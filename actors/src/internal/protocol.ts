@@ -58,6 +58,8 @@ export const HostActivateRequestSchema = z.object({
   claimRevision: z.number().int().nonnegative().optional(),
   /** An ask to run as soon as the activation is live; the host answers `ask.r` itself. */
   ask: ForwardedAskSchema.optional(),
+  /** Inbox sequence of the post that woke the actor (see {@link ActivationPlacement}). */
+  pendingSeq: z.number().int().positive().optional(),
   /** Job recorded in the directory entry. */
   jobId: z.string().optional(),
 });
@@ -71,6 +73,11 @@ export interface ActivationPlacement {
   jobId?: string;
   /** The request carries an ask (the host then skips the early inbox read). */
   withAsk?: boolean;
+  /**
+   * Inbox sequence of a post that woke the actor: the activation reads its inbox until it has
+   * seen it (from the stream's leader if the replicas do not show it), as if a hint had named it.
+   */
+  pendingSeq?: number;
 }
 
 /** A host's refusal because another writer claimed the directory entry first. */

@@ -2,10 +2,10 @@ import {
   JetStreamApiCodes,
   JetStreamApiError,
   type JetStreamManager,
-  type MsgRequest,
   type StoredMsg,
 } from '@nats-io/jetstream';
 import { Bucket, type KV } from '@nats-io/kv';
+import { leaderGetNext } from './direct-get';
 
 /** Message deletes of one walk awaiting their answer at once. */
 const MAX_DELETES_IN_FLIGHT = 64;
@@ -23,9 +23,7 @@ export async function* subjectMessages(
   limit = Number.POSITIVE_INFINITY,
 ): AsyncGenerator<StoredMsg> {
   for (let from = 1, n = 0; n < limit; n++) {
-    // The server's MSG.GET takes `next_by_subj` (2.9+); nats.js types it for direct gets only.
-    const next = { next_by_subj: subject, seq: from } as unknown as MsgRequest;
-    const m = await jsm.streams.getMessage(stream, next);
+    const m = await leaderGetNext(jsm, stream, subject, from);
     if (m === null) return;
     yield m;
     from = m.seq + 1;

@@ -159,7 +159,7 @@ describe('InboxReader: lagging replicas', () => {
       expect(await look).toBeNull();
       expect(reader.wanted).toBe(true);
     }
-    // The last read after 640 ms still shows nothing: the inbox is concluded empty, at once.
+    // The last read still shows nothing, and there is no leader to ask: concluded empty, at once.
     const last = reader.next();
     expect(await settlesWithin(last, 0)).toBe(true);
     expect(await last).toBeNull();
@@ -183,6 +183,39 @@ describe('InboxReader: lagging replicas', () => {
     const again = reader.next();
     expect(await settlesWithin(again, 9)).toBe(false);
     expect(await settlesWithin(again, 1)).toBe(true);
+  });
+
+  it('asks the stream leader once the replicas still do not show a hinted message', async () => {
+    const replica = new FakeInbox(); // a replica catching up: it has none of the posts
+    const leader = new FakeInbox();
+    leader.seqs.push(5);
+    const applied = { cursor: 0 };
+    const reader = new InboxReader(replica.read, applied, leader.read);
+    await reader.next();
+    reader.hinted(5); // the post that woke the actor, or its hint
+    for (let i = 0; i < MAX_LAGGING_READS; i++) {
+      const look = reader.next();
+      await jest.advanceTimersByTimeAsync(10 * 2 ** i);
+      expect(await look).toBeNull();
+    }
+    expect(leader.reads).toEqual([]);
+    const decided = reader.next();
+    expect(await settlesWithin(decided, 0)).toBe(true);
+    expect((await decided)?.seq).toBe(5);
+    expect(leader.reads).toEqual([0]);
+    expect(replica.reads).toHaveLength(1 + MAX_LAGGING_READS + 1);
+
+    // Applied; the next hinted message the leader does not have either: gone, the inbox is empty.
+    applied.cursor = 5;
+    reader.hinted(6);
+    for (let i = 0; i < MAX_LAGGING_READS; i++) {
+      const look = reader.next();
+      await jest.advanceTimersByTimeAsync(10 * 2 ** i);
+      await look;
+    }
+    expect(await reader.next()).toBeNull();
+    expect(leader.reads).toEqual([0, 5]);
+    expect(reader.wanted).toBe(false);
   });
 
   it('does not wait for a replica when no hint named a message after the cursor', async () => {
