@@ -184,7 +184,13 @@ export class NodeAgent {
           host: hostId,
           minAgeMs: 0,
           isOwned: () => false,
-          beforeRemove: orphanCommandReader(nc, cluster, dockerClient, (e) => orphanEnds.push(e)),
+          beforeRemove: orphanCommandReader(
+            nc,
+            cluster,
+            dockerClient,
+            (e) => orphanEnds.push(e),
+            log,
+          ),
           logger: log,
         }).sweep({ signal: lifetime.signal });
         logSweep(log, swept, 'start-up sweep');

@@ -621,8 +621,13 @@ export function createShellTasksDriver(
       ctx.log.warn({ err, resourceId }, 'could not read an earlier execution’s sandbox');
       return undefined;
     }
-    ctx.log.debug(
-      { resourceId, status: reply.status, commands: reply.commands.map((c) => c.ended?.state) },
+    // Info, not debug: read on retries only, and what decides whether a command runs again.
+    ctx.log.info(
+      {
+        resourceId,
+        status: reply.status,
+        commands: reply.commands.map((c) => c.ended?.state ?? null),
+      },
       'an earlier execution’s sandbox',
     );
     return reply;

@@ -1,5 +1,11 @@
 import { type ActorSystem, StateStore } from '@troupe/actors';
-import { type ActorAddress, kvBucketName, type Logger, parseAddress } from '@troupe/proto';
+import {
+  type ActorAddress,
+  formatAddress,
+  kvBucketName,
+  type Logger,
+  parseAddress,
+} from '@troupe/proto';
 import { Kvm } from '@nats-io/kv';
 import { type NatsConnection } from '@nats-io/transport-node';
 import type Docker from 'dockerode';
@@ -36,6 +42,7 @@ export function orphanCommandReader(
   cluster: string,
   docker: Docker,
   collect: (end: OrphanCommandEnd) => void,
+  log: Logger,
 ): (container: { labels: Readonly<Record<string, string>> }) => Promise<void> {
   let states: Promise<StateStore | undefined> | undefined;
   // An existing bucket only: a node agent never creates the cluster's buckets (the coordinator
@@ -55,14 +62,42 @@ export function orphanCommandReader(
     if (actor.kind !== SANDBOX_KIND) return;
     const stored = await (await store())?.read(actor);
     const parsed = SandboxActorStateSchema.safeParse(stored?.record.data);
-    if (!parsed.success) return;
+    if (!parsed.success) {
+      log.info({ actor: formatAddress(actor) }, 'an orphan’s sandbox has no state to read');
+      return;
+    }
+    // What was read, for tracing a command run again after its agent's kill (chaos "ran again").
+    log.info(
+      {
+        actor: formatAddress(actor),
+        revision: stored?.revision,
+        commands: (parsed.data.commands ?? []).map((c) => ({
+          taskId: c.taskId,
+          handle: c.handle !== undefined,
+          ended: c.ended?.state ?? null,
+        })),
+      },
+      'reading an orphan’s commands',
+    );
     for (const c of parsed.data.commands ?? []) {
       if (c.ended || !c.handle) continue;
       const exec = await docker
         .getExec(c.handle)
         .inspect()
-        .catch(() => undefined);
+        .catch((err: unknown) => {
+          log.warn({ err, actor: formatAddress(actor), taskId: c.taskId }, 'no exec to read');
+          return undefined;
+        });
       if (!exec) continue;
+      log.info(
+        {
+          actor: formatAddress(actor),
+          taskId: c.taskId,
+          running: exec.Running,
+          exitCode: exec.ExitCode,
+        },
+        'an orphan’s command as Docker kept it',
+      );
       const base = { actor, taskId: c.taskId, handle: c.handle };
       if (exec.Running) {
         // Removing the container kills it: say so, rather than leave a caller waiting for an
@@ -119,6 +154,17 @@ export async function postOrphanCommandEnds(
         },
         { dedupeId: `exec-ended-${e.handle}` },
       )
+      .then(() => {
+        log.info(
+          {
+            actor: formatAddress(e.actor),
+            taskId: e.taskId,
+            exitCode: e.exitCode,
+            unknownEnd: e.unknownEnd,
+          },
+          'reported an orphaned command’s end',
+        );
+      })
       .catch((err: unknown) => {
         log.warn({ err, actor: e.actor }, 'could not report an orphaned command’s end');
       });
