@@ -84,7 +84,8 @@ export async function runChaos(options: RunChaosOptions): Promise<ChaosSummary> 
     }
   }
   for (const v of teardownViolations) log(`VIOLATION: ${v}`);
-  const all = reports.flatMap((r) => r.recoveries.map((x) => x.seconds));
+  const recoveries = reports.flatMap((r) => r.recoveries);
+  const all = recoveries.map((x) => x.seconds);
   const round = (x: number | undefined) => (x === undefined ? null : Math.round(x * 100) / 100);
   const metrics: Record<string, number | string | null> = {
     profile: profile.name,
@@ -100,15 +101,38 @@ export async function runChaos(options: RunChaosOptions): Promise<ChaosSummary> 
     unmeasured: reports.reduce((n, r) => n + r.unmeasured, 0),
     recovery_p50_s: round(percentile(all, 50)),
     recovery_p99_s: round(percentile(all, 99)),
+    // Without the time a NATS server's fault left streams leaderless (the servers' elections).
+    recovery_after_leaders_p99_s: round(
+      percentile(
+        recoveries.map((x) => x.afterLeadersSeconds),
+        99,
+      ),
+    ),
   };
+  const leaderless = recoveries.flatMap((x) =>
+    x.leaderlessSeconds === undefined ? [] : [x.leaderlessSeconds],
+  );
+  if (leaderless.length > 0) {
+    metrics['nats_leaderless_n'] = leaderless.length;
+    metrics['nats_leaderless_p99_s'] = round(percentile(leaderless, 99));
+  }
   for (const kind of Object.values(FaultKind)) {
-    const times = reports.flatMap((r) =>
-      r.recoveries.filter((x) => x.kind === kind).map((x) => x.seconds),
-    );
-    if (times.length === 0) continue;
+    const of = recoveries.filter((x) => x.kind === kind);
+    if (of.length === 0) continue;
     const key = kind.replace(/-/g, '_');
-    metrics[`${key}_n`] = times.length;
-    metrics[`${key}_recovery_p99_s`] = round(percentile(times, 99));
+    metrics[`${key}_n`] = of.length;
+    metrics[`${key}_recovery_p99_s`] = round(
+      percentile(
+        of.map((x) => x.seconds),
+        99,
+      ),
+    );
+    metrics[`${key}_after_leaders_p99_s`] = round(
+      percentile(
+        of.map((x) => x.afterLeadersSeconds),
+        99,
+      ),
+    );
   }
   metrics['wall_s'] = Math.round((Date.now() - started) / 1_000);
   return { metrics, reports, teardownViolations };

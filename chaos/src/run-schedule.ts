@@ -5,6 +5,7 @@ import type { ChaosCluster } from './chaos-cluster';
 import type { ClusterObserver } from './cluster-observer';
 import { describeFault, type FaultKind, type FaultSchedule } from './fault-schedule';
 import { injectFault } from './inject-fault';
+import { StreamLeaderWatch } from './stream-leaders';
 import {
   checkEventLog,
   checkExecutions,
@@ -19,6 +20,16 @@ export interface Recovery {
   readonly fault: string;
   /** From the heal to the next task graded. */
   readonly seconds: number;
+  /**
+   * A fault on a NATS server: how long after the heal the cluster's streams all had a leader
+   * again (0 when they had one by then; undefined when not seen within the recovery deadline).
+   */
+  readonly leaderlessSeconds?: number;
+  /**
+   * From the heal, or from every stream led again when that came later, to the next task graded:
+   * the part of the recovery that is Troupe's, not the servers' elections.
+   */
+  readonly afterLeadersSeconds: number;
 }
 
 /** What one schedule found. */
@@ -121,6 +132,11 @@ export async function runSchedule(
       violations.push(...(await c.takeCrashes()));
       const injectedAt = Date.now();
       const injected = await injectFault(c, fault);
+      // A server hit: when its streams are led again, the cluster's own part of the recovery.
+      const leaders =
+        fault.target.role === 'nats'
+          ? await StreamLeaderWatch.start(c.nc, RECOVERY_DEADLINE_MS)
+          : undefined;
       if (fault.target.role === 'leader' && injected.target.role === 'coordinator') {
         log(`  seed ${schedule.seed}: ${fault.kind} leader = coordinator#${injected.target.index}`);
       }
@@ -136,11 +152,29 @@ export async function runSchedule(
         );
         if (next) {
           const seconds = (next.receivedAtMs - healedAt) / 1_000;
-          recoveries.push({ kind: fault.kind, fault: describeFault(fault), seconds });
+          const ledAt = await leaders?.led();
+          const leaderlessSeconds =
+            leaders === undefined || ledAt === undefined
+              ? undefined
+              : Math.max(0, ledAt - healedAt) / 1_000;
+          const afterLeadersSeconds = Math.max(0, seconds - (leaderlessSeconds ?? 0));
+          recoveries.push({
+            kind: fault.kind,
+            fault: describeFault(fault),
+            seconds,
+            afterLeadersSeconds,
+            ...(leaderlessSeconds !== undefined ? { leaderlessSeconds } : {}),
+          });
           const sinceFault = (next.receivedAtMs - injectedAt) / 1_000;
+          const led =
+            leaders === undefined
+              ? ''
+              : leaderlessSeconds === undefined
+                ? '; streams not all led again'
+                : `; streams led again ${leaderlessSeconds.toFixed(2)} s after the heal`;
           log(
             `  seed ${schedule.seed}: ${describeFault(fault)} → recovered in ${seconds.toFixed(2)} s` +
-              ` (${sinceFault.toFixed(2)} s after it was injected)`,
+              ` (${sinceFault.toFixed(2)} s after it was injected${led})`,
           );
         } else {
           unmeasured++;
@@ -148,6 +182,8 @@ export async function runSchedule(
         }
       } catch (err) {
         violations.push(`no recovery: ${(err as Error).message}`);
+      } finally {
+        leaders?.stop();
       }
     }
     await waitFor(finished, {
