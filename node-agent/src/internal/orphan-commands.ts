@@ -43,7 +43,7 @@ export function orphanCommandReader(
   docker: Docker,
   collect: (end: OrphanCommandEnd) => void,
   log: Logger,
-): (container: { labels: Readonly<Record<string, string>> }) => Promise<void> {
+): (container: { id: string; labels: Readonly<Record<string, string>> }) => Promise<void> {
   let states: Promise<StateStore | undefined> | undefined;
   // An existing bucket only: a node agent never creates the cluster's buckets (the coordinator
   // does, with the cluster's replicas). No bucket, no state, nothing to read.
@@ -52,7 +52,7 @@ export function orphanCommandReader(
       .open(kvBucketName(cluster, 'state'))
       .then((kv) => new StateStore(kv))
       .catch(() => undefined));
-  return async ({ labels }) => {
+  return async ({ id: containerId, labels }) => {
     let actor: ActorAddress;
     try {
       actor = parseAddress(labels[TroupeLabel.ACTOR] ?? '');
@@ -107,21 +107,68 @@ export function orphanCommandReader(
       }
       // Created but never started (a record written ahead of a start that did not happen).
       if (typeof exec.ExitCode !== 'number') continue;
-      // 126 and above may be the exec torn down with the killed agent rather than the command's
-      // own verdict (Docker could not run it: 126; a signal such as SIGPIPE once the agent's end
-      // of the output closed: 128+n; a chaos run saw 126 for a command killed this way, and
-      // its task was graded on it). Recorded as not an exit, the command is run again: a
-      // re-run, never a wrong answer.
-      if (exec.ExitCode >= UNTRUSTED_EXIT_CODES) {
+      let exitCode = exec.ExitCode;
+      if (exitCode >= UNTRUSTED_EXIT_CODES) {
+        // Docker's inspect says 126 for an exec whose attached client died as it started it,
+        // even when the command then ran to its end: its `exec_die` event has the real code
+        // (dockerd 20.10; chaos seeds 7023, 8010, 8025 and 9029 ran such finished commands
+        // again). Read from the daemon's recent events while it keeps them (the last 256).
+        const fromEvent = await execDieExitCode(docker, containerId, c.handle, c.startedAtMs).catch(
+          (err: unknown) => {
+            log.warn({ err, actor: formatAddress(actor) }, 'could not read Docker’s exec events');
+            return undefined;
+          },
+        );
+        log.info(
+          { actor: formatAddress(actor), taskId: c.taskId, inspected: exitCode, fromEvent },
+          'an orphan’s command’s exit code from Docker’s events',
+        );
+        if (fromEvent !== undefined) exitCode = fromEvent;
+      }
+      // 126 and above may still be the exec torn down with the killed agent rather than the
+      // command's own verdict (Docker could not run it: 126; a signal such as SIGPIPE once the
+      // agent's end of the output closed: 128+n). Recorded as not an exit, the command is run
+      // again: a re-run, never a wrong answer.
+      if (exitCode >= UNTRUSTED_EXIT_CODES) {
         collect({
           ...base,
-          unknownEnd: `exit code ${exec.ExitCode} after its node agent was killed: not its own verdict`,
+          unknownEnd: `exit code ${exitCode} after its node agent was killed: not its own verdict`,
         });
         continue;
       }
-      collect({ ...base, exitCode: exec.ExitCode });
+      collect({ ...base, exitCode });
     }
   };
+}
+
+/**
+ * The exit code of exec `execId` of container `containerId` as its `exec_die` event reported it,
+ * from the daemon's kept events since `sinceMs` (it keeps its last 256); undefined when it no
+ * longer has the event.
+ */
+export async function execDieExitCode(
+  docker: Docker,
+  containerId: string,
+  execId: string,
+  sinceMs: number,
+): Promise<number | undefined> {
+  const stream = (await docker.getEvents({
+    since: Math.floor(sinceMs / 1_000) - 1,
+    // The current second, so the daemon ends the stream at once rather than wait for events.
+    until: Math.ceil(Date.now() / 1_000),
+    filters: { type: ['container'], event: ['exec_die'], container: [containerId] },
+  })) as unknown as AsyncIterable<Buffer>;
+  let text = '';
+  for await (const chunk of stream) text += chunk.toString();
+  let found: number | undefined;
+  for (const line of text.split('\n')) {
+    if (line.trim() === '') continue;
+    const attrs = (JSON.parse(line) as { Actor?: { Attributes?: Record<string, string> } }).Actor
+      ?.Attributes;
+    const code = Number(attrs?.['exitCode']);
+    if (attrs?.['execID'] === execId && Number.isInteger(code)) found = code;
+  }
+  return found;
 }
 
 /** Posts the collected ends to their sandbox actors (`commandEnded`, once per command). */
