@@ -36,8 +36,10 @@ export class StreamLeaderWatch {
 
   /** Starts watching now (call it once the fault is in place). */
   static async start(nc: NatsConnection, deadlineMs = 60_000): Promise<StreamLeaderWatch> {
+    // No API check: right after a server's loss JetStream may not answer it (that is what is
+    // being measured), and the check would fail the start.
     return new StreamLeaderWatch(
-      await jetstreamManager(nc, { timeout: PROBE_TIMEOUT_MS }),
+      await jetstreamManager(nc, { timeout: PROBE_TIMEOUT_MS, checkAPI: false }),
       deadlineMs,
     );
   }

@@ -50,3 +50,16 @@ test('a stream whose leader is killed is led again only after an election', asyn
   expect(after).not.toBe(leader);
   await server.restart();
 });
+
+test('starts while JetStream does not answer at all, and says when it is led again', async () => {
+  const [a, b] = [cluster.servers[0]!, cluster.servers[1]!];
+  await a.kill();
+  await b.kill();
+  // No quorum: nothing answers, not even the API check the start must not make.
+  const watch = await StreamLeaderWatch.start(nc, 3_000);
+  expect(await watch.led()).toBeUndefined();
+  await a.restart();
+  await b.restart();
+  const again = await StreamLeaderWatch.start(nc);
+  expect(await again.led()).toBeDefined();
+});
