@@ -348,6 +348,7 @@ export class Coordinator {
         delete: (jobId) => jobs.delete(jobId),
         goneJobs: () => jobs.store.goneJobs(),
         forgetDeletedJob: (jobId) => jobs.store.forgetDeletedJob(jobId),
+        jobRecordStored: async (jobId) => (await jobs.store.findJob(jobId)) !== undefined,
       },
       // The job actor's reminders (ids name the job: `start-sweep-<jobId>-…`, `retry-<jobId>-…`,
       // `cancel-<jobId>`), cancelled so none wakes its actor again once retired.

@@ -14,6 +14,8 @@ export interface JobSweeperJobs {
   goneJobs(): Promise<string[]>;
   /** Forgets one of them, its record's marker too (`JobStore.forgetDeletedJob`). */
   forgetDeletedJob(jobId: string): Promise<void>;
+  /** Whether the job's record is still stored (a deletion cut short after its `gone` note). */
+  jobRecordStored(jobId: string): Promise<boolean>;
 }
 
 /** Options of {@link JobSweeper}. */
@@ -82,6 +84,14 @@ export class JobSweeper {
     }
     for (const jobId of await jobs.goneJobs()) {
       if (this.loop.stopped) return;
+      if (await jobs.jobRecordStored(jobId)) {
+        // Its deletion stopped between the note and the record (the record goes last): finish
+        // it first. Retiring the job actor of a job that still shows would break it for good.
+        await jobs.delete(jobId).catch((err: unknown) => {
+          log.warn({ err, jobId }, 'could not finish a deletion cut short');
+        });
+        continue;
+      }
       await this.options.cancelReminders(jobId);
       const outcome = await this.options.retire({ kind: JOB_ACTOR_KIND, id: jobId });
       // Live (it sleeps a while after its last message) or changed: the next pass tries again.

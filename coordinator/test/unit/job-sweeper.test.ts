@@ -24,11 +24,18 @@ function stored(jobId: string, state: string, finishedUnixMs?: number) {
 }
 
 /** A sweeper over scripted jobs, gone notes and retirements; the clock is the test's. */
-function rig(retentionMs: number | null, jobs: ReturnType<typeof stored>[], gone: string[] = []) {
+function rig(
+  retentionMs: number | null,
+  jobs: ReturnType<typeof stored>[],
+  gone: string[] = [],
+  recordStill: string[] = [],
+) {
   const deleted: string[] = [];
   const cancelled: string[] = [];
+  const retired: string[] = [];
   const outcomes = new Map<string, RetireOutcome>();
   const goneLeft = new Set(gone);
+  const records = new Set(recordStill);
   const sweeper = new JobSweeper({
     retentionMs,
     intervalMs: 60_000,
@@ -38,11 +45,16 @@ function rig(retentionMs: number | null, jobs: ReturnType<typeof stored>[], gone
         if (jobId === 'broken') throw new Error('store down');
         deleted.push(jobId);
         goneLeft.add(jobId);
+        records.delete(jobId);
       },
       goneJobs: async () => [...goneLeft],
       forgetDeletedJob: async (jobId) => void goneLeft.delete(jobId),
+      jobRecordStored: async (jobId) => records.has(jobId),
     },
-    retire: async (addr: ActorAddress) => outcomes.get(addr.id) ?? 'retired',
+    retire: async (addr: ActorAddress) => {
+      retired.push(addr.id);
+      return outcomes.get(addr.id) ?? 'retired';
+    },
     cancelReminders: async (jobId) => {
       cancelled.push(jobId);
       return 0;
@@ -50,7 +62,7 @@ function rig(retentionMs: number | null, jobs: ReturnType<typeof stored>[], gone
     log: noopLogger,
     now: () => 100_000,
   });
-  return { sweeper, deleted, cancelled, outcomes, goneLeft };
+  return { sweeper, deleted, cancelled, retired, outcomes, goneLeft };
 }
 
 test('deletes finished jobs past the retention, only those', async () => {
@@ -89,5 +101,16 @@ test("a deleted job's live actor is tried again; a failed deletion does not stop
   expect([...goneLeft]).toEqual(['a']); // kept: its job actor was live
   outcomes.set('a', 'absent');
   await sweeper.runPass();
+  expect([...goneLeft]).toEqual([]);
+});
+
+test('a deletion cut short before its record went is finished before its actor is retired', async () => {
+  const { sweeper, deleted, retired, goneLeft } = rig(null, [], ['cut-short'], ['cut-short']);
+  await sweeper.runPass();
+  expect(deleted).toEqual(['cut-short']);
+  expect(retired).toEqual([]); // its record still showed: the job actor stays this pass
+  expect([...goneLeft]).toEqual(['cut-short']);
+  await sweeper.runPass();
+  expect(retired).toEqual(['cut-short']);
   expect([...goneLeft]).toEqual([]);
 });
