@@ -182,6 +182,16 @@ function exitedIn(reply: SandboxCommands): TaskStatus | undefined {
  */
 const SANDBOX_LIVENESS_MS = 1_000;
 
+/** Pause before asking again a sandbox whose activation answered that it is on its way out. */
+const MOVED_PAUSE_MS = 250;
+
+/** An ask's failure because it kept reaching an activation on its way out (passivating). */
+function isMovedAway(err: unknown): boolean {
+  return (
+    err instanceof TroupeError && err.code === 'UNAVAILABLE' && err.details?.['moved'] === true
+  );
+}
+
 /** The sandbox id of an attempt's execution. */
 export function shellSandboxId(resourceId: string): string {
   return `sh-${resourceId}`;
@@ -287,8 +297,14 @@ export function createShellTasksDriver(
           },
         );
       } catch (err) {
-        if (ctx.signal.aborted || !isHostSilent(err) || Date.now() >= deadline) throw err;
+        const moved = isMovedAway(err);
+        if (ctx.signal.aborted || !(isHostSilent(err) || moved) || Date.now() >= deadline) {
+          throw err;
+        }
         ctx.log.debug({ err, resourceId, type }, 'a sandbox’s host fell silent: asking again');
+        // An activation on its way out (passivating) outlasted the ask's own rounds: wait for it
+        // to end. Taken for "cannot be read", the finished command ran again (chaos seed 8002).
+        if (moved) await delay(MOVED_PAUSE_MS, ctx.signal);
       }
     }
   };

@@ -235,6 +235,40 @@ describe('shell-tasks driver, an earlier sandbox whose host falls silent', () =>
   });
 });
 
+describe('shell-tasks driver, an earlier sandbox whose activation is on its way out', () => {
+  it('asks its status again once the passivation is over, not running the command again', async () => {
+    const asks: Ask[] = [];
+    const said: string[] = [];
+    // What an ask reports after its activation rounds all reached a passivating activation.
+    const passivating = () => {
+      throw new TroupeError(ErrorCode.UNAVAILABLE, `sandbox/${earlierId} is passivating`, {
+        details: { moved: true },
+      });
+    };
+    const refs = scriptedRefs(
+      {
+        [earlierId]: {
+          status: [passivating, passivating, recorded('lost', 'done\n', 1_002)],
+          destroy: [() => ({})],
+        },
+        [ownId]: ownSandbox(),
+      },
+      asks,
+    );
+
+    const run = await driver.runTask(replayContext(refs, said), await input());
+
+    expect(run).toMatchObject({ exitCode: 0, stdout: 'done\n', recoveredFrom: 'e1' });
+    expect(asks.map((a) => `${a.type} ${a.sandboxId}`)).toEqual([
+      `status ${earlierId}`,
+      `status ${earlierId}`,
+      `status ${earlierId}`,
+      `destroy ${earlierId}`,
+    ]);
+    expect(said).not.toContain('could not read an earlier execution’s sandbox');
+  });
+});
+
 describe('shell-tasks driver, a stale sandbox whose host falls silent', () => {
   it('asks its destroy again once the host is back, not leaving its container behind', async () => {
     const asks: Ask[] = [];
