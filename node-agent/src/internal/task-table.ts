@@ -220,7 +220,11 @@ export class TaskTable {
       task.state = 'killed';
       await raceSignal(this.hooks.killTree(taskId, task.run, 'kill'), options.signal);
       const end = await task.run.done;
-      this.finish(task, 'killed', end.exitCode, false, end.endedAt);
+      // An exit code below 128 is the command's own, not a signal's: it exited before the kill
+      // landed (its end was on its way). Reported killed, a finished command was run again by a
+      // task's retry (chaos seed 8005: a fenced task actor killed a command that had exited 0).
+      const own = end.exitCode >= 0 && end.exitCode < 128;
+      this.finish(task, own ? 'exited' : 'killed', end.exitCode, false, end.endedAt);
     }
     return this.status(taskId);
   }

@@ -1,0 +1,56 @@
+import { OutputCapture } from '../../src/internal/output-capture';
+import { TaskTable, type TaskRun } from '../../src/internal/task-table';
+
+/** A started process whose end the test decides. */
+function run(): { run: TaskRun; end: (exitCode: number) => void } {
+  let end: (exitCode: number) => void = () => undefined;
+  const done = new Promise<{ exitCode: number; endedAt: number }>((resolve) => {
+    end = (exitCode) => resolve({ exitCode, endedAt: performance.now() });
+  });
+  return {
+    run: {
+      startedAt: performance.now(),
+      stdout: new OutputCapture(1_024),
+      stderr: new OutputCapture(1_024),
+      done,
+      detach: () => undefined,
+    },
+    end,
+  };
+}
+
+/** A table whose kills end the process with `killedWith` (a signal's code, or its own exit). */
+function table(killedWith: number, proc: ReturnType<typeof run>): TaskTable {
+  return new TaskTable('sbx-test', {
+    killTree: async () => proc.end(killedWith),
+    oomKilled: async () => false,
+  });
+}
+
+test('a kill that finds the process going reports how it ended on its own', async () => {
+  const proc = run();
+  // The command exited 0 as the kill was sent: its end had not reached the table yet.
+  const tasks = table(0, proc);
+  tasks.add('t1', proc.run);
+  expect(tasks.status('t1').state).toBe('running');
+  const status = await tasks.kill('t1');
+  expect(status).toMatchObject({ state: 'exited', exitCode: 0 });
+});
+
+test('a kill that ends the process reports it killed', async () => {
+  const proc = run();
+  const tasks = table(137, proc);
+  tasks.add('t1', proc.run);
+  expect(await tasks.kill('t1')).toMatchObject({ state: 'killed', exitCode: 137 });
+  // Killed once is killed: a second kill reports the same.
+  expect(await tasks.kill('t1')).toMatchObject({ state: 'killed', exitCode: 137 });
+});
+
+test('a kill after the end was seen changes nothing', async () => {
+  const proc = run();
+  const tasks = table(137, proc);
+  tasks.add('t1', proc.run);
+  proc.end(3);
+  await tasks.wait('t1');
+  expect(await tasks.kill('t1')).toMatchObject({ state: 'exited', exitCode: 3 });
+});
