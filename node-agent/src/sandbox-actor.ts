@@ -20,7 +20,12 @@ import {
 import { type z } from 'zod';
 import { type ArtifactStore } from './artifact-store';
 import { type ImagePreparer } from './image-resolver';
-import { notFoundAt, type PassivateFn, passivateWhenIdle } from './internal/actor-support';
+import {
+  notFoundAt,
+  type PassivateFn,
+  passivateWhenIdle,
+  retryWhileUnavailable,
+} from './internal/actor-support';
 import { digestOf } from './internal/canonical-json';
 import { fitOutput } from './internal/fit-reply';
 import { decodeFiles } from './internal/wire-files';
@@ -495,11 +500,18 @@ export function createSandboxActor(options: SandboxActorOptions) {
           .catch(() => undefined);
         const ended = status && commandEnd(status);
         if (!ended) return;
-        await self.post(
-          'commandEnded',
-          { taskId, ended },
-          // Once per command, however many times it is reported.
-          { dedupeId: `ended-${self.address.id}-${epoch}-${taskId}` },
+        // Posted again while the inbox's stream does not answer (a NATS server lost): given up
+        // at once, the end was recorded nowhere and a retry ran the command again (chaos seed
+        // 8016). Until the grace ends, when the container goes anyway.
+        await retryWhileUnavailable(
+          () =>
+            self.post(
+              'commandEnded',
+              { taskId, ended },
+              // Once per command, however many times it is reported.
+              { dedupeId: `ended-${self.address.id}-${epoch}-${taskId}` },
+            ),
+          Date.now() + withinMs,
         );
       }),
     );

@@ -581,15 +581,18 @@ export function createShellTasksDriver(
   }
 
   /**
-   * {@link readSandbox}, and when the sandbox was lost with a command running, the reads of
-   * {@link awaitReportedEnds} for the end its node agent reports.
+   * {@link readSandbox}, and when the sandbox was lost (or destroyed after) with a command
+   * running, the reads of {@link awaitReportedEnds} for the end its node agent reports.
    */
   async function readSettled(
     ctx: TaskContext,
     resourceId: string,
   ): Promise<SandboxCommands | undefined> {
     const reply = await readSandbox(ctx, resourceId);
-    if (reply?.status === 'lost' && reply.commands.some((c) => !c.ended)) {
+    // Lost, or destroyed since (a failed attempt's cleanup destroys its lost sandbox): the node
+    // agent that held the container may still report the command's end (chaos seed 8016).
+    const gone = reply?.status === 'lost' || reply?.status === 'destroyed';
+    if (reply && gone && reply.commands.some((c) => !c.ended)) {
       return awaitReportedEnds(ctx, resourceId, reply);
     }
     return reply;
@@ -607,7 +610,7 @@ export function createShellTasksDriver(
   ): Promise<SandboxCommands> {
     ctx.log.info(
       { resourceId, waitMs: lostEndWaitMs },
-      'an earlier execution’s sandbox was lost with its command running: waiting for its end',
+      'an earlier execution’s sandbox went with its command running: waiting for its end',
     );
     const deadline = Date.now() + lostEndWaitMs;
     let reply = lost;

@@ -413,8 +413,31 @@ describe('shell-tasks driver, an earlier sandbox lost with its command running',
       `destroy ${earlierId}`,
     ]);
     expect(said).toContain(
-      'an earlier execution’s sandbox was lost with its command running: waiting for its end',
+      'an earlier execution’s sandbox went with its command running: waiting for its end',
     );
+  });
+
+  it('waits for it also when the lost sandbox was destroyed since (the failed attempt’s cleanup)', async () => {
+    const asks: Ask[] = [];
+    const said: string[] = [];
+    const destroyedRunning = () => ({ status: 'destroyed', commands: [{ taskId: 'c1' }] });
+    const destroyedEnded = () => ({ ...lostEnded(), status: 'destroyed' });
+    const refs = scriptedRefs(
+      {
+        [earlierId]: {
+          status: [destroyedRunning, destroyedEnded],
+          destroy: [() => ({})],
+        },
+        [ownId]: ownSandbox(),
+      },
+      asks,
+    );
+    const driver = createShellTasksDriver({ imageRecipes: undefined, lostEndWaitMs: 20_000 });
+
+    const run = await driver.runTask(retryContext(refs, said), await input());
+
+    expect(run).toMatchObject({ exitCode: 0, recoveredFrom: 'e1' });
+    expect(asks.filter((a) => a.sandboxId === ownId)).toEqual([]);
   });
 
   it('runs the command again when no end is reported in time', async () => {

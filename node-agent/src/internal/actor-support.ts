@@ -1,9 +1,11 @@
 import {
   type ActorAddress,
+  delay,
   ErrorCode,
   formatAddress,
   isTroupeError,
   type Logger,
+  toTroupeError,
   TroupeError,
 } from '@troupe/proto';
 
@@ -58,4 +60,23 @@ export function notFoundAt(err: unknown, field: string): unknown {
     });
   }
   return err;
+}
+
+/**
+ * Calls `send` again after a retryable failure (a store outage: the stream without a leader while
+ * a NATS server is lost), pausing 250 ms doubling to 2 s, until `untilMs`; any other failure, or
+ * one that leaves no time for another try, is thrown.
+ */
+export async function retryWhileUnavailable<T>(
+  send: () => Promise<T>,
+  untilMs: number,
+): Promise<T> {
+  for (let pauseMs = 250; ; pauseMs = Math.min(pauseMs * 2, 2_000)) {
+    try {
+      return await send();
+    } catch (err) {
+      if (toTroupeError(err).retryable !== true || Date.now() + pauseMs >= untilMs) throw err;
+      await delay(pauseMs);
+    }
+  }
 }
