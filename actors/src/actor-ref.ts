@@ -174,6 +174,8 @@ export class UntypedActorRef {
           throw new TroupeError(
             'UNAVAILABLE',
             `${formatAddress(this.address)} does not stay active`,
+            // Transient like `moved` (an activation on its way out), for callers that wait.
+            { details: { inactive: true } },
           );
         }
         try {

@@ -185,10 +185,16 @@ const SANDBOX_LIVENESS_MS = 1_000;
 /** Pause before asking again a sandbox whose activation answered that it is on its way out. */
 const MOVED_PAUSE_MS = 250;
 
-/** An ask's failure because it kept reaching an activation on its way out (passivating). */
+/**
+ * An ask's failure because it kept reaching an activation on its way out (passivating), or the
+ * actor kept passivating before it could answer ("does not stay active": a lost sandbox
+ * passivates after every turn).
+ */
 function isMovedAway(err: unknown): boolean {
   return (
-    err instanceof TroupeError && err.code === 'UNAVAILABLE' && err.details?.['moved'] === true
+    err instanceof TroupeError &&
+    err.code === 'UNAVAILABLE' &&
+    (err.details?.['moved'] === true || err.details?.['inactive'] === true)
   );
 }
 
@@ -303,7 +309,8 @@ export function createShellTasksDriver(
         }
         ctx.log.debug({ err, resourceId, type }, 'a sandbox’s host fell silent: asking again');
         // An activation on its way out (passivating) outlasted the ask's own rounds: wait for it
-        // to end. Taken for "cannot be read", the finished command ran again (chaos seed 8002).
+        // to end. Taken for "cannot be read", the finished command ran again (chaos seeds 8002,
+        // 8024).
         if (moved) await delay(MOVED_PAUSE_MS, ctx.signal);
       }
     }

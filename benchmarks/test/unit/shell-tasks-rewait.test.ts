@@ -245,10 +245,16 @@ describe('shell-tasks driver, an earlier sandbox whose activation is on its way 
         details: { moved: true },
       });
     };
+    // What an ask reports when every activation round found the actor gone again.
+    const inactive = () => {
+      throw new TroupeError(ErrorCode.UNAVAILABLE, `sandbox/${earlierId} does not stay active`, {
+        details: { inactive: true },
+      });
+    };
     const refs = scriptedRefs(
       {
         [earlierId]: {
-          status: [passivating, passivating, recorded('lost', 'done\n', 1_002)],
+          status: [passivating, inactive, recorded('lost', 'done\n', 1_002)],
           destroy: [() => ({})],
         },
         [ownId]: ownSandbox(),
