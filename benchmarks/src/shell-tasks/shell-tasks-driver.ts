@@ -75,6 +75,13 @@ export interface ShellTasksDriverOptions {
    * @default 10000
    */
   lostEndWaitMs?: number;
+  /**
+   * How long a read of an earlier sandbox goes on asking while its activations keep leaving
+   * (passivating, or not staying active), after the ask's own rounds (about 3 s). A destroy does
+   * not wait for that: a passivation removes the container itself.
+   * @default 8000
+   */
+  movedWaitMs?: number;
 }
 
 /** Pause between two reads of a lost sandbox awaiting its command's reported end. */
@@ -272,6 +279,7 @@ export function createShellTasksDriver(
   const waitSliceMs = options.waitSliceMs ?? 1_000;
   const createTimeoutMs = options.createTimeoutMs ?? 300_000;
   const lostEndWaitMs = options.lostEndWaitMs ?? 10_000;
+  const movedWaitMs = options.movedWaitMs ?? 8_000;
   const recipes = 'imageRecipes' in options ? options.imageRecipes : installedRecipes();
 
   const sandbox = (ctx: TaskContext, resourceId: string): UntypedActorRef =>
@@ -282,15 +290,18 @@ export function createShellTasksDriver(
   /**
    * Asks sandbox `resourceId`, and asks again while its host falls silent with the ask (killed or
    * cut off), until `timeoutMs` pass: the next ask reaches that host once it is back, or the
-   * sandbox's next activation once the host is declared dead.
+   * sandbox's next activation once the host is declared dead. With `movedWaitMs`, also while its
+   * activations keep leaving (passivating, or not staying active), for that long at most.
    */
   const askSandbox = async (
     ctx: TaskContext,
     resourceId: string,
     type: string,
     timeoutMs: number,
+    movedWaitMs = 0,
   ): Promise<unknown> => {
     const deadline = Date.now() + timeoutMs;
+    let movedUntil: number | undefined;
     for (;;) {
       try {
         return await sandbox(ctx, resourceId).ask(
@@ -304,13 +315,16 @@ export function createShellTasksDriver(
         );
       } catch (err) {
         const moved = isMovedAway(err);
-        if (ctx.signal.aborted || !(isHostSilent(err) || moved) || Date.now() >= deadline) {
+        if (moved) movedUntil ??= Date.now() + movedWaitMs;
+        const waitMoved = moved && Date.now() < movedUntil!;
+        if (ctx.signal.aborted || !(isHostSilent(err) || waitMoved) || Date.now() >= deadline) {
           throw err;
         }
         ctx.log.debug({ err, resourceId, type }, 'a sandbox’s host fell silent: asking again');
         // An activation on its way out (passivating) outlasted the ask's own rounds: wait for it
-        // to end. Taken for "cannot be read", the finished command ran again (chaos seeds 8002,
-        // 8024).
+        // to end, a while. Taken for "cannot be read", the finished command ran again (chaos
+        // seeds 8002, 8024); waited for up to the ask's deadline, a sandbox that could not be
+        // activated held its task for 75 s (8020).
         if (moved) await delay(MOVED_PAUSE_MS, ctx.signal);
       }
     }
@@ -641,7 +655,9 @@ export function createShellTasksDriver(
       // Asked again while its host is silent (killed, cut off): the next ask reaches the
       // sandbox's next activation once that host is declared dead, which reads the container's
       // command ends. Not reading them would run a finished command again.
-      reply = SandboxCommandsSchema.parse(await askSandbox(ctx, resourceId, 'status', 15_000));
+      reply = SandboxCommandsSchema.parse(
+        await askSandbox(ctx, resourceId, 'status', 15_000, movedWaitMs),
+      );
     } catch (err) {
       if (ctx.signal.aborted) throw err;
       ctx.log.warn({ err, resourceId }, 'could not read an earlier execution’s sandbox');

@@ -275,6 +275,41 @@ describe('shell-tasks driver, an earlier sandbox whose activation is on its way 
   });
 });
 
+describe('shell-tasks driver, an earlier sandbox that cannot be activated', () => {
+  it('gives up its read after a while and runs the command; a destroy does not wait', async () => {
+    const asks: Ask[] = [];
+    const said: string[] = [];
+    const inactive = () => {
+      throw new TroupeError(ErrorCode.UNAVAILABLE, `sandbox/${earlierId} does not stay active`, {
+        details: { inactive: true },
+      });
+    };
+    const refs = scriptedRefs(
+      {
+        [earlierId]: {
+          status: Array.from({ length: 20 }, () => inactive),
+          destroy: [inactive],
+        },
+        [ownId]: ownSandbox(),
+      },
+      asks,
+    );
+    const driver = createShellTasksDriver({ imageRecipes: undefined, movedWaitMs: 600 });
+    const started = Date.now();
+
+    const run = await driver.runTask(replayContext(refs, said), await input());
+
+    // Not held for the status ask's 15 s, nor the destroy's 30 s.
+    expect(Date.now() - started).toBeLessThan(3_000);
+    expect(run).toMatchObject({ exitCode: 0, stdout: 'again\n' });
+    const statusAsks = asks.filter((a) => a.type === 'status').length;
+    expect(statusAsks).toBeGreaterThanOrEqual(2);
+    expect(statusAsks).toBeLessThanOrEqual(5);
+    expect(asks.filter((a) => a.type === 'destroy' && a.sandboxId === earlierId)).toHaveLength(1);
+    expect(said).toContain('could not read an earlier execution’s sandbox');
+  });
+});
+
 describe('shell-tasks driver, a stale sandbox whose host falls silent', () => {
   it('asks its destroy again once the host is back, not leaving its container behind', async () => {
     const asks: Ask[] = [];
