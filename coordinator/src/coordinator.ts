@@ -1,5 +1,11 @@
 import { randomBytes } from 'node:crypto';
-import { fromZodError, kvBucketName, natsConnectionOptions, TroupeError } from '@troupe/proto';
+import {
+  delay,
+  fromZodError,
+  kvBucketName,
+  natsConnectionOptions,
+  TroupeError,
+} from '@troupe/proto';
 import {
   type AnyActorDefinition,
   ActorSystem,
@@ -63,6 +69,20 @@ interface LeaderServices {
   sweeper?: JobSweeper;
 }
 
+/** Pauses between attempts to start the leader's services: 250 ms, doubling up to 5 s. */
+const LEADER_RETRY_FIRST_MS = 250;
+const LEADER_RETRY_MAX_MS = 5_000;
+
+/** Stops the leader's services, the last started first; each is safe to stop unstarted. */
+async function stopLeaderServices(s: LeaderServices): Promise<void> {
+  await s.reaper?.stop();
+  await s.sweeper?.stop();
+  s.reminders.stop();
+  await s.placer.stop();
+  s.placement.stop();
+  s.registry.stop();
+}
+
 /**
  * The coordinator: host registry with heartbeats, cluster placement under a weighted fair
  * scheduler, wake-on-post, recovery of dead hosts' actors, durable reminders, and leader election
@@ -71,6 +91,8 @@ interface LeaderServices {
 export class Coordinator {
   private leaderServices?: LeaderServices;
   private transition: Promise<void> = Promise.resolve();
+  /** Aborted by {@link stop}: ends a retried start of the leader's services. */
+  private readonly stopping = new AbortController();
   private metrics?: MetricsServer;
   /** Port of the metrics endpoint, when enabled. */
   metricsPort?: number;
@@ -227,7 +249,32 @@ export class Coordinator {
     return this.transition;
   }
 
+  /**
+   * Starts the leader's services, again and again while this coordinator leads and they fail to
+   * start. Their streams may be electing leaders of their own after a NATS server loss (a start
+   * then times out): a leader that gave up after one try held the lease with no placer, registry
+   * or reminders running — no actor was woken, placed or recovered until the lease moved, which
+   * with a single coordinator is never.
+   */
   private async becomeLeader(): Promise<void> {
+    for (let attempt = 1; this.isLeader && !this.stopping.signal.aborted; attempt++) {
+      try {
+        await this.startLeaderServices();
+        return;
+      } catch (err) {
+        const pauseMs = Math.min(LEADER_RETRY_MAX_MS, LEADER_RETRY_FIRST_MS * 2 ** (attempt - 1));
+        this.log.error({ err, attempt, pauseMs }, 'leader services did not start: retrying');
+        await delay(pauseMs, this.stopping.signal, { unref: true }).catch(() => undefined);
+      }
+    }
+  }
+
+  /**
+   * Builds and starts the leader's services. When one fails to start, those built are stopped
+   * (a placer whose watcher failed would otherwise go on answering activation requests) and the
+   * error is thrown.
+   */
+  private async startLeaderServices(): Promise<void> {
     const { cluster, replicas } = this.config;
     const bucket = (name: 'nodes' | 'directory') =>
       createKv(this.nc, kvBucketName(cluster, name), { history: 1, replicas });
@@ -279,14 +326,8 @@ export class Coordinator {
     late.placer = placer;
     late.placement = placement;
     const reminders = new ReminderService(this.nc, cluster, remindersKv, this.system, this.log);
-    await registry.start();
-    await placement.start();
-    await placer.start();
-    await reminders.start();
-    reaper?.start();
     const sweeper = this.jobSweeper(remindersKv);
-    sweeper?.start();
-    this.leaderServices = {
+    const services: LeaderServices = {
       registry,
       placement,
       placer,
@@ -294,6 +335,18 @@ export class Coordinator {
       ...(reaper ? { reaper } : {}),
       ...(sweeper ? { sweeper } : {}),
     };
+    try {
+      await registry.start();
+      await placement.start();
+      await placer.start();
+      await reminders.start();
+    } catch (err) {
+      await stopLeaderServices(services);
+      throw err;
+    }
+    reaper?.start();
+    sweeper?.start();
+    this.leaderServices = services;
     this.log.info({}, 'leader services started');
     // The hosts loaded from KV got a full grace period; those whose process is gone (the previous
     // leader's, after a kill) are declared dead now, so their actors are recovered at once.
@@ -366,17 +419,13 @@ export class Coordinator {
     const s = this.leaderServices;
     this.leaderServices = undefined;
     if (!s) return;
-    await s.reaper?.stop();
-    await s.sweeper?.stop();
-    s.reminders.stop();
-    await s.placer.stop();
-    s.placement.stop();
-    s.registry.stop();
+    await stopLeaderServices(s);
     this.log.info({}, 'leader services stopped');
   }
 
   /** Steps down (handing the lease over), stops hosting, and closes the connection. */
   async stop(): Promise<void> {
+    this.stopping.abort();
     await this.grpc?.stop(Math.min(5_000, this.config.shutdownGraceMs));
     await this.lease?.stop();
     await this.transition;
