@@ -24,7 +24,8 @@ export async function directGetNext(
   const reply = await requester.request(
     `$JS.API.DIRECT.GET.${stream}`,
     Buffer.from(JSON.stringify({ seq, next_by_subj: subject })),
-    { timeoutMs: DIRECT_GET_TIMEOUT_MS },
+    // A read answered twice does no harm: one lost with its server is asked again at once.
+    { timeoutMs: DIRECT_GET_TIMEOUT_MS, resendOnReconnect: true },
   );
   if (reply === NO_RESPONDERS) {
     throw new TroupeError('UNAVAILABLE', `direct get on ${stream}: JetStream did not answer`, {

@@ -39,6 +39,8 @@ interface Pending {
   timer: NodeJS.Timeout;
   liveness?: LivenessWatch;
   silenceTimer?: NodeJS.Timeout;
+  /** What to publish again after a reconnect (a read, which may be answered twice). */
+  resend?: { subject: string; data: Uint8Array; headers?: MsgHdrs };
 }
 
 /**
@@ -54,6 +56,8 @@ export class Requester {
   private readonly pending = new Map<string, Pending>();
   private sub?: Subscription;
   private next = 0;
+  /** Whether the connection's status events are followed (for requests sent again). */
+  private followingStatus = false;
 
   constructor(private readonly nc: NatsConnection) {
     this.prefix = `${createInbox()}.`;
@@ -65,11 +69,21 @@ export class Requester {
    * `liveness`, signs of life ({@link WORKING_HEADER} messages) are not replies: they keep the
    * request waiting, and a silence longer than `liveness.silenceMs` rejects it with a
    * {@link ResponderSilentError}.
+   *
+   * `resendOnReconnect` (for reads, which may be answered twice): the request is published again
+   * when the connection comes back while it waits. A request in flight when its server went away
+   * (a restart, a crash) has lost its answer for good — nats.js keeps it waiting to its timeout,
+   * which after every NATS server restart held an actor's inbox read for 5 s (chaos).
    */
   request(
     subject: string,
     data: Uint8Array,
-    options: { timeoutMs: number; headers?: MsgHdrs; liveness?: LivenessWatch },
+    options: {
+      timeoutMs: number;
+      headers?: MsgHdrs;
+      liveness?: LivenessWatch;
+      resendOnReconnect?: boolean;
+    },
   ): Promise<Msg | typeof NO_RESPONDERS> {
     this.sub ??= this.nc.subscribe(`${this.prefix}*`, {
       callback: (err, msg) => {
@@ -86,6 +100,14 @@ export class Requester {
         Math.max(1, options.timeoutMs),
       );
       const pending: Pending = { resolve, reject, timer };
+      if (options.resendOnReconnect) {
+        pending.resend = {
+          subject,
+          data,
+          ...(options.headers ? { headers: options.headers } : {}),
+        };
+        this.followStatus();
+      }
       if (options.liveness) {
         pending.liveness = options.liveness;
         if (options.liveness.fromStart) this.watch(token, pending);
@@ -101,6 +123,31 @@ export class Requester {
         reject(err instanceof Error ? err : new Error(String(err)));
       }
     });
+  }
+
+  /** Sends the waiting requests marked `resendOnReconnect` again at each reconnect. */
+  private followStatus(): void {
+    if (this.followingStatus) return;
+    this.followingStatus = true;
+    void (async () => {
+      for await (const s of this.nc.status()) {
+        if (s.type === 'reconnect') this.resendAll();
+      }
+    })().catch(() => undefined); // ends when the connection closes
+  }
+
+  private resendAll(): void {
+    for (const [token, p] of this.pending) {
+      if (!p.resend) continue;
+      try {
+        this.nc.publish(p.resend.subject, p.resend.data, {
+          reply: this.prefix + token,
+          ...(p.resend.headers ? { headers: p.resend.headers } : {}),
+        });
+      } catch {
+        // Closed again: the request ends at its timeout, as it would have.
+      }
+    }
   }
 
   private onReply(msg: Msg): void {

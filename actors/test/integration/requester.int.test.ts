@@ -60,3 +60,61 @@ test('a subscriber that never answers: rejects with a NATS timeout after timeout
     sub.unsubscribe();
   }
 });
+
+// A request in flight when its server goes away has lost its answer (chaos: every NATS server
+// restart held the inbox reads in flight for their whole 5 s timeout). A read marked
+// `resendOnReconnect` is published again when the connection is back.
+test('a read in flight when the server restarts is sent again after the reconnect', async () => {
+  const own = await startNatsServer();
+  const conn = await connect({ servers: own.url, maxReconnectAttempts: -1, reconnectTimeWait: 50 });
+  try {
+    const seen: string[] = [];
+    let restarted: Promise<void> | undefined;
+    // The responder takes the first request and loses it with the server; it answers the next.
+    conn.subscribe('read.one', {
+      callback: (_err, msg) => {
+        seen.push(msg.string());
+        if (seen.length === 1) restarted = own.restart();
+        else msg.respond(bytes(`answer ${seen.length}`));
+      },
+    });
+    await conn.flush();
+    const r = new Requester(conn);
+    const started = Date.now();
+    const reply = await r.request('read.one', bytes('q'), {
+      timeoutMs: 20_000,
+      resendOnReconnect: true,
+    });
+    await restarted;
+    expect(reply).not.toBe(NO_RESPONDERS);
+    expect(reply === NO_RESPONDERS ? '' : reply.string()).toBe('answer 2');
+    expect(seen).toEqual(['q', 'q']);
+    expect(Date.now() - started).toBeLessThan(10_000);
+  } finally {
+    await conn.close();
+    await own.stop();
+  }
+});
+
+test('a request not marked to be sent again is not, and waits out its timeout', async () => {
+  const own = await startNatsServer();
+  const conn = await connect({ servers: own.url, maxReconnectAttempts: -1, reconnectTimeWait: 50 });
+  try {
+    let restarted: Promise<void> | undefined;
+    // It would answer a second copy: an ask (which may not run twice) is never sent again.
+    conn.subscribe('ask.one', {
+      callback: (_err, msg) => {
+        if (restarted) msg.respond(bytes('ran twice'));
+        else restarted = own.restart();
+      },
+    });
+    await conn.flush();
+    const r = new Requester(conn);
+    const err = await r.request('ask.one', bytes('q'), { timeoutMs: 3_000 }).catch((e) => e);
+    await restarted;
+    expect(isNatsTimeout(err)).toBe(true);
+  } finally {
+    await conn.close();
+    await own.stop();
+  }
+});
