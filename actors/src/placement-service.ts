@@ -48,6 +48,8 @@ import { type StateStore } from './state-store';
 import { decodeJson, encodeJson } from './internal/json-codec';
 import {
   ACTIVATION_KEEPALIVE_MS,
+  type AskKeepalive,
+  KEEPALIVE_HEADER,
   SILENCE_INTERVALS,
   WORKING_HEADER,
 } from './internal/ask-keepalive';
@@ -141,6 +143,8 @@ export interface PlacementTransport {
   readonly requester: Pick<Requester, 'request'>;
   /** Sends mail hints, batched per actor like tells. */
   readonly tells: Pick<TellBatcher, 'tell'>;
+  /** Sends signs of life to requesters that watch us (see `KEEPALIVE_HEADER`). */
+  readonly keepalive: Pick<AskKeepalive, 'track'>;
   /** Hints an activation live in this process directly (set when one can be). */
   readonly localMailHint?: (addr: ActorAddress, seq: number) => void;
 }
@@ -263,20 +267,26 @@ export class PlacementService {
           msg.respond(new Uint8Array(), { headers: encodeErrorHeaders(e) });
           return;
         }
+        // A requester that watches us gets signs of life while we work on its request.
+        const keepaliveMs = Number(msg.headers?.get(KEEPALIVE_HEADER) ?? '');
+        const reply =
+          keepaliveMs > 0
+            ? this.options.transport.keepalive.track(msg, request.deadlineMs, false, keepaliveMs)
+            : msg;
         this.activate(request).then(
           ({ hostId, epoch, answeredBy }) => {
             // The host that took the ask answers the asker itself. Tell the asker so: its
             // liveness watch starts now, not at the host's first sign of life, which never
             // comes when the host is cut off right after taking the ask.
             if (answeredBy === undefined || answeredBy !== msg.reply) {
-              msg.respond(encodeJson({ hostId, epoch } satisfies ActivateReply));
+              reply.respond(encodeJson({ hostId, epoch } satisfies ActivateReply));
             } else {
               const h = natsHeaders();
               h.set(WORKING_HEADER, 'handed-over');
-              msg.respond(new Uint8Array(), { headers: h });
+              reply.respond(new Uint8Array(), { headers: h });
             }
           },
-          (e: unknown) => msg.respond(new Uint8Array(), { headers: encodeErrorHeaders(e) }),
+          (e: unknown) => reply.respond(new Uint8Array(), { headers: encodeErrorHeaders(e) }),
         );
       },
     });

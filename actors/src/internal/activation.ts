@@ -52,8 +52,14 @@ import { Turn, TurnContext, type TurnRunner } from './turn';
 
 /** Minimum idle time of a fresh activation before its first message. */
 const FIRST_MESSAGE_GRACE_MS = 2_000;
-/** Longest pause between pump retries while infrastructure trouble lasts. */
-const PUMP_RETRY_MAX_MS = 5_000;
+/**
+ * Longest pause between pump retries while infrastructure trouble lasts: also the longest a
+ * message waits once the trouble is over. A retry that meets a stream without a leader costs one
+ * round trip ("no responders"); one that meets an unreachable server waits out its timeout.
+ */
+const PUMP_RETRY_MAX_MS = 1_000;
+/** Longest pause between attempts to release the directory entry of an ended activation. */
+const RELEASE_RETRY_MAX_MS = 1_000;
 /** How long an activation that ended keeps trying to release its directory entry. */
 const RELEASE_RETRY_MS = 120_000;
 
@@ -276,7 +282,7 @@ export class Activation implements TurnRunner {
     const until = Date.now() + RELEASE_RETRY_MS;
     for (let attempt = 1, pauseMs = 250; Date.now() < until; attempt++) {
       await delay(pauseMs, undefined, { unref: true });
-      pauseMs = Math.min(pauseMs * 2, 5_000);
+      pauseMs = Math.min(pauseMs * 2, RELEASE_RETRY_MAX_MS);
       if (this.host.transport.nc.isClosed()) return;
       try {
         await this.entry.mark(undefined, 'SLEEPING', reason);
@@ -490,7 +496,7 @@ export class Activation implements TurnRunner {
       // Infrastructure trouble (NATS down, a stream without a leader): keep the actor; retry the
       // pump after a pause that grows while the trouble lasts.
       this.pumpFailures++;
-      const pauseMs = Math.min(PUMP_RETRY_MAX_MS, 250 * 2 ** Math.min(this.pumpFailures - 1, 5));
+      const pauseMs = Math.min(PUMP_RETRY_MAX_MS, 250 * 2 ** Math.min(this.pumpFailures - 1, 2));
       this.log.error({ err, failures: this.pumpFailures, pauseMs }, 'mailbox pump failed');
       this.inbox.retry();
       await delay(pauseMs, undefined, { unref: true });

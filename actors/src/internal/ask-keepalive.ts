@@ -37,6 +37,12 @@ export const MIN_ASK_KEEPALIVE_MS = 100;
  */
 export const ACTIVATION_KEEPALIVE_MS = 1_000;
 
+/**
+ * Header of an activation request (`coord.sched.activate`) whose requester watches the placer:
+ * the interval, in ms, at which it wants signs of life while the placer works on it.
+ */
+export const KEEPALIVE_HEADER = 'Troupe-Keepalive';
+
 /** Whether an ask of `timeoutMs` is watched for signs of life (see {@link LONG_ASK_INTERVALS}). */
 export function isLongAsk(timeoutMs: number, keepaliveMs: number): boolean {
   return timeoutMs >= keepaliveMs * LONG_ASK_INTERVALS;

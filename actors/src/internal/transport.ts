@@ -13,9 +13,11 @@ import { type JetStreamClient } from '@nats-io/jetstream';
 import { decodeJson, encodeJson } from './json-codec';
 import { isNatsTimeout } from './nats-errors';
 import {
+  ACTIVATION_KEEPALIVE_MS,
   AskKeepalive,
   DEFAULT_ASK_KEEPALIVE_MS,
   isLongAsk,
+  KEEPALIVE_HEADER,
   SILENCE_INTERVALS,
 } from './ask-keepalive';
 import { type LivenessWatch, NO_RESPONDERS, Requester, ResponderSilentError } from './requester';
@@ -34,6 +36,18 @@ import {
  * time plus one renewal, 6 s by default). A cluster with no coordinator at all still fails soon.
  */
 export const PLACER_GRACE_MS = 10_000;
+
+/**
+ * How an activation request without an ask watches the placer: signs of life every
+ * {@link ACTIVATION_KEEPALIVE_MS} (asked for with {@link KEEPALIVE_HEADER}), asked again after
+ * {@link SILENCE_INTERVALS} of silence. Before, a placer killed with the request, or an answer lost
+ * to a NATS server's restart, held the requester until its deadline (chaos seed 8038: a task
+ * waited 30 s to destroy a sandbox).
+ */
+const PLACER_WATCH: LivenessWatch = {
+  silenceMs: ACTIVATION_KEEPALIVE_MS * SILENCE_INTERVALS,
+  fromStart: true,
+};
 
 /** Scheduling hints a ref passes with activation requests. */
 export interface PlacementHints {
@@ -114,7 +128,7 @@ export class Transport {
         ...options.hints,
       });
     }
-    const reply = await this.requestActivation(addr, options, undefined);
+    const reply = await this.requestActivation(addr, options, undefined, PLACER_WATCH);
     const error = decodeErrorHeaders(reply.headers);
     if (error) throw error;
     return ActivateReplySchema.parse(decodeJson(reply.data));
@@ -165,19 +179,31 @@ export class Transport {
     const deadline = Date.now() + options.timeoutMs;
     // No placer answers while the coordinators' lease changes hands: wait for the next leader.
     const graceEnd = Math.min(deadline, Date.now() + PLACER_GRACE_MS);
+    const body = encodeJson({ addr, ...options.hints, ...(ask ? { ask } : {}) });
     for (let pause = 50; ; pause = Math.min(pause * 2, 500)) {
       const timeoutMs = Math.max(1, deadline - Date.now());
       let reply;
       try {
         const h = natsHeaders();
         h.set(Header.DEADLINE, String(deadline));
-        reply = await this.requester.request(
-          subject,
-          encodeJson({ addr, ...options.hints, ...(ask ? { ask } : {}) }),
-          { timeoutMs, headers: h, ...(liveness ? { liveness } : {}) },
-        );
+        if (liveness === PLACER_WATCH) h.set(KEEPALIVE_HEADER, String(ACTIVATION_KEEPALIVE_MS));
+        reply = await this.requester.request(subject, body, {
+          timeoutMs,
+          headers: h,
+          ...(liveness ? { liveness } : {}),
+        });
       } catch (err) {
-        if (err instanceof ResponderSilentError) throw err;
+        if (err instanceof ResponderSilentError) {
+          // The placer died with the request (a killed leader), or its answer was lost (its
+          // NATS server restarted): ask again — a placer that is still at it shares the attempt,
+          // and the directory's compare-and-set makes a new one agree with what was done.
+          if (liveness === PLACER_WATCH && Date.now() + pause < deadline) {
+            this.log.info({ actor: `${addr.kind}/${addr.id}` }, 'placer fell silent: asking again');
+            await delay(pause, options.signal);
+            continue;
+          }
+          throw err;
+        }
         if (isNatsTimeout(err)) {
           throw timeoutError(`activation of ${addr.kind}/${addr.id}`, options.timeoutMs);
         }

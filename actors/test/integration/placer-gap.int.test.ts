@@ -104,3 +104,108 @@ test('with no placer at all, an ask fails UNAVAILABLE naming the placement subje
     await client.shutdown({ graceMs: 200 });
   }
 });
+
+// A placer killed with an activation request (the leading coordinator, kill -9), or whose answer
+// was lost to its NATS server's restart, held the requester until its deadline: a task waited
+// 30 s to destroy a sandbox (chaos seed 8038). The requester now watches the placer and asks
+// again when it falls silent.
+test('an activation request a placer swallowed is asked again when the placer falls silent', async () => {
+  const cluster = randomClusterName();
+  const systems: ActorSystem[] = [];
+  let placer: PlacementService | undefined;
+  try {
+    const host = await ActorSystem.start({
+      cluster,
+      servers: server.url,
+      hostId: 'host-a',
+      hosting: [echo],
+      placement: 'none',
+    });
+    systems.push(host);
+    const client = await ActorSystem.start({ cluster, servers: server.url, placement: 'none' });
+    systems.push(client);
+    const base = await ActorSystem.start({ cluster, servers: server.url, placement: 'none' });
+    systems.push(base);
+    // A placer that takes the request and dies with it: no answer, no sign of life.
+    let swallowed = 0;
+    let keepaliveAsked: string | undefined;
+    const blackHole = base.nc.subscribe(`troupe.${cluster}.coord.sched.activate`, {
+      queue: 'troupe-placer',
+      callback: (_err, msg) => {
+        swallowed++;
+        keepaliveAsked = msg.headers?.get('Troupe-Keepalive');
+        blackHole.unsubscribe();
+        placer = placerFor(base, 'host-a');
+        void placer.start();
+      },
+    });
+    await base.nc.flush();
+    const started = Date.now();
+    const placed = await client.transport.activate(
+      { kind: 'echo', id: 'one' },
+      { timeoutMs: 25_000 },
+    );
+    const tookMs = Date.now() - started;
+    process.stderr.write(`placed ${tookMs} ms after the request, the first one swallowed\n`);
+    expect(swallowed).toBe(1);
+    expect(keepaliveAsked).toBe('1000');
+    expect(placed.hostId).toBe('host-a');
+    // Four silent seconds, then the new placer's answer: well before the 25 s deadline.
+    expect(tookMs).toBeGreaterThanOrEqual(3_500);
+    expect(tookMs).toBeLessThan(12_000);
+  } finally {
+    await placer?.stop();
+    for (const s of systems.reverse()) await s.shutdown({ graceMs: 200 });
+  }
+});
+
+test('a placer working on a watched activation request sends signs of life until it answers', async () => {
+  const slow = defineActor({
+    kind: 'slow',
+    state: z.object({}),
+    initialState: () => ({}),
+    messages: { hit: z.object({}) },
+    handlers: { hit: () => ({ reply: 'pong' }) },
+    onActivate: async () => {
+      await new Promise((resolve) => setTimeout(resolve, 5_000));
+    },
+    idleTimeoutMs: 60_000,
+  });
+  const cluster = randomClusterName();
+  const systems: ActorSystem[] = [];
+  let placer: PlacementService | undefined;
+  try {
+    const host = await ActorSystem.start({
+      cluster,
+      servers: server.url,
+      hostId: 'host-a',
+      hosting: [slow],
+      placement: 'none',
+    });
+    systems.push(host);
+    const base = await ActorSystem.start({ cluster, servers: server.url, placement: 'none' });
+    systems.push(base);
+    placer = placerFor(base, 'host-a');
+    await placer.start();
+    const client = await ActorSystem.start({ cluster, servers: server.url, placement: 'none' });
+    systems.push(client);
+    // The activation takes 5 s (its onActivate): more than the 4 s of silence a watching
+    // requester tolerates, so only the placer's signs keep the one request alive.
+    const sent: string[] = [];
+    const request = client.transport.requester.request.bind(client.transport.requester);
+    client.transport.requester.request = (subject, data, options) => {
+      sent.push(subject);
+      return request(subject, data, options);
+    };
+    const placed = await client.transport.activate(
+      { kind: 'slow', id: 'one' },
+      { timeoutMs: 20_000 },
+    );
+    expect(placed.hostId).toBe('host-a');
+    expect(sent.filter((s) => s.endsWith('.sched.activate'))).toHaveLength(1);
+    expect(host.activationsStarted).toBe(1);
+  } finally {
+    await placer?.stop();
+    for (const s of systems.reverse()) await s.shutdown({ graceMs: 200 });
+  }
+});
