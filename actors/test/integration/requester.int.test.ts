@@ -110,7 +110,9 @@ test('a request not marked to be sent again is not, and waits out its timeout', 
     });
     await conn.flush();
     const r = new Requester(conn);
-    const err = await r.request('ask.one', bytes('q'), { timeoutMs: 3_000 }).catch((e) => e);
+    const err = await r
+      .request('ask.one', bytes('q'), { timeoutMs: 3_000 })
+      .catch((e: unknown) => e);
     await restarted;
     expect(isNatsTimeout(err)).toBe(true);
   } finally {
