@@ -57,6 +57,28 @@ export function leaderGetNext(
   return jsm.streams.getMessage(stream, { next_by_subj: subject, seq } as unknown as MsgRequest);
 }
 
+/**
+ * The value of `key` in KV bucket `bucket` as the bucket stream's leader has it
+ * (`$JS.API.STREAM.MSG.GET`, `last_by_subj`); undefined when the key has no value (never
+ * written, deleted or purged). A KV `get` is a direct get that any replica answers, and a replica
+ * catching up after its server restarted answers "no such key" for a key written seconds before
+ * (chaos seed 8007: a watch of a job just submitted failed `NOT_FOUND`): read a miss that matters
+ * again with this.
+ */
+export async function kvValueFromLeader(
+  jsm: JetStreamManager,
+  bucket: string,
+  key: string,
+): Promise<{ value: Uint8Array; revision: number } | undefined> {
+  const m = await jsm.streams.getMessage(`KV_${bucket}`, {
+    last_by_subj: `$KV.${bucket}.${key}`,
+  });
+  if (!m) return undefined;
+  const op = m.header?.get('KV-Operation');
+  if (op === 'DEL' || op === 'PURGE') return undefined;
+  return { value: m.data, revision: m.seq };
+}
+
 /** What a stream's acknowledgement of a publish says. */
 export interface StreamAck {
   stream: string;

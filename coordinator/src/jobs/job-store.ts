@@ -6,6 +6,7 @@ import {
   deleteSubjectMessages,
   kvKeys,
   kvKeysAt,
+  kvValueFromLeader,
   removeKvKey,
   storeOutageOf,
   subjectMessages,
@@ -103,6 +104,8 @@ export class JobStore {
     readonly objects: ObjectStore,
     private readonly jsm: JetStreamManager,
     private readonly objectBucket: string,
+    /** The KV bucket's name (`kv`'s). */
+    private readonly bucket: string,
   ) {
     this.objectStream = `OBJ_${objectBucket}`;
   }
@@ -114,12 +117,13 @@ export class JobStore {
     options: JobStoreOptions = {},
   ): Promise<JobStore> {
     const replicas = options.replicas ?? 1;
-    const kv = await createKv(nc, kvBucketName(cluster, 'jobs'), { replicas, history: 1 });
+    const bucket = kvBucketName(cluster, 'jobs');
+    const kv = await createKv(nc, bucket, { replicas, history: 1 });
     // Another component (the node agent's artifact store) may have created the store with its own
     // options: open it as it is, create it only when missing.
     const name = objectStoreName(cluster);
     const objects = await createObjectStore(nc, name, { replicas });
-    return new JobStore(kv, objects, await jetstreamManager(nc), name);
+    return new JobStore(kv, objects, await jetstreamManager(nc), name, bucket);
   }
 
   /**
@@ -153,12 +157,24 @@ export class JobStore {
 
   /**
    * The job's record; `'unreadable'` when one is stored that this version cannot read; undefined
-   * when there is none (never created, or deleted). One read.
+   * when there is none (never created, or deleted). One read, and when it finds nothing a second
+   * from the bucket stream's leader: any replica answers the first, and one catching up after its
+   * server restarted said "no such job" for a job submitted seconds before (chaos seed 8007).
    */
   async findJob(jobId: string): Promise<JobRecord | 'unreadable' | undefined> {
-    const e = await this.kv.get(`job.${jobId}`);
-    if (!e || e.operation !== 'PUT') return undefined;
-    const parsed = JobRecordSchema.safeParse(e.json());
+    const key = `job.${jobId}`;
+    const e = await this.kv.get(key);
+    let data: Uint8Array | undefined;
+    if (e && e.operation === 'PUT') data = e.value;
+    else data = (await kvValueFromLeader(this.jsm, this.bucket, key))?.value;
+    if (!data) return undefined;
+    let json: unknown;
+    try {
+      json = JSON.parse(new TextDecoder().decode(data));
+    } catch {
+      return 'unreadable';
+    }
+    const parsed = JobRecordSchema.safeParse(json);
     return parsed.success ? parsed.data : 'unreadable';
   }
 
