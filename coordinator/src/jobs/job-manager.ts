@@ -9,7 +9,14 @@ import {
   noopLogger,
   type RefFactory,
 } from '@troupe/actors';
-import { ErrorReason, hasReason, invalidArgument, TroupeError, validateJobId } from '@troupe/proto';
+import {
+  ErrorReason,
+  hasReason,
+  invalidArgument,
+  parseWith,
+  TroupeError,
+  validateJobId,
+} from '@troupe/proto';
 import { type NatsConnection } from '@nats-io/transport-node';
 import { DEFAULT_JOB_POLICY, type JobPolicy } from '../fair-queue';
 import { type DriverRegistry } from './driver-registry';
@@ -28,6 +35,8 @@ import { type DriverActorRuntime } from './job-driver';
 import {
   checkSpecSize,
   jobDisplayName,
+  type JobSpec,
+  JobSpecSchema,
   maxSpecBytesFor,
   parseSpecTextAsync,
   type SpecTextFormat,
@@ -424,7 +433,7 @@ export class JobManager {
       const bound = await store.bindIdempotencyKey(key, jobId);
       if (bound !== jobId) {
         const existing = await store.getJob(bound);
-        if (existing) return existing;
+        if (existing) return this.startedOnce(existing);
         if (await store.jobDeleted(bound)) {
           // Its job was deleted but the key stayed bound (a job submitted before `idemof` notes):
           // the key is free again, for a new job (never the deleted id).
@@ -444,16 +453,37 @@ export class JobManager {
       await store.createJob(record);
     } catch (err) {
       const existing = key ? await store.getJob(jobId) : undefined;
-      if (existing) return existing;
+      if (existing) return this.startedOnce(existing);
       throw err;
     }
     this.policies.set(jobId, { priority: spec.priority, weight: spec.weight });
-    await refs
-      .refOf({ kind: JOB_ACTOR_KIND, id: jobId })
-      .withHints({ jobId })
-      .post('start', { spec, createdUnixMs }, { dedupeId: `start-${jobId}` });
+    await this.postStart(jobId, spec, createdUnixMs);
     this.log.info({ jobId, kind: spec.kind, name: jobDisplayName(spec) }, 'job submitted');
     return record;
+  }
+
+  /** Tells the job's actor to plan and run it (deduplicated: a job starts once). */
+  private async postStart(jobId: string, spec: JobSpec, createdUnixMs: number): Promise<void> {
+    await this.need()
+      .refs.refOf({ kind: JOB_ACTOR_KIND, id: jobId })
+      .withHints({ jobId })
+      .post('start', { spec, createdUnixMs }, { dedupeId: `start-${jobId}` });
+  }
+
+  /**
+   * The job a repeated submission (same idempotency key) finds, started: the first submission
+   * may have created the record and then failed to post `start` (the inbox stream without a
+   * leader after a NATS server loss), and its client retried — the job was answered as
+   * submitted but never ran (chaos seed 8016). A job still `QUEUED` gets its `start` again;
+   * the post is deduplicated and the job actor ignores a `start` once it has one.
+   */
+  private async startedOnce(existing: JobRecord): Promise<JobRecord> {
+    if (existing.state !== 'QUEUED') return existing;
+    const spec = parseWith(JobSpecSchema, JSON.parse(existing.specJson), { prefix: 'spec' });
+    this.policies.set(existing.jobId, { priority: spec.priority, weight: spec.weight });
+    await this.postStart(existing.jobId, spec, existing.createdUnixMs);
+    this.log.info({ jobId: existing.jobId }, 'job submitted again: start posted');
+    return existing;
   }
 
   /**

@@ -10,6 +10,7 @@ import {
   JobStore,
   MAX_TASKS_PER_JOB,
 } from '@troupe/coordinator';
+import { UntypedActorRef } from '@troupe/actors';
 import { Kvm } from '@nats-io/kv';
 import { connect } from '@nats-io/transport-node';
 import { delay, eventsSubject, invalidArgument, kvBucketName, TroupeError } from '@troupe/proto';
@@ -317,6 +318,42 @@ test('invalid specs are refused naming the field; an idempotency key returns the
   expect(page.jobs).toHaveLength(1);
   const next = await jobs.list({ pageSize: 1, pageToken: page.nextPageToken });
   expect(next.jobs[0]?.jobId).not.toBe(page.jobs[0]?.jobId);
+});
+
+// Chaos seed 8016: the first submission created the job's record and then failed to post its
+// `start` (the inbox stream without a leader after a NATS server's loss); the client retried
+// with the same idempotency key, was answered with the record, and the job never ran.
+test('a submission retried after its start post failed runs the job', async () => {
+  const spec = { kind: 'scripted', tasks: [{ id: 'x', do: 'pass' }] };
+  const realPost = UntypedActorRef.prototype.post;
+  let refused = 0;
+  jest.spyOn(UntypedActorRef.prototype, 'post').mockImplementation(async function (
+    this: UntypedActorRef,
+    ...args: Parameters<UntypedActorRef['post']>
+  ) {
+    if (args[0] === 'start' && refused === 0) {
+      refused++;
+      throw new TroupeError('UNAVAILABLE', 'publish to the inbox: no stream answered', {
+        retryable: true,
+      });
+    }
+    return realPost.apply(this, args);
+  });
+  try {
+    await expect(jobs.submit({ spec, idempotencyKey: 'k-start-lost' })).rejects.toMatchObject({
+      code: 'UNAVAILABLE',
+    });
+    const retried = await jobs.submit({ spec, idempotencyKey: 'k-start-lost' });
+    expect(refused).toBe(1);
+    const events = await collect(retried.jobId);
+    expect(events.at(-1)?.payload).toMatchObject({ state: 'SUCCEEDED' });
+    expect(calls.run.get(`${retried.jobId}/x`)).toBe(1);
+    // A third submission finds it running or done: nothing starts twice.
+    const again = await jobs.submit({ spec, idempotencyKey: 'k-start-lost' });
+    expect(again.jobId).toBe(retried.jobId);
+  } finally {
+    jest.restoreAllMocks();
+  }
 });
 
 test('a plan larger than MAX_TASKS_PER_JOB fails the job with a reason naming the limit', async () => {
