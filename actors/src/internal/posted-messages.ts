@@ -1,6 +1,7 @@
 import { delay, ErrorReason, hasReason, toTroupeError, type TroupeError } from '@troupe/proto';
 import { type JetStreamClient, type StoredMsg } from '@nats-io/jetstream';
 import { type InboxMessage } from '../actor-context';
+import { storeOutageOf } from '../state-store';
 import { deadLetter } from './dead-letter';
 import { inboxInfo, type InboxReader } from './inbox-reader';
 import { decodeJson } from './json-codec';
@@ -100,6 +101,11 @@ export class PostedMessages {
       // pause without counting an attempt, so a JetStream leader election dead-letters nothing.
       if (hasReason(err, ErrorReason.FENCED) || hasReason(err, ErrorReason.STORE_UNAVAILABLE))
         throw err;
+      // So is a JetStream store the handler uses itself (the job actor's plan in the object
+      // store) when NATS fails it transiently: counted as attempts, a job's `start` was
+      // dead-lettered 3 s into a NATS server's loss and the job never ran (chaos seed 8011).
+      const outage = storeOutageOf(err, 'a store the handler uses');
+      if (outage) throw outage;
       // What the batch applied before this message is kept; this one fails alone.
       await this.commitApplied();
       const attempts = (this.failures?.get(stored.seq) ?? 0) + 1;

@@ -1,4 +1,11 @@
-import { ErrorReason, hasReason, inboxStreamName, inboxSubject } from '@troupe/proto';
+import {
+  deadLetterStreamName,
+  ErrorReason,
+  hasReason,
+  inboxStreamName,
+  inboxSubject,
+} from '@troupe/proto';
+import { jetstream } from '@nats-io/jetstream';
 import {
   randomClusterName,
   startNatsServer,
@@ -91,6 +98,64 @@ test('a posted message whose handler cannot post (no inbox stream answers) waits
     expect(received).toEqual([1]);
     expect(relayCalls.at(-1)).toBe('ok');
   } finally {
+    await system.shutdown({ graceMs: 500 });
+  }
+});
+
+// Chaos seed 8011: a job actor's `start` wrote the job's plan to the object store while a NATS
+// server was down; nats.js failed it "jetstream is not enabled", the runtime counted that as a
+// failed attempt, and after five in 3 s the `start` was dead-lettered: the job never ran. A
+// handler's own JetStream call that NATS fails transiently is a store outage too.
+test('a handler whose own JetStream write finds no stream is retried, not dead-lettered', async () => {
+  const cluster = randomClusterName();
+  const system = await ActorSystem.start({ cluster, servers: server.url, hosting: [] });
+  const js = jetstream(system.nc);
+  const writes: unknown[] = [];
+  let streamUp = false;
+  const Writer = defineActor({
+    kind: 'writer',
+    state: z.object({ written: z.number().int() }),
+    initialState: () => ({ written: 0 }),
+    messages: { write: z.object({}) },
+    handlers: {
+      write: async (_ctx, _msg, state) => {
+        try {
+          // No stream takes this subject until the test adds one: nats.js fails the publish.
+          await js.publish(`plans.${cluster}`, 'plan');
+          writes.push('ok');
+        } catch (err) {
+          writes.push(err);
+          throw err;
+        }
+        return { state: { written: state.written + 1 } };
+      },
+    },
+  });
+  const host = await ActorSystem.start({ cluster, servers: server.url, hosting: [Writer] });
+  try {
+    await host.ref(Writer, 'w').post('write', {});
+    // More failures than a message is allowed before its dead letter (5).
+    await waitFor(() => writes.length >= 7, { timeoutMs: 30_000 });
+    expect(writes.every((w) => w !== 'ok')).toBe(true);
+    expect(writes.every((w) => (w as Error).message.includes('jetstream is not enabled'))).toBe(
+      true,
+    );
+    await system.jsm.streams.add({ name: `PLANS_${cluster}`, subjects: [`plans.${cluster}`] });
+    streamUp = true;
+    await waitFor(
+      async () =>
+        (
+          (await host.states.read({ kind: 'writer', id: 'w' }))?.record.data as
+            { written: number } | undefined
+        )?.written === 1,
+      { timeoutMs: 30_000, message: 'the write applied once the stream answers' },
+    );
+    expect(writes.at(-1)).toBe('ok');
+    const dlq = await system.jsm.streams.info(deadLetterStreamName(cluster)).catch(() => undefined);
+    expect(dlq?.state.messages ?? 0).toBe(0);
+  } finally {
+    if (streamUp) await system.jsm.streams.delete(`PLANS_${cluster}`);
+    await host.shutdown({ graceMs: 500 });
     await system.shutdown({ graceMs: 500 });
   }
 });
