@@ -14,11 +14,20 @@ const MiB = 1024 * 1024;
 
 /** A host id made from this machine's hostname (`[A-Za-z0-9_-]{1,64}`). */
 export function defaultHostId(): string {
-  const cleaned = os
-    .hostname()
+  return hostIdOf(os.hostname());
+}
+
+/**
+ * A host id made of a machine or node name: every run of characters outside `[A-Za-z0-9_-]`
+ * becomes `-` (a Kubernetes node name such as `ip-10-0-1-2.ec2.internal` has dots, which a NATS
+ * subject token cannot), cut to 64; `node` when nothing is left.
+ */
+export function hostIdOf(name: string): string {
+  const cleaned = name
     .replace(/[^A-Za-z0-9_-]+/g, '-')
     .replace(/^-+|-+$/g, '')
-    .slice(0, 64);
+    .slice(0, 64)
+    .replace(/-+$/, '');
   return cleaned === '' ? 'node' : cleaned;
 }
 
@@ -252,6 +261,7 @@ export type NodeAgentConfig = z.output<typeof ConfigSchema>;
 export const ENVIRONMENT_VARIABLES = [
   ...COMMON_ENVIRONMENT_VARIABLES,
   'TROUPE_HOST_ID',
+  'TROUPE_NODE_NAME',
   'TROUPE_NODE_LABELS',
   'TROUPE_SLOTS',
   'TROUPE_BACKEND',
@@ -277,6 +287,8 @@ export function applyEnvironment(
   env: Readonly<Record<string, string | undefined>>,
 ): { config: Record<string, unknown>; issues: string[] } {
   const o = new EnvironmentOverrides(raw, env).applyCommon();
+  // A Kubernetes DaemonSet passes its node's name (spec.nodeName), which may have dots.
+  o.set('TROUPE_NODE_NAME', (v) => (o.config['hostId'] = hostIdOf(v)));
   o.set('TROUPE_HOST_ID', (v) => (o.config['hostId'] = v));
   o.set('TROUPE_BACKEND', (v) => (o.config['backend'] = v));
   o.set('TROUPE_DOCKER_SOCKET', (v) => (o.section('docker')['socketPath'] = v));

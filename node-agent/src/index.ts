@@ -19,6 +19,7 @@ export {
   applyEnvironment,
   ConfigSchema,
   defaultHostId,
+  hostIdOf,
   ENVIRONMENT_VARIABLES,
   WarmPoolEntrySchema,
   type NodeAgentConfig,

@@ -266,6 +266,16 @@ const haveKubectl = kubectl();
       const ds = build(path.join(dir, overlay)).find((d) => d['kind'] === 'DaemonSet')!;
       return ((ds['spec'] as Obj)['template'] as Obj)['spec'] as Obj;
     };
+    // The host id is the node's name as the agent cleans it (TROUPE_NODE_NAME): TROUPE_HOST_ID
+    // is taken as is, and a node name with dots (EKS's) would fail the agent at start.
+    const baseAgent = (agentOf('base')['containers'] as Obj[]).find(
+      (x) => x['name'] === 'node-agent',
+    )!;
+    expect(baseAgent['env']).toContainEqual({
+      name: 'TROUPE_NODE_NAME',
+      valueFrom: { fieldRef: { fieldPath: 'spec.nodeName' } },
+    });
+    expect((baseAgent['env'] as Obj[]).map((e) => e['name'])).not.toContain('TROUPE_HOST_ID');
     for (const overlay of ['overlays/vm', 'overlays/kvm']) {
       const pod = agentOf(overlay);
       const c = (pod['containers'] as Obj[]).find((x) => x['name'] === 'node-agent')!;

@@ -1,4 +1,4 @@
-import { applyEnvironment, ConfigSchema, defaultSlots } from '@troupe/node-agent';
+import { applyEnvironment, ConfigSchema, defaultSlots, hostIdOf } from '@troupe/node-agent';
 
 function issues(raw: unknown): string[] {
   const r = ConfigSchema.safeParse(raw);
@@ -86,6 +86,24 @@ describe('applyEnvironment', () => {
       logLevel: 'debug',
       docker: { socketPath: '/run/docker.sock' },
     });
+  });
+
+  test('TROUPE_NODE_NAME: a Kubernetes node name becomes a valid host id', () => {
+    const hostIdFrom = (env: Record<string, string>) =>
+      ConfigSchema.parse(applyEnvironment({}, env).config).hostId;
+    // EKS names nodes by their DNS name: dots cannot be in a NATS subject token.
+    expect(hostIdFrom({ TROUPE_NODE_NAME: 'ip-10-0-1-2.ec2.internal' })).toBe(
+      'ip-10-0-1-2-ec2-internal',
+    );
+    expect(hostIdFrom({ TROUPE_NODE_NAME: 'gke-pool-1-abcd' })).toBe('gke-pool-1-abcd');
+    // An explicit host id wins; a name of 70 characters is cut to 64 without a trailing dash.
+    expect(hostIdFrom({ TROUPE_NODE_NAME: 'a.b', TROUPE_HOST_ID: 'node-7' })).toBe('node-7');
+    expect(hostIdFrom({ TROUPE_NODE_NAME: `${'n'.repeat(63)}.example` })).toBe('n'.repeat(63));
+    expect(hostIdOf('...')).toBe('node');
+    // Without it, the raw host id is still checked.
+    expect(() =>
+      ConfigSchema.parse(applyEnvironment({}, { TROUPE_HOST_ID: 'a.b' }).config),
+    ).toThrow(/hostId/);
   });
 
   test('the vm kind: defaults, TROUPE_VM* overrides, refusals naming the field', () => {
