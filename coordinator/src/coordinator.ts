@@ -258,12 +258,13 @@ export class Coordinator {
    */
   private async becomeLeader(): Promise<void> {
     for (let attempt = 1; this.isLeader && !this.stopping.signal.aborted; attempt++) {
+      const steps: Record<string, number> = {};
       try {
-        await this.startLeaderServices();
+        await this.startLeaderServices(steps);
         return;
       } catch (err) {
         const pauseMs = Math.min(LEADER_RETRY_MAX_MS, LEADER_RETRY_FIRST_MS * 2 ** (attempt - 1));
-        this.log.error({ err, attempt, pauseMs }, 'leader services did not start: retrying');
+        this.log.error({ err, attempt, pauseMs, steps }, 'leader services did not start: retrying');
         await delay(pauseMs, this.stopping.signal, { unref: true }).catch(() => undefined);
       }
     }
@@ -274,13 +275,27 @@ export class Coordinator {
    * (a placer whose watcher failed would otherwise go on answering activation requests) and the
    * error is thrown.
    */
-  private async startLeaderServices(): Promise<void> {
+  private async startLeaderServices(steps: Record<string, number>): Promise<void> {
     const { cluster, replicas } = this.config;
+    // How long each step took, logged with the outcome: a start that takes seconds (a request
+    // lost while a stream elected its leader waits out the JetStream API's 5 s) shows where.
+    const timed = async <T>(name: string, step: () => Promise<T>): Promise<T> => {
+      const t0 = performance.now();
+      try {
+        return await step();
+      } finally {
+        steps[name] = Math.round(performance.now() - t0);
+      }
+    };
     const bucket = (name: 'nodes' | 'directory') =>
-      createKv(this.nc, kvBucketName(cluster, name), { history: 1, replicas });
+      timed(`${name}Kv`, () =>
+        createKv(this.nc, kvBucketName(cluster, name), { history: 1, replicas }),
+      );
     const nodesKv = await bucket('nodes');
     const directoryKv = await bucket('directory');
-    const remindersKv = await openRemindersKv(this.nc, cluster, replicas);
+    const remindersKv = await timed('remindersKv', () =>
+      openRemindersKv(this.nc, cluster, replicas),
+    );
     const jsm = await jetstreamManager(this.nc);
     // The registry's callbacks reach services built after it.
     const late: { placer?: PlacementService; placement?: ClusterPlacement } = {};
@@ -336,10 +351,10 @@ export class Coordinator {
       ...(sweeper ? { sweeper } : {}),
     };
     try {
-      await registry.start();
-      await placement.start();
-      await placer.start();
-      await reminders.start();
+      await timed('registry', () => registry.start());
+      await timed('placement', () => placement.start());
+      await timed('placer', () => placer.start());
+      await timed('reminders', () => reminders.start());
     } catch (err) {
       await stopLeaderServices(services);
       throw err;
@@ -347,7 +362,7 @@ export class Coordinator {
     reaper?.start();
     sweeper?.start();
     this.leaderServices = services;
-    this.log.info({}, 'leader services started');
+    this.log.info({ steps }, 'leader services started');
     // The hosts loaded from KV got a full grace period; those whose process is gone (the previous
     // leader's, after a kill) are declared dead now, so their actors are recovered at once.
     void registry
