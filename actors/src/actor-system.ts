@@ -3,6 +3,7 @@ import {
   type ActorAddress,
   formatAddress,
   type Logger,
+  NATS_RECONNECT_OPTIONS,
   noopLogger,
   TroupeError,
   validateAddress,
@@ -253,7 +254,7 @@ async function connectNats(options: ActorSystemOptions): Promise<NatsConnection>
   const opts: ConnectionOptions = {
     servers: options.servers ?? 'nats://127.0.0.1:4222',
     name: `troupe-${options.cluster ?? 'default'}`,
-    maxReconnectAttempts: -1,
+    ...NATS_RECONNECT_OPTIONS,
     // nats.js otherwise allocates two Error objects per request to capture call stacks: a fifth
     // of the CPU of an activation (every KV operation is a request). Our errors name what was
     // waited on, and async stack traces still show the caller.

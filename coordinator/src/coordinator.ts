@@ -128,7 +128,6 @@ export class Coordinator {
       (await connect({
         ...natsConnectionOptions(config.nats),
         name: `troupe-coordinator-${id}`,
-        maxReconnectAttempts: -1,
         noAsyncTraces: true, // see ActorSystem: saves two Error allocations per request
       }));
     const jobs =

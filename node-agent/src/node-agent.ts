@@ -471,7 +471,6 @@ async function connectNats(config: NodeAgentConfig): Promise<NatsConnection> {
   const opts: ConnectionOptions = {
     ...natsConnectionOptions(config.nats),
     name: `troupe-node-agent-${config.hostId}`,
-    maxReconnectAttempts: -1,
   };
   try {
     return await connect(opts);

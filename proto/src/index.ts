@@ -56,6 +56,8 @@ export {
   checkNatsAuth,
   ClusterNameSchema,
   DEFAULT_NATS_SERVER,
+  NATS_RECONNECT_OPTIONS,
+  NATS_RECONNECT_WAIT_MS,
   type NatsConnectionConfig,
   natsConnectionOptions,
   NatsConnectionSchema,

@@ -53,12 +53,37 @@ export function checkNatsAuth(nats: NatsConnectionConfig, ctx: z.RefinementCtx):
   }
 }
 
-/** The nats.js connect options for a `nats` config section (servers and credentials). */
+/**
+ * Pause between two attempts to reconnect to one server (nats.js waits 2 s): a process cut off
+ * from NATS (a partition, a server restarted) is back within about half a second of the server
+ * answering again, not up to two (chaos run 9: a partitioned node agent reconnected 2 s after the
+ * heal). With three servers and nats.js's jitter that is a few connection attempts a second per
+ * process while every server is away.
+ */
+export const NATS_RECONNECT_WAIT_MS = 500;
+
+/**
+ * How every long-running Troupe process reconnects: for ever (nats.js gives up after 10
+ * attempts, 20 s), {@link NATS_RECONNECT_WAIT_MS} apart.
+ */
+export const NATS_RECONNECT_OPTIONS = {
+  maxReconnectAttempts: -1,
+  reconnectTimeWait: NATS_RECONNECT_WAIT_MS,
+} as const satisfies Pick<ConnectionOptions, 'maxReconnectAttempts' | 'reconnectTimeWait'>;
+
+/**
+ * The nats.js connect options for a `nats` config section of a long-running process: servers,
+ * credentials and {@link NATS_RECONNECT_OPTIONS}.
+ */
 export function natsConnectionOptions(
   config: NatsConnectionConfig,
-): Pick<ConnectionOptions, 'servers' | 'token' | 'user' | 'pass'> {
+): Pick<
+  ConnectionOptions,
+  'servers' | 'token' | 'user' | 'pass' | 'maxReconnectAttempts' | 'reconnectTimeWait'
+> {
   return {
     servers: config.servers,
+    ...NATS_RECONNECT_OPTIONS,
     ...(config.token ? { token: config.token } : {}),
     ...(config.user ? { user: config.user, pass: config.pass } : {}),
   };

@@ -15,7 +15,7 @@ import {
   type EvolveBudgetContext,
 } from '@troupe/benchmarks';
 import { BudgetLedger, LedgerBudgetHook } from '@troupe/coordinator';
-import { invalidArgument, TroupeError } from '@troupe/proto';
+import { invalidArgument, natsConnectionOptions, TroupeError } from '@troupe/proto';
 
 /** What {@link ModelHosting.load} needs. */
 export interface ModelHostingOptions {
@@ -93,12 +93,9 @@ export class ModelHosting {
   async startAgentHost(): Promise<void> {
     const { options } = this;
     const connection = await connect({
-      servers: options.nats.servers,
+      ...natsConnectionOptions(options.nats),
       name: `troupe-agents-${options.hostId}`,
       noAsyncTraces: true, // as ActorSystem's own connection: two Error allocations per request
-      ...(options.nats.user !== undefined ? { user: options.nats.user } : {}),
-      ...(options.nats.pass !== undefined ? { pass: options.nats.pass } : {}),
-      ...(options.nats.token !== undefined ? { token: options.nats.token } : {}),
     });
     this.connection = connection;
     // The agent definition needs its budget hook before the host system exists; the hook is
