@@ -66,3 +66,41 @@ export function delay(ms: number, signal?: AbortSignal, options: DelayOptions = 
     signal?.addEventListener('abort', onAbort, { once: true });
   });
 }
+
+/** Options of {@link retryWithBackoff}. */
+export interface RetryWithBackoffOptions {
+  /** Whether a failure is worth another try (any other is thrown at once). */
+  isRetryable: (err: unknown) => boolean;
+  /** No pause that would end after this time (`Date.now()` clock): the last failure is thrown. */
+  untilMs: number;
+  /** The first pause, doubled after each failure. @default 250 */
+  firstPauseMs?: number;
+  /** The longest pause. @default 2000 */
+  maxPauseMs?: number;
+  /** Stops the pauses (rejects as {@link delay} does). */
+  signal?: AbortSignal;
+  /** Pauses that do not keep the process alive. @default false */
+  unref?: boolean;
+}
+
+/**
+ * `fn`, tried again after each retryable failure with a pause doubling from `firstPauseMs` to
+ * `maxPauseMs`, while a pause still ends before `untilMs`: the one backoff loop behind the
+ * runtime's waits for JetStream to start, the job layer's reads through an outage and the node
+ * agent's posts through one.
+ */
+export async function retryWithBackoff<T>(
+  fn: () => Promise<T>,
+  options: RetryWithBackoffOptions,
+): Promise<T> {
+  const { isRetryable, untilMs, signal, unref = false } = options;
+  const maxPauseMs = options.maxPauseMs ?? 2_000;
+  for (let pauseMs = options.firstPauseMs ?? 250; ; pauseMs = Math.min(pauseMs * 2, maxPauseMs)) {
+    try {
+      return await fn();
+    } catch (err) {
+      if (!isRetryable(err) || Date.now() + pauseMs > untilMs) throw err;
+    }
+    await delay(pauseMs, signal, { unref });
+  }
+}

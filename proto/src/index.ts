@@ -5,7 +5,14 @@
  * (`troupe/v1/jobs.proto`) with its generated types.
  */
 
-export { delay, type DelayOptions, raceSignal, throwIfAborted } from './abort';
+export {
+  delay,
+  type DelayOptions,
+  raceSignal,
+  retryWithBackoff,
+  type RetryWithBackoffOptions,
+  throwIfAborted,
+} from './abort';
 export {
   cancelledError,
   CancelReason,

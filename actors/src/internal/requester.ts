@@ -6,6 +6,8 @@ import {
   type Subscription,
   TimeoutError,
 } from '@nats-io/transport-node';
+import { noopLogger } from '@troupe/proto';
+import { watchConnectionStatus } from '../connection-status';
 import { WORKING_HEADER } from './ask-keepalive';
 
 /** What {@link Requester.request} resolves to when no subscriber exists on the subject. */
@@ -129,11 +131,14 @@ export class Requester {
   private followStatus(): void {
     if (this.followingStatus) return;
     this.followingStatus = true;
-    void (async () => {
-      for await (const s of this.nc.status()) {
+    // resendAll catches its own errors: nothing for the watch's logger to report.
+    watchConnectionStatus(
+      this.nc,
+      (s) => {
         if (s.type === 'reconnect') this.resendAll();
-      }
-    })().catch(() => undefined); // ends when the connection closes
+      },
+      noopLogger,
+    );
   }
 
   private resendAll(): void {

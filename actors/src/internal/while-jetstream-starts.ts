@@ -1,4 +1,4 @@
-import { delay } from '@troupe/proto';
+import { retryWithBackoff } from '@troupe/proto';
 import { isTransientNatsError } from './nats-errors';
 
 /**
@@ -13,18 +13,14 @@ export const JETSTREAM_START_WAIT_MS = 30_000;
  * NATS error (a timeout, no responders, JetStream "temporarily unavailable"), for at most
  * `waitMs`; then the last error is thrown. Any other error is thrown at once.
  */
-export async function whileJetStreamStarts<T>(
+export function whileJetStreamStarts<T>(
   call: () => Promise<T>,
   waitMs: number = JETSTREAM_START_WAIT_MS,
 ): Promise<T> {
-  const deadline = Date.now() + waitMs;
-  for (let attempt = 0; ; attempt++) {
-    try {
-      return await call();
-    } catch (err) {
-      const pauseMs = Math.min(2_000, 100 * 2 ** attempt);
-      if (!isTransientNatsError(err) || Date.now() + pauseMs > deadline) throw err;
-      await delay(pauseMs, undefined, { unref: true });
-    }
-  }
+  return retryWithBackoff(call, {
+    isRetryable: isTransientNatsError,
+    untilMs: Date.now() + waitMs,
+    firstPauseMs: 100,
+    unref: true,
+  });
 }

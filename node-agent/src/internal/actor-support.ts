@@ -1,10 +1,10 @@
 import {
   type ActorAddress,
-  delay,
   ErrorCode,
   formatAddress,
   isTroupeError,
   type Logger,
+  retryWithBackoff,
   toTroupeError,
   TroupeError,
 } from '@troupe/proto';
@@ -67,16 +67,9 @@ export function notFoundAt(err: unknown, field: string): unknown {
  * a NATS server is lost), pausing 250 ms doubling to 2 s, until `untilMs`; any other failure, or
  * one that leaves no time for another try, is thrown.
  */
-export async function retryWhileUnavailable<T>(
-  send: () => Promise<T>,
-  untilMs: number,
-): Promise<T> {
-  for (let pauseMs = 250; ; pauseMs = Math.min(pauseMs * 2, 2_000)) {
-    try {
-      return await send();
-    } catch (err) {
-      if (toTroupeError(err).retryable !== true || Date.now() + pauseMs >= untilMs) throw err;
-      await delay(pauseMs);
-    }
-  }
+export function retryWhileUnavailable<T>(send: () => Promise<T>, untilMs: number): Promise<T> {
+  return retryWithBackoff(send, {
+    isRetryable: (err) => toTroupeError(err).retryable === true,
+    untilMs,
+  });
 }
