@@ -19,10 +19,15 @@
  *   when tasks cost nothing
  * - `coordinator_rss_growth`: RSS of the process hosting the coordinator when that job ends / when
  *   its 1,000th task was graded (the engine keeps no per-task state in memory: goal ≤ 1.5)
+ * - `coordinator_heap_growth` (with `--live-heap`): the same for the heap in use after a full
+ *   garbage collection, the live set (RSS also holds the garbage V8 lets pile up between
+ *   collections, which follows the allocation rate, not the tasks run). The collection forced at
+ *   the 1,000th task resets V8's heap sizing, so that run's `coordinator_rss_growth` is lower
+ *   than a run without it and not comparable. Needs `--expose-gc` (as `npm run perf` runs)
  * - `job_100k_wall_s`: that job's wall time, reported when `--big` is at least 100,000
  *
  * Options: `--tasks N` (200), `--concurrency C` (4), `--samples S` (1 job run per sample),
- * `--big N` (10000; 0 skips the throughput job), `--big-concurrency C` (256).
+ * `--big N` (10000; 0 skips the throughput job), `--big-concurrency C` (256), `--live-heap`.
  */
 import { registerBuiltinDrivers } from '@troupe/benchmarks';
 import { TroupeClient } from '@troupe/client';
@@ -42,6 +47,7 @@ const CONCURRENCY = Number(arg('--concurrency') ?? 4);
 const SAMPLES = Number(arg('--samples') ?? 1);
 const BIG = Number(arg('--big') ?? 10_000);
 const BIG_CONCURRENCY = Number(arg('--big-concurrency') ?? 256);
+const LIVE_HEAP = process.argv.includes('--live-heap');
 
 /** Runs `count` containers of `image` running `true`, `concurrency` at a time. */
 async function scriptRun(docker: Docker, image: string, label: string): Promise<number> {
@@ -113,9 +119,13 @@ async function jobRun(
  * One large `noop` job: its wall time, and the process's RSS when the 1,000th task was graded and
  * when the job finished.
  */
-async function bigRun(
-  client: TroupeClient,
-): Promise<{ wallMs: number; rssAt1k: number; rssEnd: number }> {
+async function bigRun(client: TroupeClient): Promise<{
+  wallMs: number;
+  rssAt1k: number;
+  rssEnd: number;
+  heapAt1k?: number;
+  heapEnd?: number;
+}> {
   const t0 = nowUs();
   const job = await client.submitJob({
     name: 'perf-jobs-big',
@@ -126,11 +136,13 @@ async function bigRun(
   });
   let graded = 0;
   let rssAt1k = 0;
+  let heapAt1k: number | undefined;
   let finished = false;
   let lastReport = Date.now();
   for await (const e of client.watch(job.jobId)) {
     if (e.type === 'TASK_GRADED' && ++graded === Math.min(1_000, BIG)) {
       rssAt1k = process.memoryUsage().rss;
+      heapAt1k = liveHeap();
     }
     if (Date.now() - lastReport > 10_000) {
       lastReport = Date.now();
@@ -140,12 +152,29 @@ async function bigRun(
   }
   const wallMs = (nowUs() - t0) / 1000;
   const rssEnd = process.memoryUsage().rss;
+  const heapEnd = liveHeap();
   if (!finished) throw new Error('the big job did not finish');
   const results = await client.getResultsPage(job.jobId, { pageSize: 1 });
   if (results.aggregate?.passed !== BIG || graded !== BIG) {
     throw new Error(`big job: ${results.aggregate?.passed} passed, ${graded} graded of ${BIG}`);
   }
-  return { wallMs, rssAt1k, rssEnd };
+  return {
+    wallMs,
+    rssAt1k,
+    rssEnd,
+    ...(heapAt1k !== undefined && heapEnd !== undefined ? { heapAt1k, heapEnd } : {}),
+  };
+}
+
+/**
+ * Heap in use after a full collection (RSS is read before it); undefined without `--live-heap`
+ * or `--expose-gc`.
+ */
+function liveHeap(): number | undefined {
+  const gc = (globalThis as { gc?: () => void }).gc;
+  if (!LIVE_HEAP || !gc) return undefined;
+  gc();
+  return process.memoryUsage().heapUsed;
 }
 
 async function main(): Promise<void> {
@@ -224,6 +253,9 @@ async function main(): Promise<void> {
         wall_s: big.wallMs / 1000,
         rss_at_1k_mb: big.rssAt1k / 2 ** 20,
         rss_end_mb: big.rssEnd / 2 ** 20,
+        ...(big.heapAt1k !== undefined && big.heapEnd !== undefined
+          ? { live_heap_at_1k_mb: big.heapAt1k / 2 ** 20, live_heap_end_mb: big.heapEnd / 2 ** 20 }
+          : {}),
       });
     }
     printResult('jobs', {
@@ -233,6 +265,9 @@ async function main(): Promise<void> {
         ? {
             completions_per_s: BIG / (big.wallMs / 1000),
             coordinator_rss_growth: big.rssEnd / big.rssAt1k,
+            ...(big.heapAt1k !== undefined && big.heapEnd !== undefined
+              ? { coordinator_heap_growth: big.heapEnd / big.heapAt1k }
+              : {}),
             ...(BIG >= 100_000 ? { job_100k_wall_s: big.wallMs / 1000 } : {}),
           }
         : {}),
