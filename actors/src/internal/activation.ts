@@ -475,6 +475,9 @@ export class Activation implements TurnRunner {
       // Posted messages and core asks/tells take turns: a steady stream of posts (a big job's
       // task outcomes) never starves an ask (a results page waiting on the job's snapshot).
       while (this.running()) {
+        // A commit that failed unanswered may have landed, or the actor moved on meanwhile: no
+        // turn (not even a read) runs on state the store may have passed.
+        await this.cell.settle();
         if (this.inbox.wanted) {
           const next = await this.inbox.next();
           if (next) await this.posted.handle(next);

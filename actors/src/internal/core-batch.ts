@@ -24,7 +24,6 @@ export const MAX_CORE_BATCH = 128;
  */
 export async function handleCoreBatch(runner: TurnRunner, items: CoreItem[]): Promise<void> {
   const { cell, log } = runner;
-  const base = { state: cell.state, cursor: cell.cursor };
   const replies: { msg: Respondable; ok?: Uint8Array; error?: TroupeError }[] = [];
   let dirty = false;
   for (const item of items) {
@@ -72,9 +71,9 @@ export async function handleCoreBatch(runner: TurnRunner, items: CoreItem[]): Pr
     try {
       checked = cell.validated(cell.state);
     } catch (err) {
-      // A handler produced a state its schema refuses: nothing of this batch is kept.
-      cell.state = base.state;
-      cell.cursor = base.cursor;
+      // A handler produced a state its schema refuses: nothing of this batch past its last
+      // commit (a handler's checkpoint) is kept.
+      cell.rollback();
       log.error({ err }, 'handler produced an invalid state; batch rolled back');
       for (const r of replies) replyError(r.msg, toTroupeError(err), log);
       return;
@@ -86,8 +85,10 @@ export async function handleCoreBatch(runner: TurnRunner, items: CoreItem[]): Pr
         replyAllMoved(items, runner.key, log);
         throw err;
       }
-      cell.state = base.state;
-      cell.cursor = base.cursor;
+      // Back to the last commit: a checkpoint a handler of this batch made is in the store, and a
+      // state from before it would say its work never happened (chaos seed 8105: a sandbox that
+      // had recorded its command's start before running it answered that it had none).
+      cell.rollback();
       const unavailable = new TroupeError('UNAVAILABLE', `${runner.key}: state commit failed`, {
         cause: err,
       });

@@ -1,6 +1,19 @@
-import { type ActorAddress, formatAddress, fromZodError, TroupeError } from '@troupe/proto';
+import {
+  type ActorAddress,
+  ErrorReason,
+  formatAddress,
+  fromZodError,
+  hasReason,
+  TroupeError,
+} from '@troupe/proto';
 import { type AnyActorDefinition } from '../actor-definition';
-import { type StateRecord, type StateStore } from '../state-store';
+import {
+  FencedError,
+  type StateRecord,
+  type StateStore,
+  type StoredState,
+  storeOutageOf,
+} from '../state-store';
 import { decodeJson, encodeJson } from './json-codec';
 
 /**
@@ -31,6 +44,12 @@ export class StateCell {
     cursor: number;
     pendingTurn: StateRecord['turn'];
   } = { value: undefined, encoded: undefined, cursor: 0, pendingTurn: undefined };
+  /**
+   * Set when a commit failed without an answer from the store (a timeout, a connection lost): it
+   * may have landed, so the revision and state in memory may be behind the store's, and a newer
+   * activation may own the actor by now. {@link settle} finds out before the next turn.
+   */
+  private unsure = false;
 
   constructor(
     private readonly def: AnyActorDefinition,
@@ -41,6 +60,7 @@ export class StateCell {
 
   /** Takes the record a claim returned (none: the kind's initial state). */
   load(claimed: { record: StateRecord | undefined; revision: number }): void {
+    this.unsure = false;
     this.revision = claimed.revision;
     this.cursor = claimed.record?.cursor ?? 0;
     this.pendingTurn = claimed.record?.turn;
@@ -56,6 +76,32 @@ export class StateCell {
     }
     this.state = loaded ? loaded.data : this.def.initialState(this.address.id);
     this.remember();
+  }
+
+  /**
+   * After a commit that may have landed unanswered ({@link unsure}): reads the record. Written by
+   * another epoch (or removed): throws {@link FencedError}, so the activation stops instead of
+   * answering from state a newer one has moved past (chaos seed 8105: a sandbox's fenced
+   * activation said its command had never started, and the task ran it again). Written by this
+   * epoch at a newer revision: that commit landed, and its record is taken as the state. A read
+   * that fails throws the store's outage, and the next turn tries again.
+   */
+  async settle(): Promise<void> {
+    if (!this.unsure) return;
+    let stored: StoredState | undefined;
+    try {
+      stored = await this.store.read(this.address);
+    } catch (err) {
+      throw storeOutageOf(err) ?? err;
+    }
+    if (!stored) {
+      if (this.revision !== 0) throw new FencedError(this.address, 'its state record was removed');
+    } else if (stored.record.epoch !== this.epoch) {
+      throw new FencedError(this.address, `state has epoch ${stored.record.epoch}`);
+    } else if (stored.revision !== this.revision) {
+      this.load(stored);
+    }
+    this.unsure = false;
   }
 
   /** True when the cursor moved in memory since the last commit (messages applied, not committed). */
@@ -129,7 +175,12 @@ export class StateCell {
       ...(turn ? { turn } : {}),
     };
     const data = encodeJson(record);
-    this.revision = await this.store.commitEncoded(this.address, this.revision, data);
+    try {
+      this.revision = await this.store.commitEncoded(this.address, this.revision, data);
+    } catch (err) {
+      if (!hasReason(err, ErrorReason.FENCED)) this.unsure = true;
+      throw err;
+    }
     if (keep === 'encoded') {
       this.value = undefined;
       this.encoded = data;

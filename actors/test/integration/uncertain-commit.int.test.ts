@@ -1,0 +1,144 @@
+import { randomClusterName, startNatsServer, type NatsServerHandle } from '@troupe/testkit';
+import { z } from 'zod';
+import { defineActor } from '../../src/actor-definition';
+import { ActorSystem } from '../../src/actor-system';
+import { StateStore, StoreUnavailableError } from '../../src/state-store';
+
+// A turn's commit that fails without an answer from the store (a timeout in a partition, a NATS
+// server lost) leaves the activation unsure of what the store holds. Chaos seed 8105: a sandbox
+// actor checkpointed "command started" before running it, the turn's final commit timed out, the
+// activation fell back to the state from before the turn (no command) and — cut off, then
+// fenced by a newer activation it had not heard of — answered a `status` with that state. The
+// task took "no command" for "never ran" and ran the command a second time.
+
+let server: NatsServerHandle;
+beforeAll(async () => {
+  server = await startNatsServer();
+});
+afterAll(async () => {
+  await server.stop();
+});
+afterEach(() => {
+  jest.restoreAllMocks();
+});
+
+const Steps = defineActor({
+  kind: 'steps',
+  state: z.object({ entries: z.array(z.string()) }),
+  initialState: () => ({ entries: [] as string[] }),
+  messages: {
+    // Records `name` as started (checkpointed), then as done (the turn's commit).
+    step: z.object({ name: z.string() }),
+    read: z.object({}),
+  },
+  handlers: {
+    step: async (ctx, msg, state) => {
+      const started = [...state.entries, `${msg.name}:started`];
+      await ctx.checkpoint({ entries: started });
+      return { state: { entries: [...started, `${msg.name}:done`] }, reply: {} };
+    },
+    read: (ctx, _msg, state) => ({ reply: { entries: state.entries, epoch: ctx.epoch } }),
+  },
+  idleTimeoutMs: 600_000,
+});
+
+type ReadReply = { entries: string[]; epoch: number };
+
+/** Fails the next commit of `steps/<id>` whose record contains `marker`, per `how`. */
+function failCommitContaining(marker: string, how: 'lost' | 'landed-unanswered'): () => number {
+  const realCommit = StateStore.prototype.commitEncoded;
+  let failed = 0;
+  jest.spyOn(StateStore.prototype, 'commitEncoded').mockImplementation(async function (
+    this: StateStore,
+    ...args: Parameters<StateStore['commitEncoded']>
+  ) {
+    const text = Buffer.from(args[2]).toString();
+    if (failed === 0 && text.includes(marker)) {
+      failed++;
+      if (how === 'landed-unanswered') await realCommit.apply(this, args);
+      throw new StoreUnavailableError(new Error('TIMEOUT'));
+    }
+    return realCommit.apply(this, args);
+  });
+  return () => failed;
+}
+
+async function withHost(run: (host: ActorSystem) => Promise<void>): Promise<void> {
+  const host = await ActorSystem.start({
+    cluster: randomClusterName(),
+    servers: [server.url],
+    hosting: [Steps],
+  });
+  try {
+    await run(host);
+  } finally {
+    await host.shutdown({ graceMs: 0 });
+  }
+}
+
+test('a failed commit falls back to the turn’s checkpoint, not to the state before the turn', async () => {
+  await withHost(async (host) => {
+    const ref = host.refOf({ kind: 'steps', id: 's1' });
+    await ref.ask('read', {});
+    const failed = failCommitContaining('a:done', 'lost');
+    await expect(ref.ask('step', { name: 'a' }, { timeoutMs: 10_000 })).rejects.toThrow(
+      /state commit failed/,
+    );
+    expect(failed()).toBe(1);
+    const after = (await ref.ask('read', {})) as ReadReply;
+    // The checkpoint is in the store: "a" started. The state before the turn said nothing of it.
+    expect(after.entries).toEqual(['a:started']);
+    const stored = await host.states.read({ kind: 'steps', id: 's1' });
+    expect((stored?.record.data as { entries: string[] }).entries).toEqual(after.entries);
+  });
+});
+
+test('a commit that landed unanswered is taken up, and the activation is not fenced by it', async () => {
+  await withHost(async (host) => {
+    const ref = host.refOf({ kind: 'steps', id: 's2' });
+    const first = (await ref.ask('read', {})) as ReadReply;
+    const failed = failCommitContaining('a:done', 'landed-unanswered');
+    await expect(ref.ask('step', { name: 'a' }, { timeoutMs: 10_000 })).rejects.toThrow(
+      /state commit failed/,
+    );
+    expect(failed()).toBe(1);
+    // What the store holds, from the same activation.
+    const after = (await ref.ask('read', {})) as ReadReply;
+    expect(after).toEqual({ entries: ['a:started', 'a:done'], epoch: first.epoch });
+    // And it goes on committing: its revision is the store's again.
+    await ref.ask('step', { name: 'b' });
+    const last = (await ref.ask('read', {})) as ReadReply;
+    expect(last).toEqual({
+      entries: ['a:started', 'a:done', 'b:started', 'b:done'],
+      epoch: first.epoch,
+    });
+  });
+});
+
+test('after a failed commit, an activation a newer epoch has claimed answers nothing from memory', async () => {
+  await withHost(async (host) => {
+    const addr = { kind: 'steps', id: 's3' };
+    const ref = host.refOf(addr);
+    const first = (await ref.ask('read', {})) as ReadReply;
+    const failed = failCommitContaining('a:done', 'lost');
+    await expect(ref.ask('step', { name: 'a' }, { timeoutMs: 10_000 })).rejects.toThrow(
+      /state commit failed/,
+    );
+    expect(failed()).toBe(1);
+    jest.restoreAllMocks();
+    // A newer activation (elsewhere, while this one was cut off) claims the state and moves on.
+    // (The directory hands out the epochs; the next activation it places gets at least this one.)
+    const claimed = await host.states.claim(addr, first.epoch + 1);
+    await host.states.commit(addr, claimed.revision, {
+      epoch: first.epoch + 1,
+      cursor: claimed.record?.cursor ?? 0,
+      data: { entries: ['a:started', 'a:done', 'elsewhere'] },
+    });
+    // The old activation must not answer from memory: it finds itself fenced, and the ask is
+    // answered by a newer activation from the store.
+    const after = (await ref.ask('read', {}, { timeoutMs: 20_000 })) as ReadReply;
+    expect(after.epoch).toBeGreaterThan(first.epoch);
+    expect(after.entries).toEqual(['a:started', 'a:done', 'elsewhere']);
+    expect((await host.states.read(addr))?.record.epoch).toBe(after.epoch);
+  });
+});
