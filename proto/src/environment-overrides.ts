@@ -1,9 +1,12 @@
+import { readFileSync } from 'node:fs';
+
 /** The variables every server maps the same way (see {@link EnvironmentOverrides.applyCommon}). */
 export const COMMON_ENVIRONMENT_VARIABLES = [
   'TROUPE_CLUSTER',
   'TROUPE_NATS_URL',
   'TROUPE_NATS_USER',
   'TROUPE_NATS_PASS',
+  'TROUPE_NATS_PASS_FILE',
   'TROUPE_NATS_TOKEN',
   'TROUPE_LOG_LEVEL',
   'TROUPE_REPLICAS',
@@ -79,7 +82,9 @@ export class EnvironmentOverrides {
   /**
    * The {@link COMMON_ENVIRONMENT_VARIABLES}: `TROUPE_CLUSTER` → `cluster`, `TROUPE_LOG_LEVEL` →
    * `logLevel`, `TROUPE_NATS_URL` (comma-separated) → `nats.servers`, `TROUPE_NATS_USER|PASS|TOKEN`
-   * → `nats.user|pass|token`, `TROUPE_REPLICAS` → `replicas`.
+   * → `nats.user|pass|token`, `TROUPE_NATS_PASS_FILE` → `nats.pass` read from that file (its
+   * first line: a per-node credential on a Kubernetes node's disk), `TROUPE_REPLICAS` →
+   * `replicas`.
    */
   applyCommon(): this {
     this.set('TROUPE_CLUSTER', (v) => (this.config['cluster'] = v));
@@ -89,6 +94,22 @@ export class EnvironmentOverrides {
     });
     this.set('TROUPE_NATS_USER', (v) => (this.section('nats')['user'] = v));
     this.set('TROUPE_NATS_PASS', (v) => (this.section('nats')['pass'] = v));
+    this.set('TROUPE_NATS_PASS_FILE', (file) => {
+      if (this.env['TROUPE_NATS_PASS']) {
+        this.issues.push('TROUPE_NATS_PASS_FILE: set it or TROUPE_NATS_PASS, not both');
+        return;
+      }
+      let pass: string;
+      try {
+        pass = readFileSync(file, 'utf8').split(/\r?\n/)[0]!.trim();
+      } catch (err) {
+        const reason = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
+        this.issues.push(`TROUPE_NATS_PASS_FILE: cannot read ${file} (${reason})`);
+        return;
+      }
+      if (pass === '') this.issues.push(`TROUPE_NATS_PASS_FILE: ${file} is empty`);
+      else this.section('nats')['pass'] = pass;
+    });
     this.set('TROUPE_NATS_TOKEN', (v) => (this.section('nats')['token'] = v));
     this.set('TROUPE_REPLICAS', (v) => {
       const n = this.int('TROUPE_REPLICAS', v);

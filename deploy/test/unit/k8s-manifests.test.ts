@@ -1,5 +1,14 @@
 import { execFileSync } from 'node:child_process';
-import { cpSync, mkdtempSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import {
+  cpSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
@@ -124,7 +133,15 @@ function kubectl(): boolean {
 /** Builds a kustomization of a copy of deploy/k8s (with a generated secrets.env). */
 function build(dir: string): Obj[] {
   const out = execFileSync('kubectl', ['kustomize', dir], { encoding: 'utf8', timeout: 60_000 });
-  return docs(out, dir);
+  const built = docs(out, dir);
+  // kustomize folds a long Secret value's base64 over lines; the API server's decoder skips the
+  // line breaks, the schema's `byte` format does not.
+  for (const d of built) {
+    if (d['kind'] !== 'Secret' || !d['data']) continue;
+    const data = d['data'] as Record<string, string>;
+    for (const k of Object.keys(data)) data[k] = data[k]!.replace(/\s+/g, '');
+  }
+  return built;
 }
 
 test('the strict check catches unknown fields, wrong types, bad enums and missing fields', () => {
@@ -182,23 +199,17 @@ test('every manifest file in deploy/k8s matches the Kubernetes schemas, unknown 
   expect(checked).toBeGreaterThanOrEqual(15);
 });
 
-test('the NATS roles are the same in compose and Kubernetes', () => {
-  // compose/nats-roles.conf, verbatim (comments included), first in each ConfigMap's
-  // authorization block (Kubernetes adds its shared node agent role, then its users).
-  const trim = (text: string) =>
-    text
-      .split('\n')
-      .map((l) => l.trim())
-      .filter((l) => l !== '');
-  const roles = readFileSync(COMPOSE_NATS_ROLES, 'utf8');
-  const compose = trim(roles.slice(roles.indexOf('COORDINATOR = {'))).join('\n');
+test('the NATS roles are the same in compose and Kubernetes; the users come from their Secret', () => {
+  // compose/nats-roles.conf, verbatim (comments included), is the base ConfigMap's
+  // nats-roles.conf; every nats.conf takes its users (and, through them, the roles) from the
+  // troupe-nats-users Secret that gen-secrets.sh generates.
+  const [base] = docs(readFileSync(path.join(K8S, 'base/nats-config.yaml'), 'utf8'), 'base');
+  const data = base!['data'] as Obj;
+  expect(data['nats-roles.conf']).toBe(readFileSync(COMPOSE_NATS_ROLES, 'utf8'));
   for (const file of ['base/nats-config.yaml', 'overlays/dev/nats-config.yaml']) {
     const [cm] = docs(readFileSync(path.join(K8S, file), 'utf8'), file);
-    const block = trim(authBlock(String((cm!['data'] as Obj)['nats.conf'])));
-    expect(block[0]).toBe('authorization {');
-    const n = compose.split('\n').length;
-    expect(block.slice(1, 1 + n).join('\n')).toBe(compose);
-    expect(block.slice(1 + n).some((l) => l.startsWith('NODE_AGENT_SHARED = {'))).toBe(true);
+    const conf = String((cm!['data'] as Obj)['nats.conf']);
+    expect(authBlock(conf)).toBe('authorization {\ninclude ../users/nats-users.conf\n}');
   }
 });
 
@@ -342,5 +353,90 @@ const haveKubectl = kubectl();
     const kvmAgent = (kvm['containers'] as Obj[]).find((x) => x['name'] === 'node-agent')!;
     expect(((kvmAgent['resources'] as Obj)['limits'] as Obj)['devices.kubevirt.io/kvm']).toBe('1');
     expect(agentOf('overlays/vm')['nodeSelector']).toBeUndefined();
+  },
+);
+
+(haveKubectl ? test : test.skip)(
+  'components/per-node-nats gives each node agent its own NATS user and password file',
+  () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'troupe-k8s-'));
+    cpSync(K8S, dir, { recursive: true });
+    rmSync(path.join(dir, 'node-credentials'), { recursive: true, force: true });
+    execFileSync(
+      'bash',
+      [path.join(dir, 'gen-secrets.sh'), '--force', '--nodes', 'ip-10-0-1-2.ec2.internal,node-b'],
+      { stdio: 'ignore' },
+    );
+    // The component on top of an overlay, as docs/deploy.md says to use it.
+    for (const overlay of ['dev', 'models']) {
+      const combined = path.join(dir, 'overlays', `${overlay}-per-node`);
+      mkdirSync(combined);
+      writeFileSync(
+        path.join(combined, 'kustomization.yaml'),
+        [
+          'apiVersion: kustomize.config.k8s.io/v1beta1',
+          'kind: Kustomization',
+          `resources: [../${overlay}]`,
+          'components: [../../components/per-node-nats]',
+          '',
+        ].join('\n'),
+      );
+      const built = build(combined);
+      expect(built.flatMap((d) => check(d))).toEqual([]);
+      const secret = (prefix: string): Obj =>
+        built.find(
+          (d) =>
+            d['kind'] === 'Secret' && String((d['metadata'] as Obj)['name']).startsWith(prefix),
+        )!;
+      // No shared node agent password anywhere.
+      expect(Object.keys(secret('troupe-secrets')['data'] as Obj)).not.toContain(
+        'nats-node-agent-password',
+      );
+      const users = Buffer.from(
+        String((secret('troupe-nats-users')['data'] as Obj)['nats-users.conf']),
+        'base64',
+      ).toString();
+      expect(users).toContain('user: "node-agent.ip-10-0-1-2.ec2.internal"');
+      expect(users).toContain('"troupe.troupe.host.ip-10-0-1-2-ec2-internal.*"');
+      expect(users).toContain('user: "node-agent.node-b"');
+      expect(users).not.toMatch(/user: node-agent,|NODE_AGENT_SHARED/);
+      const ds = built.find((d) => d['kind'] === 'DaemonSet')!;
+      const pod = (ds['spec'] as Obj)['template'] as Obj;
+      const c = ((pod['spec'] as Obj)['containers'] as Obj[]).find(
+        (x) => x['name'] === 'node-agent',
+      )!;
+      const env = c['env'] as Obj[];
+      const names = env.map((e) => e['name']);
+      // The user is named after the node, which Kubernetes expands only when defined above it.
+      expect(names.indexOf('TROUPE_NODE_NAME')).toBeLessThan(names.indexOf('TROUPE_NATS_USER'));
+      expect(env).toContainEqual({
+        name: 'TROUPE_NATS_USER',
+        value: 'node-agent.$(TROUPE_NODE_NAME)',
+      });
+      expect(names).not.toContain('TROUPE_NATS_PASS');
+      expect(env).toContainEqual({
+        name: 'TROUPE_NATS_PASS_FILE',
+        value: '/etc/troupe-node/nats-password',
+      });
+      expect(c['volumeMounts']).toContainEqual({
+        name: 'node-credentials',
+        mountPath: '/etc/troupe-node',
+        readOnly: true,
+      });
+      expect((pod['spec'] as Obj)['volumes']).toContainEqual({
+        name: 'node-credentials',
+        hostPath: { path: '/etc/troupe/node-agent', type: 'Directory' },
+      });
+      // Only the NATS pods mount the users file.
+      const mounting = built
+        .filter((d) => JSON.stringify(d).includes('"secretName":"troupe-nats-users'))
+        .map((d) => String((d['metadata'] as Obj)['name']));
+      expect(mounting).toEqual(['troupe-nats']);
+    }
+    for (const node of ['ip-10-0-1-2.ec2.internal', 'node-b']) {
+      const file = path.join(dir, 'node-credentials', node, 'nats-password');
+      expect(statSync(file).mode & 0o777).toBe(0o600);
+      expect(readFileSync(file, 'utf8')).toMatch(/^tr[0-9a-f]{48}\n$/);
+    }
   },
 );

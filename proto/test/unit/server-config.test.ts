@@ -179,6 +179,28 @@ describe('EnvironmentOverrides', () => {
     expect(raw).toEqual({ nats: { servers: 'nats://file:4222', user: 'u' }, cluster: 'c' });
   });
 
+  it('reads the NATS password from TROUPE_NATS_PASS_FILE, naming the variable when it cannot', () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'troupe-pass-'));
+    const file = path.join(dir, 'nats-password');
+    writeFileSync(file, 'trs3cret\n');
+    const read = (env: Record<string, string>) =>
+      new EnvironmentOverrides({}, env).applyCommon().result();
+    expect(read({ TROUPE_NATS_PASS_FILE: file, TROUPE_NATS_USER: 'node-agent.n1' })).toEqual({
+      config: { nats: { user: 'node-agent.n1', pass: 'trs3cret' } },
+      issues: [],
+    });
+    expect(read({ TROUPE_NATS_PASS_FILE: path.join(dir, 'missing') }).issues).toEqual([
+      `TROUPE_NATS_PASS_FILE: cannot read ${path.join(dir, 'missing')} (ENOENT)`,
+    ]);
+    writeFileSync(file, '\n');
+    expect(read({ TROUPE_NATS_PASS_FILE: file }).issues).toEqual([
+      `TROUPE_NATS_PASS_FILE: ${file} is empty`,
+    ]);
+    expect(read({ TROUPE_NATS_PASS_FILE: file, TROUPE_NATS_PASS: 'p' }).issues).toEqual([
+      'TROUPE_NATS_PASS_FILE: set it or TROUPE_NATS_PASS, not both',
+    ]);
+  });
+
   it('collects syntax problems named by the variable', () => {
     const o = new EnvironmentOverrides({}, {});
     expect(o.int('A', ' 12 ')).toBe(12);
