@@ -1,15 +1,12 @@
 import { execFileSync } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
-import { registerBuiltinDrivers } from '@troupe/benchmarks';
-import { TroupeClient } from '@troupe/client';
-import { Coordinator, DriverRegistry } from '@troupe/coordinator';
 import { applyEnvironment, NodeAgent, type NodeAgentOptions } from '@troupe/node-agent';
 import { ensureDocker, startNatsServer, waitFor, type NatsServerHandle } from '@troupe/testkit';
 import { parseAllDocuments } from 'yaml';
+import { runShellJobUnderUsers } from './support/run-job-under-users';
 
 // The Kubernetes deployment's NATS configuration on a real nats-server: the ConfigMap's nats.conf
 // (the dev overlay's single server) and nats-roles.conf, with the users file that
@@ -143,67 +140,17 @@ test('the generated users file is what the ConfigMap includes, and nothing else 
 });
 
 test('node agents configured as the DaemonSet runs them register and run a job', async () => {
-  await ensureDocker();
-  const token = randomBytes(24).toString('hex');
-  const coordinator = await Coordinator.start(
-    {
-      cluster: CLUSTER,
-      nats: {
-        servers: server.url,
-        user: 'coordinator',
-        pass: secretsEnv()['nats-coordinator-password']!,
-      },
-      metrics: { port: null },
-      shutdownGraceMs: 0,
-      grpc: { host: '127.0.0.1', port: 0, token },
+  const statuses = await runShellJobUnderUsers({
+    cluster: CLUSTER,
+    coordinatorNats: {
+      servers: server.url,
+      user: 'coordinator',
+      pass: secretsEnv()['nats-coordinator-password']!,
     },
-    { drivers: registerBuiltinDrivers(new DriverRegistry()) },
-  );
-  const agents: NodeAgent[] = [];
-  const client = new TroupeClient({
-    address: `127.0.0.1:${coordinator.grpcPort}`,
-    token,
-    timeoutMs: 20_000,
+    agents: [NODE_A, NODE_B].map((node) => nodeAgentOptions(nodeEnv(node))),
+    tasks: { a: 'echo ok', b: 'echo ok', c: 'exit 1' },
   });
-  try {
-    for (const node of [NODE_A, NODE_B]) {
-      agents.push(
-        await NodeAgent.start({ ...nodeAgentOptions(nodeEnv(node)), slots: { sandbox: 2 } }),
-      );
-    }
-    const hostIds = ['ip-10-0-1-2-ec2-internal', NODE_B];
-    await waitFor(
-      () => {
-        const ids = coordinator.registry?.schedulable().map((h) => h.info.hostId) ?? [];
-        return hostIds.every((id) => ids.includes(id));
-      },
-      { timeoutMs: 30_000, message: 'both node agents registered' },
-    );
-    const job = await client.submitJob(
-      [
-        'kind: shell-tasks',
-        'concurrency: 4',
-        'tasks:',
-        "  - {id: a, command: 'echo ok'}",
-        "  - {id: b, command: 'echo ok'}",
-        "  - {id: c, command: 'exit 1'}",
-        '',
-      ].join('\n'),
-    );
-    for await (const e of client.watch(job.jobId, { signal: AbortSignal.timeout(120_000) })) {
-      if (e.type === 'JOB_FINISHED') break;
-    }
-    const results = await client.getResults(job.jobId);
-    expect(Object.fromEntries(results.tasks.map((t) => [t.taskId, t.status]))).toEqual({
-      a: 'TASK_PASSED',
-      b: 'TASK_PASSED',
-      c: 'TASK_FAILED',
-    });
-  } finally {
-    client.close();
-    for (const a of agents) await a.stop();
-    await coordinator.stop();
-  }
+  expect(statuses).toEqual({ a: 'TASK_PASSED', b: 'TASK_PASSED', c: 'TASK_FAILED' });
 });
 
 test("a node agent with one node's password cannot start as another node", async () => {

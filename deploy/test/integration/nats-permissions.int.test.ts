@@ -24,6 +24,7 @@ import {
   type NatsServerHandle,
   type ScriptedResponse,
 } from '@troupe/testkit';
+import { runShellJobUnderUsers } from './support/run-job-under-users';
 
 // The NATS roles and users of the compose deployment on a real nats-server, with the users file
 // that deploy/compose/gen-env.sh generates for two node agents: the coordinator and both node
@@ -142,75 +143,23 @@ test('wrong or missing credentials are refused', async () => {
 });
 
 test('the coordinator and two node agents, each with its own user, run a job', async () => {
-  await ensureDocker();
-  const token = randomBytes(24).toString('hex');
-  const coordinator = await Coordinator.start(
-    {
+  // Four tasks on two agents of two sandbox slots each.
+  const statuses = await runShellJobUnderUsers({
+    cluster: CLUSTER,
+    coordinatorNats: { servers: server.url, ...creds('coordinator') },
+    agents: (['A', 'B'] as const).map((who) => ({
       cluster: CLUSTER,
-      nats: { servers: server.url, ...creds('coordinator') },
-      metrics: { port: null },
-      shutdownGraceMs: 0,
-      grpc: { host: '127.0.0.1', port: 0, token },
-    },
-    { drivers: registerBuiltinDrivers(new DriverRegistry()) },
-  );
-  const agents: NodeAgent[] = [];
-  const client = new TroupeClient({
-    address: `127.0.0.1:${coordinator.grpcPort}`,
-    token,
-    timeoutMs: 20_000,
+      hostId: who === 'A' ? agentA : agentB,
+      nats: { servers: server.url, ...creds(who) },
+    })),
+    tasks: { a: 'echo ok', b: 'exit 1', c: 'echo ok', d: 'echo ok' },
   });
-  try {
-    for (const [who, hostId] of [
-      ['A', agentA],
-      ['B', agentB],
-    ] as const) {
-      agents.push(
-        await NodeAgent.start({
-          cluster: CLUSTER,
-          hostId,
-          nats: { servers: server.url, ...creds(who) },
-          slots: { sandbox: 2 },
-          shutdownGraceMs: 2_000,
-        }),
-      );
-    }
-    await waitFor(
-      () => {
-        const ids = coordinator.registry?.schedulable().map((h) => h.info.hostId) ?? [];
-        return ids.includes(agentA) && ids.includes(agentB);
-      },
-      { timeoutMs: 30_000, message: 'both node agents registered' },
-    );
-    // Four tasks on two agents of two sandbox slots each.
-    const job = await client.submitJob(
-      [
-        'kind: shell-tasks',
-        'concurrency: 4',
-        'tasks:',
-        "  - {id: a, command: 'echo ok'}",
-        "  - {id: b, command: 'exit 1'}",
-        "  - {id: c, command: 'echo ok'}",
-        "  - {id: d, command: 'echo ok'}",
-        '',
-      ].join('\n'),
-    );
-    for await (const e of client.watch(job.jobId, { signal: AbortSignal.timeout(120_000) })) {
-      if (e.type === 'JOB_FINISHED') break;
-    }
-    const results = await client.getResults(job.jobId);
-    expect(results.state).toBe('SUCCEEDED');
-    expect(Object.fromEntries(results.tasks.map((t) => [t.taskId, t.status]))).toEqual({
-      a: 'TASK_PASSED',
-      b: 'TASK_FAILED',
-      c: 'TASK_PASSED',
-      d: 'TASK_PASSED',
-    });
-  } finally {
-    client.close();
-    for (const a of agents) await a.stop();
-    await coordinator.stop();
-  }
+  expect(statuses).toEqual({
+    a: 'TASK_PASSED',
+    b: 'TASK_FAILED',
+    c: 'TASK_PASSED',
+    d: 'TASK_PASSED',
+  });
 });
 
 test("a node agent cannot start under another node agent's host id", async () => {
