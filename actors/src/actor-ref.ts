@@ -135,11 +135,17 @@ export class UntypedActorRef {
     const direct = this.transport.liveness(timeoutMs, true, intervalMs);
     const handedOver = this.transport.liveness(timeoutMs, false, intervalMs);
     const silent = (err: ResponderSilentError) =>
-      new TroupeError(
-        'UNAVAILABLE',
-        `ask ${type} to ${formatAddress(this.address)}: its host showed no sign of life for ${err.silenceMs} ms (it may have died; the ask may or may not have run)`,
-        { cause: err, retryable: true, details: { hostSilent: true } },
-      );
+      err.beforeHandOver
+        ? new TroupeError(
+            'UNAVAILABLE',
+            `ask ${type} to ${formatAddress(this.address)}: the placement service holding it showed no sign of life for ${err.silenceMs} ms (a coordinator may have died; the ask may or may not have run)`,
+            { cause: err, retryable: true, details: { placerSilent: true } },
+          )
+        : new TroupeError(
+            'UNAVAILABLE',
+            `ask ${type} to ${formatAddress(this.address)}: its host showed no sign of life for ${err.silenceMs} ms (it may have died; the ask may or may not have run)`,
+            { cause: err, retryable: true, details: { hostSilent: true } },
+          );
     let activations = 0;
     for (;;) {
       throwIfAborted(options.signal);

@@ -18,7 +18,14 @@ export const NO_RESPONDERS = Symbol('no responders');
  * life ({@link WORKING_HEADER} messages) for `silenceMs`: its host died, stopped or was cut off.
  */
 export class ResponderSilentError extends Error {
-  constructor(readonly silenceMs: number) {
+  constructor(
+    readonly silenceMs: number,
+    /**
+     * The silence came from a placer holding an ask it had not handed over yet (see
+     * {@link LivenessWatch.handOver}), not from a host running it.
+     */
+    readonly beforeHandOver = false,
+  ) {
     super(`no sign of life from the responder for ${silenceMs} ms`);
     this.name = 'ResponderSilentError';
   }
@@ -33,6 +40,13 @@ export interface LivenessWatch {
    * at the first sign (a request that may be answered by something that sends none).
    */
   fromStart: boolean;
+  /**
+   * A placement request that carries an ask: this watch is the placer's (its signs are
+   * `placerSign`), until the ask is handed over — a sign with any other value (the placer's
+   * `handed-over`, or the host's first sign, which announces its own interval) — and then
+   * `after` watches the host (undefined: nothing does; the ask ends at its deadline).
+   */
+  handOver?: { placerSign: string; after: LivenessWatch | undefined };
 }
 
 interface Pending {
@@ -160,7 +174,14 @@ export class Requester {
     const p = this.pending.get(token);
     if (!p) return; // late (timed out) or duplicate
     // An answer carries data or an error status; only a sign of life is empty with our header.
-    if (msg.data.length === 0 && msg.headers?.get(WORKING_HEADER)) {
+    const sign = msg.data.length === 0 ? msg.headers?.get(WORKING_HEADER) : undefined;
+    if (sign) {
+      const handOver = p.liveness?.handOver;
+      if (handOver && sign !== handOver.placerSign) {
+        // The ask is with a host now: its watch, or none.
+        p.liveness = handOver.after;
+        if (!p.liveness && p.silenceTimer) clearTimeout(p.silenceTimer);
+      }
       if (p.liveness) this.watch(token, p);
       return;
     }
@@ -178,7 +199,7 @@ export class Requester {
     p.silenceTimer = setTimeout(() => {
       if (!this.pending.has(token)) return;
       this.settle(token);
-      p.reject(new ResponderSilentError(liveness.silenceMs));
+      p.reject(new ResponderSilentError(liveness.silenceMs, liveness.handOver !== undefined));
     }, liveness.silenceMs);
   }
 

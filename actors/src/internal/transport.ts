@@ -162,7 +162,16 @@ export class Transport {
       return undefined;
     }
     options.signal?.throwIfAborted();
-    const reply = await this.requestActivation(addr, options, ask, options.liveness);
+    // The placer is watched until it hands the ask over: one killed holding it (a leading
+    // coordinator's kill -9) left the asker waiting to its deadline, since only a host's signs
+    // were watched, and only from the first (chaos seed 8237: a sandbox's create, 120 s). A
+    // silent placer is not asked again — it may have handed the ask over — and the ask fails
+    // (retryable, like a silent host's).
+    const watch: LivenessWatch = {
+      ...PLACER_WATCH,
+      handOver: { placerSign: String(ACTIVATION_KEEPALIVE_MS), after: options.liveness },
+    };
+    const reply = await this.requestActivation(addr, options, ask, watch);
     if (reply.headers?.get(ANSWER_HEADER)) return reply;
     const error = decodeErrorHeaders(reply.headers);
     if (error) throw error;
@@ -186,7 +195,9 @@ export class Transport {
       try {
         const h = natsHeaders();
         h.set(Header.DEADLINE, String(deadline));
-        if (liveness === PLACER_WATCH) h.set(KEEPALIVE_HEADER, String(ACTIVATION_KEEPALIVE_MS));
+        if (liveness === PLACER_WATCH || liveness?.handOver) {
+          h.set(KEEPALIVE_HEADER, String(ACTIVATION_KEEPALIVE_MS));
+        }
         reply = await this.requester.request(subject, body, {
           timeoutMs,
           headers: h,

@@ -1,4 +1,4 @@
-import { errorCode, noopLogger } from '@troupe/proto';
+import { errorCode, noopLogger, type TroupeError } from '@troupe/proto';
 import { randomClusterName, startNatsServer, type NatsServerHandle } from '@troupe/testkit';
 import { z } from 'zod';
 import { defineActor } from '../../src/actor-definition';
@@ -204,6 +204,106 @@ test('a placer working on a watched activation request sends signs of life until
     expect(placed.hostId).toBe('host-a');
     expect(sent.filter((s) => s.endsWith('.sched.activate'))).toHaveLength(1);
     expect(host.activationsStarted).toBe(1);
+  } finally {
+    await placer?.stop();
+    for (const s of systems.reverse()) await s.shutdown({ graceMs: 200 });
+  }
+});
+
+// An ask that found no activation travels with its activation request. A placer killed holding
+// it (the leading coordinator, kill -9) left the asker waiting to the ask's deadline: only the
+// host that takes an ask over was watched, from its first sign (chaos seed 8237: a sandbox's
+// create waited 120 s). The placer is now watched until the hand-over; a silent one fails the
+// ask, retryable, without asking again (it may have handed the ask over before dying).
+test('an ask whose placer dies before handing it over fails within seconds, not at its deadline', async () => {
+  const cluster = randomClusterName();
+  const systems: ActorSystem[] = [];
+  try {
+    const host = await ActorSystem.start({
+      cluster,
+      servers: server.url,
+      hostId: 'host-a',
+      hosting: [echo],
+      placement: 'none',
+    });
+    systems.push(host);
+    const client = await ActorSystem.start({ cluster, servers: server.url, placement: 'none' });
+    systems.push(client);
+    const base = await ActorSystem.start({ cluster, servers: server.url, placement: 'none' });
+    systems.push(base);
+    const swallowed: { keepalive?: string; withAsk: boolean }[] = [];
+    base.nc.subscribe(`troupe.${cluster}.coord.sched.activate`, {
+      queue: 'troupe-placer',
+      callback: (_err, msg) => {
+        const body = msg.json<{ ask?: unknown }>();
+        swallowed.push({
+          ...(msg.headers?.get('Troupe-Keepalive')
+            ? { keepalive: msg.headers.get('Troupe-Keepalive') }
+            : {}),
+          withAsk: body.ask !== undefined,
+        });
+      },
+    });
+    await base.nc.flush();
+    const started = Date.now();
+    const err = await client
+      .ref(echo, 'one')
+      .ask('hit', {}, { timeoutMs: 60_000 })
+      .catch((e: unknown) => e);
+    const tookMs = Date.now() - started;
+    expect(errorCode(err)).toBe('UNAVAILABLE');
+    expect((err as TroupeError).details?.['placerSilent']).toBe(true);
+    expect((err as TroupeError).retryable).toBe(true);
+    expect((err as Error).message).toMatch(/placement service holding it showed no sign of life/);
+    // Asked once, with the ask, and not again; four silent seconds, not the 60 s deadline.
+    expect(swallowed).toEqual([{ keepalive: '1000', withAsk: true }]);
+    expect(tookMs).toBeGreaterThanOrEqual(3_500);
+    expect(tookMs).toBeLessThan(10_000);
+    expect(host.activationsStarted).toBe(0);
+  } finally {
+    for (const s of systems.reverse()) await s.shutdown({ graceMs: 200 });
+  }
+});
+
+test('an ask handed over to a host whose activation outlasts the placer watch is answered', async () => {
+  const slowEcho = defineActor({
+    kind: 'slow-echo',
+    state: z.object({}),
+    initialState: () => ({}),
+    messages: { hit: z.object({}) },
+    handlers: { hit: () => ({ reply: 'pong' }) },
+    // Longer than the 4 s of silence tolerated from a placer: its signs carry the ask through.
+    onActivate: async () => {
+      await new Promise((resolve) => setTimeout(resolve, 5_000));
+    },
+    idleTimeoutMs: 60_000,
+  });
+  const cluster = randomClusterName();
+  const systems: ActorSystem[] = [];
+  let placer: PlacementService | undefined;
+  try {
+    const host = await ActorSystem.start({
+      cluster,
+      servers: server.url,
+      hostId: 'host-a',
+      hosting: [slowEcho],
+      placement: 'none',
+    });
+    systems.push(host);
+    const base = await ActorSystem.start({ cluster, servers: server.url, placement: 'none' });
+    systems.push(base);
+    placer = placerFor(base, 'host-a');
+    await placer.start();
+    const client = await ActorSystem.start({ cluster, servers: server.url, placement: 'none' });
+    systems.push(client);
+    // A short ask (not watched once with its host) and a long one (watched by the host's signs).
+    for (const [id, timeoutMs] of [
+      ['short', 20_000],
+      ['long', 90_000],
+    ] as const) {
+      await expect(client.ref(slowEcho, id).ask('hit', {}, { timeoutMs })).resolves.toBe('pong');
+    }
+    expect(host.activationsStarted).toBe(2);
   } finally {
     await placer?.stop();
     for (const s of systems.reverse()) await s.shutdown({ graceMs: 200 });
