@@ -255,6 +255,11 @@ export class HostRegistry {
     const record = this.hosts.get(hb.hostId);
     if (!record) return { status: 'unknown' };
     if (record.info.incarnation !== hb.incarnation) {
+      // A dead record of another incarnation says nothing of this one: a leader that loaded a
+      // stale record (the write of the host's last registration lost in a NATS server's loss)
+      // declared it dead when the live incarnation answered its ping, and then fenced that live
+      // one's every activation at its next heartbeat (chaos seed 8237). It registers instead.
+      if (record.state === 'DEAD') return { status: 'unknown' };
       return { status: 'fenced', reason: 'a newer incarnation of this host is registered' };
     }
     if (record.state === 'DEAD')

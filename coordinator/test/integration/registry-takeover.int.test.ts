@@ -71,3 +71,54 @@ test('a new registry does not declare dead a live host whose last heartbeat was 
     await host.shutdown({ graceMs: 0 });
   }
 });
+
+// Chaos seed 8237: the write of a restarted node agent's registration was lost in a NATS server's
+// loss, so the next leader loaded the host's previous incarnation. Its presence check found the
+// live incarnation answering and declared the loaded one dead, then answered the live one's
+// heartbeat "a newer incarnation of this host is registered": the live node agent fenced every
+// activation it had. A heartbeat of another incarnation than a DEAD record's now re-registers.
+test('a registry that loaded a stale incarnation does not fence the live one', async () => {
+  const cluster = 'stale-incarnation';
+  const kv = await new Kvm(nc).create('stale_incarnation_nodes');
+  const options = { nc, cluster, kv, log: noopLogger, heartbeatMs: 200, missedHeartbeats: 3 };
+  const first = new HostRegistry(options);
+  await first.start();
+  const host = await ActorSystem.start({
+    cluster,
+    servers: server.url,
+    hostId: 'h1',
+    hosting: [Tally],
+    placement: 'none',
+  });
+  let second: HostRegistry | undefined;
+  try {
+    await waitFor(() => first.isAlive('h1'), { timeoutMs: 10_000 });
+    const live = first.get('h1')!.info;
+    first.stop();
+    // The store holds an earlier incarnation of h1 (the live one's registration never landed).
+    await kv.put(
+      'h1',
+      JSON.stringify({
+        info: { ...live, incarnation: 'earlier-incarnation' },
+        state: 'ALIVE',
+        lastHeartbeatUnixMs: Date.now(),
+      }),
+    );
+    const dead: HostRecord[] = [];
+    second = new HostRegistry({ ...options, onHostDead: (r) => dead.push(r) });
+    await second.start();
+    await second.checkPresence();
+    await waitFor(() => second?.get('h1')?.info.incarnation === live.incarnation, {
+      timeoutMs: 10_000,
+      message: 'the live incarnation registered with the new registry',
+    });
+    // The stale record was declared dead; the live host kept its incarnation (a host that fences
+    // its activations takes a new one) and is alive.
+    expect(dead.map((r) => r.info.incarnation)).toEqual(['earlier-incarnation']);
+    expect(second.get('h1')?.state).toBe('ALIVE');
+  } finally {
+    second?.stop();
+    first.stop();
+    await host.shutdown({ graceMs: 0 });
+  }
+});
