@@ -20,7 +20,7 @@ import type { AgentChannel } from './internal/agent-channel';
 import { openDockerAgentChannel } from './internal/docker-agent-channel';
 import { AgentEnvironment } from './internal/agent-environment';
 import {
-  createManagedVolumes,
+  createManagedContainer,
   lockedDownHostConfig,
   managedLabels,
   removeContainerAndVolumes,
@@ -112,26 +112,30 @@ export class DesktopEnvironmentBackend implements EnvironmentBackend {
     const teardown = (abort?: AbortSignal): Promise<void> =>
       removeContainerAndVolumes(this.docker, container ?? name, volumes, abort);
     try {
-      await createManagedVolumes(this.docker, volumes, labels, signal);
-      container = await this.docker.createContainer({
-        name,
-        Image: spec.image,
-        User: USER,
-        Hostname: 'desktop',
-        Env: [`TROUPE_SCREEN=${spec.width}x${spec.height}`],
-        Labels: { ...labels, [TroupeLabel.ROLE]: 'environment' },
-        NetworkDisabled: true,
-        HostConfig: lockedDownHostConfig({
-          network: 'none',
-          readOnlyRoot: true,
-          memoryMb: spec.memoryMb,
-          cpus: spec.cpus,
-          pidsLimit: spec.pidsLimit,
-          tmpfs: { '/tmp': tmpfsOptions(this.config.tmpfsMb) },
-          volumes,
-        }),
-        abortSignal: signal,
-      });
+      container = await createManagedContainer(
+        this.docker,
+        {
+          name,
+          Image: spec.image,
+          User: USER,
+          Hostname: 'desktop',
+          Env: [`TROUPE_SCREEN=${spec.width}x${spec.height}`],
+          Labels: { ...labels, [TroupeLabel.ROLE]: 'environment' },
+          NetworkDisabled: true,
+          HostConfig: lockedDownHostConfig({
+            network: 'none',
+            readOnlyRoot: true,
+            memoryMb: spec.memoryMb,
+            cpus: spec.cpus,
+            pidsLimit: spec.pidsLimit,
+            tmpfs: { '/tmp': tmpfsOptions(this.config.tmpfsMb) },
+            volumes,
+          }),
+        },
+        volumes,
+        labels,
+        signal,
+      );
       await container.start({ abortSignal: signal });
       channel = await openDockerAgentChannel(this.docker, container, AGENT_CMD, USER);
       await this.waitReady(channel, spec, signal);

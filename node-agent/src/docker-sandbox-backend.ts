@@ -9,7 +9,7 @@ import {
 import type Docker from 'dockerode';
 import { z } from 'zod';
 import {
-  createManagedVolumes,
+  createManagedContainer,
   lockedDownHostConfig,
   managedLabels,
   removeContainerAndVolumes,
@@ -113,34 +113,38 @@ export class DockerSandboxBackend implements SandboxBackend {
       removeContainerAndVolumes(this.docker, container ?? name, volumes).catch(() => undefined);
     let sandbox: DockerSandbox | undefined;
     try {
-      await createManagedVolumes(this.docker, volumes, labels, signal);
-      container = await this.docker.createContainer({
-        name,
-        Image: spec.image,
-        Entrypoint: ['/bin/sh', '-c', BOOT_SCRIPT, 'troupe-boot', spec.workdir],
-        Cmd: [],
-        User: spec.user,
-        WorkingDir: spec.workdir,
-        Hostname: 'sandbox',
-        Env: Object.entries(spec.env).map(([k, v]) => `${k}=${v}`),
-        Labels: { ...labels, [TroupeLabel.ROLE]: 'sandbox' },
-        NetworkDisabled: spec.network === 'none',
-        AttachStdin: false,
-        AttachStdout: false,
-        AttachStderr: false,
-        OpenStdin: false,
-        Tty: false,
-        HostConfig: lockedDownHostConfig({
-          network: spec.network,
-          readOnlyRoot: spec.readOnlyRoot,
-          memoryMb: spec.memoryMb,
-          cpus: spec.cpus,
-          pidsLimit: spec.pidsLimit,
-          tmpfs,
-          volumes,
-        }),
-        abortSignal: signal,
-      });
+      container = await createManagedContainer(
+        this.docker,
+        {
+          name,
+          Image: spec.image,
+          Entrypoint: ['/bin/sh', '-c', BOOT_SCRIPT, 'troupe-boot', spec.workdir],
+          Cmd: [],
+          User: spec.user,
+          WorkingDir: spec.workdir,
+          Hostname: 'sandbox',
+          Env: Object.entries(spec.env).map(([k, v]) => `${k}=${v}`),
+          Labels: { ...labels, [TroupeLabel.ROLE]: 'sandbox' },
+          NetworkDisabled: spec.network === 'none',
+          AttachStdin: false,
+          AttachStdout: false,
+          AttachStderr: false,
+          OpenStdin: false,
+          Tty: false,
+          HostConfig: lockedDownHostConfig({
+            network: spec.network,
+            readOnlyRoot: spec.readOnlyRoot,
+            memoryMb: spec.memoryMb,
+            cpus: spec.cpus,
+            pidsLimit: spec.pidsLimit,
+            tmpfs,
+            volumes,
+          }),
+        },
+        volumes,
+        labels,
+        signal,
+      );
       const info = await container.inspect({ abortSignal: signal });
       sandbox = new DockerSandbox(
         {
