@@ -26,6 +26,42 @@ const echo = defineActor({
   idleTimeoutMs: 60_000,
 });
 
+/** Takes 5 s to activate: longer than the 4 s of silence a requester watching a placer allows. */
+const slow = defineActor({
+  kind: 'slow',
+  state: z.object({}),
+  initialState: () => ({}),
+  messages: { hit: z.object({}) },
+  handlers: { hit: () => ({ reply: 'pong' }) },
+  onActivate: async () => {
+    await new Promise((resolve) => setTimeout(resolve, 5_000));
+  },
+  idleTimeoutMs: 60_000,
+});
+
+/**
+ * A host (`host-a`, hosting `actor`), a client and a `base` system for a placer, on one new
+ * cluster, each pushed to `systems` for the test to shut down.
+ */
+async function startSystems(
+  actor: typeof echo | typeof slow,
+  systems: ActorSystem[],
+): Promise<{ host: ActorSystem; client: ActorSystem; base: ActorSystem; cluster: string }> {
+  const cluster = randomClusterName();
+  const start = async (options: Partial<Parameters<typeof ActorSystem.start>[0]>) => {
+    const system = await ActorSystem.start({
+      cluster,
+      servers: server.url,
+      placement: 'none',
+      ...options,
+    });
+    systems.push(system);
+    return system;
+  };
+  const host = await start({ hostId: 'host-a', hosting: [actor] });
+  return { host, client: await start({}), base: await start({}), cluster };
+}
+
 function placerFor(base: ActorSystem, hostId: string): PlacementService {
   return new PlacementService({
     transport: base.transport,
@@ -160,17 +196,6 @@ test('an activation request a placer swallowed is asked again when the placer fa
 });
 
 test('a placer working on a watched activation request sends signs of life until it answers', async () => {
-  const slow = defineActor({
-    kind: 'slow',
-    state: z.object({}),
-    initialState: () => ({}),
-    messages: { hit: z.object({}) },
-    handlers: { hit: () => ({ reply: 'pong' }) },
-    onActivate: async () => {
-      await new Promise((resolve) => setTimeout(resolve, 5_000));
-    },
-    idleTimeoutMs: 60_000,
-  });
   const cluster = randomClusterName();
   const systems: ActorSystem[] = [];
   let placer: PlacementService | undefined;
@@ -216,21 +241,9 @@ test('a placer working on a watched activation request sends signs of life until
 // create waited 120 s). The placer is now watched until the hand-over; a silent one fails the
 // ask, retryable, without asking again (it may have handed the ask over before dying).
 test('an ask whose placer dies before handing it over fails within seconds, not at its deadline', async () => {
-  const cluster = randomClusterName();
   const systems: ActorSystem[] = [];
   try {
-    const host = await ActorSystem.start({
-      cluster,
-      servers: server.url,
-      hostId: 'host-a',
-      hosting: [echo],
-      placement: 'none',
-    });
-    systems.push(host);
-    const client = await ActorSystem.start({ cluster, servers: server.url, placement: 'none' });
-    systems.push(client);
-    const base = await ActorSystem.start({ cluster, servers: server.url, placement: 'none' });
-    systems.push(base);
+    const { host, client, base, cluster } = await startSystems(echo, systems);
     const swallowed: { keepalive?: string; withAsk: boolean }[] = [];
     base.nc.subscribe(`troupe.${cluster}.coord.sched.activate`, {
       queue: 'troupe-placer',
@@ -266,42 +279,18 @@ test('an ask whose placer dies before handing it over fails within seconds, not 
 });
 
 test('an ask handed over to a host whose activation outlasts the placer watch is answered', async () => {
-  const slowEcho = defineActor({
-    kind: 'slow-echo',
-    state: z.object({}),
-    initialState: () => ({}),
-    messages: { hit: z.object({}) },
-    handlers: { hit: () => ({ reply: 'pong' }) },
-    // Longer than the 4 s of silence tolerated from a placer: its signs carry the ask through.
-    onActivate: async () => {
-      await new Promise((resolve) => setTimeout(resolve, 5_000));
-    },
-    idleTimeoutMs: 60_000,
-  });
-  const cluster = randomClusterName();
   const systems: ActorSystem[] = [];
   let placer: PlacementService | undefined;
   try {
-    const host = await ActorSystem.start({
-      cluster,
-      servers: server.url,
-      hostId: 'host-a',
-      hosting: [slowEcho],
-      placement: 'none',
-    });
-    systems.push(host);
-    const base = await ActorSystem.start({ cluster, servers: server.url, placement: 'none' });
-    systems.push(base);
+    const { host, client, base } = await startSystems(slow, systems);
     placer = placerFor(base, 'host-a');
     await placer.start();
-    const client = await ActorSystem.start({ cluster, servers: server.url, placement: 'none' });
-    systems.push(client);
     // A short ask (not watched once with its host) and a long one (watched by the host's signs).
     for (const [id, timeoutMs] of [
       ['short', 20_000],
       ['long', 90_000],
     ] as const) {
-      await expect(client.ref(slowEcho, id).ask('hit', {}, { timeoutMs })).resolves.toBe('pong');
+      await expect(client.ref(slow, id).ask('hit', {}, { timeoutMs })).resolves.toBe('pong');
     }
     expect(host.activationsStarted).toBe(2);
   } finally {
