@@ -412,7 +412,7 @@ export function createShellTasksDriver(
           // its container, recorded it and removed the container (`sandbox … was destroyed`):
           // the end is in its state then, and running the command again would repeat it.
           const reply = await readSettled(ctx, resourceId);
-          const ended = reply && exitedIn(reply);
+          const ended = exitedIn(reply);
           if (ended) {
             ctx.log.info(
               { recoveredFrom: resourceId, taskId, exitCode: ended.exitCode },
@@ -421,10 +421,11 @@ export function createShellTasksDriver(
             const run = await finish(ctx, config.saveOutput, ended, false);
             return { ...run, recoveredFrom: resourceId };
           }
-          // Its sandbox is lost or cannot be reached: the command runs again here, as it would
-          // have without the earlier execution.
+          // Its sandbox is lost without the command's end (one that cannot be read fails the
+          // attempt above): the command runs again here, as it would have without the earlier
+          // execution.
           ctx.log.warn(
-            { resourceId, taskId, sandboxStatus: reply?.status },
+            { resourceId, taskId, sandboxStatus: reply.status },
             'the earlier execution’s sandbox recorded no end of the command: running it again',
           );
         } finally {
@@ -577,8 +578,8 @@ export function createShellTasksDriver(
    * one ran it to its exit — a fault (a crash of this process, a node agent or the network) ended
    * that execution after the command exited, and running it again would repeat its effects.
    * `running`: the newest interrupted execution of this attempt started it and it has not ended
-   * yet, so it is waited for there. A sandbox that cannot be asked is skipped (the command then
-   * runs again, as before).
+   * yet, so it is waited for there. A sandbox that cannot be asked fails the attempt, retryable
+   * (see {@link readSandbox}): the command is not run again on a guess.
    */
   async function readEarlier(ctx: TaskContext): Promise<{
     finished?: { resourceId: string; status: TaskStatus };
@@ -587,7 +588,6 @@ export function createShellTasksDriver(
     let running: { resourceId: string; taskId: string } | undefined;
     for (const resourceId of [...ctx.earlierResourceIds].reverse()) {
       const reply = await readSettled(ctx, resourceId);
-      if (!reply) continue;
       const ended = exitedIn(reply);
       if (ended) return { finished: { resourceId, status: ended } };
       const last = reply.commands.at(-1);
@@ -605,15 +605,12 @@ export function createShellTasksDriver(
    * {@link readSandbox}, and when the sandbox was lost (or destroyed after) with a command
    * running, the reads of {@link awaitReportedEnds} for the end its node agent reports.
    */
-  async function readSettled(
-    ctx: TaskContext,
-    resourceId: string,
-  ): Promise<SandboxCommands | undefined> {
+  async function readSettled(ctx: TaskContext, resourceId: string): Promise<SandboxCommands> {
     const reply = await readSandbox(ctx, resourceId);
     // Lost, or destroyed since (a failed attempt's cleanup destroys its lost sandbox): the node
     // agent that held the container may still report the command's end (chaos seed 8016).
-    const gone = reply?.status === 'lost' || reply?.status === 'destroyed';
-    if (reply && gone && reply.commands.some((c) => !c.ended)) {
+    const gone = reply.status === 'lost' || reply.status === 'destroyed';
+    if (gone && reply.commands.some((c) => !c.ended)) {
       return awaitReportedEnds(ctx, resourceId, reply);
     }
     return reply;
@@ -637,19 +634,23 @@ export function createShellTasksDriver(
     let reply = lost;
     while (Date.now() < deadline && reply.commands.some((c) => !c.ended)) {
       await delay(Math.min(LOST_END_POLL_MS, Math.max(0, deadline - Date.now())), ctx.signal);
-      reply = (await readSandbox(ctx, resourceId)) ?? reply;
+      // A read that fails keeps the last one: the wait goes on to its end.
+      reply = await readSandbox(ctx, resourceId).catch((err: unknown) => {
+        if (ctx.signal.aborted) throw err;
+        return reply;
+      });
     }
     return reply;
   }
 
   /**
    * The `status` of earlier execution `resourceId`'s sandbox: its state and recorded commands.
-   * Undefined when it cannot be asked (logged), unless the task's signal aborted (thrown).
+   * When it cannot be asked, throws a retryable `UNAVAILABLE` (logged): the command is not run
+   * again on a guess. Skipped, as it once was, a sandbox whose activations kept leaving for
+   * longer than `movedWaitMs` had its finished command run a second time (chaos seed 8328); the
+   * attempt now fails on infrastructure, and the job's retry reads the sandbox again.
    */
-  async function readSandbox(
-    ctx: TaskContext,
-    resourceId: string,
-  ): Promise<SandboxCommands | undefined> {
+  async function readSandbox(ctx: TaskContext, resourceId: string): Promise<SandboxCommands> {
     let reply: SandboxCommands;
     try {
       // Asked again while its host is silent (killed, cut off): the next ask reaches the
@@ -661,7 +662,13 @@ export function createShellTasksDriver(
     } catch (err) {
       if (ctx.signal.aborted) throw err;
       ctx.log.warn({ err, resourceId }, 'could not read an earlier execution’s sandbox');
-      return undefined;
+      throw new TroupeError(
+        'UNAVAILABLE',
+        `could not read the sandbox of an earlier execution (${resourceId}) to learn whether ` +
+          `the command already ran there: ${err instanceof Error ? err.message : String(err)}; ` +
+          'the command is not run again until it can be read',
+        { cause: err, retryable: true, details: { resourceId } },
+      );
     }
     // Info, not debug: read on retries only, and what decides whether a command runs again.
     ctx.log.info(

@@ -1,4 +1,5 @@
 import { noopLogger } from '@troupe/actors';
+import { errorCode, TroupeError } from '@troupe/proto';
 import {
   createShellTasksDriver,
   shellSandboxId,
@@ -184,4 +185,51 @@ test('a command still running in an interrupted execution is waited for, not sta
     expect.objectContaining({ taskId, ended: expect.objectContaining({ stdout: replay.stdout }) }),
   ]);
   expect((await statusOf('rec-e2')).status).toBe('new');
+});
+
+// Chaos seed 8328: a retry could not read its earlier execution's sandbox (its activations kept
+// leaving, "is passivating", past the read's wait), skipped it and ran the command a second
+// time, though the sandbox had recorded the command's exit. The attempt now fails, retryable,
+// and creates nothing; the job's next attempt reads the sandbox again.
+test('a retry that cannot read an earlier sandbox fails retryable instead of running again', async () => {
+  const task = await input();
+  const first = await driver.runTask(context('rec-f1', []), task);
+  expect(first).toMatchObject({ exitCode: 0 });
+  // Every ask to the earlier sandbox meets an activation on its way out.
+  const unreadable = shellSandboxId('rec-f1');
+  let refused = 0;
+  const refs = {
+    ref: tc.actors.ref.bind(tc.actors),
+    refOf: (addr: Parameters<typeof tc.actors.refOf>[0]) => {
+      const real = tc.actors.refOf(addr);
+      if (addr.id !== unreadable) return real;
+      const moving = Object.create(real) as typeof real;
+      moving.withHints = () => moving;
+      moving.ask = () => {
+        refused++;
+        return Promise.reject(
+          new TroupeError('UNAVAILABLE', `sandbox/${unreadable} is passivating`, {
+            details: { moved: true },
+          }),
+        );
+      };
+      return moving;
+    },
+  } as typeof tc.actors;
+  const quick = createShellTasksDriver({ movedWaitMs: 300 });
+  const err = await quick
+    .runTask(context('rec-f2', ['rec-f1'], { refs }), task)
+    .catch((e: unknown) => e);
+  expect(errorCode(err)).toBe('UNAVAILABLE');
+  expect((err as TroupeError).retryable).toBe(true);
+  expect((err as Error).message).toMatch(/could not read the sandbox of an earlier execution/);
+  expect(refused).toBeGreaterThan(0);
+  // Nothing ran: the retry made no sandbox of its own, and the earlier one is as it was.
+  expect((await statusOf('rec-f2')).status).toBe('new');
+  const earlier = await statusOf('rec-f1');
+  expect(earlier.status).toBe('ready');
+  expect(earlier.commands.filter((c) => c.ended?.state === 'exited')).toHaveLength(1);
+  // Readable again, the next attempt recovers the first run's result.
+  const retry = await driver.runTask(context('rec-f3', ['rec-f1', 'rec-f2']), task);
+  expect(retry).toMatchObject({ exitCode: 0, stdout: first.stdout, recoveredFrom: 'rec-f1' });
 });
