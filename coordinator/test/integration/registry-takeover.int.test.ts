@@ -22,9 +22,9 @@ afterAll(async () => {
   await server.stop();
 });
 
-test('a new registry does not declare dead a live host whose last heartbeat was lost', async () => {
-  const cluster = 'takeover';
-  const kv = await new Kvm(nc).create('takeover_nodes');
+/** A registry (200 ms heartbeats) on bucket `bucket` and a host `h1` registering with it. */
+async function registryWithHost(cluster: string, bucket: string) {
+  const kv = await new Kvm(nc).create(bucket);
   const options = { nc, cluster, kv, log: noopLogger, heartbeatMs: 200, missedHeartbeats: 3 };
   const first = new HostRegistry(options);
   await first.start();
@@ -35,6 +35,12 @@ test('a new registry does not declare dead a live host whose last heartbeat was 
     hosting: [Tally],
     placement: 'none',
   });
+  return { kv, options, first, host };
+}
+
+test('a new registry does not declare dead a live host whose last heartbeat was lost', async () => {
+  const cluster = 'takeover';
+  const { options, first, host } = await registryWithHost(cluster, 'takeover_nodes');
   let second: HostRegistry | undefined;
   const blackHoles: Subscription[] = [];
   try {
@@ -78,18 +84,10 @@ test('a new registry does not declare dead a live host whose last heartbeat was 
 // heartbeat "a newer incarnation of this host is registered": the live node agent fenced every
 // activation it had. A heartbeat of another incarnation than a DEAD record's now re-registers.
 test('a registry that loaded a stale incarnation does not fence the live one', async () => {
-  const cluster = 'stale-incarnation';
-  const kv = await new Kvm(nc).create('stale_incarnation_nodes');
-  const options = { nc, cluster, kv, log: noopLogger, heartbeatMs: 200, missedHeartbeats: 3 };
-  const first = new HostRegistry(options);
-  await first.start();
-  const host = await ActorSystem.start({
-    cluster,
-    servers: server.url,
-    hostId: 'h1',
-    hosting: [Tally],
-    placement: 'none',
-  });
+  const { kv, options, first, host } = await registryWithHost(
+    'stale-incarnation',
+    'stale_incarnation_nodes',
+  );
   let second: HostRegistry | undefined;
   try {
     await waitFor(() => first.isAlive('h1'), { timeoutMs: 10_000 });
