@@ -83,6 +83,19 @@ export function isHostSilent(err: unknown): boolean {
 }
 
 /**
+ * Whether `err` is an ask's failure because its turn's state commit failed (the state store was
+ * unreachable, e.g. while a NATS server restarts): the turn's effects on the state were rolled
+ * back to its last commit, and an idempotent ask may be asked again.
+ */
+export function isCommitFailed(err: unknown): boolean {
+  return (
+    err instanceof TroupeError &&
+    err.code === 'UNAVAILABLE' &&
+    err.details?.['commitFailed'] === true
+  );
+}
+
+/**
  * Untyped handle on an actor: the three sends of ARCHITECTURE.md §4. Payloads are validated by
  * the receiving activation.
  */

@@ -26,6 +26,7 @@ export {
 } from './actor-context';
 export {
   ActorRef,
+  isCommitFailed,
   isHostSilent,
   UntypedActorRef,
   type AskOptions,

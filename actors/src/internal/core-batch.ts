@@ -89,8 +89,11 @@ export async function handleCoreBatch(runner: TurnRunner, items: CoreItem[]): Pr
       // state from before it would say its work never happened (chaos seed 8105: a sandbox that
       // had recorded its command's start before running it answered that it had none).
       cell.rollback();
+      // The asks' turns ran but nothing of them is kept: `details.commitFailed` tells an asker
+      // that asking again runs them again (`isCommitFailed`).
       const unavailable = new TroupeError('UNAVAILABLE', `${runner.key}: state commit failed`, {
         cause: err,
+        details: { commitFailed: true },
       });
       for (const r of replies) replyError(r.msg, r.error ?? unavailable, log);
       throw err;

@@ -1,6 +1,7 @@
 import { randomClusterName, startNatsServer, type NatsServerHandle } from '@troupe/testkit';
 import { z } from 'zod';
 import { defineActor } from '../../src/actor-definition';
+import { isCommitFailed } from '../../src/actor-ref';
 import { ActorSystem } from '../../src/actor-system';
 import { StateStore, StoreUnavailableError } from '../../src/state-store';
 
@@ -81,9 +82,13 @@ test('a failed commit falls back to the turn’s checkpoint, not to the state be
     const ref = host.refOf({ kind: 'steps', id: 's1' });
     await ref.ask('read', {});
     const failed = failCommitContaining('a:done', 'lost');
-    await expect(ref.ask('step', { name: 'a' }, { timeoutMs: 10_000 })).rejects.toThrow(
-      /state commit failed/,
+    const error: unknown = await ref.ask('step', { name: 'a' }, { timeoutMs: 10_000 }).then(
+      () => undefined,
+      (err: unknown) => err,
     );
+    expect(error).toMatchObject({ message: expect.stringMatching(/state commit failed/) });
+    // The asker is told its turn was rolled back, to ask an idempotent message again.
+    expect(isCommitFailed(error)).toBe(true);
     expect(failed()).toBe(1);
     const after = (await ref.ask('read', {})) as ReadReply;
     // The checkpoint is in the store: "a" started. The state before the turn said nothing of it.

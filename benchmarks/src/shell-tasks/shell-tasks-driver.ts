@@ -1,6 +1,6 @@
 import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
-import { isHostSilent, type UntypedActorRef } from '@troupe/actors';
+import { isCommitFailed, isHostSilent, type UntypedActorRef } from '@troupe/actors';
 import { DEFAULT_BUILD_SCRIPT, isSecretLikeEnvKey } from '@troupe/node-agent';
 import {
   checkTaskCount,
@@ -12,7 +12,9 @@ import {
 } from '@troupe/coordinator';
 import {
   delay,
+  ErrorReason,
   errorCode,
+  hasReason,
   invalidArgument,
   isCancelled,
   parseWith,
@@ -192,6 +194,17 @@ const SANDBOX_LIVENESS_MS = 1_000;
 /** Pause before asking again a sandbox whose activation answered that it is on its way out. */
 const MOVED_PAUSE_MS = 250;
 
+/** Pause before asking again a sandbox whose turn's state commit failed (its store unreachable). */
+const COMMIT_FAILED_PAUSE_MS = 1_000;
+
+/**
+ * An ask's failure because the sandbox's state store was unreachable: its turn's commit failed
+ * (rolled back), or its handler met the outage (a checkpoint).
+ */
+function isStoreTrouble(err: unknown): boolean {
+  return isCommitFailed(err) || hasReason(err, ErrorReason.STORE_UNAVAILABLE);
+}
+
 /**
  * An ask's failure because it kept reaching an activation on its way out (passivating), or the
  * actor kept passivating before it could answer ("does not stay active": a lost sandbox
@@ -290,8 +303,10 @@ export function createShellTasksDriver(
   /**
    * Asks sandbox `resourceId`, and asks again while its host falls silent with the ask (killed or
    * cut off), until `timeoutMs` pass: the next ask reaches that host once it is back, or the
-   * sandbox's next activation once the host is declared dead. With `movedWaitMs`, also while its
-   * activations keep leaving (passivating, or not staying active), for that long at most.
+   * sandbox's next activation once the host is declared dead; and after a turn whose state commit
+   * failed (a NATS server restarting): `status` and `destroy` are safe to run again. With
+   * `movedWaitMs`, also while its activations keep leaving (passivating, or not staying active),
+   * for that long at most.
    */
   const askSandbox = async (
     ctx: TaskContext,
@@ -317,15 +332,26 @@ export function createShellTasksDriver(
         const moved = isMovedAway(err);
         if (moved) movedUntil ??= Date.now() + movedWaitMs;
         const waitMoved = moved && Date.now() < movedUntil!;
-        if (ctx.signal.aborted || !(isHostSilent(err) || waitMoved) || Date.now() >= deadline) {
+        const commitFailed = isStoreTrouble(err);
+        if (
+          ctx.signal.aborted ||
+          !(isHostSilent(err) || waitMoved || commitFailed) ||
+          Date.now() >= deadline
+        ) {
           throw err;
         }
-        ctx.log.debug({ err, resourceId, type }, 'a sandbox’s host fell silent: asking again');
+        ctx.log.debug(
+          { err, resourceId, type },
+          'a sandbox did not answer (silent host, rolled-back turn or passivation): asking again',
+        );
         // An activation on its way out (passivating) outlasted the ask's own rounds: wait for it
         // to end, a while. Taken for "cannot be read", the finished command ran again (chaos
         // seeds 8002, 8024); waited for up to the ask's deadline, a sandbox that could not be
         // activated held its task for 75 s (8020).
         if (moved) await delay(MOVED_PAUSE_MS, ctx.signal);
+        // A destroy whose commit failed in a NATS server's restart, given up, left its container
+        // for its idle timeout (chaos seeds 8432, 8442): the store is back within seconds.
+        if (commitFailed) await delay(COMMIT_FAILED_PAUSE_MS, ctx.signal);
       }
     }
   };

@@ -6,7 +6,7 @@ import {
   ShellTaskInputSchema,
 } from '@troupe/benchmarks';
 import { parseJobSpec, type TaskArtifacts, type TaskContext } from '@troupe/coordinator';
-import { ErrorCode, errorCode, TroupeError } from '@troupe/proto';
+import { ErrorCode, errorCode, ErrorReason, TroupeError } from '@troupe/proto';
 
 // The race of chaos seed 4021's t005, which real sandboxes hit only by chance: a replay finds
 // the command still running in the interrupted execution's sandbox and waits for it there; the
@@ -329,6 +329,50 @@ describe('shell-tasks driver, a stale sandbox whose host falls silent', () => {
         [earlierId]: {
           status: [() => ({ status: 'ready', commands: [] })],
           destroy: [silent, () => ({})],
+        },
+        [ownId]: ownSandbox(),
+      },
+      asks,
+    );
+
+    const run = await driver.runTask(replayContext(refs, said), await input());
+
+    expect(run).toMatchObject({ exitCode: 0, stdout: 'again\n' });
+    expect(asks.map((a) => `${a.type} ${a.sandboxId}`)).toEqual([
+      `status ${earlierId}`,
+      `destroy ${earlierId}`,
+      `destroy ${earlierId}`,
+      `create ${ownId}`,
+      `startBackground ${ownId}`,
+      `wait ${ownId}`,
+    ]);
+    expect(said).not.toContain('could not destroy a stale sandbox');
+  });
+
+  // Chaos seeds 8432, 8442: the destroy met a NATS server's restart; the reply said the turn was
+  // rolled back, and the destroy was given up with the container in place.
+  const commitFailed = () => {
+    throw new TroupeError(ErrorCode.UNAVAILABLE, `sandbox/${earlierId}: state commit failed`, {
+      retryable: true,
+      details: { commitFailed: true },
+    });
+  };
+  const checkpointFailed = () => {
+    throw new TroupeError(ErrorCode.UNAVAILABLE, 'actor state store unavailable', {
+      reason: ErrorReason.STORE_UNAVAILABLE,
+    });
+  };
+  it.each([
+    ['its turn’s commit failed', commitFailed],
+    ['its handler met a store outage', checkpointFailed],
+  ])('asks its destroy again when %s, not leaving its container behind', async (_, outage) => {
+    const asks: Ask[] = [];
+    const said: string[] = [];
+    const refs = scriptedRefs(
+      {
+        [earlierId]: {
+          status: [() => ({ status: 'ready', commands: [] })],
+          destroy: [outage, () => ({})],
         },
         [ownId]: ownSandbox(),
       },
