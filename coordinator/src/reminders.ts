@@ -5,12 +5,13 @@ import {
   kvBucketName,
   decodeErrorHeaders,
   encodeErrorHeaders,
+  ErrorReason,
   parseWith,
   TroupeError,
   validateAddress,
 } from '@troupe/proto';
 import { setTimeout as delay } from 'node:timers/promises';
-import { createKv, type Logger, type RefFactory, removeKvKey } from '@troupe/actors';
+import { createKv, type Logger, type RefFactory, removeKvKey, storeOutageOf } from '@troupe/actors';
 import { type NatsConnection, type Subscription } from '@nats-io/transport-node';
 import { type KV } from '@nats-io/kv';
 import { z } from 'zod';
@@ -107,7 +108,13 @@ export class ReminderService {
     const req = parseWith(RemindRequestSchema, body, { prefix: 'remind' });
     validateAddress(req.addr);
     const reminder: Reminder = { ...req, id: req.id ?? randomUUID() };
-    await this.kv.put(reminder.id, JSON.stringify(reminder));
+    try {
+      await this.kv.put(reminder.id, JSON.stringify(reminder));
+    } catch (err) {
+      // A NATS server restarting ("jetstream is not enabled") or a stream electing a leader:
+      // answered retryable (the caller asks again), never INTERNAL, which is final for it.
+      throw storeOutageOf(err, 'reminders store') ?? err;
+    }
     return reminder;
   }
 
@@ -209,9 +216,12 @@ export async function remindAt(
     await delay(Math.max(0, Math.min(pauseMs, deadline - Date.now())));
     pauseMs = Math.min(2_000, pauseMs * 2);
   }
+  // A store outage to the caller (reason `STORE_UNAVAILABLE`): an actor's turn that fails on it
+  // is retried without counting towards a dead letter, which for a job actor's batch of task
+  // reports would leave the job waiting for ever.
   throw new TroupeError(
     'UNAVAILABLE',
     `no coordinator stored the reminder within ${timeoutMs} ms (${subject}: ${(last as Error | undefined)?.message ?? 'no answer'})`,
-    { cause: last, retryable: true },
+    { cause: last, retryable: true, reason: ErrorReason.STORE_UNAVAILABLE },
   );
 }

@@ -1,6 +1,14 @@
+import { jetstreamManager } from '@nats-io/jetstream';
 import { Kvm } from '@nats-io/kv';
 import { ActorSystem, kvKeys } from '@troupe/actors';
-import { KvBucket, kvBucketName, noopLogger, TroupeError } from '@troupe/proto';
+import {
+  ErrorReason,
+  hasReason,
+  KvBucket,
+  kvBucketName,
+  noopLogger,
+  TroupeError,
+} from '@troupe/proto';
 import {
   randomClusterName,
   startNatsServer,
@@ -82,7 +90,50 @@ test('with no coordinator at all it fails UNAVAILABLE at its deadline, retryable
   expect((err as TroupeError).code).toBe('UNAVAILABLE');
   expect((err as TroupeError).retryable).toBe(true);
   expect((err as Error).message).toMatch(/no coordinator stored the reminder within 1500 ms/);
+  // A store outage to an actor's turn: retried, not counted towards a dead letter.
+  expect(hasReason(err, ErrorReason.STORE_UNAVAILABLE)).toBe(true);
   expect(Date.now() - started).toBeGreaterThanOrEqual(1_400);
+});
+
+test('a store outage on the leader is answered retryable: the reminder is stored once it ends', async () => {
+  // Chaos seed 8444: a NATS server restarting answered the leader's write "jetstream is not
+  // enabled"; the leader answered INTERNAL, final, and after five tries the job actor's message
+  // (a batch of task reports) was dead-lettered: the job never finished.
+  const kv = await new Kvm(system.nc).create(kvBucketName(cluster, KvBucket.REMINDERS));
+  const service = new ReminderService(system.nc, cluster, kv, system, noopLogger);
+  await service.start();
+  const jsm = await jetstreamManager(system.nc);
+  const stream = `KV_${kvBucketName(cluster, KvBucket.REMINDERS)}`;
+  const config = (await jsm.streams.info(stream)).config;
+  const put = jest.spyOn(kv, 'put');
+  try {
+    // The bucket's stream gone answers a put "no responders": as a server without JetStream does.
+    await jsm.streams.delete(stream);
+    const pending = remindAt(
+      system.nc,
+      cluster,
+      target,
+      Date.now() + 3_600_000,
+      'wake',
+      {},
+      {
+        id: 'after-outage',
+        timeoutMs: 30_000,
+      },
+    );
+    await waitFor(() => put.mock.results.some((r) => r.type === 'return'), {
+      timeoutMs: 10_000,
+      message: 'the leader tried to store the reminder',
+    });
+    await expect(put.mock.results[0]!.value).rejects.toThrow(/jetstream is not enabled/);
+    await jsm.streams.add(config);
+    expect(await pending).toBe('after-outage');
+    expect((await kv.get('after-outage'))?.json()).toMatchObject({ type: 'wake', addr: target });
+    expect(put.mock.calls.length).toBeGreaterThanOrEqual(2);
+  } finally {
+    put.mockRestore();
+    service.stop();
+  }
 });
 
 test("the leader's refusal of a bad reminder is final, not retried", async () => {
