@@ -91,9 +91,14 @@ export async function handleCoreBatch(runner: TurnRunner, items: CoreItem[]): Pr
       cell.rollback();
       // The asks' turns ran but nothing of them is kept: `details.commitFailed` tells an asker
       // that asking again runs them again (`isCommitFailed`).
+      // A store outage keeps its reason: an asker's own turn failing on it is retried without
+      // counting towards a dead letter, as for its own store.
       const unavailable = new TroupeError('UNAVAILABLE', `${runner.key}: state commit failed`, {
         cause: err,
         details: { commitFailed: true },
+        ...(hasReason(err, ErrorReason.STORE_UNAVAILABLE)
+          ? { reason: ErrorReason.STORE_UNAVAILABLE }
+          : {}),
       });
       for (const r of replies) replyError(r.msg, r.error ?? unavailable, log);
       throw err;

@@ -1,4 +1,5 @@
 import { randomClusterName, startNatsServer, type NatsServerHandle } from '@troupe/testkit';
+import { ErrorReason, hasReason } from '@troupe/proto';
 import { z } from 'zod';
 import { defineActor } from '../../src/actor-definition';
 import { isCommitFailed } from '../../src/actor-ref';
@@ -89,6 +90,8 @@ test('a failed commit falls back to the turn’s checkpoint, not to the state be
     expect(error).toMatchObject({ message: expect.stringMatching(/state commit failed/) });
     // The asker is told its turn was rolled back, to ask an idempotent message again.
     expect(isCommitFailed(error)).toBe(true);
+    // A store outage to the asker too: its own turn failing on it is retried, not dead-lettered.
+    expect(hasReason(error, ErrorReason.STORE_UNAVAILABLE)).toBe(true);
     expect(failed()).toBe(1);
     const after = (await ref.ask('read', {})) as ReadReply;
     // The checkpoint is in the store: "a" started. The state before the turn said nothing of it.
