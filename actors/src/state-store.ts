@@ -180,13 +180,21 @@ export class StateStore {
     return this.commitEncoded(addr, revision, encodeJson(record));
   }
 
-  /** {@link commit} of a record the caller has encoded (as JSON, UTF-8). */
-  async commitEncoded(addr: ActorAddress, revision: number, data: Uint8Array): Promise<number> {
+  /**
+   * {@link commit} of a record the caller has encoded (as JSON, UTF-8). `timeoutMs` bounds the
+   * wait for the store's answer to an update (a create waits the client's default).
+   */
+  async commitEncoded(
+    addr: ActorAddress,
+    revision: number,
+    data: Uint8Array,
+    timeoutMs?: number,
+  ): Promise<number> {
     const key = stateKey(addr);
     try {
       return revision === 0
         ? await this.kv.create(key, data)
-        : await this.kv.update(key, data, revision);
+        : await this.kv.update(key, data, revision, timeoutMs);
     } catch (err) {
       if (isWrongLastSequence(err)) {
         throw new FencedError(addr, `state revision ${revision} is no longer current`);

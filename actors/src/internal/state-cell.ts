@@ -14,7 +14,15 @@ import {
   type StoredState,
   storeOutageOf,
 } from '../state-store';
+import { setTimeout as delay } from 'node:timers/promises';
 import { decodeJson, encodeJson } from './json-codec';
+
+/** How long one state write waits for the store's answer before reading what became of it. */
+const COMMIT_TRY_MS = 2_000;
+/** How long a commit keeps finding out and writing again before it fails as a store outage. */
+const COMMIT_PATIENCE_MS = 5_000;
+/** Pause between reads (and writes) of a commit the store does not answer. */
+const COMMIT_RETRY_PAUSE_MS = 250;
 
 /**
  * An activation's actor state: the value handlers see, the inbox cursor, the turn a checkpoint
@@ -104,6 +112,79 @@ export class StateCell {
     this.unsure = false;
   }
 
+  /**
+   * Writes `data` by compare-and-set on the revision of the last commit; returns its revision.
+   * A write the store did not answer (a request lost in a partition, a stream electing a leader,
+   * an answer slower than {@link COMMIT_TRY_MS}) may have landed: the record is read to find out,
+   * and the write is made again while it has not, for {@link COMMIT_PATIENCE_MS} in all. Landed
+   * (this epoch's record at a newer revision: only this activation writes with its epoch, one
+   * commit at a time), it is the commit; another epoch's record fences the activation. Still
+   * unanswered at the end, it fails with the store's outage and the activation is {@link unsure}.
+   * Before, a commit sent while its node agent was cut off for 2 s failed its turn after 5 s
+   * (chaos seed 8436: a sandbox's create failed, and its task's retry came 8 s after the heal).
+   */
+  private async write(data: Uint8Array): Promise<number> {
+    const deadline = Date.now() + COMMIT_PATIENCE_MS;
+    let unanswered: unknown;
+    for (;;) {
+      try {
+        return await this.store.commitEncoded(this.address, this.revision, data, COMMIT_TRY_MS);
+      } catch (err) {
+        const fenced = hasReason(err, ErrorReason.FENCED);
+        // A refused write (too large) never landed; a fence before any unanswered write is one.
+        if (fenced ? unanswered === undefined : !hasReason(err, ErrorReason.STORE_UNAVAILABLE)) {
+          if (!fenced) this.unsure = true;
+          throw err;
+        }
+        // A fence after an unanswered write may be that write, landed late: read to find out.
+        if (!fenced) unanswered = err;
+      }
+      const landed = await this.findOut(deadline, unanswered);
+      if (landed !== undefined) return landed;
+    }
+  }
+
+  /**
+   * After an unanswered write: the revision it landed at, or `undefined` when the record is still
+   * at the last commit's (write again). Throws {@link FencedError} when another epoch wrote, and
+   * the outage (the activation left unsure) when the store cannot tell before `deadline`.
+   */
+  private async findOut(deadline: number, unanswered: unknown): Promise<number | undefined> {
+    let last = unanswered;
+    for (let first = true; ; first = false) {
+      const remaining = deadline - Date.now();
+      if (remaining <= 0) {
+        this.unsure = true;
+        throw last;
+      }
+      if (!first) await delay(Math.min(COMMIT_RETRY_PAUSE_MS, remaining));
+      let stored: StoredState | undefined;
+      try {
+        stored = await this.store.read(this.address);
+      } catch (err) {
+        const outage = hasReason(err, ErrorReason.STORE_UNAVAILABLE) ? err : storeOutageOf(err);
+        if (!outage) {
+          this.unsure = true;
+          throw err;
+        }
+        last = outage;
+        continue;
+      }
+      if (!stored) {
+        if (this.revision !== 0)
+          throw new FencedError(this.address, 'its state record was removed');
+        return undefined;
+      }
+      if (stored.record.epoch !== this.epoch) {
+        throw new FencedError(this.address, `state has epoch ${stored.record.epoch}`);
+      }
+      if (stored.revision !== this.revision) return stored.revision;
+      // Not landed (or not yet: a late landing fences the next write, which reads again).
+      await delay(Math.min(COMMIT_RETRY_PAUSE_MS, Math.max(0, deadline - Date.now())));
+      return undefined;
+    }
+  }
+
   /** True when the cursor moved in memory since the last commit (messages applied, not committed). */
   get uncommitted(): boolean {
     return this.cursor !== this.committed.cursor;
@@ -175,12 +256,7 @@ export class StateCell {
       ...(turn ? { turn } : {}),
     };
     const data = encodeJson(record);
-    try {
-      this.revision = await this.store.commitEncoded(this.address, this.revision, data);
-    } catch (err) {
-      if (!hasReason(err, ErrorReason.FENCED)) this.unsure = true;
-      throw err;
-    }
+    this.revision = await this.write(data);
     if (keep === 'encoded') {
       this.value = undefined;
       this.encoded = data;
