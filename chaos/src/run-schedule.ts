@@ -49,6 +49,8 @@ const RECOVERY_DEADLINE_MS = 120_000;
 /** Twice the tasks' own timeout: a job still running then is stuck (and is cancelled). */
 const JOB_DEADLINE_MS = 240_000;
 const WATCH_END_DEADLINE_MS = 30_000;
+/** A cancelled job's grace period (the coordinator's default 30 s) and a margin. */
+const CANCEL_FINISH_DEADLINE_MS = 60_000;
 const ORPHAN_DEADLINE_MS = 60_000;
 
 /**
@@ -191,8 +193,14 @@ export async function runSchedule(
       message: `seed ${schedule.seed}: job ${jobId} finished`,
     }).catch(async (err: Error) => {
       violations.push(err.message);
-      // Free its slots for the next schedules; the watcher then sees the job end.
+      // Free its slots for the next schedules; the watcher then sees the job end, once the
+      // cancellation's grace period (30 s) is over. The watch's own end is judged from then: a
+      // wait counted from the cancellation reported a watcher that had not ended (seed 8444).
       await client.cancelJob(jobId, 'chaos: job deadline').catch(() => undefined);
+      await waitFor(finished, {
+        timeoutMs: CANCEL_FINISH_DEADLINE_MS,
+        message: `seed ${schedule.seed}: job ${jobId} finished after its cancellation`,
+      }).catch((e: Error) => violations.push(e.message));
     });
     await waitFor(() => watch.endedAtMs !== undefined || watch.error !== undefined, {
       timeoutMs: WATCH_END_DEADLINE_MS,
