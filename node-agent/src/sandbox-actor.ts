@@ -667,6 +667,8 @@ export function createSandboxActor(options: SandboxActorOptions) {
       await ctx.checkpoint(next);
       await release(held, 'destroy');
       live.delete(ctx.self.id);
+      // Commands still running at the checkpoint, as the destroy ended them.
+      next = await withEndedCommands(next, held.sandbox);
     }
     return {
       state: { ...next, status: 'destroyed', destroyedAtMs: Date.now() },
@@ -735,6 +737,9 @@ export function createSandboxActor(options: SandboxActorOptions) {
         await release(stale, 'superseded by a new activation').catch((err: unknown) => {
           ctx.log.warn({ err }, 'could not destroy the previous activation’s sandbox');
         });
+        // And those still running then, as the destroy ended them: one that exited on its own
+        // just before keeps its exit code (chaos seed 8500: recorded killed, it ran again).
+        seen = await withEndedCommands(seen, stale.sandbox);
       }
       if (seen.status !== 'ready') return seen === state ? undefined : { state: seen };
       // The container lived and died with an earlier activation (see "Pinning").

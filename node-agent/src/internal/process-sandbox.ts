@@ -39,6 +39,9 @@ import { extractTarTo, packDirectory, tarStreamOf } from './tar';
 import { INTERACTIVE_LOG_BYTES, readOutputOptions, StreamLog } from './stream-log';
 import { TaskTable, type TaskRun } from './task-table';
 
+/** How long a destroyed sandbox's running commands may take to show their ends once killed. */
+const END_SETTLE_MS = 2_000;
+
 /** Settings a process sandbox needs from its backend. */
 export interface ProcessSandboxContext {
   logger: Logger;
@@ -391,6 +394,8 @@ export class ProcessSandbox implements Sandbox {
       this.state = 'destroyed';
       for (const pid of this.children.values()) killGroup(pid);
       this.children.clear();
+      // Each running command's real end: one that exited just before keeps its own exit code.
+      await this.tasks.endAll(END_SETTLE_MS);
       this.tasks.abandonAll(true);
       await rm(this.root, { recursive: true, force: true, maxRetries: 3 });
       this.ctx.onDestroyed(this);

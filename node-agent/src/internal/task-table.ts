@@ -1,6 +1,6 @@
 import { ErrorCode, raceSignal, timeoutError, TroupeError } from '@troupe/proto';
 import type { BackgroundTaskState, BackgroundTaskStatus, WaitOptions } from '../sandbox';
-import { anySignal } from './abort';
+import { anySignal, within } from './abort';
 import type { OutputCapture } from './output-capture';
 import type { StreamLog } from './stream-log';
 
@@ -227,6 +227,33 @@ export class TaskTable {
       this.finish(task, own ? 'exited' : 'killed', end.exitCode, false, end.endedAt);
     }
     return this.status(taskId);
+  }
+
+  /** True while any task runs. */
+  get anyRunning(): boolean {
+    for (const task of this.tasks.values()) if (task.endedAt === undefined) return true;
+    return false;
+  }
+
+  /**
+   * Ends every running task once its processes were killed (the sandbox going): with its real
+   * end when that shows within `settleMs` — an exit code below 128 is the command's own, it
+   * exited just before the kill — else killed (137). Marked killed at once, a command that had
+   * exited 0 while its end was on its way was run again by a task's retry (chaos seed 8500: a
+   * new activation on the same host destroyed a fenced one's container).
+   */
+  async endAll(settleMs: number): Promise<void> {
+    const running = [...this.tasks.values()].filter((t) => t.endedAt === undefined);
+    for (const task of running) task.state = 'killed'; // the run's own end handler stands aside
+    const deadline = Date.now() + settleMs;
+    await Promise.all(
+      running.map(async (task) => {
+        const end = await within(task.run.done, Math.max(0, deadline - Date.now()));
+        const own = end !== undefined && end.exitCode >= 0 && end.exitCode < 128;
+        if (end === undefined) task.run.detach();
+        this.finish(task, own ? 'exited' : 'killed', end?.exitCode ?? 137, false, end?.endedAt);
+      }),
+    );
   }
 
   /** Marks every running task killed (its processes are already gone, or going). */

@@ -54,3 +54,25 @@ test('a kill after the end was seen changes nothing', async () => {
   await tasks.wait('t1');
   expect(await tasks.kill('t1')).toMatchObject({ state: 'exited', exitCode: 3 });
 });
+
+// A sandbox destroyed with commands running (chaos seed 8500: a new activation on the same host
+// destroying a fenced one's container) kills them first, then ends each with its real end.
+test('a destroy reports a command that exited on its own as exited, the others killed', async () => {
+  const exitedOwn = run();
+  const killed = run();
+  const silent = run();
+  const tasks = table(137, killed);
+  tasks.add('own', exitedOwn.run);
+  tasks.add('killed', killed.run);
+  tasks.add('silent', silent.run);
+  const ending = tasks.endAll(200);
+  // The first exited 0 just before the kill, its end still on its way; the second dies of it;
+  // the third shows no end in time.
+  exitedOwn.end(0);
+  killed.end(137);
+  await ending;
+  expect(tasks.status('own')).toMatchObject({ state: 'exited', exitCode: 0 });
+  expect(tasks.status('killed')).toMatchObject({ state: 'killed', exitCode: 137 });
+  expect(tasks.status('silent')).toMatchObject({ state: 'killed', exitCode: 137 });
+  expect(tasks.anyRunning).toBe(false);
+});
