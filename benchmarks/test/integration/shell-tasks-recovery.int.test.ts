@@ -124,8 +124,9 @@ test('a command its sandbox was destroyed under did not finish: the retry runs i
   const { taskId } = await sb.ask('startBackground', { cmd: 'sleep 600' });
   await sb.ask('destroy', {}, { timeoutMs: 30_000 });
   const killed = await statusOf('rec-c1');
-  expect(killed.commands.map((c) => [c.taskId, c.ended?.state ?? 'running'])).toEqual([
-    [taskId, 'running'],
+  // Killed by the destroy, and recorded so: not an end of its own.
+  expect(killed.commands.map((c) => [c.taskId, c.ended?.state, c.ended?.exitCode])).toEqual([
+    [taskId, 'killed', 137],
   ]);
 
   const retry = await driver.runTask(context('rec-c2', ['rec-c1']), task);

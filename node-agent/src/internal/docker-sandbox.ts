@@ -69,8 +69,8 @@ export interface DockerSandboxParts {
 const READY_LINE = 'troupe-ready';
 const NOT_READY_LINE = 'troupe-not-ready';
 const KILL_HELPER_TIMEOUT_MS = 10_000;
-/** How long a destroyed sandbox's running commands may take to show their ends once killed. */
-const END_SETTLE_MS = 2_000;
+/** How long a destroy waits for its running commands to be killed before it removes them. */
+const KILL_ON_DESTROY_MS = 5_000;
 /**
  * How long after a command died of a signal to wait for Docker's `oom` event: the engine
  * usually has it before the exec's exit, but containerd reports the two on separate paths.
@@ -689,15 +689,14 @@ export class DockerSandbox implements Sandbox {
   }
 
   private async doDestroy(): Promise<void> {
-    this.state = 'destroyed';
-    if (this.tasks.anyRunning) {
-      // Killed first, so that each running command's end is its real one: one that exited just
-      // before keeps its own exit code (its end was on its way), the others end killed.
-      await ignoreNotFound(() => this.parts.container.kill({ signal: 'SIGKILL' })).catch(
-        () => undefined, // 409: already stopped
-      );
-      await this.tasks.endAll(END_SETTLE_MS);
+    if (this.tasks.anyRunning && this.failure === undefined) {
+      // Running commands are killed as `kill` kills them, while the container lives, so each
+      // ends with its real end: one that exited just before keeps its own exit code (its end
+      // was on its way), the others end killed. (Once the container is gone, Docker reports an
+      // exec's exit code unreliably.)
+      await within(this.tasks.killAll(), KILL_ON_DESTROY_MS);
     }
+    this.state = 'destroyed';
     this.tasks.abandonAll(true);
     const errors: unknown[] = [];
     try {

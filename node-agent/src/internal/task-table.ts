@@ -256,6 +256,12 @@ export class TaskTable {
     );
   }
 
+  /** Kills every running task as {@link kill} does (its real end kept when it had exited). */
+  async killAll(): Promise<void> {
+    const running = [...this.tasks.values()].filter((t) => t.endedAt === undefined);
+    await Promise.all(running.map((t) => this.kill(t.id).catch(() => undefined)));
+  }
+
   /** Marks every running task killed (its processes are already gone, or going). */
   abandonAll(detach: boolean): void {
     for (const task of this.tasks.values()) {
