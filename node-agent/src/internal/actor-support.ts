@@ -31,22 +31,49 @@ export function passivateAfterTurn(
 }
 
 /**
- * Wraps an actor's handlers so that, after each turn, an activation that holds no resource (its
- * id is not in `live`: never created, or destroyed) passivates and gives its slot back.
+ * How long an activation that holds no resource stays after its last turn before it passivates.
+ * Passivated after every turn, a lost or destroyed sandbox asked by two callers at once (a task's
+ * cleanup and its retry's read) answered one of them "is passivating" at each turn; each asked
+ * again, woke a new activation, and passivated it for the other: neither was answered for tens of
+ * seconds (chaos seeds 8328, 8500, 8508).
+ */
+export const PASSIVATE_QUIET_MS = 500;
+
+/**
+ * Wraps an actor's handlers so that an activation that holds no resource (its id is not in
+ * `live`: never created, or destroyed) passivates and gives its slot back once no turn has run
+ * for {@link PASSIVATE_QUIET_MS}.
  */
 export function passivateWhenIdle(
   live: { has(id: string): boolean },
   passivate: PassivateFn | undefined,
   log: Logger,
 ) {
+  const quiet = new Map<string, NodeJS.Timeout>();
+  const settle = (self: ActorAddress, epoch: number): void => {
+    const key = `${formatAddress(self)}@${epoch}`;
+    clearTimeout(quiet.get(key));
+    quiet.delete(key);
+    if (live.has(self.id) || !passivate) return;
+    const timer = setTimeout(() => {
+      quiet.delete(key);
+      if (!live.has(self.id)) passivateAfterTurn(passivate, { self, epoch }, log);
+    }, PASSIVATE_QUIET_MS);
+    timer.unref();
+    quiet.set(key, timer);
+  };
   return <Ctx extends { self: ActorAddress; epoch: number }, M, S, R>(
       fn: (ctx: Ctx, msg: M, state: S) => Promise<R>,
     ) =>
     async (ctx: Ctx, msg: M, state: S): Promise<R> => {
+      // A turn keeps the activation: the quiet period starts again after it.
+      const key = `${formatAddress(ctx.self)}@${ctx.epoch}`;
+      clearTimeout(quiet.get(key));
+      quiet.delete(key);
       try {
         return await fn(ctx, msg, state);
       } finally {
-        if (!live.has(ctx.self.id)) passivateAfterTurn(passivate, ctx, log);
+        settle(ctx.self, ctx.epoch);
       }
     };
 }
