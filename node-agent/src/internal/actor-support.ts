@@ -12,9 +12,16 @@ import {
 /** Passivates one activation of `addr` if it still runs at `epoch`. */
 export type PassivateFn = (addr: ActorAddress, epoch: number) => Promise<void>;
 
+/** How long a passivation that fails (its directory read in a NATS outage) is tried again. */
+export const PASSIVATE_RETRY_MS = 30_000;
+
 /**
  * Passivates the activation once the current turn is over: the reply is sent and the state
- * committed before it stops (calling it inside the turn and awaiting it would deadlock).
+ * committed before it stops (calling it inside the turn and awaiting it would deadlock). A
+ * failure is tried again, pausing 250 ms doubling to 2 s, for {@link PASSIVATE_RETRY_MS}: given up
+ * at once (a directory read timing out while a NATS server restarted), the activation kept its
+ * slot until its idle timeout, and five such in one job left no slot to read a sandbox in (chaos
+ * seed 8636). Passivating is idempotent: only the activation of `epoch` is stopped.
  */
 export function passivateAfterTurn(
   passivate: PassivateFn | undefined,
@@ -24,7 +31,11 @@ export function passivateAfterTurn(
   if (!passivate) return;
   const { self, epoch } = turn;
   setImmediate(() => {
-    passivate(self, epoch).catch((err: unknown) =>
+    retryWithBackoff(() => passivate(self, epoch), {
+      isRetryable: () => true,
+      untilMs: Date.now() + PASSIVATE_RETRY_MS,
+      unref: true,
+    }).catch((err: unknown) =>
       log.warn({ err, actor: formatAddress(self) }, 'could not passivate'),
     );
   });

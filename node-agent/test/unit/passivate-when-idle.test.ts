@@ -1,4 +1,4 @@
-import { noopLogger, type ActorAddress } from '@troupe/proto';
+import { noopLogger, TroupeError, type ActorAddress } from '@troupe/proto';
 import { waitFor } from '@troupe/testkit';
 import { PASSIVATE_QUIET_MS, passivateWhenIdle } from '../../src/internal/actor-support';
 
@@ -50,4 +50,26 @@ test('an activation that holds its resource after the turn is not passivated', a
   await turn({ self, epoch: 1 }, 'create', {});
   await new Promise((r) => setTimeout(r, PASSIVATE_QUIET_MS * 2));
   expect(passivated).toEqual([]);
+});
+
+test('a passivation that fails (a NATS outage) is tried again', async () => {
+  // Chaos seed 8636: given up at the first timeout, five activations kept their slots until
+  // their idle timeout, and the job's retries found no slot to read a sandbox in.
+  const calls: number[] = [];
+  const guarded = passivateWhenIdle(
+    new Set(),
+    (_addr, epoch) => {
+      calls.push(epoch);
+      return calls.length < 3
+        ? Promise.reject(new TroupeError('UNAVAILABLE', 'directory read: timeout'))
+        : Promise.resolve();
+    },
+    noopLogger,
+  );
+  await guarded(async () => 'ok')({ self, epoch: 7 }, 'status', {});
+  await waitFor(() => calls.length === 3, {
+    timeoutMs: 10_000,
+    message: 'the passivation tried again until it succeeded',
+  });
+  expect(calls).toEqual([7, 7, 7]);
 });
