@@ -90,9 +90,8 @@ export async function handleCoreBatch(runner: TurnRunner, items: CoreItem[]): Pr
       // had recorded its command's start before running it answered that it had none).
       cell.rollback();
       // The asks' turns ran but nothing of them is kept: `details.commitFailed` tells an asker
-      // that asking again runs them again (`isCommitFailed`).
-      // A store outage keeps its reason: an asker's own turn failing on it is retried without
-      // counting towards a dead letter, as for its own store.
+      // that asking again runs them again (`isCommitFailed`). A store outage keeps its reason:
+      // an asker's own turn failing on it is retried without counting towards a dead letter.
       const unavailable = new TroupeError('UNAVAILABLE', `${runner.key}: state commit failed`, {
         cause: err,
         details: { commitFailed: true },

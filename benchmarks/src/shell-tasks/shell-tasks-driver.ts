@@ -194,8 +194,8 @@ const SANDBOX_LIVENESS_MS = 1_000;
 /** Pause before asking again a sandbox whose activation answered that it is on its way out. */
 const MOVED_PAUSE_MS = 250;
 
-/** Pause before asking again a sandbox whose turn's state commit failed (its store unreachable). */
-const COMMIT_FAILED_PAUSE_MS = 1_000;
+/** Pause before asking again a sandbox whose state store was unreachable (see isStoreTrouble). */
+const STORE_TROUBLE_PAUSE_MS = 1_000;
 
 /**
  * An ask's failure because the sandbox's state store was unreachable: its turn's commit failed
@@ -332,10 +332,10 @@ export function createShellTasksDriver(
         const moved = isMovedAway(err);
         if (moved) movedUntil ??= Date.now() + movedWaitMs;
         const waitMoved = moved && Date.now() < movedUntil!;
-        const commitFailed = isStoreTrouble(err);
+        const storeTrouble = isStoreTrouble(err);
         if (
           ctx.signal.aborted ||
-          !(isHostSilent(err) || waitMoved || commitFailed) ||
+          !(isHostSilent(err) || waitMoved || storeTrouble) ||
           Date.now() >= deadline
         ) {
           throw err;
@@ -351,7 +351,7 @@ export function createShellTasksDriver(
         if (moved) await delay(MOVED_PAUSE_MS, ctx.signal);
         // A destroy whose commit failed in a NATS server's restart, given up, left its container
         // for its idle timeout (chaos seeds 8432, 8442): the store is back within seconds.
-        if (commitFailed) await delay(COMMIT_FAILED_PAUSE_MS, ctx.signal);
+        if (storeTrouble) await delay(STORE_TROUBLE_PAUSE_MS, ctx.signal);
       }
     }
   };

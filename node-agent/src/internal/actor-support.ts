@@ -61,10 +61,15 @@ export function passivateWhenIdle(
   log: Logger,
 ) {
   const quiet = new Map<string, NodeJS.Timeout>();
-  const settle = (self: ActorAddress, epoch: number): void => {
+  /** Stops the activation's quiet period, if one runs; returns its key. */
+  const cancel = (self: ActorAddress, epoch: number): string => {
     const key = `${formatAddress(self)}@${epoch}`;
     clearTimeout(quiet.get(key));
     quiet.delete(key);
+    return key;
+  };
+  const settle = (self: ActorAddress, epoch: number): void => {
+    const key = cancel(self, epoch);
     if (live.has(self.id) || !passivate) return;
     const timer = setTimeout(() => {
       quiet.delete(key);
@@ -78,9 +83,7 @@ export function passivateWhenIdle(
     ) =>
     async (ctx: Ctx, msg: M, state: S): Promise<R> => {
       // A turn keeps the activation: the quiet period starts again after it.
-      const key = `${formatAddress(ctx.self)}@${ctx.epoch}`;
-      clearTimeout(quiet.get(key));
-      quiet.delete(key);
+      cancel(ctx.self, ctx.epoch);
       try {
         return await fn(ctx, msg, state);
       } finally {

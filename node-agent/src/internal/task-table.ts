@@ -53,6 +53,16 @@ interface Task {
   markFinished(): void;
 }
 
+/**
+ * How a task killed (by `kill`, or with its sandbox) ended, by its exit code: below 128 the
+ * command's own, not a signal's — it exited before the kill landed, its end on its way. Reported
+ * killed, a finished command was run again by a task's retry (chaos seed 8005: a fenced task
+ * actor killed a command that had exited 0; seed 8500: a destroy did).
+ */
+function endStateAfterKill(exitCode: number): 'exited' | 'killed' {
+  return exitCode >= 0 && exitCode < 128 ? 'exited' : 'killed';
+}
+
 /** Background tasks of one sandbox: their state, output, deadlines, waits and kills. */
 export class TaskTable {
   private readonly tasks = new Map<string, Task>();
@@ -220,19 +230,19 @@ export class TaskTable {
       task.state = 'killed';
       await raceSignal(this.hooks.killTree(taskId, task.run, 'kill'), options.signal);
       const end = await task.run.done;
-      // An exit code below 128 is the command's own, not a signal's: it exited before the kill
-      // landed (its end was on its way). Reported killed, a finished command was run again by a
-      // task's retry (chaos seed 8005: a fenced task actor killed a command that had exited 0).
-      const own = end.exitCode >= 0 && end.exitCode < 128;
-      this.finish(task, own ? 'exited' : 'killed', end.exitCode, false, end.endedAt);
+      this.finish(task, endStateAfterKill(end.exitCode), end.exitCode, false, end.endedAt);
     }
     return this.status(taskId);
   }
 
+  /** The tasks still running. */
+  private running(): Task[] {
+    return [...this.tasks.values()].filter((t) => t.endedAt === undefined);
+  }
+
   /** True while any task runs. */
   get anyRunning(): boolean {
-    for (const task of this.tasks.values()) if (task.endedAt === undefined) return true;
-    return false;
+    return this.running().length > 0;
   }
 
   /**
@@ -243,23 +253,25 @@ export class TaskTable {
    * new activation on the same host destroyed a fenced one's container).
    */
   async endAll(settleMs: number): Promise<void> {
-    const running = [...this.tasks.values()].filter((t) => t.endedAt === undefined);
+    const running = this.running();
     for (const task of running) task.state = 'killed'; // the run's own end handler stands aside
     const deadline = Date.now() + settleMs;
     await Promise.all(
       running.map(async (task) => {
         const end = await within(task.run.done, Math.max(0, deadline - Date.now()));
-        const own = end !== undefined && end.exitCode >= 0 && end.exitCode < 128;
-        if (end === undefined) task.run.detach();
-        this.finish(task, own ? 'exited' : 'killed', end?.exitCode ?? 137, false, end?.endedAt);
+        if (end === undefined) {
+          task.run.detach();
+          this.finish(task, 'killed', 137);
+        } else {
+          this.finish(task, endStateAfterKill(end.exitCode), end.exitCode, false, end.endedAt);
+        }
       }),
     );
   }
 
   /** Kills every running task as {@link kill} does (its real end kept when it had exited). */
   async killAll(): Promise<void> {
-    const running = [...this.tasks.values()].filter((t) => t.endedAt === undefined);
-    await Promise.all(running.map((t) => this.kill(t.id).catch(() => undefined)));
+    await Promise.all(this.running().map((t) => this.kill(t.id).catch(() => undefined)));
   }
 
   /** Marks every running task killed (its processes are already gone, or going). */
