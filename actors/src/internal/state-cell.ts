@@ -13,6 +13,7 @@ import {
   type StateStore,
   type StoredState,
   storeOutageOf,
+  StoreUnavailableError,
 } from '../state-store';
 import { setTimeout as delay } from 'node:timers/promises';
 import { decodeJson, encodeJson } from './json-codec';
@@ -98,7 +99,7 @@ export class StateCell {
     if (!this.unsure) return;
     let stored: StoredState | undefined;
     try {
-      stored = await this.store.read(this.address);
+      stored = await this.readWithin(COMMIT_TRY_MS);
     } catch (err) {
       throw storeOutageOf(err) ?? err;
     }
@@ -160,7 +161,7 @@ export class StateCell {
       if (!first) await delay(Math.min(COMMIT_RETRY_PAUSE_MS, remaining));
       let stored: StoredState | undefined;
       try {
-        stored = await this.store.read(this.address);
+        stored = await this.readWithin(Math.min(COMMIT_TRY_MS, remaining));
       } catch (err) {
         const outage = hasReason(err, ErrorReason.STORE_UNAVAILABLE) ? err : storeOutageOf(err);
         if (!outage) {
@@ -182,6 +183,30 @@ export class StateCell {
       // Not landed (or not yet: a late landing fences the next write, which reads again).
       await delay(Math.min(COMMIT_RETRY_PAUSE_MS, Math.max(0, deadline - Date.now())));
       return undefined;
+    }
+  }
+
+  /**
+   * The state record, read with an answer within `ms` or failed as a store outage. The client's
+   * own timeout (5 s) would carry one hung read past a commit's whole patience (chaos run 13: a
+   * commit after nats#0's restart ended on such a read); a read asked again may be answered by another
+   * replica of the bucket's stream (reads are direct gets, which every replica serves). An answer
+   * after `ms` is dropped.
+   */
+  private async readWithin(ms: number): Promise<StoredState | undefined> {
+    const read = this.store.read(this.address);
+    read.catch(() => undefined);
+    let timer: NodeJS.Timeout | undefined;
+    const silent = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(new StoreUnavailableError(new Error(`no answer to a read within ${ms} ms`))),
+        ms,
+      );
+    });
+    try {
+      return await Promise.race([read, silent]);
+    } finally {
+      clearTimeout(timer);
     }
   }
 

@@ -1,5 +1,6 @@
 import { randomClusterName, startNatsServer, type NatsServerHandle } from '@troupe/testkit';
 import { ErrorReason, hasReason } from '@troupe/proto';
+import { setTimeout as delay } from 'node:timers/promises';
 import { z } from 'zod';
 import { defineActor } from '../../src/actor-definition';
 import { isCommitFailed } from '../../src/actor-ref';
@@ -248,5 +249,38 @@ test('a write another epoch overtook is fenced, not written again', async () => 
     const stored = (await host.states.read(addr))!;
     expect(stored.record.epoch).toBe(after.epoch);
     expect(stored.record.data).toEqual({ entries: after.entries });
+  });
+});
+
+test('a read left unanswered while finding out a write is asked again within the commit', async () => {
+  await withHost(async (host) => {
+    const addr = { kind: 'steps', id: 's7' };
+    const ref = host.refOf(addr);
+    const first = (await ref.ask('read', {})) as ReadReply;
+    const failed = failCommitContaining('a:done', 'landed-unanswered');
+    // The first read after the unanswered write is answered only after 8 s (a silent replica).
+    const realRead = StateStore.prototype.read;
+    let reads = 0;
+    jest.spyOn(StateStore.prototype, 'read').mockImplementation(async function (
+      this: StateStore,
+      ...args: Parameters<StateStore['read']>
+    ) {
+      reads++;
+      if (reads === 1) await delay(8_000);
+      return realRead.apply(this, args);
+    });
+    const started = Date.now();
+    await ref.ask('step', { name: 'a' }, { timeoutMs: 10_000 });
+    // Within the commit's 5 s patience: the hung read was given up, the next found the write.
+    expect(Date.now() - started).toBeLessThan(5_000);
+    expect(failed()).toBe(1);
+    expect(reads).toBe(2);
+    jest.restoreAllMocks();
+    const stored = (await host.states.read(addr))!;
+    expect(stored.record.data).toEqual({ entries: ['a:started', 'a:done'] });
+    expect(await ref.ask('read', {})).toEqual({
+      entries: ['a:started', 'a:done'],
+      epoch: first.epoch,
+    });
   });
 });
