@@ -103,6 +103,13 @@ export const StartBackgroundMessageSchema = z
     timeoutMs: z.int().min(1).optional(),
     /** Keep stdin open (`writeStdin`) and stdout readable by offset (`readOutput`). @default false */
     interactive: z.boolean().optional(),
+    /**
+     * The caller's name for this start: a `startBackground` with a key the sandbox has recorded
+     * starts nothing and answers the recorded command's task id (`repeated: true`), so an ask
+     * that runs twice (asked again after an answer was lost, or delivered to an activation
+     * twice) never runs its command twice.
+     */
+    idempotencyKey: z.string().min(1).max(200).optional(),
   })
   .strict();
 /** `writeStdin`: writes to an interactive task's stdin. */
@@ -295,6 +302,8 @@ export const RecordedCommandSchema = z.object({
   startedAtMs: z.number().int().nonnegative(),
   /** The backend's handle of the command (Docker: its exec id), read by a restarted agent. */
   handle: z.string().optional(),
+  /** The `idempotencyKey` it was started with. */
+  idempotencyKey: z.string().optional(),
   /** How it ended (output tails of at most {@link RECORDED_OUTPUT_CHARS} each); absent while running or unseen. */
   ended: CommandEndSchema.optional(),
 });
@@ -360,6 +369,8 @@ export const ExecReplySchema = z.looseObject({
 /** Reply to `startBackground`. */
 export interface StartBackgroundReply {
   taskId: string;
+  /** The command was already started with this `idempotencyKey`: nothing was started now. */
+  repeated?: true;
 }
 /** Reply to `readOutput` (see `Sandbox.readOutput`). */
 export type ReadOutputReply = TaskOutput;

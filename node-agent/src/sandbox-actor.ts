@@ -381,13 +381,30 @@ export function createSandboxActor(options: SandboxActorOptions) {
     msg: z.output<typeof StartBackgroundMessageSchema>,
     state: State,
   ): Result<StartBackgroundReply> => {
+    const { cmd, idempotencyKey, ...opts } = msg;
+    const started = idempotencyKey
+      ? state.commands?.find((c) => c.idempotencyKey === idempotencyKey)
+      : undefined;
+    if (started) {
+      // Recorded before it started (below): the same ask run again finds it whatever became of
+      // the sandbox since, and its caller goes on to wait for that command.
+      ctx.log.info(
+        { taskId: started.taskId, idempotencyKey },
+        'startBackground asked again: answering with the command it started',
+      );
+      return { reply: { taskId: started.taskId, repeated: true } };
+    }
     const held = requireLive(ctx, state);
-    const { cmd, ...opts } = msg;
     const withCommand = (taskId: string, handle: string | undefined): State => ({
       ...state,
       commands: [
         ...(state.commands ?? []),
-        { taskId, startedAtMs: Date.now(), ...(handle ? { handle } : {}) },
+        {
+          taskId,
+          startedAtMs: Date.now(),
+          ...(handle ? { handle } : {}),
+          ...(idempotencyKey ? { idempotencyKey } : {}),
+        },
       ].slice(-MAX_RECORDED_COMMANDS),
     });
     // The command is recorded, with its handle, before it starts: a node agent killed right
@@ -423,6 +440,7 @@ export function createSandboxActor(options: SandboxActorOptions) {
       throw err;
     }
     held.commands.push(taskId);
+    ctx.log.info({ taskId, ...(idempotencyKey ? { idempotencyKey } : {}) }, 'command started');
     return {
       state: recorded ?? withCommand(taskId, held.sandbox.backgroundHandle?.(taskId)),
       reply: { taskId },

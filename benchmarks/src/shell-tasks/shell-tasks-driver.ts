@@ -490,6 +490,8 @@ export function createShellTasksDriver(
             timeoutMs: commandLimited ? task.timeoutMs : remaining + 2_000,
             ...(task.env ? { env: task.env } : {}),
             ...(task.cwd ? { cwd: task.cwd } : {}),
+            // One command per execution's sandbox: an ask that runs twice starts it once.
+            idempotencyKey: ctx.resourceId,
           },
           { timeoutMs: 30_000, livenessMs: SANDBOX_LIVENESS_MS, signal: ctx.signal },
         ),

@@ -213,6 +213,34 @@ describe('sandbox actor on a node agent', () => {
     await sb.ask('destroy', {});
   });
 
+  test('a startBackground asked again with its idempotency key starts nothing', async () => {
+    // Chaos seed 8704: one execution's sandbox recorded eight runs of its task's command, which
+    // the task asked to start once (an ask run again after its answer was lost).
+    const sb = sandboxRef(c.actors, 'sb-key');
+    await sb.ask('create', { spec: { image: fx.busybox } }, { timeoutMs: 60_000 });
+    const start = { cmd: 'echo run >> runs.txt', idempotencyKey: 'the-command' };
+    const first = await sb.ask('startBackground', start);
+    expect(first.repeated).toBeUndefined();
+    const again = await sb.ask('startBackground', start);
+    expect(again).toEqual({ taskId: first.taskId, repeated: true });
+    expect((await sb.ask('wait', { taskId: first.taskId, timeoutMs: 10_000 })).state).toBe(
+      'exited',
+    );
+    // Another key (or none) is another command.
+    const other = await sb.ask('startBackground', { ...start, idempotencyKey: 'another' });
+    expect(other.taskId).not.toBe(first.taskId);
+    await sb.ask('wait', { taskId: other.taskId, timeoutMs: 10_000 });
+    expect((await sb.ask('exec', { cmd: 'cat runs.txt' })).stdout).toBe('run\nrun\n');
+    const status = await sb.ask('status', {});
+    expect(status.commands.map((cmd) => cmd.taskId)).toEqual([first.taskId, other.taskId]);
+    await sb.ask('destroy', {});
+    // Still answered from the record once the sandbox is gone: the command was started.
+    expect(await sb.ask('startBackground', start)).toEqual({
+      taskId: first.taskId,
+      repeated: true,
+    });
+  });
+
   test('destroy removes the container only once the state holding its commands is stored', async () => {
     // Removing a container cannot be rolled back. A commit that failed after it (a NATS server
     // lost mid-turn) left the command ends read from the container recorded nowhere, and the
