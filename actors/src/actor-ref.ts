@@ -131,7 +131,7 @@ export class UntypedActorRef {
     const timeoutMs = options.timeoutMs ?? DEFAULT_ASK_TIMEOUT_MS;
     const deadline = Date.now() + timeoutMs;
     const subject = this.subject;
-    const envelope: CoreEnvelope = { t: type, m: msg, d: deadline };
+    const envelope: CoreEnvelope = { t: type, m: msg, d: deadline, n: this.transport.nextAskId() };
     if (this.senderText) envelope.s = this.senderText;
     if (options.requireIdle) envelope.i = 1;
     const intervalMs =

@@ -25,6 +25,7 @@ import { type Directory } from '../directory';
 import { type RefFactory } from '../ref-factory';
 import { type StateStore, type StoredState } from '../state-store';
 import { ActivationEntry } from './activation-entry';
+import { AskRepeats } from './ask-repeats';
 import { handleCoreBatch, MAX_CORE_BATCH } from './core-batch';
 import {
   type CoreItem,
@@ -97,6 +98,8 @@ export class Activation implements TurnRunner {
   private readonly inbox: InboxReader;
   private readonly posted: PostedMessages;
   private readonly queue: CoreItem[] = [];
+  /** The asks taken, for their repeats (see {@link AskRepeats}). */
+  private askRepeats?: AskRepeats;
   /** Consecutive pump failures (infrastructure trouble), for the retry pause. */
   private pumpFailures = 0;
   /** False until start() has loaded the state: messages that arrive earlier wait in the queue. */
@@ -391,11 +394,19 @@ export class Activation implements TurnRunner {
         this.log,
       );
     } else
-      this.enqueue(
+      this.takeAsk(
         this.host.transport.keepalive.track(msg, envelope.d, false, envelope.k),
-        'ask',
         envelope,
       );
+  }
+
+  /** Queues an ask, unless it repeats one this activation took (then it joins that one). */
+  private takeAsk(msg: Respondable, envelope: CoreEnvelope): void {
+    const first =
+      envelope.n === undefined
+        ? msg
+        : (this.askRepeats ??= new AskRepeats()).admit(envelope.n, envelope.d, msg);
+    if (first) this.enqueue(first, 'ask', envelope);
   }
 
   /** A tell, or a mail hint. */
@@ -419,7 +430,7 @@ export class Activation implements TurnRunner {
       return;
     }
     // Its asker starts watching this host when it first hears from it: say so at once.
-    this.enqueue(this.host.transport.keepalive.track(msg, ask.d, true, ask.k), 'ask', ask);
+    this.takeAsk(this.host.transport.keepalive.track(msg, ask.d, true, ask.k), ask);
   }
 
   /** Queues an ask or tell; an ask that requires an idle actor is refused while one is busy. */

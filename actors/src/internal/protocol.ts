@@ -12,6 +12,7 @@ export const AskEnvelopeSchema = z.object({
   s: z.string().optional(),
   i: z.literal(1).optional(),
   k: z.number().optional(),
+  n: z.string().max(64).optional(),
 });
 
 /** An ask handed to a host with its activation: the envelope plus the asker's reply subject. */
@@ -130,6 +131,11 @@ export interface CoreEnvelope {
   s?: string;
   i?: 1;
   k?: number;
+  /**
+   * The asker's id for the ask, the same in each of its rounds: an activation that took the ask
+   * answers a repeat with that ask's answer instead of running it again (see `AskRepeats`).
+   */
+  n?: string;
 }
 
 /** Reads an envelope; undefined when the payload is not one. */
@@ -140,5 +146,6 @@ export function parseCoreEnvelope(value: unknown): CoreEnvelope | undefined {
   if (v['d'] !== undefined && typeof v['d'] !== 'number') return undefined;
   if (v['s'] !== undefined && typeof v['s'] !== 'string') return undefined;
   if (v['k'] !== undefined && typeof v['k'] !== 'number') return undefined;
+  if (v['n'] !== undefined && (typeof v['n'] !== 'string' || v['n'].length > 64)) return undefined;
   return v as unknown as CoreEnvelope;
 }

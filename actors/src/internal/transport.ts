@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import {
   type ActorAddress,
   coordSubject,
@@ -98,6 +99,14 @@ export class Transport {
     this.requester = new Requester(nc);
     this.keepalive = new AskKeepalive(nc, askKeepaliveMs);
     this.tells = new TellBatcher(nc, log);
+  }
+
+  private readonly askIdPrefix = randomBytes(6).toString('base64url');
+  private asks = 0;
+
+  /** A new id for one `ask()`, unique in the cluster (envelope `n`, see `AskRepeats`). */
+  nextAskId(): string {
+    return this.askIdPrefix + (++this.asks).toString(36);
   }
 
   /**
