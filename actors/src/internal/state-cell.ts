@@ -4,6 +4,7 @@ import {
   formatAddress,
   fromZodError,
   hasReason,
+  raceSignal,
   TroupeError,
 } from '@troupe/proto';
 import { type AnyActorDefinition } from '../actor-definition';
@@ -194,19 +195,12 @@ export class StateCell {
    * after `ms` is dropped.
    */
   private async readWithin(ms: number): Promise<StoredState | undefined> {
-    const read = this.store.read(this.address);
-    read.catch(() => undefined);
-    let timer: NodeJS.Timeout | undefined;
-    const silent = new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () => reject(new StoreUnavailableError(new Error(`no answer to a read within ${ms} ms`))),
-        ms,
-      );
-    });
+    const silent = AbortSignal.timeout(ms);
     try {
-      return await Promise.race([read, silent]);
-    } finally {
-      clearTimeout(timer);
+      return await raceSignal(this.store.read(this.address), silent);
+    } catch (err) {
+      if (silent.aborted) throw new StoreUnavailableError(err);
+      throw err;
     }
   }
 
