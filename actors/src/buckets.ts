@@ -1,7 +1,19 @@
+import { jetstreamManager } from '@nats-io/jetstream';
 import { type KV, type KvOptions, Kvm } from '@nats-io/kv';
 import { type ObjectStore, type ObjectStoreOptions, Objm } from '@nats-io/obj';
 import type { NatsConnection } from '@nats-io/transport-node';
+import { isTransientNatsError } from './internal/nats-errors';
 import { whileJetStreamStarts } from './internal/while-jetstream-starts';
+
+/**
+ * How long one look-up of a bucket's stream waits for its answer. A stream that is electing a
+ * leader (a server of its group was just killed) answers nothing: the request is lost, and the
+ * JetStream API's own 5 s timeout made every such look-up cost 5 s — the coordinator's leader
+ * services, which open their buckets first, started 5.1 s after a NATS server's `kill -9` in
+ * 5 of 62 chaos starts (docs/reliability.md). A stream that has a leader answers in
+ * milliseconds, so a lost look-up is asked again after this.
+ */
+export const STREAM_LOOKUP_TIMEOUT_MS = 1_500;
 
 /**
  * Opens a KV bucket, creating it when missing; safe to call from every process at once.
@@ -18,7 +30,7 @@ export function createKv(
   name: string,
   options: Partial<KvOptions> = {},
 ): Promise<KV> {
-  return retryCreateRace(() => new Kvm(nc).create(name, options));
+  return retryCreateRace(nc, `KV_${name}`, () => new Kvm(nc).create(name, options));
 }
 
 /**
@@ -30,11 +42,32 @@ export function createObjectStore(
   name: string,
   options: Partial<ObjectStoreOptions> = {},
 ): Promise<ObjectStore> {
-  return retryCreateRace(() => new Objm(nc).create(name, options));
+  return retryCreateRace(nc, `OBJ_${name}`, () => new Objm(nc).create(name, options));
 }
 
-function retryCreateRace<T>(create: () => Promise<T>): Promise<T> {
+/**
+ * Looks `stream` up with {@link STREAM_LOOKUP_TIMEOUT_MS} of patience, so that `create` (whose
+ * own look-up waits the API's 5 s) runs once the stream answers. Only a transient failure (no
+ * answer) is thrown, to be retried; any other answer — "stream not found", which `create`
+ * mends by adding it, or an invalid name, which `create` reports in its own words — is
+ * `create`'s to handle.
+ */
+async function streamAnswers(nc: NatsConnection, stream: string): Promise<void> {
+  const jsm = await jetstreamManager(nc, { timeout: STREAM_LOOKUP_TIMEOUT_MS, checkAPI: false });
+  try {
+    await jsm.streams.info(stream);
+  } catch (err) {
+    if (isTransientNatsError(err)) throw err;
+  }
+}
+
+function retryCreateRace<T>(
+  nc: NatsConnection,
+  stream: string,
+  create: () => Promise<T>,
+): Promise<T> {
   return whileJetStreamStarts(async () => {
+    await streamAnswers(nc, stream);
     try {
       return await create();
     } catch (err) {
