@@ -6,6 +6,7 @@ import {
   deleteSubjectMessages,
   kvKeys,
   kvKeysAt,
+  kvLatest,
   kvValueFromLeader,
   removeKvKey,
   storeOutageOf,
@@ -83,6 +84,11 @@ const WorkSchema = z.object({
 });
 /** Task records or results read at once (direct gets in flight). */
 const READ_BATCH = 256;
+/** A stored record, parsed when it is used (a listing checks only the ones it returns). */
+interface StoredRecord {
+  json(): unknown;
+}
+
 /** How long a job listing streams the bucket's history before it reads the records instead. */
 const HISTORY_LIST_DEADLINE_MS = 2_000;
 
@@ -214,40 +220,34 @@ export class JobStore {
   }
 
   /**
-   * The `job.*` records in one pass of a consumer over the bucket's history (the cheap way), or
-   * undefined when it has not ended within `deadlineMs`: the consumer can wait ~30 s for an entry
-   * a concurrent put replaced (history 1) between its count and its delivery.
+   * The `job.*` records in one pass of a consumer over the bucket's last entries per key (see
+   * {@link kvLatest}: its consumer is deleted after the pass, where `kv.history()` left one in
+   * nats-server for five minutes per listing), or undefined when it has not ended within
+   * `deadlineMs`.
    */
   private async streamJobRecords(
     deadlineMs: number,
-  ): Promise<{ revision: number; latest: KvEntry[] } | undefined> {
-    const byKey = new Map<string, KvEntry>();
+  ): Promise<{ revision: number; latest: StoredRecord[] } | undefined> {
+    const entries = await kvLatest(this.kv, 'job.*', deadlineMs);
+    if (entries === undefined) return undefined;
     let revision = 0;
-    const history = await this.kv.history({ key: 'job.*' });
-    let late = false;
-    const timer = setTimeout(() => {
-      late = true;
-      history.stop();
-    }, deadlineMs);
-    try {
-      for await (const e of history) {
-        revision = Math.max(revision, e.revision);
-        if (e.operation === 'PUT') byKey.set(e.key, e);
-        else byKey.delete(e.key);
+    const latest: StoredRecord[] = [];
+    for (const e of entries) {
+      revision = Math.max(revision, e.revision);
+      if (e.operation === 'PUT') {
+        latest.push({ json: () => JSON.parse(new TextDecoder().decode(e.value)) as unknown });
       }
-    } finally {
-      clearTimeout(timer);
     }
-    return late ? undefined : { revision, latest: [...byKey.values()] };
+    return { revision, latest };
   }
 
   /**
    * The `job.*` records read one by one (256 at a time) after listing the keys from the stream's
    * subject index: slower than {@link streamJobRecords}, but never waits on a consumer.
    */
-  private async readJobRecords(): Promise<{ revision: number; latest: KvEntry[] }> {
+  private async readJobRecords(): Promise<{ revision: number; latest: StoredRecord[] }> {
     const { keys, revision } = await kvKeysAt(this.kv, 'job.*');
-    const latest: KvEntry[] = [];
+    const latest: StoredRecord[] = [];
     await readBatched(keys, async (k) => {
       const e = await this.kv.get(k);
       if (e?.operation === 'PUT') latest.push(e);
