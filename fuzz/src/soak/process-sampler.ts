@@ -9,6 +9,13 @@ export interface SoakedProcess {
   pid: number;
   /** Directory the process's {@link ProbeReport} is written to (Node processes only). */
   probeDir?: string;
+  /**
+   * Base URL of a Go process's `net/http/pprof` endpoints (nats-server's `--profile` port): its
+   * heap after a forced collection and its goroutines are sampled from there.
+   */
+  goProfileUrl?: string;
+  /** nats-server's monitoring base URL: what its streams store is sampled from `/jsz`. */
+  natsMonitorUrl?: string;
 }
 
 /** One sample of one process. Heap and handles only for a process with a probe. */
@@ -19,10 +26,12 @@ export interface ProcessSample {
   rssMb: number;
   /** Open file descriptors (entries of /proc/<pid>/fd). */
   fds: number;
-  /** Heap used after a full collection, MB (from the probe). */
+  /** Heap used after a full collection, MB (from the probe; a Go process's `HeapAlloc` after GC). */
   heapMb?: number;
-  /** Active handles and requests (from the probe). */
+  /** Active handles and requests (from the probe; a Go process's goroutines). */
   handles?: number;
+  /** What nats-server's streams store, MB (`/jsz` bytes, every stream). */
+  storedMb?: number;
   /** Active handles by kind (from the probe). */
   resources?: Record<string, number>;
   /** How old the probe's report was, seconds. */
@@ -35,6 +44,7 @@ export const SERIES = [
   { key: 'heapMb', label: 'heap used (after GC)', unit: 'MB' },
   { key: 'fds', label: 'file descriptors', unit: '' },
   { key: 'handles', label: 'active handles', unit: '' },
+  { key: 'storedMb', label: 'JetStream stored (all streams)', unit: 'MB' },
 ] as const;
 
 /** A series' key in a {@link ProcessSample}. */
@@ -48,9 +58,45 @@ async function rssMb(pid: number): Promise<number> {
   return Number(kb) / 1024;
 }
 
+/** GETs `url` as text, failing after 10 s. */
+async function getText(url: string): Promise<string> {
+  const res = await fetch(url, { signal: AbortSignal.timeout(10_000) });
+  if (!res.ok) throw new Error(`GET ${url}: HTTP ${res.status}`);
+  return res.text();
+}
+
+/**
+ * A Go process's live heap and goroutines: `heap?gc=1` runs a full collection before it writes
+ * the profile, whose `runtime.MemStats` footer then gives `HeapAlloc` as the live set (what the
+ * Node probe's heap after a full collection is); the goroutine profile's header gives their
+ * count, a Go server's equivalent of active handles (every subscription, consumer and
+ * connection runs on its own).
+ */
+export async function sampleGoRuntime(
+  baseUrl: string,
+): Promise<{ heapMb: number; goroutines: number }> {
+  const [heap, routines] = await Promise.all([
+    getText(`${baseUrl}/debug/pprof/heap?gc=1&debug=1`),
+    getText(`${baseUrl}/debug/pprof/goroutine?debug=1`),
+  ]);
+  const alloc = /^# HeapAlloc = (\d+)$/m.exec(heap)?.[1];
+  const total = /^goroutine profile: total (\d+)$/m.exec(routines)?.[1];
+  if (alloc === undefined) throw new Error(`no HeapAlloc in ${baseUrl}/debug/pprof/heap`);
+  if (total === undefined) throw new Error(`no total in ${baseUrl}/debug/pprof/goroutine`);
+  return { heapMb: Number(alloc) / 1024 / 1024, goroutines: Number(total) };
+}
+
+/** What nats-server's streams store, MB (`/jsz`'s `bytes`, which counts every stream). */
+export async function sampleJetStreamStored(monitorUrl: string): Promise<number> {
+  const jsz = JSON.parse(await getText(`${monitorUrl}/jsz`)) as { bytes?: unknown };
+  if (typeof jsz.bytes !== 'number') throw new Error(`no bytes in ${monitorUrl}/jsz`);
+  return jsz.bytes / 1024 / 1024;
+}
+
 /**
  * Samples `p` now: RSS and file descriptors from `/proc`, heap and handles from its probe's last
- * report. Rejects when the process is gone (its `/proc` entry is missing).
+ * report (or a Go process's pprof), stored bytes from nats-server's `/jsz`. Rejects when the
+ * process is gone (its `/proc` entry is missing) or an endpoint it has does not answer.
  */
 export async function sampleProcess(p: SoakedProcess, t: number): Promise<ProcessSample> {
   const [rss, fdList] = await Promise.all([rssMb(p.pid), readdir(`/proc/${p.pid}/fd`)]);
@@ -68,5 +114,13 @@ export async function sampleProcess(p: SoakedProcess, t: number): Promise<Proces
       // No report yet (the process is starting): RSS and fds only.
     }
   }
+  if (p.goProfileUrl !== undefined) {
+    const go = await sampleGoRuntime(p.goProfileUrl);
+    sample.heapMb = go.heapMb;
+    sample.handles = go.goroutines;
+    sample.resources = { goroutines: go.goroutines };
+  }
+  if (p.natsMonitorUrl !== undefined)
+    sample.storedMb = await sampleJetStreamStored(p.natsMonitorUrl);
   return sample;
 }

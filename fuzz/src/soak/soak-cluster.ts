@@ -4,6 +4,7 @@ import { createWriteStream, existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import {
   ensureDocker,
+  getFreePort,
   type NatsServerHandle,
   randomClusterName,
   startNatsServer,
@@ -61,7 +62,11 @@ export async function startSoakCluster(options: SoakClusterOptions): Promise<Soa
   if (options.backend === 'docker') await ensureDocker();
   const cluster = randomClusterName();
   const token = randomBytes(24).toString('hex');
-  const nats: NatsServerHandle = await startNatsServer();
+  // nats-server's pprof port: the soak samples its live heap and goroutines (process-sampler).
+  const profilePort = await getFreePort();
+  const nats: NatsServerHandle = await startNatsServer({
+    args: ['--profile', String(profilePort)],
+  });
   const servers: Record<string, ServerProcess> = {};
   let stopping = false;
 
@@ -158,7 +163,12 @@ export async function startSoakCluster(options: SoakClusterOptions): Promise<Soa
       processes: [
         { name: 'coordinator', pid: pidOf('coordinator'), probeDir: options.dir },
         { name: 'node-agent', pid: pidOf('node-agent'), probeDir: options.dir },
-        { name: 'nats-server', pid: nats.pid },
+        {
+          name: 'nats-server',
+          pid: nats.pid,
+          goProfileUrl: `http://127.0.0.1:${profilePort}`,
+          natsMonitorUrl: nats.monitorUrl,
+        },
       ],
       exited: () =>
         Object.entries(servers)

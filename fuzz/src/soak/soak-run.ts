@@ -27,6 +27,9 @@ export const GROWTH_RULES: Record<SeriesKey, GrowthRule> = {
   heapMb: { maxSlopePerH: 10, minRise: 4 },
   fds: { maxSlopePerH: 20, minRise: 10 },
   handles: { maxSlopePerH: 20, minRise: 10 },
+  // With finished jobs deleted after a retention, what the streams store is bounded: bytes that
+  // keep piling up under a steady workload are a leak of the cluster's state (as RSS).
+  storedMb: { maxSlopePerH: 20, minRise: 8 },
 };
 
 /**
@@ -145,7 +148,8 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
       if (!x) return `${s.process.name} -`;
       const heap = x.heapMb !== undefined ? ` heap ${x.heapMb.toFixed(1)}` : '';
       const handles = x.handles !== undefined ? ` handles ${x.handles}` : '';
-      return `${s.process.name} rss ${x.rssMb.toFixed(0)}${heap} fds ${x.fds}${handles}`;
+      const stored = x.storedMb !== undefined ? ` stored ${x.storedMb.toFixed(1)}` : '';
+      return `${s.process.name} rss ${x.rssMb.toFixed(0)}${heap} fds ${x.fds}${handles}${stored}`;
     });
     say(
       `  ${Math.round((now - t0) / 1000)}/${options.durationS} s: ${tally.tasks} tasks in ${tally.jobs} jobs (${tally.failures.length} failed) | ${parts.join(' | ')}`,
@@ -209,6 +213,7 @@ export function soakMetrics(result: SoakResult): Record<string, number | string>
     heapMb: 'heap_slope_mb_per_h',
     fds: 'fd_slope_per_h',
     handles: 'handles_slope_per_h',
+    storedMb: 'stored_slope_mb_per_h',
   };
   const metrics: Record<string, number | string> = {};
   for (const { key } of SERIES) {
@@ -236,6 +241,8 @@ export function soakMetrics(result: SoakResult): Record<string, number | string>
     }
     const last = s.samples.at(-1);
     if (last) metrics[`${p}_rss_mb_end`] = r(last.rssMb);
+    if (last?.heapMb !== undefined) metrics[`${p}_heap_mb_end`] = r(last.heapMb);
+    if (last?.storedMb !== undefined) metrics[`${p}_stored_mb_end`] = r(last.storedMb);
   }
   metrics['verdict'] = result.verdict;
   return metrics;

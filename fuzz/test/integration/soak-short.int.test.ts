@@ -125,7 +125,14 @@ test('a short soak samples every process and the detector tells a leak from chur
       expect(x.rssMb).toBeGreaterThan(1);
       expect(x.fds).toBeGreaterThan(2);
     }
-    const keys = name === 'nats-server' ? ['rssMb', 'fds'] : ['rssMb', 'heapMb', 'fds', 'handles'];
+    // nats-server: its Go heap after a collection and goroutines (pprof), and what it stores.
+    const keys = [
+      'rssMb',
+      'heapMb',
+      'fds',
+      'handles',
+      ...(name === 'nats-server' ? ['storedMb'] : []),
+    ];
     expect(Object.keys(s.verdicts).sort()).toEqual([...keys].sort());
     for (const v of Object.values(s.verdicts)) expect(v.verdict).not.toBe('too-short');
   }
@@ -133,6 +140,12 @@ test('a short soak samples every process and the detector tells a leak from chur
   expect(node.heapMb).toBeGreaterThan(5);
   expect(node.handles).toBeGreaterThan(0);
   expect(node.resources?.['Timeout']).toBeGreaterThan(0);
+  const nats = byName.get('nats-server')!.samples.at(-1)!;
+  // A JetStream server's live heap is MBs, its goroutines dozens, and the jobs' records stored.
+  expect(nats.heapMb).toBeGreaterThan(1);
+  expect(nats.heapMb).toBeLessThan(nats.rssMb);
+  expect(nats.resources?.['goroutines']).toBeGreaterThan(20);
+  expect(nats.storedMb).toBeGreaterThan(0.1);
 
   // The detector: the leak on every series, nothing on churn.
   const leak = byName.get('decoy-leaky')!.verdicts;
@@ -151,6 +164,6 @@ test('a short soak samples every process and the detector tells a leak from chur
 
   // The report: a chart per series of every process.
   const html = renderSoakReport(result, metrics);
-  expect(html.match(/<svg /g)?.length).toBe(4 * 4 + 2);
+  expect(html.match(/<svg /g)?.length).toBe(5 * 4 + 1);
   expect(html).toContain('decoy-leaky');
 }, 480_000);
