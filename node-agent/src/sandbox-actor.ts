@@ -685,6 +685,8 @@ export function createSandboxActor(options: SandboxActorOptions) {
       await ctx.checkpoint(next);
       await release(held, 'destroy');
       live.delete(ctx.self.id);
+      // Its container is gone: the slot goes back as soon as this turn is over.
+      guarded.promptly(ctx);
       // Commands still running at the checkpoint, as the destroy ended them.
       next = await withEndedCommands(next, held.sandbox);
     }

@@ -54,6 +54,13 @@ export const PASSIVATE_QUIET_MS = 500;
  * Wraps an actor's handlers so that an activation that holds no resource (its id is not in
  * `live`: never created, or destroyed) passivates and gives its slot back once no turn has run
  * for {@link PASSIVATE_QUIET_MS}.
+ *
+ * `promptly(turn)`, called within a turn, skips the quiet period for that turn: the activation
+ * passivates as soon as the turn is over. For a turn that let go of the resource it held (a
+ * `destroy` of its own container): that slot was kept half a second for nothing after every
+ * task — with 4 slots and tasks of ~80 ms, a node agent ran 6 tasks a second instead of
+ * dozens. The quiet period stays for activations that never held a resource (woken to answer
+ * about a lost or destroyed one), where callers taking turns kept each other waiting.
  */
 export function passivateWhenIdle(
   live: { has(id: string): boolean },
@@ -61,16 +68,24 @@ export function passivateWhenIdle(
   log: Logger,
 ) {
   const quiet = new Map<string, NodeJS.Timeout>();
+  /** Keys of turns under way that asked to passivate as soon as they are over. */
+  const prompt = new Set<string>();
+  const keyOf = (self: ActorAddress, epoch: number) => `${formatAddress(self)}@${epoch}`;
   /** Stops the activation's quiet period, if one runs; returns its key. */
   const cancel = (self: ActorAddress, epoch: number): string => {
-    const key = `${formatAddress(self)}@${epoch}`;
+    const key = keyOf(self, epoch);
     clearTimeout(quiet.get(key));
     quiet.delete(key);
     return key;
   };
   const settle = (self: ActorAddress, epoch: number): void => {
     const key = cancel(self, epoch);
+    const now = prompt.delete(key);
     if (live.has(self.id) || !passivate) return;
+    if (now) {
+      passivateAfterTurn(passivate, { self, epoch }, log);
+      return;
+    }
     const timer = setTimeout(() => {
       quiet.delete(key);
       if (!live.has(self.id)) passivateAfterTurn(passivate, { self, epoch }, log);
@@ -78,7 +93,8 @@ export function passivateWhenIdle(
     timer.unref();
     quiet.set(key, timer);
   };
-  return <Ctx extends { self: ActorAddress; epoch: number }, M, S, R>(
+  const guard =
+    <Ctx extends { self: ActorAddress; epoch: number }, M, S, R>(
       fn: (ctx: Ctx, msg: M, state: S) => Promise<R>,
     ) =>
     async (ctx: Ctx, msg: M, state: S): Promise<R> => {
@@ -90,6 +106,10 @@ export function passivateWhenIdle(
         settle(ctx.self, ctx.epoch);
       }
     };
+  const promptly = (turn: { self: ActorAddress; epoch: number }): void => {
+    prompt.add(keyOf(turn.self, turn.epoch));
+  };
+  return Object.assign(guard, { promptly });
 }
 
 /** A `NOT_FOUND` with the message field it came from in its message and details. */

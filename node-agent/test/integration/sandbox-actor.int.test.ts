@@ -11,6 +11,7 @@ import { jetstreamManager } from '@nats-io/jetstream';
 import { kvBucketName } from '@troupe/proto';
 import { startNatsServer, waitFor, type NatsServerHandle } from '@troupe/testkit';
 import { TestCluster } from '@troupe/test-cluster';
+import { PASSIVATE_QUIET_MS } from '../../src/internal/actor-support';
 import { dockerFixture, type DockerFixture, leftovers, rejection, sha256, tarOf } from './helpers';
 
 let server: NatsServerHandle;
@@ -178,14 +179,17 @@ describe('sandbox actor on a node agent', () => {
     });
 
     await sb.ask('destroy', {});
-    expect(await leftovers(fx.docker, c.cluster)).toEqual({ containers: [], volumes: [] });
-    // Without a container the activation gives its slot back at once.
+    const destroyedAt = performance.now();
+    // Without a container the activation gives its slot back at once — not after the quiet
+    // period (500 ms) of activations that never held one, which cost every task that much.
     await waitFor(
       async () =>
         (await c.actors.directory.get({ kind: 'sandbox', id: 'sb-main' })).entry.state ===
         'SLEEPING',
-      { timeoutMs: 10_000, message: 'sb-main passivated after destroy' },
+      { timeoutMs: 10_000, intervalMs: 10, message: 'sb-main passivated after destroy' },
     );
+    expect(performance.now() - destroyedAt).toBeLessThan(PASSIVATE_QUIET_MS * 0.9);
+    expect(await leftovers(fx.docker, c.cluster)).toEqual({ containers: [], volumes: [] });
     expect(await sb.ask('destroy', {})).toEqual({});
     const gone = await rejection(sb.ask('exec', { cmd: ['true'] }));
     expect(gone.code).toBe('NOT_FOUND');

@@ -73,3 +73,35 @@ test('a passivation that fails (a NATS outage) is tried again', async () => {
   });
   expect(calls).toEqual([7, 7, 7]);
 });
+
+test('a turn that let its resource go passivates as soon as it is over', async () => {
+  // A sandbox whose destroy removed its own container kept its slot for the quiet period after
+  // every task: with 4 slots and ~80 ms tasks, a node agent ran 6 tasks a second.
+  const live = new Set<string>([self.id]);
+  const passivated: { epoch: number; atMs: number }[] = [];
+  const guarded = passivateWhenIdle(
+    live,
+    (_addr, epoch) => {
+      passivated.push({ epoch, atMs: Date.now() });
+      return Promise.resolve();
+    },
+    noopLogger,
+  );
+  const destroy = guarded(async (ctx: { self: ActorAddress; epoch: number }) => {
+    live.delete(ctx.self.id);
+    guarded.promptly(ctx);
+    return 'destroyed';
+  });
+  const status = guarded(async () => 'status');
+  const endedAt = Date.now();
+  expect(await destroy({ self, epoch: 4 }, 'destroy', {})).toBe('destroyed');
+  await waitFor(() => passivated.length > 0, { timeoutMs: 5_000, message: 'passivated' });
+  expect(passivated).toEqual([{ epoch: 4, atMs: expect.any(Number) }]);
+  expect(passivated[0]!.atMs - endedAt).toBeLessThan(PASSIVATE_QUIET_MS / 2);
+  // The next activation, woken to answer about the destroyed sandbox, keeps the quiet period.
+  const askedAt = Date.now();
+  await status({ self, epoch: 5 }, 'status', {});
+  await waitFor(() => passivated.length > 1, { timeoutMs: 5_000, message: 'passivated again' });
+  expect(passivated[1]!.epoch).toBe(5);
+  expect(passivated[1]!.atMs - askedAt).toBeGreaterThanOrEqual(PASSIVATE_QUIET_MS * 0.7);
+});
