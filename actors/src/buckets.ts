@@ -1,4 +1,4 @@
-import { jetstreamManager } from '@nats-io/jetstream';
+import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { type KV, type KvOptions, Kvm } from '@nats-io/kv';
 import { type ObjectStore, type ObjectStoreOptions, Objm } from '@nats-io/obj';
 import type { NatsConnection } from '@nats-io/transport-node';
@@ -29,8 +29,26 @@ export function createKv(
   nc: NatsConnection,
   name: string,
   options: Partial<KvOptions> = {},
+  client: BucketClientOptions = {},
 ): Promise<KV> {
-  return retryCreateRace(nc, `KV_${name}`, () => new Kvm(nc).create(name, options));
+  return retryCreateRace(nc, `KV_${name}`, () =>
+    new Kvm(clientOf(nc, client)).create(name, options),
+  );
+}
+
+/** How a bucket's operations talk to JetStream. */
+export interface BucketClientOptions {
+  /**
+   * How long each of the bucket's requests (a put's acknowledgement, a get, an object's chunk)
+   * waits for its answer. A request sent while the bucket's stream elects a leader is lost, not
+   * late, and waits all of it: a store read on a turn's path (the job store) is better asked again
+   * sooner. @default the JetStream client's 5 s
+   */
+  timeoutMs?: number;
+}
+
+function clientOf(nc: NatsConnection, client: BucketClientOptions) {
+  return client.timeoutMs === undefined ? nc : jetstream(nc, { timeout: client.timeoutMs });
 }
 
 /**
@@ -41,8 +59,11 @@ export function createObjectStore(
   nc: NatsConnection,
   name: string,
   options: Partial<ObjectStoreOptions> = {},
+  client: BucketClientOptions = {},
 ): Promise<ObjectStore> {
-  return retryCreateRace(nc, `OBJ_${name}`, () => new Objm(nc).create(name, options));
+  return retryCreateRace(nc, `OBJ_${name}`, () =>
+    new Objm(clientOf(nc, client)).create(name, options),
+  );
 }
 
 /**

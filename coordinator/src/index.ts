@@ -208,6 +208,7 @@ export {
 export {
   jobArtifactPrefix,
   jobPayloadPrefix,
+  JOB_STORE_TIMEOUT_MS,
   JobStore,
   type ListedJob,
   planObjectName,

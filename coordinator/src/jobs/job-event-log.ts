@@ -1,3 +1,4 @@
+import { JOB_STORE_TIMEOUT_MS } from './job-store';
 import { delay, eventsStreamName, eventsSubject, eventsSubjectFilter, Header } from '@troupe/proto';
 import { deleteSubjectMessages, ensureStream, PULL_EXPIRES_MS } from '@troupe/actors';
 import { headers as natsHeaders, nanos, type NatsConnection } from '@nats-io/transport-node';
@@ -67,7 +68,9 @@ export class JobEventLog {
       maxAgeMs: options.maxAgeMs ?? 0,
       allowDirect: true,
     });
-    return new JobEventLog(cluster, jsm, jetstream(nc));
+    // An append is on the job actor's turn, as the job store's writes are: a publish lost while
+    // the stream elects its leader is sent again sooner (JOB_STORE_TIMEOUT_MS).
+    return new JobEventLog(cluster, jsm, jetstream(nc, { timeout: JOB_STORE_TIMEOUT_MS }));
   }
 
   /**

@@ -82,6 +82,16 @@ const WorkSchema = z.object({
   indices: z.array(z.number().int().nonnegative()),
   attempts: z.array(z.number().int().nonnegative()),
 });
+/**
+ * How long each job-store request waits for its answer (the JetStream client's default is 5 s).
+ * The job actor's turns read and write the store, and a request sent while a stream of the store
+ * elects its leader (a NATS server was lost) is lost, not late: it waited all 5 s, the turn then
+ * failed as a store outage and was run again — a job's next task completed 4 s after its streams
+ * had leaders again in chaos run 19 (seed 8927). A stream with a leader answers in milliseconds;
+ * a turn that times out is run again without counting as a failure.
+ */
+export const JOB_STORE_TIMEOUT_MS = 2_000;
+
 /** Task records or results read at once (direct gets in flight). */
 const READ_BATCH = 256;
 /** A stored record, parsed when it is used (a listing checks only the ones it returns). */
@@ -124,12 +134,14 @@ export class JobStore {
   ): Promise<JobStore> {
     const replicas = options.replicas ?? 1;
     const bucket = kvBucketName(cluster, 'jobs');
-    const kv = await createKv(nc, bucket, { replicas, history: 1 });
+    const client = { timeoutMs: JOB_STORE_TIMEOUT_MS };
+    const kv = await createKv(nc, bucket, { replicas, history: 1 }, client);
     // Another component (the node agent's artifact store) may have created the store with its own
     // options: open it as it is, create it only when missing.
     const name = objectStoreName(cluster);
-    const objects = await createObjectStore(nc, name, { replicas });
-    return new JobStore(kv, objects, await jetstreamManager(nc), name, bucket);
+    const objects = await createObjectStore(nc, name, { replicas }, client);
+    const jsm = await jetstreamManager(nc, { timeout: JOB_STORE_TIMEOUT_MS });
+    return new JobStore(kv, objects, jsm, name, bucket);
   }
 
   /**

@@ -1,4 +1,4 @@
-import { JobStore } from '@troupe/coordinator';
+import { JOB_STORE_TIMEOUT_MS, JobEventLog, JobStore } from '@troupe/coordinator';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { ErrorReason, hasReason } from '@troupe/proto';
 import { randomClusterName, startNatsServer, type NatsServerHandle } from '@troupe/testkit';
@@ -68,6 +68,46 @@ test('a job record a lagging replica does not show yet is read from the leader',
     jest.restoreAllMocks();
   }
 });
+
+// Chaos seed 8927: a job actor's store request sent while a stream elected its leader was lost,
+// waited out the client's 5 s timeout, and the turn ran again only then — 4 s after the streams
+// had leaders. A stopped server (SIGSTOP) answers nothing, as a leaderless stream does: the job
+// store and the event log give up after JOB_STORE_TIMEOUT_MS, as a store outage to retry.
+test('a job-store or event-log request nobody answers fails after 2 s as an outage', async () => {
+  const cluster = randomClusterName();
+  const store = await JobStore.open(nc, cluster);
+  const events = await JobEventLog.open(nc, cluster);
+  await store.putTaskResult('j-1', result());
+  process.kill(server.pid, 'SIGSTOP');
+  try {
+    const timed = async (op: () => Promise<unknown>) => {
+      const t0 = performance.now();
+      const err = await op().then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      return { err, ms: performance.now() - t0 };
+    };
+    const write = await timed(() => store.putTaskResult('j-1', result()));
+    expect(hasReason(write.err, ErrorReason.STORE_UNAVAILABLE)).toBe(true);
+    const read = await timed(() => store.getJob('j-1'));
+    expect(read.err).toBeInstanceOf(Error);
+    const append = await timed(() =>
+      events.append([
+        { jobId: 'j-1', sequence: 1, type: 'LOG', timeUnixMs: Date.now(), message: 'x' },
+      ] as never),
+    );
+    expect(append.err).toBeInstanceOf(Error);
+    for (const { ms } of [write, read, append]) {
+      expect(ms).toBeGreaterThanOrEqual(JOB_STORE_TIMEOUT_MS - 100);
+      expect(ms).toBeLessThan(4_000);
+    }
+  } finally {
+    process.kill(server.pid, 'SIGCONT');
+  }
+  // The server answers again: so does the store.
+  await store.putTaskResult('j-1', result());
+}, 30_000);
 
 // Last: it stops the server.
 test('a write NATS fails transiently is a store outage; one that can never succeed is not', async () => {
