@@ -63,8 +63,20 @@ async function main(): Promise<void> {
   const samples = path.join(result.dir, 'samples.json');
   writeFileSync(
     samples,
-    JSON.stringify(result.processes.map((s) => ({ process: s.process, samples: s.samples }))),
+    JSON.stringify(
+      result.processes.map(({ process: { lastGoProfile: _, ...p }, samples: x }) => ({
+        process: p,
+        samples: x,
+      })),
+    ),
   );
+  // A Go process's last heap profile (nats-server's), to see what its heap holds at the end.
+  for (const { process: p } of result.processes) {
+    if (p.lastGoProfile === undefined) continue;
+    const file = path.join(result.dir, `${p.name}-heap.txt`);
+    writeFileSync(file, p.lastGoProfile);
+    console.log(`soak: ${p.name}'s last heap profile (pprof debug=1 text) in ${file}`);
+  }
   console.log(`soak: ${result.verdict}; report ${html}; samples ${samples}; logs ${result.dir}`);
   for (const p of result.problems) console.log(`  ${p}`);
   console.log(JSON.stringify({ suite: 'soak', metrics }));

@@ -16,6 +16,8 @@ export interface SoakedProcess {
   goProfileUrl?: string;
   /** nats-server's monitoring base URL: what its streams store is sampled from `/jsz`. */
   natsMonitorUrl?: string;
+  /** The last heap profile sampled from `goProfileUrl` (text), saved with the samples. */
+  lastGoProfile?: string;
 }
 
 /** One sample of one process. Heap and handles only for a process with a probe. */
@@ -32,6 +34,11 @@ export interface ProcessSample {
   handles?: number;
   /** What nats-server's streams store, MB (`/jsz` bytes, every stream). */
   storedMb?: number;
+  /**
+   * Of a Go process's heap, the file store's block buffers, MB (nats-server's `getMsgBlockBuf`
+   * allocations: a stream block read or written is cached whole, up to the block size).
+   */
+  blockBuffersMb?: number;
   /** Active handles by kind (from the probe). */
   resources?: Record<string, number>;
   /** How old the probe's report was, seconds. */
@@ -74,7 +81,7 @@ async function getText(url: string): Promise<string> {
  */
 export async function sampleGoRuntime(
   baseUrl: string,
-): Promise<{ heapMb: number; goroutines: number }> {
+): Promise<{ heapMb: number; goroutines: number; blockBuffersMb: number; profile: string }> {
   const [heap, routines] = await Promise.all([
     getText(`${baseUrl}/debug/pprof/heap?gc=1&debug=1`),
     getText(`${baseUrl}/debug/pprof/goroutine?debug=1`),
@@ -83,7 +90,29 @@ export async function sampleGoRuntime(
   const total = /^goroutine profile: total (\d+)$/m.exec(routines)?.[1];
   if (alloc === undefined) throw new Error(`no HeapAlloc in ${baseUrl}/debug/pprof/heap`);
   if (total === undefined) throw new Error(`no total in ${baseUrl}/debug/pprof/goroutine`);
-  return { heapMb: Number(alloc) / 1024 / 1024, goroutines: Number(total) };
+  return {
+    heapMb: Number(alloc) / 1024 / 1024,
+    goroutines: Number(total),
+    blockBuffersMb: inuseBytesUnder(heap, '/server.getMsgBlockBuf+') / 1024 / 1024,
+    profile: heap,
+  };
+}
+
+/**
+ * Bytes in use (as the profile estimates them) of the allocations whose stack has a function
+ * whose name contains `frame`, in a Go heap profile written with `debug=1`: each record is a line
+ * `<objects>: <bytes> [<allocs>: <bytes>] @ <pcs>` followed by its frames, one `#\t<pc>
+ * <function>+<offset> <file>` line each.
+ */
+export function inuseBytesUnder(profile: string, frame: string): number {
+  let total = 0;
+  for (const record of profile.split('\n\n')) {
+    const head = /^\d+: (\d+) \[\d+: \d+\] @/m.exec(record);
+    if (!head) continue;
+    const frames = record.split('\n').filter((l) => l.startsWith('#\t'));
+    if (frames.some((l) => l.split(/\s+/)[2]?.includes(frame))) total += Number(head[1]);
+  }
+  return total;
 }
 
 /** What nats-server's streams store, MB (`/jsz`'s `bytes`, which counts every stream). */
@@ -117,7 +146,9 @@ export async function sampleProcess(p: SoakedProcess, t: number): Promise<Proces
   if (p.goProfileUrl !== undefined) {
     const go = await sampleGoRuntime(p.goProfileUrl);
     sample.heapMb = go.heapMb;
+    sample.blockBuffersMb = go.blockBuffersMb;
     sample.handles = go.goroutines;
+    p.lastGoProfile = go.profile;
     sample.resources = { goroutines: go.goroutines };
   }
   if (p.natsMonitorUrl !== undefined)

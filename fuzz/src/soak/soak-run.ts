@@ -148,7 +148,9 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
       if (!x) return `${s.process.name} -`;
       const heap = x.heapMb !== undefined ? ` heap ${x.heapMb.toFixed(1)}` : '';
       const handles = x.handles !== undefined ? ` handles ${x.handles}` : '';
-      const stored = x.storedMb !== undefined ? ` stored ${x.storedMb.toFixed(1)}` : '';
+      const stored =
+        (x.blockBuffersMb !== undefined ? ` (block buffers ${x.blockBuffersMb.toFixed(1)})` : '') +
+        (x.storedMb !== undefined ? ` stored ${x.storedMb.toFixed(1)}` : '');
       return `${s.process.name} rss ${x.rssMb.toFixed(0)}${heap} fds ${x.fds}${handles}${stored}`;
     });
     say(
@@ -243,6 +245,9 @@ export function soakMetrics(result: SoakResult): Record<string, number | string>
     if (last) metrics[`${p}_rss_mb_end`] = r(last.rssMb);
     if (last?.heapMb !== undefined) metrics[`${p}_heap_mb_end`] = r(last.heapMb);
     if (last?.storedMb !== undefined) metrics[`${p}_stored_mb_end`] = r(last.storedMb);
+    if (last?.blockBuffersMb !== undefined) {
+      metrics[`${p}_block_buffers_mb_end`] = r(last.blockBuffersMb);
+    }
   }
   metrics['verdict'] = result.verdict;
   return metrics;
