@@ -1,3 +1,4 @@
+import { Bucket } from '@nats-io/kv';
 import { connect, type Msg, type NatsConnection } from '@nats-io/transport-node';
 import { startNatsServer, type NatsServerHandle } from '@troupe/testkit';
 import { createKv, STREAM_LOOKUP_TIMEOUT_MS } from '../../src/buckets';
@@ -84,7 +85,8 @@ test('createKv asks again after a lost look-up instead of waiting out the API ti
   try {
     const kv = await createKv(client, 'lookup', { history: 1 });
     const tookMs = performance.now() - t0;
-    expect(kv.bucket).toBe('lookup');
+    expect(kv).toBeInstanceOf(Bucket);
+    expect((kv as Bucket).bucket).toBe('lookup');
     // The lost look-up was asked again after its own short timeout, not the API's 5 s…
     expect(infoRequests.length).toBeGreaterThanOrEqual(2);
     expect(infoRequests[1]! - infoRequests[0]!).toBeGreaterThanOrEqual(

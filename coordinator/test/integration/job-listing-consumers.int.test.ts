@@ -1,6 +1,7 @@
 import { JobStore } from '@troupe/coordinator';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { kvBucketName } from '@troupe/proto';
 import { randomClusterName, startNatsServer, type NatsServerHandle } from '@troupe/testkit';
 
 // The soak's nats-server grew a consumer every 5 s: the job sweeper lists the jobs that often,
@@ -34,13 +35,14 @@ const record = (jobId: string, state: 'RUNNING' | 'SUCCEEDED') => ({
 });
 
 test('listing jobs leaves no consumer behind and sees each job’s latest record', async () => {
-  const store = await JobStore.open(nc, randomClusterName());
+  const cluster = randomClusterName();
+  const store = await JobStore.open(nc, cluster);
   for (let i = 0; i < 30; i++) await store.createJob(record(`j-list-${i}`, 'RUNNING'));
   // A later value of one record, and a key that is not a job record.
   await store.kv.put('job.j-list-3', JSON.stringify(record('j-list-3', 'SUCCEEDED')));
   await store.kv.put('job.j-list-4', 'not json');
   const jsm = await jetstreamManager(nc);
-  const stream = `KV_${store.kv.bucket}`;
+  const stream = `KV_${kvBucketName(cluster, 'jobs')}`;
   const before = (await jsm.streams.info(stream)).state.consumer_count;
 
   for (let round = 0; round < 5; round++) {
