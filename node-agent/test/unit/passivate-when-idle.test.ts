@@ -21,7 +21,7 @@ function setUp(live: Set<string>) {
   const turn = guarded(
     async (_ctx: { self: ActorAddress; epoch: number }, msg: string, _state: unknown) => msg,
   );
-  return { passivated, turn };
+  return { passivated, turn, guarded };
 }
 
 test('passivates once, a quiet period after the last of turns that follow each other', async () => {
@@ -78,21 +78,12 @@ test('a turn that let its resource go passivates as soon as it is over', async (
   // A sandbox whose destroy removed its own container kept its slot for the quiet period after
   // every task: with 4 slots and ~80 ms tasks, a node agent ran 6 tasks a second.
   const live = new Set<string>([self.id]);
-  const passivated: { epoch: number; atMs: number }[] = [];
-  const guarded = passivateWhenIdle(
-    live,
-    (_addr, epoch) => {
-      passivated.push({ epoch, atMs: Date.now() });
-      return Promise.resolve();
-    },
-    noopLogger,
-  );
+  const { passivated, turn: status, guarded } = setUp(live);
   const destroy = guarded(async (ctx: { self: ActorAddress; epoch: number }) => {
     live.delete(ctx.self.id);
     guarded.promptly(ctx);
     return 'destroyed';
   });
-  const status = guarded(async () => 'status');
   const endedAt = Date.now();
   expect(await destroy({ self, epoch: 4 }, 'destroy', {})).toBe('destroyed');
   await waitFor(() => passivated.length > 0, { timeoutMs: 5_000, message: 'passivated' });
