@@ -99,8 +99,8 @@ interface StoredRecord {
   json(): unknown;
 }
 
-/** How long a job listing streams the bucket's history before it reads the records instead. */
-const HISTORY_LIST_DEADLINE_MS = 2_000;
+/** How long a job listing streams the bucket's last entries before it reads the records instead. */
+const LIST_PASS_DEADLINE_MS = 2_000;
 
 /**
  * Persistence of jobs besides the job actor's own state: the KV bucket `troupe_<c>_jobs` (job
@@ -201,7 +201,7 @@ export class JobStore {
    * checked, and the record as stored, to check in full with {@link JobRecordSchema} when it is
    * returned (a page, not every job). One consumer streams the records of the `job.*` keys in one
    * pass — not a key listing followed by one request per record, which cost three times as much
-   * with 400 jobs; with more history than one value per key, the newest wins. A pass that stalls
+   * with 400 jobs; it is given the last entry of each key only. A pass that stalls
    * (see {@link listJobsAt}) gives way to reading the records after 2 s.
    */
   async listJobs(): Promise<ListedJob[]> {
@@ -215,7 +215,7 @@ export class JobStore {
    */
   async listJobsAt(): Promise<{ jobs: ListedJob[]; revision: number }> {
     const listed =
-      (await this.streamJobRecords(HISTORY_LIST_DEADLINE_MS)) ?? (await this.readJobRecords());
+      (await this.streamJobRecords(LIST_PASS_DEADLINE_MS)) ?? (await this.readJobRecords());
     const { revision, latest } = listed;
     const jobs: ListedJob[] = [];
     for (const e of latest) {
