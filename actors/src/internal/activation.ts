@@ -109,6 +109,8 @@ export class Activation implements TurnRunner {
   private inTurn = false;
   private ended = false;
   private stopping = false;
+  /** Set when a newer activation owns the actor (see {@link fence}). */
+  private fencedFlag = false;
   private idleTimer?: NodeJS.Timeout;
   /** Aborted when fenced or when the shutdown grace ends; made on first use (see signal). */
   private abortController?: AbortController;
@@ -302,6 +304,7 @@ export class Activation implements TurnRunner {
   /** Fences this activation: a newer one owns the actor. Stops at once without writing. */
   fence(): void {
     if (this.ended) return;
+    this.fencedFlag = true;
     this.stopping = true;
     this.clearIdle();
     this.sub?.unsubscribe();
@@ -515,6 +518,10 @@ export class Activation implements TurnRunner {
       this.inbox.retry();
       await delay(pauseMs, undefined, { unref: true });
     }
+  }
+
+  get fenced(): boolean {
+    return this.fencedFlag;
   }
 
   get coreWaiting(): boolean {

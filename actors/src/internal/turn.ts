@@ -36,6 +36,8 @@ export interface TurnRunner extends TurnOwner {
   runOnInvalid(turn: Turn, invalid: InvalidMessage): Promise<unknown>;
   /** Whether asks or tells wait for a turn: a batch of posts ends early for them. */
   readonly coreWaiting: boolean;
+  /** Whether a newer activation owns the actor: nothing this one does is kept. */
+  readonly fenced: boolean;
 }
 
 /** State of one turn: its deadline, what it drained, its checkpoints. */

@@ -1,0 +1,97 @@
+import { connect } from '@nats-io/transport-node';
+import { hostSubject } from '@troupe/proto';
+import {
+  randomClusterName,
+  startNatsServer,
+  waitFor,
+  type NatsServerHandle,
+} from '@troupe/testkit';
+import { z } from 'zod';
+import { defineActor } from '../../src/actor-definition';
+import { ActorSystem } from '../../src/actor-system';
+
+// An activation fenced while a turn runs (its host declared dead and the actor moved, or a newer
+// activation started) aborts the turn's signal. Its asks used to be answered with the handler's
+// failure, CANCELLED "fenced by a newer activation": the asker took its own call as failed. Chaos
+// seed 9035: a task waiting on its command in a sandbox fenced that way failed its attempt. As for
+// a fenced commit, the asks are now told the actor moved, and the askers retry on the new
+// activation.
+
+let server: NatsServerHandle;
+beforeAll(async () => {
+  server = await startNatsServer();
+});
+afterAll(async () => {
+  await server.stop();
+});
+
+/** Turns that wait for their signal's abort, while `holding` (the first activation's). */
+let holding = true;
+let held = 0;
+
+const Waiter = defineActor({
+  kind: 'waiter',
+  state: z.object({ n: z.number().int() }),
+  initialState: () => ({ n: 0 }),
+  messages: { wait: z.object({}), bump: z.object({}) },
+  handlers: {
+    wait: async (ctx) => {
+      if (holding) {
+        held++;
+        await new Promise<void>((resolve) => ctx.signal.addEventListener('abort', () => resolve()));
+        ctx.signal.throwIfAborted();
+      }
+      return { reply: { epoch: ctx.epoch } };
+    },
+    bump: (_ctx, _msg, state) => ({ state: { n: state.n + 1 }, reply: state.n + 1 }),
+  },
+  idleTimeoutMs: 600_000,
+});
+
+test('asks of a turn fenced mid-way are answered on the new activation, not failed', async () => {
+  const cluster = randomClusterName();
+  const system = await ActorSystem.start({
+    cluster,
+    servers: server.url,
+    hostId: 'fenced-host',
+    hosting: [Waiter],
+  });
+  const nc = await connect({ servers: server.url });
+  try {
+    const ref = system.ref(Waiter, 'w');
+    expect(await ref.ask('bump', {})).toBe(1);
+    const { entry, revision } = await system.directory.get(ref.address);
+    expect(entry.epoch).toBe(1);
+    // Two asks in one batch: one holding its turn, one queued behind it (and one more round of
+    // the same ask id would join it).
+    const waiting = ref.ask('wait', {}, { timeoutMs: 20_000 });
+    await waitFor(() => held === 1, { timeoutMs: 5_000, message: 'the wait turn did not start' });
+    const queued = ref.ask('bump', {}, { timeoutMs: 20_000 });
+    // The actor moves to epoch 2 (on the same host, as after a host re-registers): the running
+    // activation is fenced by the newer one's start.
+    holding = false;
+    const rev = await system.directory.compareAndSet(ref.address, revision, {
+      state: 'ACTIVATING',
+      hostId: 'fenced-host',
+      epoch: 2,
+      updatedAtMs: Date.now(),
+    });
+    expect(rev).toBeDefined();
+    const started = Date.now();
+    await nc.request(
+      hostSubject(cluster, 'fenced-host', 'activate'),
+      JSON.stringify({ addr: ref.address, epoch: 2 }),
+      { timeout: 5_000 },
+    );
+    // Before: the wait rejected with CANCELLED "… was fenced by a newer activation".
+    await expect(waiting).resolves.toEqual({ epoch: 2 });
+    // The queued bump ran once, on the new activation, over the state epoch 1 committed.
+    await expect(queued).resolves.toBe(2);
+    expect(Date.now() - started).toBeLessThan(5_000);
+    expect(held).toBe(1);
+    expect(await ref.ask('bump', {})).toBe(3);
+  } finally {
+    await nc.close();
+    await system.shutdown({ graceMs: 500 });
+  }
+});
