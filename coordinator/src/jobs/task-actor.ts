@@ -296,6 +296,20 @@ async function runAttempt(
     ...(grade?.details ? { details: grade.details } : {}),
   };
   await rt.store.putTaskResult(msg.jobId, record);
+  if (result.status === 'ERRORED') {
+    // Info: one line per failed attempt, which is what a fault's recovery time hangs on (a retry
+    // the job actor schedules is not logged otherwise).
+    ctx.log.info(
+      {
+        jobId: msg.jobId,
+        taskId: msg.taskId,
+        attempt: msg.attempt,
+        infrastructure: result.infrastructure === true,
+        error: result.error,
+      },
+      'task attempt errored',
+    );
+  }
   return result;
 }
 
