@@ -12,6 +12,7 @@ import { z } from 'zod';
 import { defineActor } from '../../src/actor-definition';
 import { ActorSystem } from '../../src/actor-system';
 import { Counter } from '../fixtures/counter';
+import { moveActivation } from '../fixtures/move-activation';
 
 let server: NatsServerHandle;
 beforeAll(async () => {
@@ -121,20 +122,7 @@ test("a stale (partitioned) host's write is rejected and it stops itself", async
     expect(a.activationCount).toBe(1);
     // The coordinator declares 'old' dead and moves the actor to 'new' at epoch 2 while the old
     // activation is still subscribed (a partition): both receive the next tell.
-    const { entry, revision } = await a.directory.get(ref.address);
-    const rev = await a.directory.compareAndSet(ref.address, revision, {
-      state: 'ACTIVATING',
-      hostId: 'new',
-      epoch: entry.epoch + 1,
-      updatedAtMs: Date.now(),
-    });
-    expect(rev).toBeDefined();
-    // An incarnation-less entry would not match host 'new'; use its own activation request.
-    await nc.request(
-      hostSubject(cluster, 'new', 'activate'),
-      JSON.stringify({ addr: ref.address, epoch: entry.epoch + 1 }),
-      { timeout: 5_000 },
-    );
+    expect(await moveActivation(a, nc, cluster, ref.address, 'new')).toBe(2);
     ref.tell('add', { by: 5 });
     await waitFor(() => a.activationCount === 0, {
       timeoutMs: 5_000,
