@@ -35,10 +35,15 @@ export interface ProcessSample {
   /** What nats-server's streams store, MB (`/jsz` bytes, every stream). */
   storedMb?: number;
   /**
-   * Of a Go process's heap, the file store's block buffers, MB (nats-server's `getMsgBlockBuf`
-   * allocations: a stream block read or written is cached whole, up to the block size).
+   * Of a Go process's heap, the file store's block cache, MB (nats-server's allocations under
+   * {@link BLOCK_CACHE_FRAMES}: a stream block read is cached whole, the newest one as written).
    */
   blockBuffersMb?: number;
+  /**
+   * A Go process's heap outside its block buffers, MB: what is judged for growth in its place
+   * (see `NET_OF_BLOCK_CACHE` in soak-run).
+   */
+  heapOutsideCacheMb?: number;
   /** Active handles by kind (from the probe). */
   resources?: Record<string, number>;
   /** How old the probe's report was, seconds. */
@@ -52,6 +57,8 @@ export const SERIES = [
   { key: 'fds', label: 'file descriptors', unit: '' },
   { key: 'handles', label: 'active handles', unit: '' },
   { key: 'storedMb', label: 'JetStream stored (all streams)', unit: 'MB' },
+  { key: 'blockBuffersMb', label: 'block cache (file store)', unit: 'MB' },
+  { key: 'heapOutsideCacheMb', label: 'heap outside the block cache (after GC)', unit: 'MB' },
 ] as const;
 
 /** A series' key in a {@link ProcessSample}. */
@@ -93,24 +100,36 @@ export async function sampleGoRuntime(
   return {
     heapMb: Number(alloc) / 1024 / 1024,
     goroutines: Number(total),
-    blockBuffersMb: inuseBytesUnder(heap, '/server.getMsgBlockBuf+') / 1024 / 1024,
+    blockBuffersMb: inuseBytesUnder(heap, BLOCK_CACHE_FRAMES) / 1024 / 1024,
     profile: heap,
   };
 }
 
 /**
- * Bytes in use (as the profile estimates them) of the allocations whose stack has a function
- * whose name contains `frame`, in a Go heap profile written with `debug=1`: each record is a line
- * `<objects>: <bytes> [<allocs>: <bytes>] @ <pcs>` followed by its frames, one `#\t<pc>
- * <function>+<offset> <file>` line each.
+ * Where nats-server's file store allocates its block cache: a block loaded whole to be read
+ * (`getMsgBlockBuf`, a pooled buffer) and the newest block's write cache, grown as messages are
+ * stored (`writeMsgRecord`).
  */
-export function inuseBytesUnder(profile: string, frame: string): number {
+export const BLOCK_CACHE_FRAMES = [
+  '/server.getMsgBlockBuf+',
+  '/server.(*msgBlock).writeMsgRecord+',
+] as const;
+
+/**
+ * Bytes in use (as the profile estimates them) of the allocations whose stack has a function
+ * whose name contains `frame` (or one of `frame`; a record counts once), in a Go heap profile
+ * written with `debug=1`: each record is a line `<objects>: <bytes> [<allocs>: <bytes>] @ <pcs>`
+ * followed by its frames, one `#\t<pc> <function>+<offset> <file>` line each.
+ */
+export function inuseBytesUnder(profile: string, frame: string | readonly string[]): number {
+  const wanted = typeof frame === 'string' ? [frame] : frame;
   let total = 0;
   for (const record of profile.split('\n\n')) {
     const head = /^\d+: (\d+) \[\d+: \d+\] @/m.exec(record);
     if (!head) continue;
     const frames = record.split('\n').filter((l) => l.startsWith('#\t'));
-    if (frames.some((l) => l.split(/\s+/)[2]?.includes(frame))) total += Number(head[1]);
+    const names = frames.map((l) => l.split(/\s+/)[2] ?? '');
+    if (names.some((n) => wanted.some((w) => n.includes(w)))) total += Number(head[1]);
   }
   return total;
 }
@@ -147,6 +166,7 @@ export async function sampleProcess(p: SoakedProcess, t: number): Promise<Proces
     const go = await sampleGoRuntime(p.goProfileUrl);
     sample.heapMb = go.heapMb;
     sample.blockBuffersMb = go.blockBuffersMb;
+    sample.heapOutsideCacheMb = Math.max(0, go.heapMb - go.blockBuffersMb);
     sample.handles = go.goroutines;
     p.lastGoProfile = go.profile;
     sample.resources = { goroutines: go.goroutines };

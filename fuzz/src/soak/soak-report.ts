@@ -1,6 +1,6 @@
 import { chartTicks, escapeHtml } from '@troupe/benchmarks';
 import { SERIES, type SeriesKey } from './process-sampler';
-import { GROWTH_RULES, type SoakResult } from './soak-run';
+import { GROWTH_RULES, JUDGED_THROUGH, type SoakResult } from './soak-run';
 
 const WIDTH = 560;
 const HEIGHT = 240;
@@ -70,19 +70,32 @@ function chart(
 /**
  * A self-contained HTML page (inline SVG and CSS, nothing fetched) of a soak: the verdict and
  * the run's facts, then per process a chart of each series (RSS, heap after GC, file
- * descriptors, active handles) with the warm-up shaded and the fitted line, its slope per hour,
- * the rule it was judged by and the verdict; the last sample's handles by kind.
+ * descriptors, active handles; nats-server's stored bytes, block cache and heap outside it) with
+ * the warm-up shaded and the fitted line, its slope per hour, the rule it was judged by and the
+ * verdict (or the series it is judged through); the last sample's handles by kind.
  */
 export function renderSoakReport(result: SoakResult, metrics: Record<string, unknown>): string {
   const sections = result.processes.map((s) => {
-    const charts = SERIES.filter((def) => s.verdicts[def.key] !== undefined).map((def) => {
+    const charts = SERIES.filter(
+      (def) => s.verdicts[def.key] !== undefined || s.shown?.[def.key] !== undefined,
+    ).map((def) => {
       const key: SeriesKey = def.key;
-      const v = s.verdicts[key]!;
-      const rule = GROWTH_RULES[key];
       const points = s.samples
         .filter((x) => x[key] !== undefined)
         .map((x) => ({ t: x.t, v: x[key] as number }));
       const perH = def.unit ? `${def.unit}/h` : '/h';
+      const v = s.verdicts[key];
+      if (!v) {
+        // Fitted, not judged: the series it is judged through follow.
+        const shown = s.shown![key]!;
+        const through = (JUDGED_THROUGH[key] ?? [])
+          .map((k) => SERIES.find((d) => d.key === k)?.label ?? k)
+          .join(' and ');
+        return `<div class="chart"><h3>${escapeHtml(def.label)} <span class="shown">judged through ${escapeHtml(through)}</span></h3>
+${chart(points, result.warmupS, shown.fit, false, def.unit)}
+<p>slope ${shown.slopePerH.toFixed(2)} ${perH} over ${shown.points} samples, not judged itself.</p></div>`;
+      }
+      const rule = GROWTH_RULES[key];
       return `<div class="chart"><h3>${escapeHtml(def.label)} <span class="${v.verdict}">${v.verdict}</span></h3>
 ${chart(points, result.warmupS, v.fit, v.verdict === 'growth', def.unit)}
 <p>slope ${v.slopePerH.toFixed(2)} ${perH} over ${v.points} samples (limit ${rule.maxSlopePerH} ${perH} with a rise over ${rule.minRise}${def.unit ? ` ${def.unit}` : ''}): ${escapeHtml(v.reason)}</p></div>`;
@@ -108,7 +121,7 @@ ${chart(points, result.warmupS, v.fit, v.verdict === 'growth', def.unit)}
 <html lang="en"><head><meta charset="utf-8"><title>Troupe soak: ${result.verdict}</title>
 <style>
 body{font-family:system-ui,sans-serif;margin:24px;color:#222}
-h1 .pass,h3 .ok{color:#2ca02c} h1 .fail,h3 .growth,.growth{color:#d62728} h3 .too-short{color:#b8860b}
+h1 .pass,h3 .ok{color:#2ca02c} h3 .shown{color:#666;font-weight:normal;font-size:12px} h1 .fail,h3 .growth,.growth{color:#d62728} h3 .too-short{color:#b8860b}
 .charts{display:flex;flex-wrap:wrap;gap:16px}.chart{width:${WIDTH}px}.chart p{font-size:12px;margin:2px 0 0}
 table{border-collapse:collapse;font-size:13px}th,td{border:1px solid #ddd;padding:2px 8px;text-align:left}
 small,.kinds{color:#666;font-size:12px}

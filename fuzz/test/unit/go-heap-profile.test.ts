@@ -1,4 +1,4 @@
-import { inuseBytesUnder } from '../../src/soak/process-sampler';
+import { BLOCK_CACHE_FRAMES, inuseBytesUnder } from '../../src/soak/process-sampler';
 
 // A nats-server heap profile (pprof debug=1 text) as the soak samples it, cut to three records.
 const PROFILE = `heap profile: 17: 18081056 [3379: 201991032] @ heap/1048576
@@ -24,4 +24,10 @@ test('the bytes in use under a function are summed over the records whose stack 
   expect(inuseBytesUnder(PROFILE, 'nowhere')).toBe(0);
   // The header and the MemStats footer are not records.
   expect(inuseBytesUnder(PROFILE, 'heap')).toBe(0);
+});
+
+test('the block cache is the blocks loaded and the newest block written, each record once', () => {
+  expect(inuseBytesUnder(PROFILE, BLOCK_CACHE_FRAMES)).toBe(4194304 + 8388608 + 1048576);
+  // A record whose stack has two of the frames counts once.
+  expect(inuseBytesUnder(PROFILE, ['getMsgBlockBuf', 'loadLast'])).toBe(4194304 + 8388608);
 });

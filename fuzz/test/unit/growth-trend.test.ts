@@ -1,5 +1,6 @@
 import { judgeGrowth, leastSquares, type SeriesPoint } from '../../src/soak/growth-trend';
-import { GROWTH_RULES, warmupFor } from '../../src/soak/soak-run';
+import { type ProcessSample } from '../../src/soak/process-sampler';
+import { GROWTH_RULES, judgeSeries, type SoakedSeries, warmupFor } from '../../src/soak/soak-run';
 
 /** A deterministic pseudo-random noise source (no flakes). */
 function noise(seed: number): () => number {
@@ -102,5 +103,81 @@ describe('judgeGrowth', () => {
     expect(v.fit).toEqual({ t0: 100, v0: 200, t1: 300, v1: 600 });
     expect(v.slopePerH).toBeCloseTo(7200, 6);
     expect(v.rise).toBeCloseTo(400, 6);
+  });
+});
+
+describe('judgeSeries: a Go heap with a block cache', () => {
+  const warmupS = warmupFor(3600);
+
+  /**
+   * An hour of nats-server samples every 10 s: `outside(t)` MB of heap besides the block cache,
+   * and a cache of `cache(t)` MB (the heap is their sum).
+   */
+  function natsServer(outside: (t: number) => number, cache: (t: number) => number): SoakedSeries {
+    const r = noise(5);
+    const samples: ProcessSample[] = [];
+    for (let t = 0; t <= 3600; t += 10) {
+      const rest = outside(t) + r();
+      const blocks = cache(t);
+      samples.push({
+        t,
+        rssMb: 40,
+        fds: 30,
+        heapMb: rest + blocks,
+        blockBuffersMb: blocks,
+        heapOutsideCacheMb: rest,
+      });
+    }
+    return { process: { name: 'nats-server', pid: 1 }, samples, verdicts: {} };
+  }
+
+  /** Newest blocks filling: buffers 4 MB each for 4 streams, two moving up to 8 MB mid-run. */
+  const filling = (t: number) => 16 + (t > 1500 ? 4 : 0) + (t > 2400 ? 4 : 0);
+
+  test('blocks filling up a size class are not a heap leak', () => {
+    const s = natsServer(() => 5, filling);
+    judgeSeries([s], warmupS);
+    // The whole heap rose 8 MB after the warm-up (over 10 MB/h) but is only shown ...
+    expect(s.verdicts.heapMb).toBeUndefined();
+    expect(s.shown?.heapMb?.slopePerH).toBeGreaterThan(GROWTH_RULES.heapMb.maxSlopePerH);
+    expect(s.shown?.heapMb?.rise).toBeGreaterThan(GROWTH_RULES.heapMb.minRise);
+    // ... and judged as a cache that stepped twice and a flat rest.
+    expect(s.verdicts.blockBuffersMb?.verdict).toBe('ok');
+    expect(s.verdicts.heapOutsideCacheMb?.verdict).toBe('ok');
+    expect(s.verdicts.rssMb?.verdict).toBe('ok');
+  });
+
+  test('a leak outside the cache is growth', () => {
+    const s = natsServer((t) => 5 + (12 * t) / 3600, filling);
+    judgeSeries([s], warmupS);
+    expect(s.verdicts.heapOutsideCacheMb?.verdict).toBe('growth');
+    expect(s.verdicts.blockBuffersMb?.verdict).toBe('ok');
+  });
+
+  test('blocks cached and never let go are growth of the cache', () => {
+    // A 4 MB buffer more every 5 minutes: 48 MB/h.
+    const s = natsServer(
+      () => 5,
+      (t) => 16 + 4 * Math.floor(t / 300),
+    );
+    judgeSeries([s], warmupS);
+    expect(s.verdicts.blockBuffersMb?.verdict).toBe('growth');
+    expect(s.verdicts.heapOutsideCacheMb?.verdict).toBe('ok');
+  });
+
+  test('a process without a block cache is judged on its whole heap', () => {
+    const s = natsServer(
+      () => 5,
+      () => 0,
+    );
+    for (const x of s.samples) {
+      delete x.blockBuffersMb;
+      delete x.heapOutsideCacheMb;
+      x.heapMb = 40 + (30 * x.t) / 3600;
+    }
+    judgeSeries([s], warmupS);
+    expect(s.shown).toBeUndefined();
+    expect(s.verdicts.heapMb?.verdict).toBe('growth');
+    expect(s.verdicts.blockBuffersMb).toBeUndefined();
   });
 });
