@@ -20,7 +20,8 @@ export const MAX_CORE_BATCH = 128;
  * previous one left; replies are held until one commit has made every change durable. If that
  * commit is fenced, or the activation is fenced during the batch, every ask is told the actor
  * moved (the asker retries on the new activation); if the commit fails otherwise, the in-memory
- * state is rolled back and the asks get UNAVAILABLE (retryable). Under load (100 callers of one ledger) this turns 100 KV writes into one.
+ * state is rolled back and the asks get UNAVAILABLE (retryable). Under load (100 callers of one
+ * ledger) this turns 100 KV writes into one.
  */
 export async function handleCoreBatch(runner: TurnRunner, items: CoreItem[]): Promise<void> {
   const { cell, log } = runner;
