@@ -40,8 +40,8 @@ export interface ProcessSample {
    */
   blockBuffersMb?: number;
   /**
-   * A Go process's heap outside its block buffers, MB: what is judged for growth in its place
-   * (see `NET_OF_BLOCK_CACHE` in soak-run).
+   * A Go process's heap outside its block cache, MB: judged for growth with the cache in place of
+   * the whole heap (see `JUDGED_THROUGH` in soak-run).
    */
   heapOutsideCacheMb?: number;
   /** Active handles by kind (from the probe). */

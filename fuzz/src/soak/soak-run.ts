@@ -117,10 +117,10 @@ export function judgeSeries(series: SoakedSeries[], warmupS: number): void {
   for (const s of series) {
     const has = (key: SeriesKey) => s.samples.some((x) => x[key] !== undefined);
     for (const { key } of SERIES) {
-      if (!has(key)) continue;
       const points = s.samples
         .filter((x) => x[key] !== undefined)
         .map((x) => ({ t: x.t, v: x[key] as number }));
+      if (points.length === 0) continue;
       const verdict = judgeGrowth(points, GROWTH_RULES[key], { warmupS });
       if (JUDGED_THROUGH[key]?.every(has)) (s.shown ??= {})[key] = verdict;
       else s.verdicts[key] = verdict;
