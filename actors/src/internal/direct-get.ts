@@ -9,6 +9,15 @@ import { NO_RESPONDERS, type Requester } from './requester';
 export const DIRECT_GET_TIMEOUT_MS = 5_000;
 
 /**
+ * How long a direct get waits for its answer before it is asked again (within
+ * {@link DIRECT_GET_TIMEOUT_MS}). A replica answers in milliseconds; a read sent while the stream
+ * had no leader (a NATS server restarting) is never answered, and waiting out the whole deadline
+ * held every actor's inbox for 4 s after the stream was led again (chaos run 21, seed 9122). As
+ * `STREAM_LOOKUP_TIMEOUT_MS` for bucket look-ups (buckets.ts).
+ */
+export const DIRECT_GET_RESEND_MS = 1_500;
+
+/**
  * The first message on `subject` at or after sequence `seq` of `stream` (a JetStream direct get,
  * `next_by_subj`), or null when there is none. What `jsm.direct.getMessage` does, through the
  * {@link Requester} rather than nats.js' `request()`, which allocates an `Error` for every request
@@ -24,8 +33,13 @@ export async function directGetNext(
   const reply = await requester.request(
     `$JS.API.DIRECT.GET.${stream}`,
     Buffer.from(JSON.stringify({ seq, next_by_subj: subject })),
-    // A read answered twice does no harm: one lost with its server is asked again at once.
-    { timeoutMs: DIRECT_GET_TIMEOUT_MS, resendOnReconnect: true },
+    // A read answered twice does no harm: one lost with its server is asked again at once, one
+    // lost while the stream had no leader after DIRECT_GET_RESEND_MS.
+    {
+      timeoutMs: DIRECT_GET_TIMEOUT_MS,
+      resendOnReconnect: true,
+      resendEveryMs: DIRECT_GET_RESEND_MS,
+    },
   );
   if (reply === NO_RESPONDERS) {
     throw new TroupeError('UNAVAILABLE', `direct get on ${stream}: JetStream did not answer`, {

@@ -57,6 +57,8 @@ interface Pending {
   silenceTimer?: NodeJS.Timeout;
   /** What to publish again after a reconnect (a read, which may be answered twice). */
   resend?: { subject: string; data: Uint8Array; headers?: MsgHdrs };
+  /** Publishes `resend` again while no answer came (`resendEveryMs`). */
+  resendTimer?: NodeJS.Timeout;
 }
 
 /**
@@ -90,6 +92,11 @@ export class Requester {
    * when the connection comes back while it waits. A request in flight when its server went away
    * (a restart, a crash) has lost its answer for good — nats.js keeps it waiting to its timeout,
    * which after every NATS server restart held an actor's inbox read for 5 s (chaos).
+   *
+   * `resendEveryMs` (reads only, with `resendOnReconnect`): the request is also published again
+   * each time this long passes without an answer, within the same `timeoutMs`. A read sent to a
+   * stream that has no leader yet (its servers still electing one after a restart) is not
+   * answered later: it is dropped, and only a new one is answered once the stream is led again.
    */
   request(
     subject: string,
@@ -99,6 +106,7 @@ export class Requester {
       headers?: MsgHdrs;
       liveness?: LivenessWatch;
       resendOnReconnect?: boolean;
+      resendEveryMs?: number;
     },
   ): Promise<Msg | typeof NO_RESPONDERS> {
     this.sub ??= this.nc.subscribe(`${this.prefix}*`, {
@@ -123,6 +131,12 @@ export class Requester {
           ...(options.headers ? { headers: options.headers } : {}),
         };
         this.followStatus();
+        if (options.resendEveryMs !== undefined && options.resendEveryMs < options.timeoutMs) {
+          pending.resendTimer = setInterval(
+            () => this.resend(token, pending),
+            Math.max(1, options.resendEveryMs),
+          );
+        }
       }
       if (options.liveness) {
         pending.liveness = options.liveness;
@@ -156,16 +170,18 @@ export class Requester {
   }
 
   private resendAll(): void {
-    for (const [token, p] of this.pending) {
-      if (!p.resend) continue;
-      try {
-        this.nc.publish(p.resend.subject, p.resend.data, {
-          reply: this.prefix + token,
-          ...(p.resend.headers ? { headers: p.resend.headers } : {}),
-        });
-      } catch {
-        // Closed again: the request ends at its timeout, as it would have.
-      }
+    for (const [token, p] of this.pending) this.resend(token, p);
+  }
+
+  private resend(token: string, p: Pending): void {
+    if (!p.resend) return;
+    try {
+      this.nc.publish(p.resend.subject, p.resend.data, {
+        reply: this.prefix + token,
+        ...(p.resend.headers ? { headers: p.resend.headers } : {}),
+      });
+    } catch {
+      // Closed or reconnecting: the reconnect sends it again, or the request ends at its timeout.
     }
   }
 
@@ -210,5 +226,6 @@ export class Requester {
     this.pending.delete(token);
     clearTimeout(p.timer);
     if (p.silenceTimer) clearTimeout(p.silenceTimer);
+    if (p.resendTimer) clearInterval(p.resendTimer);
   }
 }

@@ -120,3 +120,35 @@ test('a request not marked to be sent again is not, and waits out its timeout', 
     await own.stop();
   }
 });
+
+// A direct get sent while its stream has no leader (servers electing one after a restart) is
+// dropped, not answered late (chaos run 21: inbox reads waited out their 5 s). A read marked
+// `resendEveryMs` is published again while no answer comes, within the same deadline.
+test('a read not answered is asked again every resendEveryMs until answered', async () => {
+  const seen: number[] = [];
+  const sub = nc.subscribe('read.dropped', {
+    callback: (_err, msg) => {
+      seen.push(Date.now());
+      // The first two copies are dropped, as by a stream without a leader.
+      if (seen.length === 3) msg.respond(bytes(`answer ${seen.length}`));
+    },
+  });
+  try {
+    await nc.flush();
+    const r = new Requester(nc);
+    const started = Date.now();
+    const reply = await r.request('read.dropped', bytes('q'), {
+      timeoutMs: 10_000,
+      resendOnReconnect: true,
+      resendEveryMs: 200,
+    });
+    expect(reply === NO_RESPONDERS ? '' : reply.string()).toBe('answer 3');
+    expect(Date.now() - started).toBeLessThan(3_000);
+    expect(seen[1]! - seen[0]!).toBeGreaterThanOrEqual(150);
+    // Answered: no copy is sent after the answer.
+    await r.request('read.dropped', bytes('q'), { timeoutMs: 300 }).catch(() => undefined);
+    expect(seen).toHaveLength(4);
+  } finally {
+    sub.unsubscribe();
+  }
+});
