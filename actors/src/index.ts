@@ -58,7 +58,7 @@ export { isNoResponders, isTransientNatsError } from './internal/nats-errors';
 export { isWrongLastSequence } from './internal/kv-errors';
 export { kvKeys, kvKeysAt } from './kv-keys';
 export { kvLatest, type KvLatestEntry } from './kv-latest';
-export { kvValueFromLeader } from './internal/direct-get';
+export { kvEntryFromLeader, kvValueFromLeader } from './internal/direct-get';
 export { deleteSubjectMessages, removeKvKey, subjectMessages } from './internal/subject-delete';
 export { PULL_EXPIRES_MS } from './pull-expiry';
 export { watchConnectionStatus } from './connection-status';

@@ -197,9 +197,11 @@ export {
 } from './jobs/job-state';
 export {
   aggregateOf,
+  JOB_DECIDED_EXECUTION,
   JobAggregateRecordSchema,
   JobRecordSchema,
   recordOf,
+  supersedes,
   TaskResultRecordSchema,
   type JobAggregateRecord,
   type JobRecord,

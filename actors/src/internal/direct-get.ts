@@ -84,12 +84,26 @@ export async function kvValueFromLeader(
   bucket: string,
   key: string,
 ): Promise<{ value: Uint8Array; revision: number } | undefined> {
+  const e = await kvEntryFromLeader(jsm, bucket, key);
+  return e?.value ? { value: e.value, revision: e.revision } : undefined;
+}
+
+/**
+ * The last entry of `key` in KV bucket `bucket` as the bucket stream's leader has it: its
+ * revision, and its value unless it is a delete or purge marker; undefined when the key was never
+ * written. What a compare-and-set on the key needs (see {@link kvValueFromLeader}).
+ */
+export async function kvEntryFromLeader(
+  jsm: JetStreamManager,
+  bucket: string,
+  key: string,
+): Promise<{ value?: Uint8Array; revision: number } | undefined> {
   const m = await jsm.streams.getMessage(`KV_${bucket}`, {
     last_by_subj: `$KV.${bucket}.${key}`,
   });
   if (!m) return undefined;
   const op = m.header?.get('KV-Operation');
-  if (op === 'DEL' || op === 'PURGE') return undefined;
+  if (op === 'DEL' || op === 'PURGE') return { revision: m.seq };
   return { value: m.data, revision: m.seq };
 }
 

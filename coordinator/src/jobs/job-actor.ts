@@ -19,7 +19,7 @@ import {
   TASK_ID_RULE,
 } from './job-driver';
 import { type JobEventDraft, type JobEventRecord } from './job-event';
-import { aggregateOf, recordOf } from './job-record';
+import { aggregateOf, JOB_DECIDED_EXECUTION, recordOf } from './job-record';
 import {
   compactId,
   JOB_ACTOR_KIND,
@@ -518,6 +518,7 @@ async function applyPosted(
           taskId: tk.id,
           index: tk.index,
           attempt: tk.attempts,
+          execution: JOB_DECIDED_EXECUTION,
           status: 'TIMED_OUT',
           costUsd: 0,
           tokens: 0,

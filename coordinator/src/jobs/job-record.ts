@@ -61,6 +61,12 @@ export const TaskResultRecordSchema = z.object({
   taskId: z.string(),
   index: z.number().int(),
   attempt: z.number().int(),
+  /**
+   * Which execution of the attempt wrote it (1, 2, … : an execution interrupted by a fault is
+   * replayed by the next), or {@link JOB_DECIDED_EXECUTION} for an attempt the job ended without
+   * it starting. Absent in records of earlier versions: taken as 0.
+   */
+  execution: z.number().int().nonnegative().optional(),
   status: z.string(),
   score: z.number().optional(),
   costUsd: z.number(),
@@ -73,6 +79,22 @@ export const TaskResultRecordSchema = z.object({
 });
 /** A task result record. */
 export type TaskResultRecord = z.output<typeof TaskResultRecordSchema>;
+
+/**
+ * The `execution` of a result record the job actor writes for an attempt it ended because it
+ * never started (its start deadline): the job's decision is final for that attempt, so no late
+ * execution of it replaces the record.
+ */
+export const JOB_DECIDED_EXECUTION = Number.MAX_SAFE_INTEGER;
+
+/**
+ * True when `stored` is of a later attempt than `incoming`, or of a later execution of the same
+ * attempt: what the job keeps as the task's outcome, so `incoming` must not replace it.
+ */
+export function supersedes(stored: TaskResultRecord, incoming: TaskResultRecord): boolean {
+  if (stored.attempt !== incoming.attempt) return stored.attempt > incoming.attempt;
+  return (stored.execution ?? 0) > (incoming.execution ?? 0);
+}
 
 /** The aggregate of a job's state at `now`. */
 export function aggregateOf(s: JobState, now: number): JobAggregateRecord {

@@ -7,6 +7,7 @@ import {
   kvKeys,
   kvKeysAt,
   kvLatest,
+  kvEntryFromLeader,
   kvValueFromLeader,
   removeKvKey,
   storeOutageOf,
@@ -22,6 +23,7 @@ import { type PlannedTask } from './job-driver';
 import {
   type JobRecord,
   JobRecordSchema,
+  supersedes,
   type TaskResultRecord,
   TaskResultRecordSchema,
 } from './job-record';
@@ -317,9 +319,39 @@ export class JobStore {
     }
   }
 
-  /** Writes the full result of a task attempt. */
-  async putTaskResult(jobId: string, result: TaskResultRecord): Promise<void> {
-    await storeWrite(() => this.kv.put(`result.${jobId}.${result.index}`, JSON.stringify(result)));
+  /**
+   * Writes the full result of a task attempt, unless the record stored for the task is of a later
+   * attempt or execution (see {@link supersedes}); false when it was not written. A task actor's
+   * activation fenced while its host was unreachable runs on until it learns so, and its result
+   * (often an error from the sandbox the newer execution replaced) must not take the newer one's
+   * place when it is written last (chaos seed 9100). A compare-and-set: the first write of a task
+   * expects no record (one request); a later one reads the stored record from the bucket stream's
+   * leader, then writes at its revision.
+   */
+  async putTaskResult(jobId: string, result: TaskResultRecord): Promise<boolean> {
+    const key = `result.${jobId}.${result.index}`;
+    const value = JSON.stringify(result);
+    return storeWrite(async () => {
+      // Not `kv.create`, which after any failure reads the key again (a second timeout when the
+      // store does not answer).
+      let previousSeq = 0;
+      for (let tries = 0; ; tries++) {
+        try {
+          await this.kv.put(key, value, { previousSeq });
+          return true;
+        } catch (err) {
+          // A record is stored, or another execution wrote in between: compare with it.
+          if (!isWrongLastSequence(err) || tries >= 4) throw err;
+        }
+        // From the leader: a replica catching up after its server restarted answers an older
+        // revision, whose compare-and-set would fail again.
+        const stored = await kvEntryFromLeader(this.jsm, this.bucket, key);
+        const parsed =
+          stored?.value && TaskResultRecordSchema.safeParse(safeJsonBytes(stored.value));
+        if (parsed && parsed.success && supersedes(parsed.data, result)) return false;
+        previousSeq = stored?.revision ?? 0;
+      }
+    });
   }
 
   /** The stored task results of `indices` of a job, by plan index. */
@@ -652,6 +684,15 @@ function indicesOf(keys: readonly string[]): number[] {
 function safeJson(e: KvEntry): unknown {
   try {
     return e.json();
+  } catch {
+    return undefined;
+  }
+}
+
+/** `data` parsed as JSON, or undefined when it is not JSON. */
+function safeJsonBytes(data: Uint8Array): unknown {
+  try {
+    return JSON.parse(new TextDecoder().decode(data));
   } catch {
     return undefined;
   }

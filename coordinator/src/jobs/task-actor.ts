@@ -285,6 +285,7 @@ async function runAttempt(
     taskId: msg.taskId,
     index: msg.index,
     attempt: msg.attempt,
+    execution: executions,
     status: result.status,
     ...(result.score !== undefined ? { score: result.score } : {}),
     costUsd: result.costUsd,
@@ -295,7 +296,14 @@ async function runAttempt(
     artifacts,
     ...(grade?.details ? { details: grade.details } : {}),
   };
-  await rt.store.putTaskResult(msg.jobId, record);
+  if (!(await rt.store.putTaskResult(msg.jobId, record))) {
+    // A newer execution (this one was fenced) or attempt has written its record: the job keeps
+    // that one's outcome, and the results show it.
+    ctx.log.info(
+      { jobId: msg.jobId, taskId: msg.taskId, attempt: msg.attempt, execution: record.execution },
+      'task result of a superseded execution not recorded',
+    );
+  }
   if (result.status === 'ERRORED') {
     // Info: one line per failed attempt, which is what a fault's recovery time hangs on (a retry
     // the job actor schedules is not logged otherwise).
