@@ -520,8 +520,9 @@ export class Activation implements TurnRunner {
     }
   }
 
-  get fenced(): boolean {
-    return this.fencedFlag;
+  /** Fenced, or its turns aborted at the end of the host's shutdown grace (see {@link abort}). */
+  get abandoned(): boolean {
+    return this.fencedFlag || this.abortController?.signal.aborted === true;
   }
 
   get coreWaiting(): boolean {

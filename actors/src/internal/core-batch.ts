@@ -18,8 +18,8 @@ export const MAX_CORE_BATCH = 128;
 /**
  * Handles a batch of asks/tells in order (a group commit). Each handler sees the state the
  * previous one left; replies are held until one commit has made every change durable. If that
- * commit is fenced, or the activation is fenced during the batch, every ask is told the actor
- * moved (the asker retries on the new activation); if the commit fails otherwise, the in-memory
+ * commit is fenced, or the activation is fenced or its host's shutdown grace ends during the
+ * batch, every ask is told the actor moved (the asker retries on the next activation); if the commit fails otherwise, the in-memory
  * state is rolled back and the asks get UNAVAILABLE (retryable). Under load (100 callers of one
  * ledger) this turns 100 KV writes into one.
  */
@@ -28,7 +28,7 @@ export async function handleCoreBatch(runner: TurnRunner, items: CoreItem[]): Pr
   const replies: { msg: Respondable; ok?: Uint8Array; error?: TroupeError }[] = [];
   let dirty = false;
   for (const item of items) {
-    if (runner.fenced) break;
+    if (runner.abandoned) break;
     const deadline = item.deadline;
     if (deadline !== undefined && deadline <= Date.now()) continue; // the asker has given up
     let payload: unknown;
@@ -63,18 +63,20 @@ export async function handleCoreBatch(runner: TurnRunner, items: CoreItem[]): Pr
         replyAllMoved(items, runner.key, log);
         throw err;
       }
-      if (runner.fenced) break; // the handler failed for its aborted signal: see below
+      if (runner.abandoned) break; // the handler failed for its aborted signal: see below
       const error = toTroupeError(err);
       log.warn({ err, type: item.type, via: item.via }, 'handler failed');
       if (item.via === 'ask') replies.push({ msg: item.msg, error });
     }
   }
-  if (runner.fenced) {
-    // A newer activation fenced this one mid-batch (the host declared dead, or the actor moved):
-    // as for a fenced commit, nothing of the batch is kept and its asks are told the actor moved,
-    // so their askers retry on the new activation. Answered with the handler's CANCELLED (its
-    // signal aborted), an asker took its own call as failed: a task waiting on a command in a
-    // sandbox fenced when its host was declared dead failed its attempt (chaos seed 9035).
+  if (runner.abandoned) {
+    // A newer activation fenced this one mid-batch (the host declared dead, or the actor moved),
+    // or the host's shutdown grace ended: as for a fenced commit, nothing of the batch is kept
+    // and its asks are told the actor moved, so their askers retry on the next activation.
+    // Answered with the handler's CANCELLED (its signal aborted), an asker took its own call as
+    // failed: a task waiting on a command in a sandbox fenced when its host was declared dead
+    // failed its attempt (chaos seed 9035).
+    cell.rollback();
     replyAllMoved(items, runner.key, log);
     return;
   }

@@ -36,8 +36,12 @@ export interface TurnRunner extends TurnOwner {
   runOnInvalid(turn: Turn, invalid: InvalidMessage): Promise<unknown>;
   /** Whether asks or tells wait for a turn: a batch of posts ends early for them. */
   readonly coreWaiting: boolean;
-  /** Whether a newer activation owns the actor: nothing this one does is kept. */
-  readonly fenced: boolean;
+  /**
+   * Whether the activation's turns were abandoned mid-way: a newer activation owns the actor
+   * (fenced), or the host's shutdown grace ended. Nothing the current batch did is kept, and its
+   * asks are told the actor moved.
+   */
+  readonly abandoned: boolean;
 }
 
 /** State of one turn: its deadline, what it drained, its checkpoints. */

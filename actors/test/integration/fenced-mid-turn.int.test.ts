@@ -82,3 +82,37 @@ test('asks of a turn fenced mid-way are answered on the new activation, not fail
     await system.shutdown({ graceMs: 500 });
   }
 });
+
+// The same for a host that shuts down with a turn still running past its grace: the turn's signal
+// is aborted ("host shutting down"), and its asks used to be answered with the handler's
+// CANCELLED. They are told the actor moved, and run on the next activation, on another host.
+test("asks of a turn cut off by its host's shutdown run on the next activation", async () => {
+  const cluster = randomClusterName();
+  const start = (hostId: string) =>
+    ActorSystem.start({ cluster, servers: server.url, hostId, hosting: [Waiter] });
+  const a = await start('stopping-host');
+  let b: ActorSystem | undefined;
+  try {
+    expect(await a.ref(Waiter, 'w2').ask('bump', {})).toBe(1); // activated on the only host
+    b = await start('other-host');
+    holding = true;
+    held = 0;
+    const ref = b.ref(Waiter, 'w2');
+    const waiting = ref.ask('wait', {}, { timeoutMs: 20_000 });
+    await waitFor(() => held === 1, { timeoutMs: 5_000, message: 'the wait turn did not start' });
+    const queued = ref.ask('bump', {}, { timeoutMs: 20_000 });
+    holding = false;
+    const started = Date.now();
+    // The grace ends with the wait still running: its turn is aborted.
+    await a.shutdown({ graceMs: 300 });
+    // Before: the wait rejected with CANCELLED "host shutting down".
+    await expect(waiting).resolves.toEqual({ epoch: 2 });
+    await expect(queued).resolves.toBe(2);
+    expect(Date.now() - started).toBeLessThan(8_000);
+    expect(held).toBe(1);
+    expect(b.activationsStarted).toBe(1);
+  } finally {
+    await a.shutdown({ graceMs: 100 }).catch(() => undefined);
+    await b?.shutdown({ graceMs: 500 });
+  }
+});
