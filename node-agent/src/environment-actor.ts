@@ -187,6 +187,9 @@ export function createEnvironmentActor(options: EnvironmentActorOptions) {
     if (held && held.epoch === ctx.epoch) {
       await held.env.destroy();
       live.delete(ctx.self.id);
+      // Its container is gone: the slot goes back as soon as this turn is over, not after the
+      // quiet period of activations that never held one (as for a sandbox's destroy).
+      guarded.promptly(ctx);
     }
     return { state: { ...state, status: 'destroyed' }, reply: {} };
   };
