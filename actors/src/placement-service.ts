@@ -48,6 +48,7 @@ import { type StateStore } from './state-store';
 import { decodeJson, encodeJson } from './internal/json-codec';
 import {
   ACTIVATION_KEEPALIVE_MS,
+  ACTIVATION_RESEND_MS,
   type AskKeepalive,
   KEEPALIVE_HEADER,
   SILENCE_INTERVALS,
@@ -556,6 +557,9 @@ export class PlacementService {
             silenceMs: ACTIVATION_KEEPALIVE_MS * SILENCE_INTERVALS,
             fromStart: true,
           },
+          // Lost on the way (the host's connection moving to another server): sent again.
+          resendOnReconnect: true,
+          resendEveryMs: ACTIVATION_RESEND_MS,
         },
       );
     } catch (err) {

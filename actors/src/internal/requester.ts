@@ -57,7 +57,7 @@ interface Pending {
   silenceTimer?: NodeJS.Timeout;
   /** What to publish again after a reconnect (a read, which may be answered twice). */
   resend?: { subject: string; data: Uint8Array; headers?: MsgHdrs };
-  /** Publishes `resend` again while no answer came (`resendEveryMs`). */
+  /** Publishes `resend` again until the responder is heard from (`resendEveryMs`). */
   resendTimer?: NodeJS.Timeout;
 }
 
@@ -88,15 +88,18 @@ export class Requester {
    * request waiting, and a silence longer than `liveness.silenceMs` rejects it with a
    * {@link ResponderSilentError}.
    *
-   * `resendOnReconnect` (for reads, which may be answered twice): the request is published again
+   * `resendOnReconnect` (for requests that may be answered twice: reads, and others the responder
+   * takes once whatever the copies, such as activation requests): the request is published again
    * when the connection comes back while it waits. A request in flight when its server went away
    * (a restart, a crash) has lost its answer for good — nats.js keeps it waiting to its timeout,
    * which after every NATS server restart held an actor's inbox read for 5 s (chaos).
    *
-   * `resendEveryMs` (reads only, with `resendOnReconnect`): the request is also published again
-   * each time this long passes without an answer, within the same `timeoutMs`. A read sent to a
-   * stream that has no leader yet (its servers still electing one after a restart) is not
-   * answered later: it is dropped, and only a new one is answered once the stream is led again.
+   * `resendEveryMs` (with `resendOnReconnect`): the request is also published again each time
+   * this long passes without hearing from the responder (an answer, or a sign of life), within
+   * the same `timeoutMs`. A read sent to a stream that has no leader yet (its servers still
+   * electing one after a restart) is not answered later: it is dropped, and only a new one is
+   * answered once the stream is led again. So is a request to a responder whose connection was
+   * moving to another server: it was subscribed nowhere for a moment.
    */
   request(
     subject: string,
@@ -192,6 +195,9 @@ export class Requester {
     // An answer carries data or an error status; only a sign of life is empty with our header.
     const sign = msg.data.length === 0 ? msg.headers?.get(WORKING_HEADER) : undefined;
     if (sign) {
+      // The responder has the request: no copy is needed any more.
+      if (p.resendTimer) clearInterval(p.resendTimer);
+      p.resendTimer = undefined;
       const handOver = p.liveness?.handOver;
       if (handOver && sign !== handOver.placerSign) {
         // The ask is with a host now: its watch, or none.

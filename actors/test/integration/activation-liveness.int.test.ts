@@ -28,13 +28,21 @@ afterAll(async () => {
   await server.stop();
 });
 
+/** Runs of the probe's `who` handler, on every host. */
+let whoRuns = 0;
+
 function probeActor(host: string, gate?: Promise<void>) {
   return defineActor({
     kind: 'probe',
     state: z.object({}),
     initialState: () => ({}),
     messages: { who: z.object({}) },
-    handlers: { who: () => ({ reply: host }) },
+    handlers: {
+      who: () => {
+        whoRuns++;
+        return { reply: host };
+      },
+    },
     ...(gate ? { onActivate: async () => void (await gate) } : {}),
     idleTimeoutMs: 60_000,
   });
@@ -104,7 +112,8 @@ test('a host that took the activation request and fell silent is given up on in 
     const tookMs = Date.now() - startedAt;
 
     expect(reply).toBe('real');
-    expect(swallowed).toBe(1);
+    // Sent again at 1.5 s and 3 s (see the next test), and given up on at 4 s all the same.
+    expect(swallowed).toBe(3);
     expect(r.chosen).toEqual(['host-ghost', 'host-real']);
     // Four silent seconds and the hand-over's settling, far from the 30 s activation timeout.
     expect(tookMs).toBeLessThan(ACTIVATION_TIMEOUT_MS / 2);
@@ -153,6 +162,67 @@ test('a live host whose activation outlasts that silence is not given up on', as
   } finally {
     open();
     await watcher?.close();
+    await teardown(r);
+  }
+});
+
+// Chaos run 22 (seed 9210): activation requests a placer sent while the hosts' connections moved
+// to another server (a NATS server restarting) were dropped; the placer waited the whole silence
+// (4 s) before it gave the hosts up and placed the actors again. A request the host has not
+// answered or acknowledged (a sign of life) after 1.5 s is sent again, and the host takes the
+// copy as the same request.
+test('an activation request lost on the way is sent again, and the host takes it once', async () => {
+  const cluster = randomClusterName();
+  let r: Rig | undefined;
+  try {
+    const real = await ActorSystem.start({
+      cluster,
+      servers: server.url,
+      hostId: 'host-real',
+      hosting: [probeActor('real')],
+      placement: 'none',
+    });
+    r = await rig(cluster, [real], ['host-real']);
+    const placerNc = r.systems[1]!.transport.nc;
+    const activate = hostSubject(cluster, 'host-real', 'activate');
+    const publish = placerNc.publish.bind(placerNc);
+    let dropped = 0;
+    let sent = 0;
+    let body: Uint8Array | undefined;
+    jest.spyOn(placerNc, 'publish').mockImplementation((subject, ...rest) => {
+      if (subject === activate) {
+        sent++;
+        body = rest[0] as Uint8Array;
+        if (dropped === 0) {
+          dropped++;
+          return; // lost on the way
+        }
+      }
+      publish(subject, ...rest);
+    });
+    const runsBefore = whoRuns;
+    const startedAt = Date.now();
+    const reply = await r.client
+      .ref(probeActor('client'), 'p3')
+      .ask('who', {}, { timeoutMs: 60_000 });
+    const tookMs = Date.now() - startedAt;
+
+    expect(reply).toBe('real');
+    expect(dropped).toBe(1);
+    expect(sent).toBe(2);
+    // One placement, on the first host: the copy was answered before the 4 s silence.
+    expect(r.chosen).toEqual(['host-real']);
+    expect(tookMs).toBeGreaterThanOrEqual(1_400);
+    expect(tookMs).toBeLessThan(3_500);
+    expect(real.activationsStarted).toBe(1);
+    expect(whoRuns - runsBefore).toBe(1);
+    // Another copy, late: the same activation, and the ask it carries is not run again.
+    const late = await r.nc.request(activate, body, { timeout: 5_000 });
+    expect(late.json()).toEqual({ hostId: 'host-real', epoch: 1 });
+    expect(real.activationsStarted).toBe(1);
+    expect(whoRuns - runsBefore).toBe(1);
+  } finally {
+    jest.restoreAllMocks();
     await teardown(r);
   }
 });

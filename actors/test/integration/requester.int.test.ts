@@ -1,6 +1,7 @@
-import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { connect, headers as natsHeaders, type NatsConnection } from '@nats-io/transport-node';
 import { startNatsServer, type NatsServerHandle } from '@troupe/testkit';
 import { isNatsTimeout } from '../../src/internal/nats-errors';
+import { WORKING_HEADER } from '../../src/internal/ask-keepalive';
 import { NO_RESPONDERS, Requester } from '../../src/internal/requester';
 
 let server: NatsServerHandle;
@@ -148,6 +149,36 @@ test('a read not answered is asked again every resendEveryMs until answered', as
     // Answered: no copy is sent after the answer.
     await r.request('read.dropped', bytes('q'), { timeoutMs: 300 }).catch(() => undefined);
     expect(seen).toHaveLength(4);
+  } finally {
+    sub.unsubscribe();
+  }
+});
+
+// An activation request is sent again until the host is heard from: its first sign of life says
+// it has the request, and no copy follows (a host starting a slow activation is not asked twice
+// a second).
+test('a sign of life from the responder stops the copies', async () => {
+  let copies = 0;
+  const sub = nc.subscribe('slow.start', {
+    callback: (_err, msg) => {
+      copies++;
+      const h = natsHeaders();
+      h.set(WORKING_HEADER, '1');
+      msg.respond(new Uint8Array(), { headers: h });
+      setTimeout(() => msg.respond(bytes('started')), 1_000);
+    },
+  });
+  try {
+    await nc.flush();
+    const r = new Requester(nc);
+    const reply = await r.request('slow.start', bytes('q'), {
+      timeoutMs: 10_000,
+      liveness: { silenceMs: 4_000, fromStart: true },
+      resendOnReconnect: true,
+      resendEveryMs: 200,
+    });
+    expect(reply === NO_RESPONDERS ? '' : reply.string()).toBe('started');
+    expect(copies).toBe(1);
   } finally {
     sub.unsubscribe();
   }
