@@ -1,7 +1,7 @@
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { type KV, type KvOptions, Kvm } from '@nats-io/kv';
 import { type ObjectStore, type ObjectStoreOptions, Objm } from '@nats-io/obj';
-import type { NatsConnection } from '@nats-io/transport-node';
+import { type NatsConnection, TimeoutError } from '@nats-io/transport-node';
 import { isTransientNatsError } from './internal/nats-errors';
 import { whileJetStreamStarts } from './internal/while-jetstream-starts';
 
@@ -82,6 +82,16 @@ async function streamAnswers(nc: NatsConnection, stream: string): Promise<void> 
   }
 }
 
+/**
+ * How long one attempt to open (or create) a bucket may take before it is made again. The look-up
+ * before it found the stream led, but its leader can change in between (a NATS server killed a
+ * moment before): `create`'s own requests were then lost and waited the JetStream API's 5 s —
+ * a new leader coordinator opened its nodes bucket in 5.1 s (chaos run 23, seed 9302), and no
+ * actor was placed meanwhile. Opening an existing bucket takes milliseconds; an attempt left
+ * behind does no harm (it opens, or creates what the next one then finds).
+ */
+export const BUCKET_OPEN_ATTEMPT_MS = 2_000;
+
 function retryCreateRace<T>(
   nc: NatsConnection,
   stream: string,
@@ -89,13 +99,29 @@ function retryCreateRace<T>(
 ): Promise<T> {
   return whileJetStreamStarts(async () => {
     await streamAnswers(nc, stream);
-    try {
-      return await create();
-    } catch (err) {
-      if (!isCreateRace(err)) throw err;
-      return await create();
-    }
+    return withinAttempt(async () => {
+      try {
+        return await create();
+      } catch (err) {
+        if (!isCreateRace(err)) throw err;
+        return await create();
+      }
+    }, BUCKET_OPEN_ATTEMPT_MS);
   });
+}
+
+/** `attempt()`, or a NATS `TimeoutError` (transient: tried again) when it takes over `ms`. */
+async function withinAttempt<T>(attempt: () => Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => reject(new TimeoutError()), ms);
+  });
+  try {
+    // Promise.race handles the attempt's own later rejection, should it come after the timeout.
+    return await Promise.race([attempt(), timedOut]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /**

@@ -1,7 +1,8 @@
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { startNatsServer, type NatsServerHandle } from '@troupe/testkit';
-import { createKv, createObjectStore } from '../../src/buckets';
+import { Kvm } from '@nats-io/kv';
+import { BUCKET_OPEN_ATTEMPT_MS, createKv, createObjectStore } from '../../src/buckets';
 import { kvKeys } from '../../src/kv-keys';
 
 let server: NatsServerHandle;
@@ -65,4 +66,32 @@ test('kvKeys lists the keys matching a filter from the stream, deleted ones incl
   const live: string[] = [];
   for await (const k of await kv.keys()) live.push(k);
   expect(live.sort()).toEqual(all.filter((k) => k !== 'a.7').sort());
+});
+
+// Chaos run 23 (seed 9302): a new leader coordinator's bucket opens after a NATS server's kill:
+// the look-up found the stream led, then `create`'s own request was lost to a leader change and
+// waited the JetStream API's 5 s. An attempt that takes longer than BUCKET_OPEN_ATTEMPT_MS is
+// made again.
+test('a bucket open whose requests are lost is tried again after 2 s, not 5 s', async () => {
+  const nc = conns[0]!;
+  await createKv(nc, 'lost_open');
+  const create = Kvm.prototype.create;
+  let calls = 0;
+  // The first attempt's requests are lost: it never settles.
+  const spy = jest.spyOn(Kvm.prototype, 'create').mockImplementation(function (this: Kvm, ...a) {
+    calls++;
+    return calls === 1 ? new Promise(() => undefined) : create.apply(this, a);
+  });
+  try {
+    const started = Date.now();
+    const kv = await createKv(nc, 'lost_open');
+    const tookMs = Date.now() - started;
+    await kv.put('k', 'v');
+    expect((await kv.get('k'))?.string()).toBe('v');
+    expect(calls).toBe(2);
+    expect(tookMs).toBeGreaterThanOrEqual(BUCKET_OPEN_ATTEMPT_MS - 50);
+    expect(tookMs).toBeLessThan(4_000);
+  } finally {
+    spy.mockRestore();
+  }
 });
