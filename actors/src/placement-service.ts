@@ -340,6 +340,9 @@ export class PlacementService {
     let waitMs = 5;
     let known = request.known ?? this.options.peekDirectory?.(addr);
     while (Date.now() < deadline) {
+      // A placer that stopped (its coordinator stepped down) places nothing more: the asker asks
+      // the next one, instead of this one's stop waiting for the placement's deadline.
+      if (this.closed) throw new TroupeError('UNAVAILABLE', `${key}: the placer stopped`);
       // The first decision may use a view the caller or the directory watch had; every later one
       // reads (that view was wrong if the host's claim raced, and may be again).
       const { entry, revision } = known ?? (await this.options.directory.get(addr));

@@ -65,6 +65,8 @@ export class ClusterPlacement {
   private readonly unusual = new Set<string>();
   private readonly queues = new Map<string, FairQueue<Waiter>>();
   private watchStop?: () => void;
+  /** Set by {@link stop}: no request waits any more. */
+  private stopped = false;
   private readonly jobPolicy: (jobId: string) => JobPolicy;
   /** Placements made (metrics). */
   placements = 0;
@@ -91,8 +93,9 @@ export class ClusterPlacement {
     await initial;
   }
 
-  /** Stops watching and fails every waiting request with UNAVAILABLE. */
+  /** Stops watching and fails every waiting request, and every later one, with UNAVAILABLE. */
   stop(): void {
+    this.stopped = true;
     this.watchStop?.();
     for (const q of this.queues.values()) {
       let w: Waiter | undefined;
@@ -184,6 +187,10 @@ export class ClusterPlacement {
 
   /** The {@link HostSelector} for the placement service. */
   select = (request: PlacementRequest): Promise<PlacementTarget> => {
+    if (this.stopped) {
+      // A placement in flight on a coordinator that stepped down: its asker asks the next leader.
+      return Promise.reject(new TroupeError('UNAVAILABLE', 'coordinator stopping'));
+    }
     const kind = request.addr.kind;
     const hosts = this.options.registry
       .list()

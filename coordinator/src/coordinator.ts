@@ -73,13 +73,20 @@ interface LeaderServices {
 const LEADER_RETRY_FIRST_MS = 250;
 const LEADER_RETRY_MAX_MS = 5_000;
 
-/** Stops the leader's services, the last started first; each is safe to stop unstarted. */
+/**
+ * Stops the leader's services, the last started first; each is safe to stop unstarted. The
+ * placement is stopped before the placer's stop waits for its placements in flight: one waiting
+ * for a free slot waits until its deadline (an ask's, up to minutes) unless the placement lets it
+ * go. Stopped after the placer, a coordinator that stepped down with all hosts declared dead (a
+ * NATS server stopped) took 5 minutes to stop its services, and to start them again when it was
+ * elected a moment later; no actor was placed meanwhile (chaos run 23, seed 9304).
+ */
 async function stopLeaderServices(s: LeaderServices): Promise<void> {
   await s.reaper?.stop();
   await s.sweeper?.stop();
   s.reminders.stop();
-  await s.placer.stop();
   s.placement.stop();
+  await s.placer.stop();
   s.registry.stop();
 }
 

@@ -48,6 +48,22 @@ function probeActor(host: string, gate?: Promise<void>) {
   });
 }
 
+/** A host of the probe actor (no placer of its own: the rig's places). */
+function probeHost(
+  cluster: string,
+  hostId: string,
+  name: string,
+  gate?: Promise<void>,
+): Promise<ActorSystem> {
+  return ActorSystem.start({
+    cluster,
+    servers: server.url,
+    hostId,
+    hosting: [probeActor(name, gate)],
+    placement: 'none',
+  });
+}
+
 interface Rig {
   systems: ActorSystem[];
   placer: PlacementService;
@@ -91,13 +107,7 @@ test('a host that took the activation request and fell silent is given up on in 
   const cluster = randomClusterName();
   let r: Rig | undefined;
   try {
-    const real = await ActorSystem.start({
-      cluster,
-      servers: server.url,
-      hostId: 'host-real',
-      hosting: [probeActor('real')],
-      placement: 'none',
-    });
+    const real = await probeHost(cluster, 'host-real', 'real');
     r = await rig(cluster, [real], ['host-ghost', 'host-real']);
     // host-ghost takes activation requests and never answers: killed right after receiving.
     let swallowed = 0;
@@ -129,20 +139,8 @@ test('a live host whose activation outlasts that silence is not given up on', as
   let r: Rig | undefined;
   let watcher: NatsConnection | undefined;
   try {
-    const slow = await ActorSystem.start({
-      cluster,
-      servers: server.url,
-      hostId: 'host-slow',
-      hosting: [probeActor('slow', gate)],
-      placement: 'none',
-    });
-    const other = await ActorSystem.start({
-      cluster,
-      servers: server.url,
-      hostId: 'host-other',
-      hosting: [probeActor('other')],
-      placement: 'none',
-    });
+    const slow = await probeHost(cluster, 'host-slow', 'slow', gate);
+    const other = await probeHost(cluster, 'host-other', 'other');
     r = await rig(cluster, [slow, other], ['host-slow', 'host-other']);
     watcher = await connect({ servers: server.url });
     let signs = 0;
@@ -175,13 +173,7 @@ test('an activation request lost on the way is sent again, and the host takes it
   const cluster = randomClusterName();
   let r: Rig | undefined;
   try {
-    const real = await ActorSystem.start({
-      cluster,
-      servers: server.url,
-      hostId: 'host-real',
-      hosting: [probeActor('real')],
-      placement: 'none',
-    });
+    const real = await probeHost(cluster, 'host-real', 'real');
     r = await rig(cluster, [real], ['host-real']);
     const placerNc = r.systems[1]!.transport.nc;
     const activate = hostSubject(cluster, 'host-real', 'activate');
