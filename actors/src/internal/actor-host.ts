@@ -274,7 +274,9 @@ export class ActorHost implements ActivationHost, RegistrarHost {
     if (!def) throw hostRefused(`host ${this.hostId} does not host kind '${addr.kind}'`);
     const key = formatAddress(addr);
     const existing = this.live.get(key);
-    if (existing && existing.epoch === epoch) return existing;
+    // The same request again (a placer's copy of one it did not hear about): the same
+    // activation, answered once it has started — not before, while its `onActivate` runs.
+    if (existing && existing.epoch === epoch) return this.starting.get(key) ?? existing;
     if (existing && existing.epoch > epoch) {
       throw new TroupeError(
         'UNAVAILABLE',

@@ -218,3 +218,30 @@ test('an activation request lost on the way is sent again, and the host takes it
     await teardown(r);
   }
 });
+
+// A copy of an activation request that reaches the host while the activation starts (its
+// `onActivate` still running) was answered at once, as if the actor were live: the placer (the
+// copy's answer came first) took a half-started activation as placed (placer-gap's slow
+// activation, once the requests were sent again). The copy is answered once the start is over.
+test('a copy of an activation request is answered when the activation has started', async () => {
+  const cluster = randomClusterName();
+  let open!: () => void;
+  let opened = false;
+  const gate = new Promise<void>((resolve) => (open = resolve));
+  const host = await probeHost(cluster, 'host-gated', 'gated', gate);
+  try {
+    const addr = { kind: 'probe', id: 'p4' };
+    const first = host.localHost!.activate(addr, 1, { claimRevision: 0 });
+    const copy = host.localHost!.activate(addr, 1, { claimRevision: 0 }).then(() => opened);
+    setTimeout(() => {
+      opened = true;
+      open();
+    }, 300);
+    await first;
+    expect(await copy).toBe(true);
+    expect(host.activationsStarted).toBe(1);
+  } finally {
+    open();
+    await host.shutdown({ graceMs: 200 });
+  }
+});
