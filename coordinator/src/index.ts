@@ -201,7 +201,6 @@ export {
   JobAggregateRecordSchema,
   JobRecordSchema,
   recordOf,
-  supersedes,
   TaskResultRecordSchema,
   type JobAggregateRecord,
   type JobRecord,

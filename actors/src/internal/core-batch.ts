@@ -19,9 +19,9 @@ export const MAX_CORE_BATCH = 128;
  * Handles a batch of asks/tells in order (a group commit). Each handler sees the state the
  * previous one left; replies are held until one commit has made every change durable. If that
  * commit is fenced, or the activation is fenced or its host's shutdown grace ends during the
- * batch, every ask is told the actor moved (the asker retries on the next activation); if the commit fails otherwise, the in-memory
- * state is rolled back and the asks get UNAVAILABLE (retryable). Under load (100 callers of one
- * ledger) this turns 100 KV writes into one.
+ * batch, every ask is told the actor moved (the asker retries on the next activation); if the
+ * commit fails otherwise, the in-memory state is rolled back and the asks get UNAVAILABLE
+ * (retryable). Under load (100 callers of one ledger) this turns 100 KV writes into one.
  */
 export async function handleCoreBatch(runner: TurnRunner, items: CoreItem[]): Promise<void> {
   const { cell, log } = runner;
