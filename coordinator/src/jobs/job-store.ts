@@ -16,7 +16,7 @@ import {
 import { jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
 import { kvBucketName, objectStoreName, toTroupeError, TroupeError } from '@troupe/proto';
 import { type NatsConnection } from '@nats-io/transport-node';
-import { type KV, type KvEntry } from '@nats-io/kv';
+import { type KV } from '@nats-io/kv';
 import { type ObjectInfo, type ObjectStore } from '@nats-io/obj';
 import { z } from 'zod';
 import { type PlannedTask } from './job-driver';
@@ -340,14 +340,15 @@ export class JobStore {
           await this.kv.put(key, value, { previousSeq });
           return true;
         } catch (err) {
-          // A record is stored, or another execution wrote in between: compare with it.
-          if (!isWrongLastSequence(err) || tries >= 4) throw err;
+          // A record is stored, or another execution wrote in between: compare with it. Each
+          // lost race is another writer's write, so this ends; the bound is for a store that
+          // misbehaves (of six writing at once, the last can lose five times).
+          if (!isWrongLastSequence(err) || tries >= PUT_RESULT_TRIES) throw err;
         }
         // From the leader: a replica catching up after its server restarted answers an older
         // revision, whose compare-and-set would fail again.
         const stored = await kvEntryFromLeader(this.jsm, this.bucket, key);
-        const parsed =
-          stored?.value && TaskResultRecordSchema.safeParse(safeJsonBytes(stored.value));
+        const parsed = stored?.value && TaskResultRecordSchema.safeParse(safeJson(stored.value));
         if (parsed && parsed.success && supersedes(parsed.data, result)) return false;
         previousSeq = stored?.revision ?? 0;
       }
@@ -363,7 +364,7 @@ export class JobStore {
     await readBatched(indices, async (i) => {
       const e = await this.kv.get(`result.${jobId}.${i}`);
       if (!e || e.operation !== 'PUT') return;
-      const parsed = TaskResultRecordSchema.safeParse(safeJson(e));
+      const parsed = TaskResultRecordSchema.safeParse(safeJson(e.value));
       if (parsed.success) out.set(parsed.data.index, parsed.data);
     });
     return out;
@@ -394,7 +395,7 @@ export class JobStore {
     await readBatched(indices, async (i) => {
       const e = await this.kv.get(`task.${jobId}.${i}`);
       if (!e || e.operation !== 'PUT') return;
-      const parsed = TaskRecordSchema.safeParse(safeJson(e));
+      const parsed = TaskRecordSchema.safeParse(safeJson(e.value));
       if (parsed.success) out.set(parsed.data.index, parsed.data);
     });
     return out;
@@ -681,16 +682,11 @@ function indicesOf(keys: readonly string[]): number[] {
     .filter((i) => Number.isInteger(i) && i >= 0);
 }
 
-function safeJson(e: KvEntry): unknown {
-  try {
-    return e.json();
-  } catch {
-    return undefined;
-  }
-}
+/** How many compare-and-set races a task result write may lose before it gives up. */
+const PUT_RESULT_TRIES = 16;
 
 /** `data` parsed as JSON, or undefined when it is not JSON. */
-function safeJsonBytes(data: Uint8Array): unknown {
+function safeJson(data: Uint8Array): unknown {
   try {
     return JSON.parse(new TextDecoder().decode(data));
   } catch {
