@@ -25,6 +25,15 @@ export interface InfrastructureOptions {
   dedupeWindowMs?: number;
 }
 
+/**
+ * How long a request to the actor state bucket (a commit's write, a claim, a read) waits for its
+ * answer. One sent while the bucket's stream elects a leader is lost, not late: a sandbox actor's
+ * first commit (a create, which took the JetStream client's 5 s) made a task wait 6.6 s after the
+ * streams had leaders again (chaos run 24, seed 9429). The commit path reads what became of an
+ * unanswered write and writes again (StateCell), so a lost request costs this, not 5 s.
+ */
+export const STATE_STORE_TIMEOUT_MS = 2_000;
+
 /** The JetStream resources the actor runtime uses. */
 export interface ActorInfrastructure {
   directory: KV;
@@ -61,6 +70,11 @@ export async function ensureInfrastructure(
     replicas,
     history: 1,
   });
-  const state = await createKv(nc, kvBucketName(cluster, 'state'), { replicas, history: 1 });
+  const state = await createKv(
+    nc,
+    kvBucketName(cluster, 'state'),
+    { replicas, history: 1 },
+    { timeoutMs: STATE_STORE_TIMEOUT_MS },
+  );
   return { directory, state };
 }

@@ -182,7 +182,10 @@ export class StateStore {
 
   /**
    * {@link commit} of a record the caller has encoded (as JSON, UTF-8). `timeoutMs` bounds the
-   * wait for the store's answer to an update (a create waits the client's default).
+   * wait for the store's answer (default: the bucket client's timeout). A first commit is a put
+   * expecting no record, not `kv.create`: that reads the key after any failure, and a create nobody
+   * answered took two timeouts (chaos seed 9429). A key whose record was removed has no marker
+   * left ({@link remove}), so the put succeeds there too.
    */
   async commitEncoded(
     addr: ActorAddress,
@@ -192,9 +195,10 @@ export class StateStore {
   ): Promise<number> {
     const key = stateKey(addr);
     try {
-      return revision === 0
-        ? await this.kv.create(key, data)
-        : await this.kv.update(key, data, revision, timeoutMs);
+      return await this.kv.put(key, data, {
+        previousSeq: revision,
+        ...(timeoutMs === undefined ? {} : { timeout: timeoutMs }),
+      });
     } catch (err) {
       if (isWrongLastSequence(err)) {
         throw new FencedError(addr, `state revision ${revision} is no longer current`);

@@ -33,6 +33,7 @@ export {
   type NatsClusterOptions,
 } from './start-nats-cluster';
 export { startNatsServer } from './start-nats-server';
+export { stopProcess } from './stop-process';
 export { startTcpProxy, type TcpProxyHandle, type TcpProxyOptions } from './start-tcp-proxy';
 export { makeTempDir, withTempDir, type TempDir } from './temp-dir';
 export { waitFor, type WaitForOptions } from './wait-for';

@@ -1,7 +1,12 @@
 import { JOB_STORE_TIMEOUT_MS, JobEventLog, JobStore } from '@troupe/coordinator';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { ErrorReason, hasReason } from '@troupe/proto';
-import { randomClusterName, startNatsServer, type NatsServerHandle } from '@troupe/testkit';
+import {
+  randomClusterName,
+  startNatsServer,
+  stopProcess,
+  type NatsServerHandle,
+} from '@troupe/testkit';
 
 // Chaos seed 7044: with two of three NATS servers down, a task actor's result write failed
 // "jetstream is not enabled" five times in 4 s; the runtime counted each as a failed attempt,
@@ -78,7 +83,7 @@ test('a job-store or event-log request nobody answers fails after 2 s as an outa
   const store = await JobStore.open(nc, cluster);
   const events = await JobEventLog.open(nc, cluster);
   await store.putTaskResult('j-1', result());
-  process.kill(server.pid, 'SIGSTOP');
+  await stopProcess(server.pid);
   try {
     const timed = async (op: () => Promise<unknown>) => {
       const t0 = performance.now();
