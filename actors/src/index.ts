@@ -72,6 +72,7 @@ export {
   type PlacementTarget,
   type PlacementTransport,
 } from './placement-service';
+export { isPlacerStopped, placerStoppedError } from './internal/protocol';
 export { type BucketClientOptions, createKv, createObjectStore } from './buckets';
 export { ensureStream, type EnsuredStream, type StreamSpec } from './ensure-stream';
 export { LazyStream, type LazyStreamOptions } from './lazy-stream';

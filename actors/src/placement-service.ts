@@ -67,6 +67,7 @@ import {
   type HostPingRequest,
   isRaced,
   MAIL_HINT_TYPE,
+  placerStoppedError,
 } from './internal/protocol';
 
 /** Whether an activation request failed without the host's answer (it may have acted on it). */
@@ -297,10 +298,16 @@ export class PlacementService {
     void this.sweep();
   }
 
-  /** Stops everything; in-flight activations finish. */
+  /**
+   * Stops everything; in-flight activations finish, or end as {@link placerStoppedError} (their
+   * requesters ask the next placer) when they have not placed the actor yet.
+   */
   async stop(): Promise<void> {
     this.closed = true;
-    this.sub?.unsubscribe();
+    // Drain, not unsubscribe: a request the server routed here before it saw the UNSUB is still
+    // answered (refused as stopped), where it vanished before and its asker waited out 4 s of
+    // silence (chaos seed 9420: a coordinator stepping down after a stall).
+    void this.sub?.drain().catch(() => undefined);
     clearInterval(this.sweepTimer);
     await this.messages?.close();
     await this.watcherDone;
@@ -342,7 +349,9 @@ export class PlacementService {
     while (Date.now() < deadline) {
       // A placer that stopped (its coordinator stepped down) places nothing more: the asker asks
       // the next one, instead of this one's stop waiting for the placement's deadline.
-      if (this.closed) throw new TroupeError('UNAVAILABLE', `${key}: the placer stopped`);
+      // Safe to send elsewhere: no host has taken the ask (a hand-over whose outcome was unknown
+      // was settled as not taken before the loop came round, or ended the placement).
+      if (this.closed) throw placerStoppedError(key);
       // The first decision may use a view the caller or the directory watch had; every later one
       // reads (that view was wrong if the host's claim raced, and may be again).
       const { entry, revision } = known ?? (await this.options.directory.get(addr));

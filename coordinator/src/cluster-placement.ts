@@ -2,6 +2,7 @@ import {
   type ActorAddress,
   directoryKey,
   ErrorReason,
+  formatAddress,
   parseActorKey,
   TroupeError,
 } from '@troupe/proto';
@@ -10,6 +11,7 @@ import {
   DirectoryEntrySchema,
   isLiveState,
   type Logger,
+  placerStoppedError,
   type PlacementRequest,
   type PlacementTarget,
   type VersionedEntry,
@@ -101,7 +103,7 @@ export class ClusterPlacement {
       let w: Waiter | undefined;
       while ((w = q.admitNext(() => true))) {
         clearTimeout(w.timer);
-        w.reject(new TroupeError('UNAVAILABLE', 'coordinator stopping'));
+        w.reject(placerStoppedError(`${formatAddress(w.request.addr)} (coordinator stopping)`));
       }
     }
   }
@@ -189,7 +191,9 @@ export class ClusterPlacement {
   select = (request: PlacementRequest): Promise<PlacementTarget> => {
     if (this.stopped) {
       // A placement in flight on a coordinator that stepped down: its asker asks the next leader.
-      return Promise.reject(new TroupeError('UNAVAILABLE', 'coordinator stopping'));
+      return Promise.reject(
+        placerStoppedError(`${formatAddress(request.addr)} (coordinator stopping)`),
+      );
     }
     const kind = request.addr.kind;
     const hosts = this.options.registry

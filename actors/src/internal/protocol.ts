@@ -26,6 +26,24 @@ export type ForwardedAsk = z.infer<typeof ForwardedAskSchema>;
  */
 export const ANSWER_HEADER = 'Troupe-Answer';
 
+/**
+ * A placer's refusal of an activation request it has done nothing for: it stopped (its
+ * coordinator stepped down) before placing the actor, so no host took the request's ask. The
+ * requester asks the placement service again, reaching the next leader's placer, instead of
+ * failing the ask (chaos seed 9420: a task's `create` failed when the placer holding it
+ * stepped down, and its attempt was retried only after the ask's 4 s silence).
+ */
+export function placerStoppedError(what: string): TroupeError {
+  return new TroupeError('UNAVAILABLE', `${what}: the placer stopped`, {
+    details: { placerStopped: true },
+  });
+}
+
+/** Whether `err` is a {@link placerStoppedError}. */
+export function isPlacerStopped(err: unknown): boolean {
+  return err instanceof TroupeError && err.details?.['placerStopped'] === true;
+}
+
 /** `coord.sched.activate` request: the address plus scheduling hints. */
 export const ActivateRequestSchema = z.object({
   addr: AddressSchema,

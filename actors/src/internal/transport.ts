@@ -25,6 +25,7 @@ import { type LivenessWatch, NO_RESPONDERS, Requester, ResponderSilentError } fr
 import { TellBatcher } from './tell-batcher';
 import {
   ANSWER_HEADER,
+  isPlacerStopped,
   type ActivateReply,
   ActivateReplySchema,
   type CoreEnvelope,
@@ -195,8 +196,9 @@ export class Transport {
   ): Promise<Msg> {
     const subject = coordSubject(this.cluster, 'sched', 'activate');
     const deadline = Date.now() + options.timeoutMs;
-    // No placer answers while the coordinators' lease changes hands: wait for the next leader.
-    const graceEnd = Math.min(deadline, Date.now() + PLACER_GRACE_MS);
+    // No placer answers while the coordinators' lease changes hands, and one stepping down refuses
+    // what it has not placed: wait for the next leader, from the first such answer.
+    let graceEnd: number | undefined;
     const body = encodeJson({ addr, ...options.hints, ...(ask ? { ask } : {}) });
     for (let pause = 50; ; pause = Math.min(pause * 2, 500)) {
       const timeoutMs = Math.max(1, deadline - Date.now());
@@ -229,8 +231,10 @@ export class Transport {
         }
         throw new TroupeError('UNAVAILABLE', 'activation request failed', { cause: err });
       }
-      if (reply !== NO_RESPONDERS) return reply;
+      if (reply !== NO_RESPONDERS && !placerStopped(reply)) return reply;
+      graceEnd ??= Math.min(deadline, Date.now() + PLACER_GRACE_MS);
       if (Date.now() + pause >= graceEnd) {
+        if (reply !== NO_RESPONDERS) return reply;
         throw new TroupeError(
           'UNAVAILABLE',
           `no placement service answers on ${subject}: start a coordinator, or an ActorSystem with placement 'local'`,
@@ -239,4 +243,14 @@ export class Transport {
       await delay(pause, options.signal);
     }
   }
+}
+
+/**
+ * Whether the placer's reply refuses the request because it stopped before placing the actor
+ * ({@link placerStoppedError}); never a host's answer to a handed-over ask, which may carry any
+ * error its handler threw.
+ */
+function placerStopped(reply: Msg): boolean {
+  if (!reply.headers || reply.headers.get(ANSWER_HEADER)) return false;
+  return isPlacerStopped(decodeErrorHeaders(reply.headers));
 }

@@ -1,8 +1,14 @@
 import { errorCode, noopLogger, type TroupeError } from '@troupe/proto';
-import { randomClusterName, startNatsServer, type NatsServerHandle } from '@troupe/testkit';
+import {
+  randomClusterName,
+  startNatsServer,
+  waitFor,
+  type NatsServerHandle,
+} from '@troupe/testkit';
 import { z } from 'zod';
 import { defineActor } from '../../src/actor-definition';
 import { ActorSystem } from '../../src/actor-system';
+import { placerStoppedError } from '../../src/internal/protocol';
 import { NO_RESPONDERS } from '../../src/internal/requester';
 import { PlacementService } from '../../src/placement-service';
 
@@ -295,6 +301,55 @@ test('an ask handed over to a host whose activation outlasts the placer watch is
     expect(host.activationsStarted).toBe(2);
   } finally {
     await placer?.stop();
+    for (const s of systems.reverse()) await s.shutdown({ graceMs: 200 });
+  }
+});
+
+// Chaos seed 9420: a coordinator stepping down after a stall stopped its placer with an ask's
+// activation request in hand, and the request vanished (routed to the placer just before its
+// unsubscribe, or refused as "coordinator stopping", which failed the ask): the task's attempt
+// failed after 4 s of silence and ran again. A placer that stops before placing the actor refuses
+// the request as stopped — no host has the ask — and the requester asks the next placer.
+test('an ask whose placer stops before placing it is placed by the next placer', async () => {
+  const systems: ActorSystem[] = [];
+  let next: PlacementService | undefined;
+  try {
+    const { host, client, base } = await startSystems(echo, systems);
+    // The first placer waits for a host (no slot free), as the leader's queue does, and lets the
+    // waiting request go when its coordinator stops (see ClusterPlacement.stop).
+    let waiting: ((err: unknown) => void) | undefined;
+    const first = new PlacementService({
+      transport: base.transport,
+      jsm: base.jsm,
+      directory: base.directory,
+      states: base.states,
+      log: noopLogger,
+      selectHost: () =>
+        new Promise((_resolve, reject) => {
+          waiting = reject;
+        }),
+      onPlacementFailed: () => {},
+      sweepIntervalMs: 60_000,
+    });
+    await first.start();
+    const asked = client.ref(echo, 'stepped').ask('hit', {}, { timeoutMs: 30_000 });
+    await waitFor(() => waiting, { timeoutMs: 10_000, message: 'the first placer waits' });
+    const stopped = first.stop();
+    waiting!(placerStoppedError('echo/stepped (coordinator stopping)'));
+    await stopped;
+    // The next leader's placer comes up a moment later.
+    const other = await ActorSystem.start({
+      cluster: base.transport.cluster,
+      servers: server.url,
+      placement: 'none',
+    });
+    systems.push(other);
+    next = placerFor(other, 'host-a');
+    await next.start();
+    await expect(asked).resolves.toBe('pong');
+    expect(host.activationsStarted).toBe(1);
+  } finally {
+    await next?.stop();
     for (const s of systems.reverse()) await s.shutdown({ graceMs: 200 });
   }
 });
