@@ -307,7 +307,11 @@ export class Activation implements TurnRunner {
     this.fencedFlag = true;
     this.stopping = true;
     this.clearIdle();
-    this.sub?.unsubscribe();
+    // Drain, as a passivation does: an ask the server routed here before it saw the UNSUB is told
+    // the actor moved. Unsubscribed, the client dropped it and the asker heard nothing until its
+    // silence watch gave up (chaos seed 9420: a task's `wait` to a sandbox whose node agent was
+    // declared dead that moment; the attempt failed after 4 s).
+    void this.sub?.drain().catch(() => undefined);
     this.abort(new TroupeError('CANCELLED', `${this.key} was fenced by a newer activation`));
     replyAllMoved(this.queue.splice(0), this.key, this.log);
     this.end('fenced');

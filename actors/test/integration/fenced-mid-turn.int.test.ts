@@ -116,3 +116,39 @@ test("asks of a turn cut off by its host's shutdown run on the next activation",
     await b?.shutdown({ graceMs: 500 });
   }
 });
+
+// Chaos seed 9420 (replayed with the asks logged): a node agent declared dead fenced its
+// activations the moment a task's next `wait` to one of them was on its way. The server had
+// routed the request to the fenced activation's subscription before it saw the unsubscribe, the
+// client dropped it, and the task heard nothing: its attempt failed on the 4 s silence. A fenced
+// activation drains its subscription, as a passivating one does: what was already routed to it
+// is told the actor moved.
+test('an ask routed to an activation as it is fenced is told the actor moved, not dropped', async () => {
+  const cluster = randomClusterName();
+  const system = await ActorSystem.start({
+    cluster,
+    servers: server.url,
+    hostId: 'fence-race-host',
+    hosting: [Waiter],
+  });
+  try {
+    holding = false;
+    const ref = system.ref(Waiter, 'w3');
+    expect(await ref.ask('bump', {})).toBe(1);
+    // The coordinator's word that the host is dead, and the ask, travel on one connection in
+    // this order: the ask is routed to the activation's subscription before its unsubscribe.
+    const host = (system as unknown as { host: { fenceAll(reason: string): void } }).host;
+    const trigger = `test.${cluster}.fence`;
+    system.nc.subscribe(trigger, { callback: () => host.fenceAll('declared dead (test)') });
+    await system.nc.flush();
+    system.nc.publish(trigger);
+    const started = Date.now();
+    // Watched at 250 ms: a dropped ask fails after 1 s of silence.
+    const next = ref.ask('bump', {}, { timeoutMs: 20_000, livenessMs: 250 });
+    // Before: UNAVAILABLE "its host showed no sign of life for 1000 ms".
+    await expect(next).resolves.toBe(2);
+    expect(Date.now() - started).toBeLessThan(5_000);
+  } finally {
+    await system.shutdown({ graceMs: 500 });
+  }
+});
