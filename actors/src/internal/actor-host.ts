@@ -339,7 +339,10 @@ export class ActorHost implements ActivationHost, RegistrarHost {
   async shutdown(graceMs: number): Promise<void> {
     this.closing = true;
     this.stopWatch?.();
-    for (const s of this.subs.splice(0)) s.unsubscribe();
+    // Drain, not unsubscribe: an activation request the server routed here before it saw the UNSUB
+    // is refused (`hostRefused`: the placer goes elsewhere at once) instead of dropped, which left
+    // the placer waiting for a resend and then the host's silence.
+    for (const s of this.subs.splice(0)) void s.drain().catch(() => undefined);
     await Promise.allSettled([...this.starting.values()]);
     const all = [...this.live.values()];
     const stopped = Promise.allSettled(all.map((a) => a.stop('shutdown')));

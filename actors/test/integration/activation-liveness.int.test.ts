@@ -1,5 +1,5 @@
 import { connect, type NatsConnection } from '@nats-io/transport-node';
-import { hostSubject, noopLogger } from '@troupe/proto';
+import { decodeErrorHeaders, hostSubject, noopLogger } from '@troupe/proto';
 import {
   randomClusterName,
   startNatsServer,
@@ -242,6 +242,39 @@ test('a copy of an activation request is answered when the activation has starte
     expect(host.activationsStarted).toBe(1);
   } finally {
     open();
+    await host.shutdown({ graceMs: 200 });
+  }
+});
+
+// A host shutting down stopped answering host-control requests by unsubscribing: one the server
+// had routed to it just before was dropped by the client, and its placer waited for a resend and
+// then the host's silence. The host drains: such a request is refused, and the placer moves on.
+test('an activation request routed to a host as it shuts down is refused, not dropped', async () => {
+  const cluster = randomClusterName();
+  const host = await probeHost(cluster, 'host-leaving', 'leaving');
+  try {
+    const actorHost = (host as unknown as { host: { shutdown(graceMs: number): Promise<void> } })
+      .host;
+    // The request goes out on the host's own connection, then the shutdown begins: the server
+    // routes it back to the host-control subscription before it sees the unsubscribe.
+    const asked = host.nc
+      .request(
+        hostSubject(cluster, 'host-leaving', 'activate'),
+        JSON.stringify({ addr: { kind: 'probe', id: 'late' }, epoch: 1, claimRevision: 0 }),
+        { timeout: 3_000 },
+      )
+      .then(
+        (m) => decodeErrorHeaders(m.headers),
+        (err: unknown) => err,
+      );
+    const stopping = actorHost.shutdown(200);
+    // Before: a timeout after 3 s (no answer).
+    const answer = await asked;
+    expect(answer).toMatchObject({ code: 'UNAVAILABLE', details: { hostRefused: true } });
+    expect((answer as Error).message).toContain('host-leaving is shutting down');
+    await stopping;
+    expect(host.activationsStarted).toBe(0);
+  } finally {
     await host.shutdown({ graceMs: 200 });
   }
 });
