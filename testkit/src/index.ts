@@ -34,6 +34,7 @@ export {
 } from './start-nats-cluster';
 export { startNatsServer } from './start-nats-server';
 export { stopProcess } from './stop-process';
+export { timed, type Timed } from './timed';
 export { startTcpProxy, type TcpProxyHandle, type TcpProxyOptions } from './start-tcp-proxy';
 export { makeTempDir, withTempDir, type TempDir } from './temp-dir';
 export { waitFor, type WaitForOptions } from './wait-for';

@@ -2,7 +2,9 @@ import {
   randomClusterName,
   startNatsServer,
   stopProcess,
+  timed,
   type NatsServerHandle,
+  type Timed,
 } from '@troupe/testkit';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { jetstreamManager } from '@nats-io/jetstream';
@@ -34,16 +36,8 @@ test('a state-store request nobody answers fails after 2 s as an outage, a creat
   const store = new StateStore(infra.state);
   const existing = { kind: 'k', id: 'existing' };
   await store.commit(existing, 0, record(1));
-  const timed = async (op: () => Promise<unknown>) => {
-    const t0 = performance.now();
-    const err = await op().then(
-      () => undefined,
-      (e: unknown) => e,
-    );
-    return { err, ms: performance.now() - t0 };
-  };
   await stopProcess(server.pid);
-  let ops: { err: unknown; ms: number }[];
+  let ops: Timed[];
   try {
     ops = [
       // A new actor's first commit: a create, which waited 5 s before.

@@ -5,6 +5,7 @@ import {
   randomClusterName,
   startNatsServer,
   stopProcess,
+  timed,
   type NatsServerHandle,
 } from '@troupe/testkit';
 
@@ -85,14 +86,6 @@ test('a job-store or event-log request nobody answers fails after 2 s as an outa
   await store.putTaskResult('j-1', result());
   await stopProcess(server.pid);
   try {
-    const timed = async (op: () => Promise<unknown>) => {
-      const t0 = performance.now();
-      const err = await op().then(
-        () => undefined,
-        (e: unknown) => e,
-      );
-      return { err, ms: performance.now() - t0 };
-    };
     const write = await timed(() => store.putTaskResult('j-1', result()));
     expect(hasReason(write.err, ErrorReason.STORE_UNAVAILABLE)).toBe(true);
     const read = await timed(() => store.getJob('j-1'));
