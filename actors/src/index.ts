@@ -57,7 +57,7 @@ export { retireActor, RETIRED_REASON, type RetireDeps, type RetireOutcome } from
 export { isNoResponders, isTransientNatsError } from './internal/nats-errors';
 export { isWrongLastSequence } from './internal/kv-errors';
 export { kvKeys, kvKeysAt } from './kv-keys';
-export { kvLatest, type KvLatestEntry } from './kv-latest';
+export { kvLatest, type KvLatest, type KvLatestEntry } from './kv-latest';
 export { kvEntryFromLeader, kvValueFromLeader } from './internal/direct-get';
 export { deleteSubjectMessages, removeKvKey, subjectMessages } from './internal/subject-delete';
 export { PULL_EXPIRES_MS } from './pull-expiry';

@@ -203,7 +203,7 @@ export class JobStore {
    * checked, and the record as stored, to check in full with {@link JobRecordSchema} when it is
    * returned (a page, not every job). One consumer streams the records of the `job.*` keys in one
    * pass — not a key listing followed by one request per record, which cost three times as much
-   * with 400 jobs; it is given the last entry of each key only. A pass that stalls
+   * with 400 jobs; the bucket keeps one entry per key. A pass that stalls
    * (see {@link listJobsAt}) gives way to reading the records after 2 s.
    */
   async listJobs(): Promise<ListedJob[]> {
@@ -212,8 +212,8 @@ export class JobStore {
 
   /**
    * {@link listJobs} with the bucket revision it read up to: a {@link watchJobs} from the next
-   * revision misses no change made after the listing (after a stalled stream, the records are
-   * read one by one, and a change made while they are read may be seen twice).
+   * revision misses no change made after the listing; a change made while the records are read
+   * may be seen twice (in the listing and by the watch).
    */
   async listJobsAt(): Promise<{ jobs: ListedJob[]; revision: number }> {
     const listed =
@@ -234,25 +234,23 @@ export class JobStore {
   }
 
   /**
-   * The `job.*` records in one pass of a consumer over the bucket's last entries per key (see
-   * {@link kvLatest}: its consumer is deleted after the pass, where `kv.history()` left one in
-   * nats-server for five minutes per listing), or undefined when it has not ended within
-   * `deadlineMs`.
+   * The `job.*` records in one pass of a consumer over the bucket (see {@link kvLatest}: the
+   * bucket keeps one entry per key, and its consumer is deleted after the pass, where
+   * `kv.history()` left one in nats-server for five minutes per listing), or undefined when it has
+   * not ended within `deadlineMs`.
    */
   private async streamJobRecords(
     deadlineMs: number,
   ): Promise<{ revision: number; latest: StoredRecord[] } | undefined> {
-    const entries = await kvLatest(this.kv, 'job.*', deadlineMs);
-    if (entries === undefined) return undefined;
-    let revision = 0;
+    const pass = await kvLatest(this.kv, 'job.*', deadlineMs);
+    if (pass === undefined) return undefined;
     const latest: StoredRecord[] = [];
-    for (const e of entries) {
-      revision = Math.max(revision, e.revision);
+    for (const e of pass.entries) {
       if (e.operation === 'PUT') {
         latest.push({ json: () => JSON.parse(new TextDecoder().decode(e.value)) as unknown });
       }
     }
-    return { revision, latest };
+    return { revision: pass.revision, latest };
   }
 
   /**

@@ -1,4 +1,5 @@
 import { kvKeys } from '@troupe/actors';
+import pino from 'pino';
 import {
   Coordinator,
   DriverRegistry,
@@ -44,6 +45,9 @@ const passing: JobDriver<{ id: string }, { ok: boolean }> = {
 };
 
 const cluster = randomClusterName();
+/** The coordinators' log lines, shown when the retention test fails (it failed once in CI). */
+const logged: string[] = [];
+const logger = pino({ level: 'info' }, { write: (line: string) => void logged.push(line) });
 let server: NatsServerHandle;
 let nc: NatsConnection;
 
@@ -70,6 +74,7 @@ function startCoordinator(jobRetentionMs: number | null): Promise<Coordinator> {
     },
     {
       drivers: new DriverRegistry().register(passing),
+      logger,
       jobs: { taskActor: { idleTimeoutMs: 200 }, jobActor: { idleTimeoutMs: 500 } },
     },
   );
@@ -227,6 +232,7 @@ test('DeleteJob deletes a finished job and all it stored; a running one is refus
 });
 
 test('a coordinator with a job retention deletes finished jobs on its own', async () => {
+  const from = logged.length;
   const coordinator = await startCoordinator(1_000);
   try {
     const jobs = coordinator.jobs!;
@@ -234,6 +240,8 @@ test('a coordinator with a job retention deletes finished jobs on its own', asyn
     await waitFor(async () => (await leftOf(jobId, 3)).record !== 'PUT', {
       timeoutMs: 20_000,
       message: 'the finished job deleted after its retention',
+    }).catch((err: Error) => {
+      throw new Error(`${err.message}; the coordinator logged:\n${logged.slice(from).join('')}`);
     });
     await waitFor(async () => (await leftOf(jobId, 3)).actorKeys.length === 0, {
       timeoutMs: 20_000,
