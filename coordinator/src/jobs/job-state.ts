@@ -345,10 +345,16 @@ function truncate(text: string, max = MAX_ERROR_CHARS): string {
   return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
 }
 
+/**
+ * The next state, to change: its own counters and list of active tasks, whose entries are still
+ * those of `state` — a transition copies an entry before it changes it ({@link ownEntry}). Not a
+ * copy of every entry: a batch turn of a job running 256 tasks at once applied two messages per
+ * task, and copying the whole list for each was a twentieth of the job engine's CPU.
+ */
 function clone(state: JobState): JobState {
   return {
     ...state,
-    active: state.active.map((t) => ({ ...t })),
+    active: state.active.slice(),
     done: { ...state.done },
     spent: { ...state.spent },
   };
@@ -356,6 +362,22 @@ function clone(state: JobState): JobState {
 
 function entryOf(s: JobState, index: number): TaskEntry | undefined {
   return s.active.find((t) => t.index === index);
+}
+
+/**
+ * The active entry at `position` of a {@link clone}d state, replaced first by a copy of its own
+ * (the state it was cloned from keeps the original), to change.
+ */
+function ownAt(s: JobState, position: number): TaskEntry {
+  const copy = { ...(s.active[position] as TaskEntry) };
+  s.active[position] = copy;
+  return copy;
+}
+
+/** {@link ownAt} for the active entry of plan index `index`, or undefined when none. */
+function ownEntry(s: JobState, index: number): TaskEntry | undefined {
+  const position = s.active.findIndex((t) => t.index === index);
+  return position < 0 ? undefined : ownAt(s, position);
 }
 
 /** Backoff before retry number `retry` (1 for the first): doubling from `backoffMs`, capped. */
@@ -426,7 +448,7 @@ export const JobTransitions = {
       return { state: prev, effects: fx };
     }
     const s = clone(prev);
-    const t = entryOf(s, msg.index) as TaskEntry;
+    const t = ownEntry(s, msg.index) as TaskEntry;
     t.status = 'RUNNING';
     t.hostId = msg.hostId;
     t.executions = msg.executions;
@@ -465,7 +487,7 @@ export const JobTransitions = {
       return { state: prev, effects: fx };
     }
     const s = clone(prev);
-    const t = entryOf(s, o.index) as TaskEntry;
+    const t = ownEntry(s, o.index) as TaskEntry;
     t.costUsd += o.costUsd;
     t.promptTokens += o.promptTokens;
     t.completionTokens += o.completionTokens;
@@ -645,7 +667,7 @@ export const JobTransitions = {
     }
     const s = clone(prev);
     const fx = noEffects();
-    const task = entryOf(s, msg.index) as TaskEntry;
+    const task = ownEntry(s, msg.index) as TaskEntry;
     task.status = 'PENDING';
     delete task.retryAtMs;
     fill(s, fx, work, now);
@@ -688,8 +710,9 @@ export const JobTransitions = {
     if (isFinalPhase(prev.phase) || !prev.cancel) return { state: prev, effects: noEffects() };
     const s = clone(prev);
     const fx = noEffects();
-    for (const t of [...s.active]) {
-      if (holdsSlot(t.status)) {
+    for (const { index, status } of [...s.active]) {
+      if (holdsSlot(status)) {
+        const t = ownEntry(s, index) as TaskEntry;
         t.error = 'cancelled: did not stop within the grace period';
         end(s, fx, t, 'CANCELLED');
         fx.events.push({
@@ -807,8 +830,9 @@ function stopPending(
       message: `task ${id} ${status.toLowerCase()}: ${error}`,
       payload: { status, error },
     });
-  for (const t of [...s.active]) {
-    if (t.status === 'PENDING' || t.status === 'BACKOFF') {
+  for (const { index, status: was } of [...s.active]) {
+    if (was === 'PENDING' || was === 'BACKOFF') {
+      const t = ownEntry(s, index) as TaskEntry;
       t.error = error;
       end(s, fx, t, status);
       finished(t.id);
@@ -862,9 +886,8 @@ function fill(s: JobState, fx: JobEffects, work: JobWork, now: number): void {
       payload: { attempt: t.attempts },
     });
   };
-  for (const t of s.active) {
-    if (free <= 0) break;
-    if (t.status === 'PENDING') queue(t);
+  for (let p = 0; p < s.active.length && free > 0; p++) {
+    if (s.active[p]?.status === 'PENDING') queue(ownAt(s, p));
   }
   while (free > 0 && s.cursor < s.workLength && s.active.length < 2 * limit) {
     const index = work.indexAt(s.cursor);

@@ -33,6 +33,15 @@ function types(fx: JobEffects): string[] {
   return fx.events.map((e) => e.type);
 }
 
+/** `state` and everything in it made read-only, so a change of it throws. */
+function frozen(state: JobState): JobState {
+  for (const t of state.active) Object.freeze(t);
+  Object.freeze(state.active);
+  Object.freeze(state.done);
+  Object.freeze(state.spent);
+  return Object.freeze(state);
+}
+
 /**
  * A job as its actor runs it, without NATS: the state, the task records its effects write, and
  * the work list of each generation. `tasks` reads every task the way results do.
@@ -73,7 +82,9 @@ class Job {
       this.records.set(t.index, { ...t, generation: r.state.generation });
       this.finals.set(t.index, (this.finals.get(t.index) ?? 0) + 1);
     }
-    this.state = r.state;
+    // Transitions are pure: the next one gets this state frozen, entries and all, and throws if
+    // it changes what it was given (a batch turn that fails is retried from the state before it).
+    this.state = frozen(r.state);
     this.effects = r.effects;
     return r.effects;
   }
