@@ -166,8 +166,11 @@ async function runAttempt(
   const cancelled = hold.signal;
   const timeout = new AbortController();
   const timeoutMs = spec.taskTimeoutMs;
-  const onTimeout = timeoutError(`task ${msg.taskId} attempt ${msg.attempt}`, timeoutMs);
-  const timer = setTimeout(() => timeout.abort(onTimeout), timeoutMs);
+  // The error is made when the timeout fires, not for every attempt (its stack costs).
+  const timer = setTimeout(
+    () => timeout.abort(timeoutError(`task ${msg.taskId} attempt ${msg.attempt}`, timeoutMs)),
+    timeoutMs,
+  );
   const artifacts: string[] = [];
   const work = AbortSignal.any([ctx.signal, cancelled, timeout.signal]);
   const tctx = taskContext(
@@ -245,7 +248,7 @@ async function runAttempt(
           promptTokens: grade.promptTokens ?? 0,
           completionTokens: grade.completionTokens ?? 0,
           stopReason: grade.stopReason ?? (timedOut ? 'timeout' : 'finished'),
-          ...(timedOut ? { error: onTimeout.message } : {}),
+          ...(timedOut ? { error: (timeout.signal.reason as Error).message } : {}),
         });
       } catch (err) {
         if (ctx.signal.aborted) throw fromAbortSignal(ctx.signal);
