@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { AckPolicy, DeliverPolicy } from '@nats-io/jetstream';
 import { Bucket, type KV } from '@nats-io/kv';
+import { kvKeysAt } from './kv-keys';
 
 /** Keys the pass missed (overwritten while it ran) read at once after it. */
 const MISSED_READS_AT_ONCE = 256;
@@ -57,12 +58,8 @@ export async function kvLatest(
 ): Promise<KvLatest | undefined> {
   if (!(kv instanceof Bucket)) return undefined;
   const deadline = Date.now() + deadlineMs;
-  const subjects = kv.fullKeyName(filter);
-  const info = await kv.jsm.streams.info(kv.stream, { subjects_filter: subjects });
-  const until = info.state.last_seq;
-  const indexed = Object.keys(info.state.subjects ?? {}).map((s) =>
-    kv.decodeKey(s.substring(kv.prefixLen)),
-  );
+  // The keys the stream's subject index lists, and the stream's last sequence: where the pass ends.
+  const { keys: indexed, revision: until } = await kvKeysAt(kv, filter);
   if (indexed.length === 0) return { entries: [], revision: until };
 
   const latest = new Map<string, KvLatestEntry>();
@@ -70,7 +67,7 @@ export async function kvLatest(
   const created = await kv.jsm.consumers.add(kv.stream, {
     name,
     // The singular filter: ordered consumers ignore filters on nats-server 2.9 (PLATFORM-NOTES).
-    filter_subject: subjects,
+    filter_subject: kv.fullKeyName(filter),
     deliver_policy: DeliverPolicy.All,
     ack_policy: AckPolicy.None,
     mem_storage: true,
