@@ -85,7 +85,8 @@ export function bootProbe(
     child.stdout.on('data', onData);
     child.stderr.on('data', onData);
     child.once('error', () => finish('failed'));
-    child.once('exit', () => finish(output.includes(PROBE_MARKER) ? 'booted' : 'failed'));
+    // 'close', not 'exit': on 'exit' the pipes may still hold the marker, not yet read.
+    child.once('close', () => finish(output.includes(PROBE_MARKER) ? 'booted' : 'failed'));
   });
 }
 

@@ -226,7 +226,7 @@ const built = path.resolve(__dirname, '../../dist/cli/main.js');
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
     child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+    const code = await new Promise<number | null>((resolve) => child.once('close', resolve));
     expect({ code, stderr: code === 0 ? '' : stderr }).toEqual({ code: 0, stderr: '' });
     const results = JSON.parse(stdout) as {
       state: string;
@@ -267,7 +267,7 @@ const QUICK_SUITE = path.resolve(
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
     child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+    const code = await new Promise<number | null>((resolve) => child.once('close', resolve));
     expect({ code, stderr: code === 0 ? '' : stderr }).toEqual({ code: 0, stderr: '' });
     const results = JSON.parse(stdout) as {
       jobId: string;
@@ -296,7 +296,7 @@ const QUICK_SUITE = path.resolve(
       });
       let stdout = '';
       child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-      const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+      const code = await new Promise<number | null>((resolve) => child.once('close', resolve));
       return { code, stdout };
     };
     const good = await validate(QUICK_SUITE);

@@ -35,7 +35,8 @@ function start(args: string[], env: Record<string, string>): Proc {
   let out = '';
   child.stdout?.on('data', (d: Buffer) => (out += d.toString()));
   child.stderr?.on('data', (d: Buffer) => (out += d.toString()));
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)));
+  // 'close', not 'exit': on 'exit' the pipes may still hold output not yet read.
+  const exited = new Promise<number | null>((resolve) => child.once('close', (c) => resolve(c)));
   return { child, output: () => out, exited };
 }
 

@@ -48,7 +48,8 @@ describe('KILL_TREE_SCRIPT', () => {
       });
       let out = '';
       helper.stdout.on('data', (b: Buffer) => (out += b.toString()));
-      const code = await new Promise<number | null>((resolve) => helper.once('exit', resolve));
+      // 'close', not 'exit': on 'exit' the helper's stdout may still hold unread output.
+      const code = await new Promise<number | null>((resolve) => helper.once('close', resolve));
       expect(code).toBe(0);
       expect(out).toMatch(/^killed( \d+){6,}/);
       await exited;
