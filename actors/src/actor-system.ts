@@ -114,8 +114,8 @@ export class ActorSystem implements RefFactory {
         ...(options.replicas ? { replicas: options.replicas } : {}),
       });
       const transport = new Transport(cluster, nc, js, log, options.askKeepaliveMs);
-      const directory = new Directory(infra.directory);
-      const states = new StateStore(infra.state);
+      const directory = new Directory(infra.directory, nc);
+      const states = new StateStore(infra.state, nc);
       const incarnation = randomBytes(8).toString('hex');
       const refsFor = (sender: ActorAddress): RefFactory => ({
         ref: (def, id) =>

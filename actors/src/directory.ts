@@ -1,7 +1,9 @@
 import { type ActorAddress, directoryKey, TroupeError } from '@troupe/proto';
 import { type KV } from '@nats-io/kv';
+import { type NatsConnection } from '@nats-io/transport-node';
 import { z } from 'zod';
 import { isWrongLastSequence } from './internal/kv-errors';
+import { KvWriter } from './kv-writer';
 import { kvKeys } from './kv-keys';
 import { removeKvKey } from './internal/subject-delete';
 import { decodeJson, encodeJson } from './internal/json-codec';
@@ -76,7 +78,15 @@ export function isLiveState(state: ActivationState): boolean {
  * so at most one activation of an address exists in the whole cluster.
  */
 export class Directory {
-  constructor(private readonly kv: KV) {}
+  private readonly writer: KvWriter;
+
+  constructor(
+    private readonly kv: KV,
+    /** The connection `kv` uses: writes go through its `Requester` (see {@link KvWriter}). */
+    nc: NatsConnection,
+  ) {
+    this.writer = new KvWriter(nc, kv);
+  }
 
   /** Reads an entry; a missing key is a SLEEPING actor at epoch 0 (revision 0). */
   async get(addr: ActorAddress): Promise<VersionedEntry> {
@@ -103,18 +113,14 @@ export class Directory {
     // Our own, typed value: validated when read back, not on every write.
     const data = encodeJson(next);
     try {
+      // A create succeeds on a missing or deleted key and fails if a live value exists.
       return revision === 0
-        ? await this.createOrUpdateDeleted(key, data)
-        : await this.kv.update(key, data, revision);
+        ? await this.writer.create(key, data)
+        : await this.writer.update(key, data, revision);
     } catch (err) {
       if (isWrongLastSequence(err)) return undefined;
       throw new TroupeError('UNAVAILABLE', 'directory write failed', { cause: err });
     }
-  }
-
-  private async createOrUpdateDeleted(key: string, data: Uint8Array): Promise<number> {
-    // kv.create succeeds on a missing or deleted key and fails if a live value exists.
-    return this.kv.create(key, data);
   }
 
   /**

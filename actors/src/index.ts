@@ -58,7 +58,14 @@ export { isNoResponders, isTransientNatsError } from './internal/nats-errors';
 export { isWrongLastSequence } from './internal/kv-errors';
 export { kvKeys, kvKeysAt } from './kv-keys';
 export { kvLatest, type KvLatest, type KvLatestEntry } from './kv-latest';
-export { kvEntryFromLeader, kvValueFromLeader } from './internal/direct-get';
+export {
+  kvEntryFromLeader,
+  kvValueFromLeader,
+  publishToStream,
+  type StreamAck,
+} from './internal/direct-get';
+export { KvWriter } from './kv-writer';
+export { requesterOf } from './internal/requester';
 export { deleteSubjectMessages, removeKvKey, subjectMessages } from './internal/subject-delete';
 export { PULL_EXPIRES_MS } from './pull-expiry';
 export { watchConnectionStatus } from './connection-status';

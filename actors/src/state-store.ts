@@ -7,8 +7,11 @@ import {
   TroupeError,
 } from '@troupe/proto';
 import { type KV, type KvEntry } from '@nats-io/kv';
+import { type NatsConnection } from '@nats-io/transport-node';
 import { z } from 'zod';
 import { isWrongLastSequence } from './internal/kv-errors';
+import { KvWriter } from './kv-writer';
+import { STATE_STORE_TIMEOUT_MS } from './infrastructure';
 import { removeKvKey } from './internal/subject-delete';
 import { decodeJson, encodeJson } from './internal/json-codec';
 import { isTransientNatsError } from './internal/nats-errors';
@@ -88,7 +91,15 @@ export function storeOutageOf(err: unknown, store?: string): StoreUnavailableErr
  * activation fails, so a partitioned host can never overwrite a newer one.
  */
 export class StateStore {
-  constructor(private readonly kv: KV) {}
+  private readonly writer: KvWriter;
+
+  constructor(
+    private readonly kv: KV,
+    /** The connection `kv` uses: writes go through its `Requester` (see {@link KvWriter}). */
+    nc: NatsConnection,
+  ) {
+    this.writer = new KvWriter(nc, kv, STATE_STORE_TIMEOUT_MS);
+  }
 
   /**
    * Follows the commits of actors of `kind` made after `afterRevision` (0: every record, current
@@ -159,7 +170,7 @@ export class StateStore {
       if (!current) return { record: undefined, revision: 0 };
       const claimed: StateRecord = { ...current.record, epoch };
       try {
-        const revision = await this.kv.update(
+        const revision = await this.writer.update(
           stateKey(addr),
           encodeJson(claimed),
           current.revision,
@@ -195,9 +206,9 @@ export class StateStore {
   ): Promise<number> {
     const key = stateKey(addr);
     try {
-      return await this.kv.put(key, data, {
+      return await this.writer.put(key, data, {
         previousSeq: revision,
-        ...(timeoutMs === undefined ? {} : { timeout: timeoutMs }),
+        ...(timeoutMs === undefined ? {} : { timeoutMs }),
       });
     } catch (err) {
       if (isWrongLastSequence(err)) {

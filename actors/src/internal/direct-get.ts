@@ -1,6 +1,11 @@
 import { ErrorReason, TroupeError } from '@troupe/proto';
-import { type JetStreamManager, type MsgRequest, type StoredMsg } from '@nats-io/jetstream';
-import { DirectMsgImpl, JetStreamStatus } from '@nats-io/jetstream/internal';
+import {
+  type JetStreamManager,
+  JetStreamApiError,
+  type MsgRequest,
+  type StoredMsg,
+} from '@nats-io/jetstream';
+import { type ApiError, DirectMsgImpl, JetStreamStatus } from '@nats-io/jetstream/internal';
 import { type MsgHdrs } from '@nats-io/transport-node';
 import { decodeJson } from './json-codec';
 import { NO_RESPONDERS, type Requester } from './requester';
@@ -116,36 +121,33 @@ export interface StreamAck {
 
 /**
  * Publishes `data` to a stream's `subject` and waits for the stream's acknowledgement: what
- * `js.publish` does (one attempt, the JetStream API's 5 s deadline), through the
- * {@link Requester} for the same reason as {@link directGetNext}. A refusal (the stream's error)
- * rejects with it; no stream answering rejects with `UNAVAILABLE` (reason `STORE_UNAVAILABLE`).
+ * `js.publish` does (one attempt, by default the JetStream API's 5 s deadline), through the
+ * {@link Requester} for the same reason as {@link directGetNext}. A refusal rejects with the
+ * stream's error as nats.js gives it (a `JetStreamApiError`: "wrong last sequence" is its code
+ * 10071); no stream answering rejects with `UNAVAILABLE` (reason `STORE_UNAVAILABLE`); no answer in
+ * `timeoutMs` with the nats.js `TimeoutError`.
  */
 export async function publishToStream(
   requester: Requester,
   subject: string,
   data: Uint8Array,
-  headers: MsgHdrs,
+  headers: MsgHdrs | undefined,
+  options: { timeoutMs?: number } = {},
 ): Promise<StreamAck> {
   const reply = await requester.request(subject, data, {
-    timeoutMs: DIRECT_GET_TIMEOUT_MS,
-    headers,
+    timeoutMs: options.timeoutMs ?? DIRECT_GET_TIMEOUT_MS,
+    ...(headers ? { headers } : {}),
   });
   if (reply === NO_RESPONDERS) {
-    // The inbox stream without a leader (a NATS server restarting): infrastructure trouble, so a
+    // The stream without a leader (a NATS server restarting): infrastructure trouble, so a
     // handler that posts and fails on it is retried without counting towards a dead letter.
     throw new TroupeError('UNAVAILABLE', `publish to ${subject}: no stream answered`, {
       retryable: true,
       reason: ErrorReason.STORE_UNAVAILABLE,
     });
   }
-  const ack = decodeJson(reply.data) as Partial<StreamAck> & {
-    error?: { code?: number; err_code?: number; description?: string };
-  };
-  if (ack?.error) {
-    throw new Error(
-      `publish to ${subject} refused: ${ack.error.description ?? 'unknown'} (${ack.error.err_code ?? ack.error.code ?? '?'})`,
-    );
-  }
+  const ack = decodeJson(reply.data) as Partial<StreamAck> & { error?: ApiError };
+  if (ack?.error) throw new JetStreamApiError(ack.error);
   if (typeof ack?.stream !== 'string' || ack.stream === '' || typeof ack.seq !== 'number') {
     throw new Error(`publish to ${subject}: invalid acknowledgement`);
   }

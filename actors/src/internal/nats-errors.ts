@@ -1,4 +1,4 @@
-import { someCause } from '@troupe/proto';
+import { ErrorReason, hasReason, someCause } from '@troupe/proto';
 
 /** Walks an error's cause chain looking for a NATS error by name. */
 function hasName(err: unknown, names: readonly string[]): boolean {
@@ -38,11 +38,14 @@ const TRANSIENT_NAMES = [
 /**
  * True when an error from NATS or JetStream is transient: nobody answered (a stream electing a
  * leader answers nothing), a timeout, a closed or reconnecting connection, or JetStream's own
- * "temporarily unavailable" (API status 503). A request that can never succeed (a message over
+ * "temporarily unavailable" (API status 503), or a store outage our own requests reported (reason
+ * `STORE_UNAVAILABLE`). A request that can never succeed (a message over
  * `max_payload`, a permission violation) is not transient.
  */
 export function isTransientNatsError(err: unknown): boolean {
   if (hasName(err, TRANSIENT_NAMES)) return true;
+  // Our own requests' "nobody answered" (publishToStream, KvWriter), as nats.js' NoResponders.
+  if (hasReason(err, ErrorReason.STORE_UNAVAILABLE)) return true;
   return someCause(
     err,
     (e) =>

@@ -235,3 +235,18 @@ export class Requester {
     if (p.resendTimer) clearInterval(p.resendTimer);
   }
 }
+
+const requesters = new WeakMap<NatsConnection, Requester>();
+
+/**
+ * The connection's one {@link Requester}, made on first use: every part of a process that sends
+ * requests on a connection (asks, stream publishes, KV writes) shares its reply subscription.
+ */
+export function requesterOf(nc: NatsConnection): Requester {
+  let r = requesters.get(nc);
+  if (!r) {
+    r = new Requester(nc);
+    requesters.set(nc, r);
+  }
+  return r;
+}

@@ -21,7 +21,13 @@ import {
   KEEPALIVE_HEADER,
   SILENCE_INTERVALS,
 } from './ask-keepalive';
-import { type LivenessWatch, NO_RESPONDERS, Requester, ResponderSilentError } from './requester';
+import {
+  type LivenessWatch,
+  NO_RESPONDERS,
+  type Requester,
+  requesterOf,
+  ResponderSilentError,
+} from './requester';
 import { TellBatcher } from './tell-batcher';
 import {
   ANSWER_HEADER,
@@ -97,7 +103,7 @@ export class Transport {
     /** Interval between signs of life of a long ask; the same on every process of a cluster. */
     readonly askKeepaliveMs: number = DEFAULT_ASK_KEEPALIVE_MS,
   ) {
-    this.requester = new Requester(nc);
+    this.requester = requesterOf(nc);
     this.keepalive = new AskKeepalive(nc, askKeepaliveMs);
     this.tells = new TellBatcher(nc, log);
   }

@@ -33,7 +33,7 @@ const record = (epoch: number, cursor = 0) => ({ epoch, cursor, data: { n: curso
 
 test('a state-store request nobody answers fails after 2 s as an outage, a create too', async () => {
   const infra = await ensureInfrastructure(nc, await jetstreamManager(nc), randomClusterName());
-  const store = new StateStore(infra.state);
+  const store = new StateStore(infra.state, nc);
   const existing = { kind: 'k', id: 'existing' };
   await store.commit(existing, 0, record(1));
   await stopProcess(server.pid);

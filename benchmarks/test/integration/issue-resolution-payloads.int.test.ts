@@ -311,7 +311,10 @@ test('a task whose task actor never starts times out at taskTimeoutMs', async ()
     timeoutMs: 120_000,
     message: 'a-first started',
   });
-  const directory = new Directory(await new Kvm(tc.nc).open(kvBucketName(tc.cluster, 'directory')));
+  const directory = new Directory(
+    await new Kvm(tc.nc).open(kvBucketName(tc.cluster, 'directory')),
+    tc.nc,
+  );
   const addr = { kind: 'job-task', id: taskActorId(record.jobId, 1) };
   const { entry, revision } = await directory.get(addr);
   expect(

@@ -1,6 +1,12 @@
 import { JOB_STORE_TIMEOUT_MS } from './job-store';
 import { delay, eventsStreamName, eventsSubject, eventsSubjectFilter, Header } from '@troupe/proto';
-import { deleteSubjectMessages, ensureStream, PULL_EXPIRES_MS } from '@troupe/actors';
+import {
+  deleteSubjectMessages,
+  ensureStream,
+  publishToStream,
+  PULL_EXPIRES_MS,
+  requesterOf,
+} from '@troupe/actors';
 import { headers as natsHeaders, nanos, type NatsConnection } from '@nats-io/transport-node';
 import {
   AckPolicy,
@@ -51,6 +57,8 @@ export class JobEventLog {
     readonly cluster: string,
     private readonly jsm: JetStreamManager,
     private readonly js: JetStreamClient,
+    /** Appends go through the connection's `Requester` (see `publishToStream`). */
+    private readonly nc: NatsConnection,
   ) {}
 
   /** Creates the events stream if needed (idempotent) and returns the log. */
@@ -68,9 +76,7 @@ export class JobEventLog {
       maxAgeMs: options.maxAgeMs ?? 0,
       allowDirect: true,
     });
-    // An append is on the job actor's turn, as the job store's writes are: a publish lost while
-    // the stream elects its leader is sent again sooner (JOB_STORE_TIMEOUT_MS).
-    return new JobEventLog(cluster, jsm, jetstream(nc, { timeout: JOB_STORE_TIMEOUT_MS }));
+    return new JobEventLog(cluster, jsm, jetstream(nc, { timeout: JOB_STORE_TIMEOUT_MS }), nc);
   }
 
   /**
@@ -90,15 +96,22 @@ export class JobEventLog {
    * connection, so the stream keeps their order; a sequence already stored is dropped.
    */
   async append(events: readonly JobEventRecord[]): Promise<void> {
+    const requester = requesterOf(this.nc);
     await Promise.all(
       events.map((e) => {
         const h = natsHeaders();
         h.set(Header.EVENT_SEQ, String(e.sequence));
         h.set(Header.EVENT_TYPE, e.type);
-        return this.js.publish(eventsSubject(this.cluster, e.jobId), JSON.stringify(e), {
-          headers: h,
-          msgID: `${e.jobId}:${e.sequence}`,
-        });
+        h.set(Header.MSG_ID, `${e.jobId}:${e.sequence}`);
+        // An append is on the job actor's turn, as the job store's writes are: a publish lost
+        // while the stream elects its leader is sent again sooner (JOB_STORE_TIMEOUT_MS).
+        return publishToStream(
+          requester,
+          eventsSubject(this.cluster, e.jobId),
+          Buffer.from(JSON.stringify(e), 'utf8'),
+          h,
+          { timeoutMs: JOB_STORE_TIMEOUT_MS },
+        );
       }),
     );
   }

@@ -9,6 +9,7 @@ import {
   kvLatest,
   kvEntryFromLeader,
   kvValueFromLeader,
+  KvWriter,
   removeKvKey,
   storeOutageOf,
   subjectMessages,
@@ -116,8 +117,11 @@ const LIST_PASS_DEADLINE_MS = 2_000;
 export class JobStore {
   /** The object store's stream, read and deleted from message by message. */
   private readonly objectStream: string;
+  /** The hot writes (job records, task records and results): see `KvWriter`. */
+  private readonly writer: KvWriter;
 
   private constructor(
+    nc: NatsConnection,
     readonly kv: KV,
     readonly objects: ObjectStore,
     private readonly jsm: JetStreamManager,
@@ -126,6 +130,7 @@ export class JobStore {
     private readonly bucket: string,
   ) {
     this.objectStream = `OBJ_${objectBucket}`;
+    this.writer = new KvWriter(nc, kv, JOB_STORE_TIMEOUT_MS);
   }
 
   /** Opens (creating if needed) the bucket and the object store of `cluster`. */
@@ -143,7 +148,7 @@ export class JobStore {
     const name = objectStoreName(cluster);
     const objects = await createObjectStore(nc, name, { replicas }, client);
     const jsm = await jetstreamManager(nc, { timeout: JOB_STORE_TIMEOUT_MS });
-    return new JobStore(kv, objects, jsm, name, bucket);
+    return new JobStore(nc, kv, objects, jsm, name, bucket);
   }
 
   /**
@@ -166,7 +171,7 @@ export class JobStore {
 
   /** Writes a job record (last writer wins: only the job actor writes after creation). */
   async putJob(record: JobRecord): Promise<void> {
-    await storeWrite(() => this.kv.put(`job.${record.jobId}`, JSON.stringify(record)));
+    await storeWrite(() => this.writer.put(`job.${record.jobId}`, JSON.stringify(record)));
   }
 
   /** A job record, or undefined. */
@@ -335,7 +340,7 @@ export class JobStore {
       let previousSeq = 0;
       for (let tries = 0; ; tries++) {
         try {
-          await this.kv.put(key, value, { previousSeq });
+          await this.writer.put(key, value, { previousSeq });
           return true;
         } catch (err) {
           // A record is stored, or another execution wrote in between: compare with it. Each
@@ -382,7 +387,7 @@ export class JobStore {
     await storeWrite(() =>
       readBatched(entries, async (t) => {
         const record: TaskRecord = { ...t, generation };
-        await this.kv.put(`task.${jobId}.${t.index}`, JSON.stringify(record));
+        await this.writer.put(`task.${jobId}.${t.index}`, JSON.stringify(record));
       }),
     );
   }

@@ -240,8 +240,14 @@ test('a coordinator with a job retention deletes finished jobs on its own', asyn
     await waitFor(async () => (await leftOf(jobId, 3)).record !== 'PUT', {
       timeoutMs: 20_000,
       message: 'the finished job deleted after its retention',
-    }).catch((err: Error) => {
-      throw new Error(`${err.message}; the coordinator logged:\n${logged.slice(from).join('')}`);
+    }).catch(async (err: Error) => {
+      // The record as it stands (its revision and the job actor's last write), for the cause.
+      const jobsKv = await new Kvm(nc).open(kvBucketName(cluster, 'jobs'));
+      const e = await jobsKv.get(`job.${jobId}`);
+      throw new Error(
+        `${err.message}; job ${jobId}'s record at revision ${e?.revision}: ${e?.string()}; ` +
+          `the coordinator logged:\n${logged.slice(from).join('')}`,
+      );
     });
     await waitFor(async () => (await leftOf(jobId, 3)).actorKeys.length === 0, {
       timeoutMs: 20_000,

@@ -50,7 +50,7 @@ export function orphanCommandReader(
   const store = () =>
     (states ??= new Kvm(nc)
       .open(kvBucketName(cluster, 'state'))
-      .then((kv) => new StateStore(kv))
+      .then((kv) => new StateStore(kv, nc))
       .catch(() => undefined));
   return async ({ id: containerId, labels }) => {
     let actor: ActorAddress;

@@ -66,7 +66,7 @@ test('the exit code of a command whose agent died as it started it comes from it
     AttachStderr: true,
   });
   // What the sandbox actor records before it starts a command: its handle.
-  const states = new StateStore(await createKv(nc, kvBucketName(fx.cluster, 'state')));
+  const states = new StateStore(await createKv(nc, kvBucketName(fx.cluster, 'state')), nc);
   const startedAtMs = Date.now();
   await states.commit({ kind: 'sandbox', id }, 0, {
     epoch: 1,
