@@ -10,7 +10,6 @@ import {
 } from '@troupe/coordinator';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { Kvm } from '@nats-io/kv';
-import { Objm } from '@nats-io/obj';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import {
   deadLetterStreamName,
@@ -111,7 +110,14 @@ async function leftOf(jobId: string, tasks: number) {
     subjects_filter: `troupe.${cluster}.events.${jobId}`,
   });
   const inbox = await jsm.streams.info(inboxStreamName(cluster), { subjects_filter: '>' });
-  const objects = await new Objm(nc).open(objectStoreName(cluster));
+  // Objects by their metadata subjects in the stream's subject index, not `objects.list()`: that
+  // waits for as many messages as were pending when it started, and hangs for good when the
+  // sweeper deletes some meanwhile (the retention test's wait then timed out).
+  const store = objectStoreName(cluster);
+  const meta = await jsm.streams.info(`OBJ_${store}`, { subjects_filter: `$O.${store}.M.>` });
+  const objectNames = Object.keys(meta.state.subjects ?? {}).map((s) =>
+    Buffer.from(s.slice(s.lastIndexOf('.') + 1), 'base64url').toString('utf8'),
+  );
   const taskIds = Array.from({ length: tasks }, (_, i) => taskActorId(jobId, i));
   const actorKeys = [
     ...(await kvKeys(directory, '>')),
@@ -122,7 +128,7 @@ async function leftOf(jobId: string, tasks: number) {
     jobKeys: (await kvKeys(jobsKv, `*.${jobId}.*`)).length,
     record: (await jobsKv.get(`job.${jobId}`))?.operation ?? 'none',
     events: events.state.subjects?.[`troupe.${cluster}.events.${jobId}`] ?? 0,
-    artifacts: (await objects.list()).filter((i) => i.name.startsWith(`jobs/${jobId}/`)).length,
+    artifacts: objectNames.filter((n) => n.startsWith(`jobs/${jobId}/`)).length,
     actorKeys,
   };
 }
