@@ -63,4 +63,11 @@ export interface ActorContext<S> {
    * replayed with `resumed: true` and the checkpointed state, so work resumes from here.
    */
   checkpoint(state: S): Promise<void>;
+  /**
+   * Passivates this activation as soon as it is idle: once the turn has ended (and committed)
+   * and no message waits, instead of after the actor's `idleTimeoutMs`. For an actor whose work
+   * is done until someone sends it more (a job's task actor after its attempt): it holds no
+   * subscription, timer or memory in the meantime. The next message activates it again.
+   */
+  passivateWhenIdle(): void;
 }

@@ -30,20 +30,28 @@ export class ActivationEntry {
 
   /** The job this activation works for, as its entry records it (see {@link jobScopeOf}). */
   private readonly scope: Pick<DirectoryEntry, 'jobId' | 'retireWithJob'>;
+  /**
+   * The entry as this activation last wrote it, and the revision the write made. The next
+   * {@link mark} tries its CAS on that revision without reading the entry first: it succeeds only
+   * if nobody has written since, so the entry still names this host, incarnation and epoch.
+   */
+  private written?: { entry: DirectoryEntry; revision: number };
 
   /**
    * Writes the entry IDLE on this host at this epoch, by CAS on `revision` (the SLEEPING entry a
    * placer read, or the ACTIVATING one it wrote); false when the entry has changed since.
    */
   async claimIdle(revision: number): Promise<boolean> {
-    const rev = await this.host.directory.compareAndSet(this.address, revision, {
+    const entry: DirectoryEntry = {
       state: 'IDLE',
       hostId: this.host.hostId,
       incarnation: this.host.incarnation,
       epoch: this.epoch,
       ...this.scope,
       updatedAtMs: Date.now(),
-    });
+    };
+    const rev = await this.host.directory.compareAndSet(this.address, revision, entry);
+    if (rev !== undefined) this.written = { entry, revision: rev };
     return rev !== undefined;
   }
 
@@ -57,8 +65,21 @@ export class ActivationEntry {
     to: 'IDLE' | 'RUNNING' | 'SLEEPING',
     reason?: string,
   ): Promise<void> {
-    for (let attempt = 0; attempt < 5; attempt++) {
-      const { entry, revision } = await this.host.directory.get(this.address);
+    // First from what this activation wrote last (no read), while its host is the incarnation
+    // that wrote it; after a failed CAS, from the entry as it is now (up to five reads).
+    let known =
+      this.written?.entry.incarnation === this.host.incarnation && this.written.entry.state !== to
+        ? this.written
+        : undefined;
+    this.written = undefined;
+    for (let reads = 0; known || reads < 5;) {
+      let current = known;
+      known = undefined;
+      if (!current) {
+        reads++;
+        current = await this.host.directory.get(this.address);
+      }
+      const { entry, revision } = current;
       const ours =
         entry.hostId === this.host.hostId &&
         (entry.incarnation === undefined || entry.incarnation === this.host.incarnation) &&
@@ -83,7 +104,10 @@ export class ActivationEntry {
             }
           : { ...entry, ...scope, state: to, updatedAtMs: Date.now() };
       const rev = await this.host.directory.compareAndSet(this.address, revision, next);
-      if (rev !== undefined) return;
+      if (rev !== undefined) {
+        this.written = { entry: next, revision: rev };
+        return;
+      }
     }
     throw new FencedError(this.address, 'directory entry kept changing');
   }

@@ -117,6 +117,8 @@ export class Activation implements TurnRunner {
   /** Listeners of running turns, told of mail hints (see {@link ActorContext.onMail}). */
   private mailListeners?: Set<() => void>;
   private handledAny = false;
+  /** Set by {@link passivateWhenIdle}: the next idle moment ends the activation. */
+  private passivateSoon = false;
   private pumpDone: Promise<void> = Promise.resolve();
 
   constructor(
@@ -537,13 +539,21 @@ export class Activation implements TurnRunner {
     return !this.ended && !this.stopping && !this.abortController?.signal.aborted;
   }
 
+  /** See {@link ActorContext.passivateWhenIdle}. */
+  passivateWhenIdle(): void {
+    this.passivateSoon = true;
+  }
+
   private armIdle(): void {
     this.clearIdle();
     // Until the first message, wait at least FIRST_MESSAGE_GRACE_MS: the ask that caused the
-    // activation is retried only after the placer's reply, and must find us still here.
-    const ms = this.handledAny
-      ? this.def.idleTimeoutMs
-      : Math.max(this.def.idleTimeoutMs, FIRST_MESSAGE_GRACE_MS);
+    // activation is retried only after the placer's reply, and must find us still here. A timer
+    // even when passivating at once: a message that arrives first (its hint) cancels it.
+    const ms = this.passivateSoon
+      ? 0
+      : this.handledAny
+        ? this.def.idleTimeoutMs
+        : Math.max(this.def.idleTimeoutMs, FIRST_MESSAGE_GRACE_MS);
     this.idleTimer = setTimeout(() => {
       if (!this.busy && !this.stopping) void this.stop('idle');
     }, ms);

@@ -22,6 +22,8 @@ export interface TurnOwner {
   drainAfter(after: number): Promise<{ messages: InboxMessage[]; through: number }>;
   /** Calls `listener` at each mail hint until the returned function is called. */
   addMailListener(listener: () => void): () => void;
+  /** See {@link ActorContext.passivateWhenIdle}. */
+  passivateWhenIdle(): void;
 }
 
 /** What runs turns: a {@link TurnOwner} that validates messages and calls their handlers. */
@@ -144,6 +146,9 @@ export class TurnContext implements ActorContext<unknown> {
   }
   onMail(listener: () => void): () => void {
     return this.turn.onMail(listener);
+  }
+  passivateWhenIdle(): void {
+    this.turn.owner.passivateWhenIdle();
   }
   checkpoint(state: unknown): Promise<void> {
     // Validation copies the state; without it the commit keeps the encoded copy instead (the

@@ -194,6 +194,53 @@ test('idle activations passivate and come back with the same state', async () =>
   expect((await system.directory.get(s.address)).entry.epoch).toBe(2);
 });
 
+test('an actor that asks to passivate when idle sleeps after its turn, not its idle timeout', async () => {
+  const Done = defineActor({
+    kind: 'done-after-turn',
+    state: z.object({ turns: z.number() }),
+    initialState: () => ({ turns: 0 }),
+    messages: { turn: z.object({ last: z.boolean() }) },
+    idleTimeoutMs: 120_000,
+    handlers: {
+      turn: (ctx, msg, state) => {
+        if (msg.last) ctx.passivateWhenIdle();
+        return { state: { turns: state.turns + 1 }, reply: state.turns + 1 };
+      },
+    },
+  });
+  const own = await ActorSystem.start({
+    cluster: randomClusterName(),
+    servers: server.url,
+    hosting: [Done],
+  });
+  try {
+    const kept = own.ref(Done, 'kept');
+    const done = own.ref(Done, 'done');
+    expect(await kept.ask('turn', { last: false })).toBe(1);
+    // Posted: the turn commits, then the activation ends with nothing left in its inbox.
+    const r = await done.post('turn', { last: true });
+    await waitFor(
+      async () => {
+        const { entry } = await own.directory.get(done.address);
+        return entry.state === 'SLEEPING' && entry.epoch === 1;
+      },
+      { timeoutMs: 10_000 },
+    );
+    expect((await own.states.read(done.address))?.record.cursor).toBe(r.seq);
+    // The other one, which did not ask, waits out its idle timeout.
+    expect((await own.directory.get(kept.address)).entry.state).toBe('IDLE');
+    expect(own.activationCount).toBe(1);
+    // The next message activates it again, its state kept.
+    expect(await done.ask('turn', { last: false })).toBe(2);
+    expect((await own.directory.get(done.address)).entry).toMatchObject({
+      state: 'IDLE',
+      epoch: 2,
+    });
+  } finally {
+    await own.shutdown({ graceMs: 1_000 });
+  }
+});
+
 const Vetted = defineActor({
   kind: 'vetted',
   state: z.object({ total: z.number(), refused: z.array(z.string()) }),
