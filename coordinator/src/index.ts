@@ -168,7 +168,14 @@ export {
   type JobEventKind,
   type JobEventRecord,
 } from './jobs/job-event';
-export { JobEventLog, type JobEventLogOptions, type ReadEventsOptions } from './jobs/job-event-log';
+export {
+  batchEvents,
+  JobEventLog,
+  type JobEventLogOptions,
+  MAX_EVENT_MESSAGE_BYTES,
+  MAX_EVENTS_PER_MESSAGE,
+  type ReadEventsOptions,
+} from './jobs/job-event-log';
 export {
   countTasks,
   emptyJobState,

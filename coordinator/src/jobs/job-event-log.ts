@@ -47,10 +47,13 @@ export interface ReadEventsOptions {
 
 /**
  * The job event log: JetStream stream `TROUPE_<C>_EVENTS` on `troupe.<c>.events.<jobId>`, one
- * subject per job. The job actor is the only writer; each event carries its per-job sequence
- * number in the {@link Header.EVENT_SEQ} header and as `Nats-Msg-Id` `<jobId>:<seq>`, so an
- * event re-sent after a crash is dropped by the stream. Readers replay from any sequence and
- * follow live events with no gaps and no duplicates (they also drop any sequence already seen).
+ * subject per job. The job actor is the only writer. Each event carries its per-job sequence
+ * number; a stream message holds one or several consecutive events ({@link batchEvents}), with
+ * its last event's sequence and type in the {@link Header.EVENT_SEQ} and {@link Header.EVENT_TYPE}
+ * headers and `Nats-Msg-Id` `<jobId>:<seq>` (one event) or `<jobId>:<first>-<last>`, so a message
+ * re-sent after a crash is dropped by the stream. Readers replay from any sequence and follow
+ * live events with no gaps and no duplicates: they drop any sequence already seen, which also
+ * covers a re-sent message grouped differently from the one stored first.
  */
 export class JobEventLog {
   private constructor(
@@ -81,37 +84,44 @@ export class JobEventLog {
 
   /**
    * Deletes a job's events for good, message by message (`deleteSubjectMessages`: a filtered
-   * purge would make other jobs' watchers skip events). Returns how many went.
+   * purge would make other jobs' watchers skip events). Returns how many events went: numbered
+   * 1..n without gaps, the last one's sequence (a message holds one or several).
    */
   async deleteJob(jobId: string): Promise<number> {
-    return deleteSubjectMessages(
+    const events = await this.lastSequence(jobId);
+    const messages = await deleteSubjectMessages(
       this.jsm,
       eventsStreamName(this.cluster),
       eventsSubject(this.cluster, jobId),
     );
+    return messages === 0 ? 0 : events;
   }
 
   /**
-   * Appends events (already numbered by the caller) in order. Publishes are pipelined on one
-   * connection, so the stream keeps their order; a sequence already stored is dropped.
+   * Appends events (already numbered by the caller) in order, several to a stream message (see
+   * {@link batchEvents}). Publishes are pipelined on one connection, so the stream keeps their
+   * order; a message whose id is already stored is dropped.
    */
   async append(events: readonly JobEventRecord[]): Promise<void> {
     const requester = requesterOf(this.nc);
     await Promise.all(
-      events.map((e) => {
+      batchEvents(events).map(({ events: batch, body }) => {
+        const first = batch[0]!;
+        const last = batch[batch.length - 1]!;
         const h = natsHeaders();
-        h.set(Header.EVENT_SEQ, String(e.sequence));
-        h.set(Header.EVENT_TYPE, e.type);
-        h.set(Header.MSG_ID, `${e.jobId}:${e.sequence}`);
+        h.set(Header.EVENT_SEQ, String(last.sequence));
+        h.set(Header.EVENT_TYPE, last.type);
+        h.set(
+          Header.MSG_ID,
+          batch.length === 1
+            ? `${first.jobId}:${first.sequence}`
+            : `${first.jobId}:${first.sequence}-${last.sequence}`,
+        );
         // An append is on the job actor's turn, as the job store's writes are: a publish lost
         // while the stream elects its leader is sent again sooner (JOB_STORE_TIMEOUT_MS).
-        return publishToStream(
-          requester,
-          eventsSubject(this.cluster, e.jobId),
-          Buffer.from(JSON.stringify(e), 'utf8'),
-          h,
-          { timeoutMs: JOB_STORE_TIMEOUT_MS },
-        );
+        return publishToStream(requester, eventsSubject(this.cluster, first.jobId), body, h, {
+          timeoutMs: JOB_STORE_TIMEOUT_MS,
+        });
       }),
     );
   }
@@ -187,8 +197,8 @@ export class JobEventLog {
               .catch(() => null);
             if (!m) break;
             resumeSeq = m.seq + 1;
-            const event = decodeEvent(m);
-            if (event && event.sequence > last) {
+            for (const event of decodeEvents(m)) {
+              if (event.sequence <= last) continue;
               last = event.sequence;
               lastType = event.type;
               yield event;
@@ -261,15 +271,17 @@ export class JobEventLog {
         if (first && !follow && info.num_pending === 0) return;
         for await (const m of messages) {
           resumeSeq = m.seq + 1;
-          const event = decodeEvent(m);
-          if (event && event.sequence > last) {
+          const events = decodeEvents(m);
+          for (const event of events) {
+            if (event.sequence <= last) continue;
             last = event.sequence;
             lastType = event.type;
             yield event;
           }
           // The end, unless the job was resumed after it (a later JOB_RESUMED is stored); also
           // when a replacement consumer delivers again the JOB_FINISHED already given.
-          if (event?.type === 'JOB_FINISHED' && event.sequence === last && m.info.pending === 0) {
+          const end = events[events.length - 1];
+          if (end?.type === 'JOB_FINISHED' && end.sequence === last && m.info.pending === 0) {
             return;
           }
           if (!follow && m.info.pending === 0) return;
@@ -290,11 +302,71 @@ export class JobEventLog {
 /** How often a following reader checks that its consumer still delivers what is stored. */
 const LOSS_CHECK_MS = 1_000;
 
-function decodeEvent(m: Pick<JsMsg, 'json'>): JobEventRecord | undefined {
-  try {
-    const parsed = JobEventRecordSchema.safeParse(m.json());
-    return parsed.success ? parsed.data : undefined;
-  } catch {
-    return undefined;
+/**
+ * Most events one stream message holds, and most bytes of their JSON (a message is never larger
+ * than the server's `max_payload`, 1 MiB by default, and a reader's batch stays small).
+ */
+export const MAX_EVENTS_PER_MESSAGE = 256;
+export const MAX_EVENT_MESSAGE_BYTES = 64 * 1024;
+
+/**
+ * Groups events into the stream messages that store them: consecutive events of one job, up to
+ * {@link MAX_EVENTS_PER_MESSAGE} and {@link MAX_EVENT_MESSAGE_BYTES}. A job-level event (any
+ * type but `TASK_*`) is always the last of its message, so the message's `Troupe-Event-Type`
+ * header names it: the cancellation watch and the end-of-job check read only that header. A
+ * message of one event is that event's JSON object; of several, a JSON array of them.
+ *
+ * Per message, not per event: at a job's concurrency of hundreds, three events per task were
+ * three stream publishes, three acknowledgements and, for every watcher and the job's
+ * cancellation watch, three deliveries — a fifth of the job engine's NATS messages.
+ */
+export function batchEvents(
+  events: readonly JobEventRecord[],
+): { events: JobEventRecord[]; body: Uint8Array }[] {
+  const out: { events: JobEventRecord[]; body: Uint8Array }[] = [];
+  let batch: JobEventRecord[] = [];
+  let parts: string[] = [];
+  let bytes = 0;
+  const close = () => {
+    if (batch.length === 0) return;
+    const json = batch.length === 1 ? parts[0]! : `[${parts.join(',')}]`;
+    out.push({ events: batch, body: Buffer.from(json, 'utf8') });
+    batch = [];
+    parts = [];
+    bytes = 0;
+  };
+  for (const e of events) {
+    const json = JSON.stringify(e);
+    const size = Buffer.byteLength(json, 'utf8') + 1;
+    if (
+      batch.length > 0 &&
+      (batch[0]!.jobId !== e.jobId ||
+        batch.length >= MAX_EVENTS_PER_MESSAGE ||
+        bytes + size > MAX_EVENT_MESSAGE_BYTES)
+    ) {
+      close();
+    }
+    batch.push(e);
+    parts.push(json);
+    bytes += size;
+    if (!e.type.startsWith('TASK_')) close();
   }
+  close();
+  return out;
+}
+
+/** The events a stream message holds (one object or an array); invalid entries are dropped. */
+function decodeEvents(m: Pick<JsMsg, 'json'>): JobEventRecord[] {
+  let body: unknown;
+  try {
+    body = m.json();
+  } catch {
+    return [];
+  }
+  const out: JobEventRecord[] = [];
+  for (const item of Array.isArray(body) ? body : [body]) {
+    const parsed = JobEventRecordSchema.safeParse(item);
+    if (parsed.success) out.push(parsed.data);
+  }
+  return out;
 }
