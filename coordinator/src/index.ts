@@ -229,7 +229,12 @@ export {
   taskActorId,
 } from './jobs/job-runtime';
 export { createJobActor, JobActorMessages, type JobActorOptions } from './jobs/job-actor';
-export { createTaskActor, TaskActorMessages, type TaskActorOptions } from './jobs/task-actor';
+export {
+  createTaskActor,
+  START_REPORT_DELAY_MS,
+  TaskActorMessages,
+  type TaskActorOptions,
+} from './jobs/task-actor';
 export {
   JobManager,
   newJobId,

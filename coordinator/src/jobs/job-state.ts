@@ -329,6 +329,11 @@ export const TaskOutcomeSchema = z.object({
   durationMs: z.number().int().nonnegative().default(0),
   hostId: z.string().optional(),
   executions: z.number().int().nonnegative().default(1),
+  /**
+   * False when the task actor did not post `started` for this execution (it ended within the
+   * start-report delay, see `createTaskActor`): the job records the start with the outcome.
+   */
+  reportedStart: z.boolean().default(true),
 });
 /** A task attempt's outcome. */
 export type TaskOutcome = z.output<typeof TaskOutcomeSchema>;
@@ -470,8 +475,24 @@ export const JobTransitions = {
     now: number,
     work: JobWork,
   ): { state: JobState; effects: JobEffects } {
-    const fx = noEffects();
     const before = entryOf(prev, o.index);
+    if (!o.reportedStart && before?.status === 'QUEUED' && before.attempts === o.attempt) {
+      // A start the task actor did not report on its own: TASK_STARTED, then the outcome.
+      const started = JobTransitions.started(
+        prev,
+        {
+          index: o.index,
+          attempt: o.attempt,
+          hostId: o.hostId ?? '',
+          executions: Math.max(1, o.executions),
+        },
+        now,
+      );
+      const ended = JobTransitions.outcome(started.state, { ...o, reportedStart: true }, now, work);
+      mergeEffects(started.effects, ended.effects);
+      return { state: ended.state, effects: started.effects };
+    }
+    const fx = noEffects();
     const spec = prev.spec;
     // Stale (an earlier attempt, a duplicate delivery) or unknown: nothing to do. So is the
     // outcome of an execution older than the latest that started: a task actor's activation
@@ -610,6 +631,7 @@ export const JobTransitions = {
         completionTokens: 0,
         durationMs: msg.timeoutMs,
         executions: 0,
+        reportedStart: true,
       },
       now,
       work,

@@ -57,7 +57,18 @@ export interface TaskActorOptions {
   idleTimeoutMs?: number;
   /** Time allowed to `cleanup` an attempt. @default 60000 */
   cleanupTimeoutMs?: number;
+  /**
+   * How long an attempt runs before `started` is posted (at most a quarter of the task timeout).
+   * @default START_REPORT_DELAY_MS
+   */
+  startReportDelayMs?: number;
 }
+
+/**
+ * How long an attempt runs before its task actor posts `started` (at most a quarter of the task
+ * timeout); one that ends sooner reports its start with its outcome.
+ */
+export const START_REPORT_DELAY_MS = 100;
 
 /** Earlier executions' resource ids a task actor remembers. */
 const MAX_EARLIER_RESOURCES = 16;
@@ -106,6 +117,10 @@ export function createTaskActor(holder: JobRuntimeHolder, options: TaskActorOpti
         await job.post('outcome', outcome, {
           dedupeId: `outcome-${msg.jobId}-${msg.index}-${msg.attempt}-${next.executions}`,
         });
+        // Its work is done until the job sends another attempt: at a job's concurrency of
+        // hundreds, activations left for the idle timeout were thousands (a subscription, timers
+        // and memory each) and all passivated together after the job ended.
+        ctx.passivateWhenIdle();
         return { state: next };
       },
       ping: () => ({ reply: {} }),
@@ -135,6 +150,23 @@ async function runAttempt(
     hostId: rt.hostId,
     executions,
   };
+  // The start is posted to the job (TASK_STARTED) once the attempt has run for a moment; one that
+  // ends sooner reports it with its outcome (`reportedStart: false`). A job of short tasks posts
+  // one message per attempt instead of two: the second cost a stream publish, the wake
+  // consumer's delivery and ack, and the job actor's read and turn.
+  let startReport: Promise<unknown> | undefined;
+  let startTimer: NodeJS.Timeout | undefined;
+  let runStarted = false;
+  const reportStart = () => {
+    startReport ??= job.post(
+      'started',
+      { index: msg.index, attempt: msg.attempt, hostId: rt.hostId, executions },
+      { dedupeId: `started-${msg.jobId}-${msg.index}-${msg.attempt}-${executions}` },
+    );
+    // Awaited before the outcome is posted; a failure fails the turn there, as it did when the
+    // report was awaited first.
+    startReport.catch(() => undefined);
+  };
   const outcome = (o: Partial<TaskOutcome> & Pick<TaskOutcome, 'status'>): TaskOutcome => ({
     infrastructure: false,
     budgetExhausted: false,
@@ -142,6 +174,8 @@ async function runAttempt(
     promptTokens: 0,
     completionTokens: 0,
     durationMs: Date.now() - started,
+    // Only an execution that began running has a start to report.
+    reportedStart: !runStarted || startReport !== undefined,
     ...base,
     ...o,
   });
@@ -188,11 +222,9 @@ async function runAttempt(
   let result: TaskOutcome;
   try {
     if (!cancelled.aborted) {
-      await job.post(
-        'started',
-        { index: msg.index, attempt: msg.attempt, hostId: rt.hostId, executions },
-        { dedupeId: `started-${msg.jobId}-${msg.index}-${msg.attempt}-${executions}` },
-      );
+      runStarted = true;
+      const delayMs = options.startReportDelayMs ?? START_REPORT_DELAY_MS;
+      startTimer = setTimeout(reportStart, Math.min(delayMs, timeoutMs / 4));
     }
     let run: unknown;
     let runError: unknown;
@@ -264,6 +296,7 @@ async function runAttempt(
     }
   } finally {
     clearTimeout(timer);
+    clearTimeout(startTimer);
     hold.release();
     if (driver.cleanup) {
       // A fresh signal: the work's is aborted when we got here by cancellation or timeout.
@@ -321,6 +354,8 @@ async function runAttempt(
       'task attempt errored',
     );
   }
+  // The start first: the job never sees an attempt end before it began.
+  if (startReport) await startReport;
   return result;
 }
 

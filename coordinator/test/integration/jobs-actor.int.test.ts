@@ -13,7 +13,15 @@ import {
 import { UntypedActorRef } from '@troupe/actors';
 import { Kvm } from '@nats-io/kv';
 import { connect } from '@nats-io/transport-node';
-import { delay, eventsSubject, invalidArgument, kvBucketName, TroupeError } from '@troupe/proto';
+import {
+  delay,
+  eventsSubject,
+  Header,
+  inboxSubjectFilter,
+  invalidArgument,
+  kvBucketName,
+  TroupeError,
+} from '@troupe/proto';
 import {
   randomClusterName,
   startNatsServer,
@@ -26,7 +34,7 @@ import {
 
 interface ScriptTask {
   id: string;
-  do: 'pass' | 'fail' | 'hang' | 'costly' | 'huge' | `flaky:${number}`;
+  do: 'pass' | 'fail' | 'hang' | 'costly' | 'huge' | 'slow' | `flaky:${number}`;
 }
 
 const calls = { run: new Map<string, number>(), cleanup: new Map<string, number>() };
@@ -84,8 +92,9 @@ const scripted: JobDriver<ScriptTask, { ok: boolean; partial?: boolean }> = {
       return { ok: false, partial: true };
     }
     ctx.progress({ message: `running ${task.id}` });
+    if (task.do === 'slow') await delay(2 * START_DELAY_MS, ctx.signal);
     if (task.do === 'costly') budgetScopes.push(ctx.budgetScope);
-    return { ok: task.do === 'pass' || task.do === 'costly' };
+    return { ok: task.do === 'pass' || task.do === 'costly' || task.do === 'slow' };
   },
   async grade(_ctx, task, run) {
     return {
@@ -100,6 +109,8 @@ const scripted: JobDriver<ScriptTask, { ok: boolean; partial?: boolean }> = {
   collect: (_spec, tasks) => ({ graded: tasks.filter((t) => t.score !== undefined).length }),
 };
 
+/** The task actors' start-report delay in this file. */
+const START_DELAY_MS = 1_000;
 const cluster = randomClusterName();
 let server: NatsServerHandle;
 let coordinator: Coordinator;
@@ -119,7 +130,8 @@ beforeAll(async () => {
       drivers: new DriverRegistry()
         .register(scripted)
         .register({ ...scripted, name: 'scripted-payloads', storesPayloads: true }),
-      jobs: { cancelGraceMs: 5_000 },
+      // Quick tasks end well within the start-report delay even on a loaded machine.
+      jobs: { cancelGraceMs: 5_000, taskActor: { startReportDelayMs: START_DELAY_MS } },
     },
   );
   jobs = coordinator.jobs!;
@@ -205,6 +217,57 @@ test('runs a job under its concurrency: retries infrastructure failures, never g
   // A late watcher from the middle gets exactly the rest.
   const tail = await collect(record.jobId, 5);
   expect(tail).toEqual(events.slice(4));
+});
+
+test('a short task reports its start with its outcome; a longer one posts it while it runs', async () => {
+  // Every message posted to job actors, by type (a core subscription sees each post once).
+  const posted = new Map<string, number>();
+  const nc = await connect({ servers: server.url });
+  nc.subscribe(`${inboxSubjectFilter(cluster).slice(0, -1)}job.*`, {
+    callback: (_err, m) => {
+      const key = `${m.subject.split('.').pop()}/${m.headers?.get(Header.MSG_TYPE) ?? '?'}`;
+      posted.set(key, (posted.get(key) ?? 0) + 1);
+    },
+  });
+  await nc.flush();
+  try {
+    const record = await jobs.submit({
+      spec: {
+        kind: 'scripted',
+        concurrency: 3,
+        tasks: [
+          { id: 'quick1', do: 'pass' },
+          { id: 'slow', do: 'slow' },
+          { id: 'quick2', do: 'fail' },
+        ],
+      },
+    });
+    const events = await collect(record.jobId);
+    for (const id of ['quick1', 'slow', 'quick2']) {
+      const own = events.filter((e) => e.taskId === id && e.type.startsWith('TASK_'));
+      expect([id, own.map((e) => e.type)]).toEqual([
+        id,
+        ['TASK_QUEUED', 'TASK_STARTED', 'TASK_GRADED'],
+      ]);
+      expect(own[1]?.payload).toMatchObject({ attempt: 1, execution: 1 });
+    }
+    // One `started` post, the slow task's (sent while it ran); one outcome per task.
+    expect(posted.get(`${record.jobId}/started`)).toBe(1);
+    expect(posted.get(`${record.jobId}/outcome`)).toBe(3);
+    const slowStarted = events.find((e) => e.taskId === 'slow' && e.type === 'TASK_STARTED')!;
+    const slowGraded = events.find((e) => e.taskId === 'slow' && e.type === 'TASK_GRADED')!;
+    expect(slowGraded.timeUnixMs - slowStarted.timeUnixMs).toBeGreaterThanOrEqual(
+      START_DELAY_MS / 2,
+    );
+    const results = await jobs.results(record.jobId);
+    expect(results.tasks.map((t) => [t.taskId, t.status])).toEqual([
+      ['quick1', 'TASK_PASSED'],
+      ['slow', 'TASK_PASSED'],
+      ['quick2', 'TASK_FAILED'],
+    ]);
+  } finally {
+    await nc.close();
+  }
 });
 
 test('a cancellation the task did not ask for is an infrastructure failure: retried', async () => {

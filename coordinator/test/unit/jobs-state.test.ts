@@ -422,6 +422,41 @@ describe('job transitions', () => {
     expect(job.task(0)).toMatchObject({ status: 'PASSED', executions: 2 });
     expect(job.task(0).error).toBeUndefined();
   });
+
+  it('records a start the task actor reported only with its outcome, then the outcome', () => {
+    const job = Job.of(3);
+    // Task 0 ended before its start report was due: TASK_STARTED comes with the grade.
+    const fx = job.outcome(
+      { index: 0, status: 'PASSED', hostId: 'h1', executions: 1, reportedStart: false },
+      T0 + 5,
+    );
+    expect(types(fx)).toEqual(['TASK_STARTED', 'TASK_GRADED', 'TASK_QUEUED']);
+    expect(fx.events[0]).toMatchObject({
+      taskId: 't0',
+      timeUnixMs: T0 + 5,
+      payload: { attempt: 1, host: 'h1', execution: 1 },
+    });
+    expect(job.task(0)).toMatchObject({ status: 'PASSED', hostId: 'h1', executions: 1 });
+    expect(fx.dispatch).toEqual([{ index: 2, attempt: 1 }]);
+    // A start already reported is not recorded twice.
+    job.started(1, 'h2');
+    const again = job.outcome({ index: 1, status: 'FAILED', reportedStart: false }, T0 + 6);
+    expect(types(again)).toEqual(['TASK_GRADED']);
+    // Nor is a stale outcome's (the attempt is over).
+    const stale = job.outcome({ index: 0, status: 'PASSED', reportedStart: false }, T0 + 7);
+    expect(stale.events).toEqual([]);
+    expect(job.task(0)).toMatchObject({ status: 'PASSED', attempts: 1 });
+  });
+
+  it('takes an outcome without reportedStart (an older task actor) as one whose start was posted', () => {
+    expect(TaskOutcomeSchema.parse({ index: 0, attempt: 1, status: 'PASSED' }).reportedStart).toBe(
+      true,
+    );
+    const job = Job.of(1);
+    const fx = job.outcome({ index: 0, status: 'PASSED' });
+    expect(types(fx)).toEqual(['TASK_GRADED']);
+    expect(job.task(0)).toMatchObject({ status: 'PASSED' });
+  });
 });
 
 describe('job transitions at scale', () => {
