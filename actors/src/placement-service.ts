@@ -190,6 +190,14 @@ export interface PlacementServiceOptions {
    */
   sweepIntervalMs?: number;
   /**
+   * The directory entries the recovery sweep looks at: it acts only on live entries and on
+   * SLEEPING ones with `recover` set, so these suffice. A placer that watches the directory
+   * gives them from memory; without this the sweep lists the whole directory, reading every
+   * entry — one per actor the cluster ever ran (every task of every job kept), every
+   * `sweepIntervalMs`.
+   */
+  sweepCandidates?: () => Map<string, VersionedEntry>;
+  /**
    * The host in this process, if any: activations placed on it are started by a direct call
    * instead of a request over NATS.
    */
@@ -758,7 +766,7 @@ export class PlacementService {
     if (this.closed || this.sweeping) return;
     this.sweeping = true;
     try {
-      const entries = await this.options.directory.list();
+      const entries = this.options.sweepCandidates?.() ?? (await this.options.directory.list());
       for (const [key, { entry }] of entries) {
         if (this.closed) return;
         const flagged = entry.state === 'SLEEPING' && entry.recover === true;

@@ -65,6 +65,8 @@ export class ClusterPlacement {
   private readonly sleeping = new Map<string, VersionedEntry>();
   /** Keys whose watched value is neither SLEEPING nor live (STOPPED, unreadable): never peeked. */
   private readonly unusual = new Set<string>();
+  /** Watched entries the recovery sweep looks at: live, or SLEEPING with `recover` set. */
+  private readonly sweepable = new Map<string, VersionedEntry>();
   private readonly queues = new Map<string, FairQueue<Waiter>>();
   private watchStop?: () => void;
   /** Set by {@link stop}: no request waits any more. */
@@ -130,6 +132,11 @@ export class ClusterPlacement {
         if (oldest !== undefined) this.sleeping.delete(oldest);
       }
     }
+    if (entry && (isLiveState(entry.state) || (entry.state === 'SLEEPING' && entry.recover))) {
+      this.sweepable.set(key, { entry, revision: e.revision });
+    } else {
+      this.sweepable.delete(key);
+    }
     if (!deleted && !(entry && (entry.state === 'SLEEPING' || isLiveState(entry.state)))) {
       this.unusual.add(key);
     } else {
@@ -154,7 +161,15 @@ export class ClusterPlacement {
     if (this.occupancy.get(key)) return; // live again: the watch is the truth
     this.sleeping.delete(key);
     this.unusual.delete(key);
+    this.sweepable.delete(key);
   };
+
+  /**
+   * The entries the placer's recovery sweep looks at, from the watch (a copy): live ones and
+   * SLEEPING ones with `recover` set. What a listing of the directory would give the sweep, at no
+   * cost per sleeping actor.
+   */
+  sweepCandidates = (): Map<string, VersionedEntry> => new Map(this.sweepable);
 
   /**
    * The watched directory entry of `addr` when it is not live, for the placer's first decision

@@ -336,6 +336,8 @@ export class Coordinator {
       log: this.log.child({ component: 'placer' }),
       selectHost: placement.select,
       peekDirectory: placement.peek,
+      // The recovery sweep's entries from the directory watch, not a listing of every actor.
+      sweepCandidates: placement.sweepCandidates,
       // Actors placed on this coordinator start by a direct call; posts to its live ones (job
       // actors) are hinted without a directory read per message.
       ...(this.system.localHost ? { localHost: this.system.localHost } : {}),

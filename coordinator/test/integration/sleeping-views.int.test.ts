@@ -69,3 +69,41 @@ test('peek answers from the newest sleeping entries only, and guesses "never see
     placement.stop();
   }
 });
+
+test('the sweep’s candidates are the live entries and the sleeping ones marked for recovery', async () => {
+  const kvm = new Kvm(nc);
+  const directoryKv = await kvm.create('sweep_candidates_directory');
+  const nodesKv = await kvm.create('sweep_candidates_nodes');
+  const registry = new HostRegistry({
+    nc,
+    cluster: 'sweep-candidates',
+    kv: nodesKv,
+    log: noopLogger,
+  });
+  const placement = new ClusterPlacement({ registry, directoryKv, log: noopLogger });
+  const put = (id: string, entry: Record<string, unknown>) =>
+    directoryKv.put(`w.${id}`, JSON.stringify({ updatedAtMs: Date.now(), ...entry }));
+  for (let i = 0; i < 50; i++) await put(`asleep${i}`, { state: 'SLEEPING', epoch: 1 });
+  await put('flagged', { state: 'SLEEPING', epoch: 2, recover: true });
+  await put('live', { state: 'IDLE', hostId: 'h1', epoch: 1 });
+  await put('stopped', { state: 'STOPPED', epoch: 1, reason: 'x' });
+  await placement.start();
+  try {
+    expect([...placement.sweepCandidates().keys()].sort()).toEqual(['w.flagged', 'w.live']);
+    expect(placement.sweepCandidates().get('w.live')?.entry).toMatchObject({ hostId: 'h1' });
+    // The watch keeps them current: one falls asleep, another is activated, the flag is cleared.
+    await put('live', { state: 'SLEEPING', epoch: 1 });
+    await put('asleep7', { state: 'RUNNING', hostId: 'h2', epoch: 2 });
+    await put('flagged', { state: 'SLEEPING', epoch: 2 });
+    await waitFor(() => [...placement.sweepCandidates().keys()].join() === 'w.asleep7', {
+      timeoutMs: 5_000,
+    });
+    // A retired actor (removed without a marker) is forgotten.
+    await put('asleep8', { state: 'SLEEPING', epoch: 3, recover: true });
+    await waitFor(() => placement.sweepCandidates().has('w.asleep8'), { timeoutMs: 5_000 });
+    placement.forget('w.asleep8');
+    expect(placement.sweepCandidates().has('w.asleep8')).toBe(false);
+  } finally {
+    placement.stop();
+  }
+});
