@@ -25,6 +25,10 @@
  *   the 1,000th task resets V8's heap sizing, so that run's `coordinator_rss_growth` is lower
  *   than a run without it and not comparable. Needs `--expose-gc` (as `npm run perf` runs)
  * - `job_100k_wall_s`: that job's wall time, reported when `--big` is at least 100,000
+ * - also printed for that job: the process's CPU time per task (`cpu_ms_per_task`: coordinator,
+ *   node agent and gRPC client share this process) and the NATS messages per task
+ *   (`nats_msgs_per_task`: messages every client connection sent or received, from the server's
+ *   `/connz`), the two costs the engine's throughput hangs on
  *
  * Options: `--tasks N` (200), `--concurrency C` (4), `--samples S` (1 job run per sample),
  * `--big N` (10000; 0 skips the throughput job), `--big-concurrency C` (256), `--live-heap`.
@@ -115,17 +119,31 @@ async function jobRun(
   return { wallMs, passed: results.aggregate?.passed ?? 0 };
 }
 
+/** Messages all client connections of the server have sent and received so far. */
+async function natsMessages(monitorUrl: string): Promise<number> {
+  const res = await fetch(`${monitorUrl}/connz?limit=1024`);
+  const body = (await res.json()) as { connections?: { in_msgs: number; out_msgs: number }[] };
+  return (body.connections ?? []).reduce((n, c) => n + c.in_msgs + c.out_msgs, 0);
+}
+
 /**
- * One large `noop` job: its wall time, and the process's RSS when the 1,000th task was graded and
- * when the job finished.
+ * One large `noop` job: its wall time, the process's RSS when the 1,000th task was graded and
+ * when the job finished, and the CPU time and NATS messages it cost.
  */
-async function bigRun(client: TroupeClient): Promise<{
+async function bigRun(
+  client: TroupeClient,
+  monitorUrl: string,
+): Promise<{
   wallMs: number;
   rssAt1k: number;
   rssEnd: number;
   heapAt1k?: number;
   heapEnd?: number;
+  cpuMs: number;
+  natsMessages: number;
 }> {
+  const messagesBefore = await natsMessages(monitorUrl);
+  const cpuBefore = process.cpuUsage();
   const t0 = nowUs();
   const job = await client.submitJob({
     name: 'perf-jobs-big',
@@ -151,6 +169,8 @@ async function bigRun(client: TroupeClient): Promise<{
     if (e.type === 'JOB_FINISHED') finished = true;
   }
   const wallMs = (nowUs() - t0) / 1000;
+  const cpu = process.cpuUsage(cpuBefore);
+  const messages = (await natsMessages(monitorUrl)) - messagesBefore;
   const rssEnd = process.memoryUsage().rss;
   const heapEnd = liveHeap();
   if (!finished) throw new Error('the big job did not finish');
@@ -162,6 +182,8 @@ async function bigRun(client: TroupeClient): Promise<{
     wallMs,
     rssAt1k,
     rssEnd,
+    cpuMs: (cpu.user + cpu.system) / 1000,
+    natsMessages: messages,
     ...(heapAt1k !== undefined && heapEnd !== undefined ? { heapAt1k, heapEnd } : {}),
   };
 }
@@ -245,7 +267,7 @@ async function main(): Promise<void> {
       noop_job_wall_ms: noopMs,
       difference_vs_script_per_task_ms: ((jobMs - scriptMs) * CONCURRENCY) / TASKS,
     });
-    const big = BIG > 0 ? await bigRun(client) : undefined;
+    const big = BIG > 0 ? await bigRun(client, server.monitorUrl) : undefined;
     if (big) {
       printTable('perf/jobs big', {
         tasks: BIG,
@@ -253,6 +275,8 @@ async function main(): Promise<void> {
         wall_s: big.wallMs / 1000,
         rss_at_1k_mb: big.rssAt1k / 2 ** 20,
         rss_end_mb: big.rssEnd / 2 ** 20,
+        cpu_ms_per_task: big.cpuMs / BIG,
+        nats_msgs_per_task: big.natsMessages / BIG,
         ...(big.heapAt1k !== undefined && big.heapEnd !== undefined
           ? { live_heap_at_1k_mb: big.heapAt1k / 2 ** 20, live_heap_end_mb: big.heapEnd / 2 ** 20 }
           : {}),
