@@ -1,4 +1,5 @@
 import {
+  ClosedConnectionError,
   createInbox,
   type Msg,
   type MsgHdrs,
@@ -112,11 +113,16 @@ export class Requester {
       resendEveryMs?: number;
     },
   ): Promise<Msg | typeof NO_RESPONDERS> {
-    this.sub ??= this.nc.subscribe(`${this.prefix}*`, {
-      callback: (err, msg) => {
-        if (!err) this.onReply(msg);
-      },
-    });
+    if (!this.sub) {
+      this.sub = this.nc.subscribe(`${this.prefix}*`, {
+        callback: (err, msg) => {
+          if (!err) this.onReply(msg);
+        },
+      });
+      // Nothing answers once the connection is closed: waiting requests fail now, not at their
+      // timeouts, whose timers would keep a process that has shut down alive until then.
+      void this.nc.closed().then(() => this.failAll());
+    }
     const token = (++this.next).toString(36);
     return new Promise((resolve, reject) => {
       const timer = setTimeout(
@@ -223,6 +229,13 @@ export class Requester {
       this.settle(token);
       p.reject(new ResponderSilentError(liveness.silenceMs, liveness.handOver !== undefined));
     }, liveness.silenceMs);
+  }
+
+  private failAll(): void {
+    for (const [token, p] of [...this.pending]) {
+      this.settle(token);
+      p.reject(new ClosedConnectionError());
+    }
   }
 
   /** Forgets a request and clears its timers. */

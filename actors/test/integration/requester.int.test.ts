@@ -65,6 +65,36 @@ test('a subscriber that never answers: rejects with a NATS timeout after timeout
 // A request in flight when its server goes away has lost its answer (chaos: every NATS server
 // restart held the inbox reads in flight for their whole 5 s timeout). A read marked
 // `resendOnReconnect` is published again when the connection is back.
+test('requests waiting when the connection closes fail at once, leaving no timer behind', async () => {
+  const own = await connect({ servers: server.url });
+  const sub = nc.subscribe('silent.close');
+  try {
+    await nc.flush();
+    const r = new Requester(own);
+    const started = Date.now();
+    const waiting = Array.from({ length: 3 }, () =>
+      r
+        .request('silent.close', bytes('x'), {
+          timeoutMs: 60_000,
+          liveness: { silenceMs: 30_000, fromStart: true },
+        })
+        .then(
+          () => undefined,
+          (e: unknown) => e,
+        ),
+    );
+    await own.flush();
+    await own.close();
+    for (const err of await Promise.all(waiting)) {
+      expect(err).toBeInstanceOf(Error);
+      expect((err as Error).name).toBe('ClosedConnectionError');
+    }
+    expect(Date.now() - started).toBeLessThan(5_000);
+  } finally {
+    sub.unsubscribe();
+  }
+});
+
 test('a read in flight when the server restarts is sent again after the reconnect', async () => {
   const own = await startNatsServer();
   const conn = await connect({ servers: own.url, maxReconnectAttempts: -1, reconnectTimeWait: 50 });
