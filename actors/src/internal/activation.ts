@@ -535,6 +535,10 @@ export class Activation implements TurnRunner {
     return this.queue.length > 0;
   }
 
+  get passivating(): boolean {
+    return this.passivateSoon;
+  }
+
   private running(): boolean {
     return !this.ended && !this.stopping && !this.abortController?.signal.aborted;
   }

@@ -173,6 +173,21 @@ export class InboxReader {
   }
 
   /**
+   * For an activation that passivates once idle and has applied the messages through `last`:
+   * true, and the inbox is not read again until the next hint, when no hint has named a message
+   * after `last`. A message that came without a hint is found by the read the activation makes
+   * after releasing its directory entry (`rewakeIfPending`), which starts a new activation for
+   * it; reading here too would cost every passivating actor a round trip to find, almost always,
+   * nothing.
+   */
+  leaveForPassivation(last: number): boolean {
+    if (this.hintedSeq > last) return false;
+    this.prefetched = undefined;
+    this.wantedFlag = false;
+    return true;
+  }
+
+  /**
    * The first message after `after`; a read that finds nothing is remembered.
    *
    * Reads ahead: a burst of posts to one actor would cost one direct get after another, each

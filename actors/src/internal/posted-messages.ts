@@ -49,6 +49,10 @@ export class PostedMessages {
         if (++applied >= MAX_POST_BATCH || cell.cursor > stored.seq || this.runner.coreWaiting) {
           break;
         }
+        // An activation about to passivate reads its inbox once more after it has released the
+        // directory entry (a post that came meanwhile wakes a new one): a read now as well would
+        // only find what no hint named, which that read finds too.
+        if (this.runner.passivating && this.inbox.leaveForPassivation(stored.seq)) break;
         stored = await this.inbox.readMore(stored.seq);
       }
       await this.commitApplied();

@@ -38,6 +38,8 @@ export interface TurnRunner extends TurnOwner {
   runOnInvalid(turn: Turn, invalid: InvalidMessage): Promise<unknown>;
   /** Whether asks or tells wait for a turn: a batch of posts ends early for them. */
   readonly coreWaiting: boolean;
+  /** Whether a turn asked to end the activation once idle ({@link TurnOwner.passivateWhenIdle}). */
+  readonly passivating: boolean;
   /**
    * Whether the activation's turns were abandoned mid-way: a newer activation owns the actor
    * (fenced), or the host's shutdown grace ended. Nothing the current batch did is kept, and its
