@@ -60,6 +60,12 @@ export interface PostOptions {
   dedupeId?: string;
   /** Cancels the publish wait. */
   signal?: AbortSignal;
+  /**
+   * False: send no "you have mail" hint to a live activation; the placement service's inbox
+   * watcher wakes the actor or hints it (one hop later). For posts to an actor that is almost
+   * certainly asleep (a job's first `run` to a task actor), whose hint would reach nobody.
+   */
+  hint?: boolean;
 }
 
 /** Result of a post: where the message landed in the inbox stream. */
@@ -293,7 +299,7 @@ export class UntypedActorRef {
         ...(isNatsTimeout(err) ? { reason: ErrorReason.STORE_UNAVAILABLE } : {}),
       });
     }
-    if (!ack.duplicate) {
+    if (!ack.duplicate && options.hint !== false) {
       // Fast path to a live activation; the placement service's inbox watcher is the durable path.
       // Batched like a tell: the hints of many posts to one actor travel together.
       const hint: CoreEnvelope = { t: MAIL_HINT_TYPE, m: { seq: ack.seq } };

@@ -1,6 +1,7 @@
 import { jetstream } from '@nats-io/jetstream';
 import { connect, headers as natsHeaders, type NatsConnection } from '@nats-io/transport-node';
 import {
+  actorSubject,
   coordSubject,
   encodeErrorHeaders,
   Header,
@@ -22,7 +23,8 @@ import { PlacementService } from '../../src/placement-service';
 
 // How an activation learns of posts without reading its inbox for nothing. One that asked to
 // passivate when idle does not read it after its last turn: the read it makes once its directory
-// entry is SLEEPING finds whatever came without a hint.
+// entry is SLEEPING finds whatever came without a hint. A post may skip its hint (to an actor
+// that is almost certainly asleep): the inbox watcher still hints it when it is live.
 
 let server: NatsServerHandle;
 let spy: NatsConnection;
@@ -175,5 +177,37 @@ test('a post stored unhinted during the last turn wakes a new activation after r
   } finally {
     await placer.stop();
     await host.shutdown({ graceMs: 1_000 });
+  }
+});
+
+test('a post without a hint sends none over NATS, and a live actor still gets it', async () => {
+  const cluster = randomClusterName();
+  const g = gate();
+  const own = await ActorSystem.start({ cluster, servers: server.url, hosting: [onceActor(g)] });
+  try {
+    const ref = own.refOf({ kind: 'once-then-sleep', id: 'live' });
+    // Live and busy: a hinted post would be read by this activation after its turn.
+    await ref.post('turn', { name: 'first', hold: true });
+    await g.inTurn;
+    let hints = 0;
+    const sub = spy.subscribe(actorSubject(cluster, ref.address), { callback: () => void hints++ });
+    await spy.flush();
+    const quiet = await ref.post('turn', { name: 'quiet', hold: false }, { hint: false });
+    const hinted = await ref.post('turn', { name: 'hinted', hold: false });
+    await own.nc.flush();
+    await spy.flush();
+    g.release();
+    await waitFor(async () => (await own.states.read(ref.address))?.record.cursor === hinted.seq, {
+      timeoutMs: 10_000,
+    });
+    expect(quiet.seq).toBeLessThan(hinted.seq);
+    expect((await own.states.read(ref.address))?.record.data).toEqual({
+      seen: ['first', 'quiet', 'hinted'],
+    });
+    // The default post's hint went over NATS; the one without sent none.
+    expect(hints).toBe(1);
+    sub.unsubscribe();
+  } finally {
+    await own.shutdown({ graceMs: 1_000 });
   }
 });

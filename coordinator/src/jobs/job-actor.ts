@@ -744,6 +744,9 @@ async function dispatch(
       await ref.post('run', run, {
         dedupeId: `run-${jobId}-${index}-${attempt}`,
         signal: ctx.signal,
+        // The task actor sleeps: it has never run, or passivated after its last attempt's
+        // outcome. The wake consumer activates it; a hint would reach nobody.
+        hint: false,
       });
       // The post wakes the task actor (the placer's wake consumer). An ask `ping` sent here as
       // well, to activate it sooner, cost an activation request, a BUSY answer and its error per
