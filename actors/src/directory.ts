@@ -90,7 +90,7 @@ export class Directory {
 
   /** Reads an entry; a missing key is a SLEEPING actor at epoch 0 (revision 0). */
   async get(addr: ActorAddress): Promise<VersionedEntry> {
-    const e = await this.kv.get(directoryKey(addr));
+    const e = await this.writer.get(directoryKey(addr));
     if (!e || e.operation !== 'PUT' || e.value.length === 0) {
       return {
         entry: { state: 'SLEEPING', epoch: 0, updatedAtMs: 0 },

@@ -1,8 +1,14 @@
-import { Bucket, type KV } from '@nats-io/kv';
-import { headers as natsHeaders, type NatsConnection } from '@nats-io/transport-node';
+import { Bucket, type KV, type KvEntry } from '@nats-io/kv';
+import { DirectMsgImpl, JetStreamStatus } from '@nats-io/jetstream/internal';
+import { Empty, headers as natsHeaders, type NatsConnection } from '@nats-io/transport-node';
+import { ErrorReason, TroupeError } from '@troupe/proto';
 import { isWrongLastSequence } from './internal/kv-errors';
-import { DIRECT_GET_TIMEOUT_MS, publishToStream } from './internal/direct-get';
-import { type Requester, requesterOf } from './internal/requester';
+import {
+  DIRECT_GET_RESEND_MS,
+  DIRECT_GET_TIMEOUT_MS,
+  publishToStream,
+} from './internal/direct-get';
+import { NO_RESPONDERS, type Requester, requesterOf } from './internal/requester';
 
 /** The header of a KV write's compare-and-set (nats.js `PubHeaders.ExpectedLastSubjectSequenceHdr`). */
 const EXPECTED_LAST_SUBJECT_SEQ = 'Nats-Expected-Last-Subject-Sequence';
@@ -12,7 +18,9 @@ const EXPECTED_LAST_SUBJECT_SEQ = 'Nats-Expected-Last-Subject-Sequence';
  * same answers and errors, but through the connection's {@link Requester}: nats.js' `request()`,
  * under every `js.publish`, allocates an `Error` for each request it completes, and a job of
  * 10,000 trivial tasks spent 8 % of the coordinator's CPU on them (state commits, directory
- * writes, task results). Reads stay with the bucket.
+ * writes, task results). So does {@link get}, the read of a key's latest entry on the hot paths
+ * (an actor's state record at each activation, a directory entry); other reads stay with the
+ * bucket.
  *
  * Errors: a stale revision rejects with the server's "wrong last sequence" (see
  * `isWrongLastSequence`); nobody answering with `UNAVAILABLE` (reason `STORE_UNAVAILABLE`); no
@@ -63,6 +71,44 @@ export class KvWriter {
       { timeoutMs: options.timeoutMs ?? this.timeoutMs },
     );
     return ack.seq;
+  }
+
+  /**
+   * The latest entry of `key` (its value, or a delete or purge marker), null when it was never
+   * written: what the bucket's `get` answers. With direct gets allowed (Troupe's buckets), the
+   * key's last message by a direct get through the {@link Requester}, asked again every
+   * {@link DIRECT_GET_RESEND_MS} without an answer (a stream without a leader drops reads); else
+   * the bucket's own `get`. Nobody answering rejects with `UNAVAILABLE` (reason
+   * `STORE_UNAVAILABLE`), no answer in time with the nats.js `TimeoutError`.
+   */
+  async get(key: string, options: { timeoutMs?: number } = {}): Promise<KvEntry | null> {
+    if (!this.bucket.direct) return this.bucket.get(key);
+    const encoded = this.bucket.encodeKey(key);
+    this.bucket.validateKey(encoded);
+    const subject = this.bucket.subjectForKey(encoded);
+    const reply = await this.requester.request(
+      `$JS.API.DIRECT.GET.${this.bucket.bucketName()}.${subject}`,
+      Empty,
+      {
+        timeoutMs: options.timeoutMs ?? this.timeoutMs,
+        resendOnReconnect: true,
+        resendEveryMs: DIRECT_GET_RESEND_MS,
+      },
+    );
+    if (reply === NO_RESPONDERS) {
+      throw new TroupeError('UNAVAILABLE', `read of ${key}: JetStream did not answer`, {
+        retryable: true,
+        reason: ErrorReason.STORE_UNAVAILABLE,
+      });
+    }
+    if ((reply.headers?.code ?? 0) !== 0) {
+      const status = new JetStreamStatus(reply);
+      if (status.isMessageNotFound()) return null;
+      throw status.toError();
+    }
+    const entry = this.bucket.smToEntry(new DirectMsgImpl(reply));
+    // As the bucket's get: a message of another key (never, for a validated key) is no entry.
+    return (entry as { rawKey?: string }).rawKey === encoded ? entry : null;
   }
 
   /** Writes `value` only if `key` is still at `revision` (> 0); returns the new revision. */

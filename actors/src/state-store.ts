@@ -144,7 +144,7 @@ export class StateStore {
 
   /** Reads the record; `undefined` when the actor has never committed. */
   async read(addr: ActorAddress): Promise<StoredState | undefined> {
-    const e = await this.kv.get(stateKey(addr));
+    const e = await this.writer.get(stateKey(addr));
     if (!e || e.operation !== 'PUT' || e.value.length === 0) return undefined;
     return { record: StateRecordSchema.parse(decodeJson(e.value)), revision: e.revision };
   }

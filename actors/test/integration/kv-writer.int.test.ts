@@ -56,6 +56,33 @@ test('put, update and create write what kv.get reads, at the revisions they retu
   await expect(w.put('bad key', 'x')).rejects.toThrow(/invalid key/);
 });
 
+test('get reads what kv.get reads: a value, a delete marker, nothing', async () => {
+  const kv = await new Kvm(nc).create('writer_reads', { history: 5 });
+  const w = new KvWriter(nc, kv);
+  expect(await w.get('never.written')).toBeNull();
+  expect(await kv.get('never.written')).toBeNull();
+
+  await w.put('k', 'one');
+  const r2 = await w.put('k', 'two');
+  const e = await w.get('k');
+  expect(e).not.toBeNull();
+  expect(e?.string()).toBe('two');
+  expect(e?.revision).toBe(r2);
+  expect(e?.operation).toBe('PUT');
+  expect(e?.key).toBe('k');
+  expect(e?.bucket).toBe('writer_reads');
+
+  await kv.delete('k');
+  const marker = await w.get('k');
+  const theirs = await kv.get('k');
+  expect(marker?.operation).toBe('DEL');
+  expect(marker?.revision).toBe(theirs?.revision);
+  expect(marker?.value.length).toBe(0);
+  // A key that only shares a prefix is another key.
+  await w.put('k2', 'other');
+  expect((await w.get('k'))?.operation).toBe('DEL');
+});
+
 test('every writer of a connection shares its one requester', () => {
   expect(requesterOf(nc)).toBe(requesterOf(nc));
 });
@@ -80,11 +107,15 @@ test('a write nobody answers fails at its timeout as a transient error', async (
   expect(await kv.get('k')).toMatchObject({ revision: after });
 });
 
-test('a write to a bucket whose stream is gone is a store outage, not a refusal', async () => {
+test('a write or read on a bucket whose stream is gone is a store outage, not a refusal', async () => {
   const kv = await new Kvm(nc).create('writer_gone', { history: 1 });
   const w = new KvWriter(nc, kv);
   await new Kvm(nc).open('writer_gone').then((b) => b.destroy());
   const err = await w.put('k', 'v').catch((e: unknown) => e);
   expect(hasReason(err, ErrorReason.STORE_UNAVAILABLE)).toBe(true);
   expect(isTransientNatsError(err)).toBe(true);
+  // So is a read (nobody answers it: it times out).
+  const readErr = await w.get('k', { timeoutMs: 300 }).catch((e: unknown) => e);
+  expect(readErr).toBeInstanceOf(Error);
+  expect(isTransientNatsError(readErr)).toBe(true);
 });
