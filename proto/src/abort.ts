@@ -35,6 +35,40 @@ export function raceSignal<T>(promise: Promise<T>, signal: AbortSignal | undefin
   });
 }
 
+/** A signal that aborts when any of its sources does, until {@link LinkedSignal.dispose}. */
+export interface LinkedSignal {
+  readonly signal: AbortSignal;
+  /** Stops following the sources (their listeners are removed; the signal stays as it is). */
+  dispose(): void;
+}
+
+/**
+ * What `AbortSignal.any(sources)` gives, with listeners removed by `dispose()` when the work it
+ * guards ends: for a per-task signal on a hot path. Node 20's `AbortSignal.any` keeps weak
+ * references to its result on every source, and in a profile of a job of trivial tasks it cost
+ * 1.6 % of the process's CPU, one per attempt.
+ */
+export function linkSignals(sources: readonly AbortSignal[]): LinkedSignal {
+  const controller = new AbortController();
+  const aborted = sources.find((s) => s.aborted);
+  if (aborted) {
+    controller.abort(aborted.reason);
+    return { signal: controller.signal, dispose: () => undefined };
+  }
+  const listeners = sources.map((source) => {
+    const onAbort = (): void => {
+      dispose();
+      controller.abort(source.reason);
+    };
+    source.addEventListener('abort', onAbort, { once: true });
+    return { source, onAbort };
+  });
+  const dispose = (): void => {
+    for (const { source, onAbort } of listeners) source.removeEventListener('abort', onAbort);
+  };
+  return { signal: controller.signal, dispose };
+}
+
 /** Options of {@link delay}. */
 export interface DelayOptions {
   /**

@@ -8,6 +8,8 @@
 export {
   delay,
   type DelayOptions,
+  type LinkedSignal,
+  linkSignals,
   raceSignal,
   retryWithBackoff,
   type RetryWithBackoffOptions,

@@ -5,6 +5,7 @@ import {
   invalidArgument,
   isBudgetExhausted,
   isCancelled,
+  linkSignals,
   timeoutError,
 } from '@troupe/proto';
 import { z } from 'zod';
@@ -206,7 +207,8 @@ async function runAttempt(
     timeoutMs,
   );
   const artifacts: string[] = [];
-  const work = AbortSignal.any([ctx.signal, cancelled, timeout.signal]);
+  const linked = linkSignals([ctx.signal, cancelled, timeout.signal]);
+  const work = linked.signal;
   const tctx = taskContext(
     ctx,
     rt,
@@ -252,12 +254,10 @@ async function runAttempt(
       });
     } else {
       // Grade what exists, with a fresh deadline when the attempt timed out.
-      const gradeSignal = AbortSignal.any([
-        ctx.signal,
-        cancelled,
-        timedOut ? AbortSignal.timeout(rt.gradeTimeoutMs) : work,
-      ]);
-      const gctx = timedOut
+      const gradeLink = timedOut
+        ? linkSignals([ctx.signal, cancelled, AbortSignal.timeout(rt.gradeTimeoutMs)])
+        : undefined;
+      const gctx = gradeLink
         ? taskContext(
             ctx,
             rt,
@@ -265,7 +265,7 @@ async function runAttempt(
             msg,
             taskState,
             spec,
-            gradeSignal,
+            gradeLink.signal,
             Date.now() + rt.gradeTimeoutMs,
             artifacts,
           )
@@ -292,15 +292,28 @@ async function runAttempt(
               budgetExhausted: isBudgetExhausted(err),
               error: `grading failed: ${messageOf(err)}`,
             });
+      } finally {
+        gradeLink?.dispose();
       }
     }
   } finally {
     clearTimeout(timer);
     clearTimeout(startTimer);
+    linked.dispose();
     hold.release();
     if (driver.cleanup) {
-      // A fresh signal: the work's is aborted when we got here by cancellation or timeout.
-      const cleanupSignal = AbortSignal.timeout(options.cleanupTimeoutMs ?? 60_000);
+      // A fresh signal: the work's is aborted when we got here by cancellation or timeout. Its
+      // timer is cleared when the cleanup ends (`AbortSignal.timeout`'s lived out its full
+      // minute, one per attempt of a busy job).
+      const cleanupTimeout = new AbortController();
+      const cleanupTimer = setTimeout(
+        () =>
+          cleanupTimeout.abort(
+            new DOMException('The operation was aborted due to timeout', 'TimeoutError'),
+          ),
+        options.cleanupTimeoutMs ?? 60_000,
+      );
+      const cleanupSignal = cleanupTimeout.signal;
       const cctx = taskContext(
         ctx,
         rt,
@@ -312,9 +325,12 @@ async function runAttempt(
         Date.now(),
         artifacts,
       );
-      await driver.cleanup(cctx, msg.input).catch((err: unknown) => {
-        ctx.log.warn({ err, jobId: msg.jobId, taskId: msg.taskId }, 'task cleanup failed');
-      });
+      await driver
+        .cleanup(cctx, msg.input)
+        .catch((err: unknown) => {
+          ctx.log.warn({ err, jobId: msg.jobId, taskId: msg.taskId }, 'task cleanup failed');
+        })
+        .finally(() => clearTimeout(cleanupTimer));
     }
   }
   const record: TaskResultRecord = {

@@ -34,13 +34,15 @@ import {
 
 interface ScriptTask {
   id: string;
-  do: 'pass' | 'fail' | 'hang' | 'costly' | 'huge' | 'slow' | `flaky:${number}`;
+  do: 'pass' | 'fail' | 'hang' | 'costly' | 'huge' | 'slow' | 'stuck-cleanup' | `flaky:${number}`;
 }
 
 const calls = { run: new Map<string, number>(), cleanup: new Map<string, number>() };
 /** Each run's `ctx.resourceId` and `ctx.earlierResourceIds`, by job/task. */
 const resources = new Map<string, { resourceId: string; earlier: string[] }[]>();
 const budgetScopes: (string | undefined)[] = [];
+/** What a `stuck-cleanup` task's cleanup saw: how its signal ended, and after how long. */
+const stuckCleanups = new Map<string, { reason: string; afterMs: number }>();
 const bump = (m: Map<string, number>, k: string) => m.set(k, (m.get(k) ?? 0) + 1);
 
 const scripted: JobDriver<ScriptTask, { ok: boolean; partial?: boolean }> = {
@@ -94,7 +96,13 @@ const scripted: JobDriver<ScriptTask, { ok: boolean; partial?: boolean }> = {
     ctx.progress({ message: `running ${task.id}` });
     if (task.do === 'slow') await delay(2 * START_DELAY_MS, ctx.signal);
     if (task.do === 'costly') budgetScopes.push(ctx.budgetScope);
-    return { ok: task.do === 'pass' || task.do === 'costly' || task.do === 'slow' };
+    return {
+      ok:
+        task.do === 'pass' ||
+        task.do === 'costly' ||
+        task.do === 'slow' ||
+        task.do === 'stuck-cleanup',
+    };
   },
   async grade(_ctx, task, run) {
     return {
@@ -105,10 +113,23 @@ const scripted: JobDriver<ScriptTask, { ok: boolean; partial?: boolean }> = {
   },
   async cleanup(ctx, task) {
     bump(calls.cleanup, `${ctx.jobId}/${task.id}`);
+    if (task.do === 'stuck-cleanup') {
+      // Waits for its signal, which only the cleanup timeout aborts.
+      const started = Date.now();
+      await new Promise<void>((resolve) =>
+        ctx.signal.addEventListener('abort', () => resolve(), { once: true }),
+      );
+      stuckCleanups.set(`${ctx.jobId}/${task.id}`, {
+        reason: (ctx.signal.reason as Error).name,
+        afterMs: Date.now() - started,
+      });
+    }
   },
   collect: (_spec, tasks) => ({ graded: tasks.filter((t) => t.score !== undefined).length }),
 };
 
+/** The task actors' cleanup timeout in this file. */
+const CLEANUP_TIMEOUT_MS = 1_500;
 /** The task actors' start-report delay in this file. */
 const START_DELAY_MS = 1_000;
 const cluster = randomClusterName();
@@ -131,7 +152,10 @@ beforeAll(async () => {
         .register(scripted)
         .register({ ...scripted, name: 'scripted-payloads', storesPayloads: true }),
       // Quick tasks end well within the start-report delay even on a loaded machine.
-      jobs: { cancelGraceMs: 5_000, taskActor: { startReportDelayMs: START_DELAY_MS } },
+      jobs: {
+        cancelGraceMs: 5_000,
+        taskActor: { startReportDelayMs: START_DELAY_MS, cleanupTimeoutMs: CLEANUP_TIMEOUT_MS },
+      },
     },
   );
   jobs = coordinator.jobs!;
@@ -297,6 +321,19 @@ test('a task that hits its timeout is stopped and what exists is graded', async 
   expect(results.tasks[0]).toMatchObject({ status: 'TASK_TIMED_OUT', stopReason: 'timeout' });
   expect(results.tasks[0]?.details).toEqual({ partial: true });
   expect(results.state).toBe('SUCCEEDED');
+});
+
+test('a cleanup that does not end is stopped by its timeout, and the task is graded', async () => {
+  const record = await jobs.submit({
+    spec: { kind: 'scripted', tasks: [{ id: 'stuck', do: 'stuck-cleanup' }] },
+  });
+  const events = await collect(record.jobId);
+  expect(events.find((e) => e.type === 'TASK_GRADED')?.payload).toMatchObject({
+    status: 'PASSED',
+  });
+  const seen = stuckCleanups.get(`${record.jobId}/stuck`);
+  expect(seen?.reason).toBe('TimeoutError');
+  expect(seen?.afterMs).toBeGreaterThanOrEqual(CLEANUP_TIMEOUT_MS - 50);
 });
 
 test('cancel stops running tasks, runs their cleanup, and ends the job CANCELLED', async () => {
