@@ -1,14 +1,9 @@
 import { Bucket, type KV, type KvEntry } from '@nats-io/kv';
-import { DirectMsgImpl, JetStreamStatus } from '@nats-io/jetstream/internal';
 import { Empty, headers as natsHeaders, type NatsConnection } from '@nats-io/transport-node';
 import { ErrorReason, TroupeError } from '@troupe/proto';
 import { isWrongLastSequence } from './internal/kv-errors';
-import {
-  DIRECT_GET_RESEND_MS,
-  DIRECT_GET_TIMEOUT_MS,
-  publishToStream,
-} from './internal/direct-get';
-import { NO_RESPONDERS, type Requester, requesterOf } from './internal/requester';
+import { DIRECT_GET_TIMEOUT_MS, directGet, publishToStream } from './internal/direct-get';
+import { type Requester, requesterOf } from './internal/requester';
 
 /** The header of a KV write's compare-and-set (nats.js `PubHeaders.ExpectedLastSubjectSequenceHdr`). */
 const EXPECTED_LAST_SUBJECT_SEQ = 'Nats-Expected-Last-Subject-Sequence';
@@ -77,7 +72,7 @@ export class KvWriter {
    * The latest entry of `key` (its value, or a delete or purge marker), null when it was never
    * written: what the bucket's `get` answers. With direct gets allowed (Troupe's buckets), the
    * key's last message by a direct get through the {@link Requester}, asked again every
-   * {@link DIRECT_GET_RESEND_MS} without an answer (a stream without a leader drops reads); else
+   * `DIRECT_GET_RESEND_MS` without an answer (a stream without a leader drops reads); else
    * the bucket's own `get`. Nobody answering rejects with `UNAVAILABLE` (reason
    * `STORE_UNAVAILABLE`), no answer in time with the nats.js `TimeoutError`.
    */
@@ -86,27 +81,21 @@ export class KvWriter {
     const encoded = this.bucket.encodeKey(key);
     this.bucket.validateKey(encoded);
     const subject = this.bucket.subjectForKey(encoded);
-    const reply = await this.requester.request(
+    const msg = await directGet(
+      this.requester,
       `$JS.API.DIRECT.GET.${this.bucket.bucketName()}.${subject}`,
       Empty,
       {
         timeoutMs: options.timeoutMs ?? this.timeoutMs,
-        resendOnReconnect: true,
-        resendEveryMs: DIRECT_GET_RESEND_MS,
+        noAnswer: () =>
+          new TroupeError('UNAVAILABLE', `read of ${key}: JetStream did not answer`, {
+            retryable: true,
+            reason: ErrorReason.STORE_UNAVAILABLE,
+          }),
       },
     );
-    if (reply === NO_RESPONDERS) {
-      throw new TroupeError('UNAVAILABLE', `read of ${key}: JetStream did not answer`, {
-        retryable: true,
-        reason: ErrorReason.STORE_UNAVAILABLE,
-      });
-    }
-    if ((reply.headers?.code ?? 0) !== 0) {
-      const status = new JetStreamStatus(reply);
-      if (status.isMessageNotFound()) return null;
-      throw status.toError();
-    }
-    const entry = this.bucket.smToEntry(new DirectMsgImpl(reply));
+    if (!msg) return null;
+    const entry = this.bucket.smToEntry(msg);
     // As the bucket's get: a message of another key (never, for a validated key) is no entry.
     return (entry as { rawKey?: string }).rawKey === encoded ? entry : null;
   }

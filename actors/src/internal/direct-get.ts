@@ -29,30 +29,47 @@ export const DIRECT_GET_RESEND_MS = 1_500;
  * it completes: an actor's inbox is read this way once per posted message, and in a profile of a
  * burst of posts those errors were a tenth of the CPU.
  */
-export async function directGetNext(
+export function directGetNext(
   requester: Requester,
   stream: string,
   subject: string,
   seq: number,
 ): Promise<StoredMsg | null> {
-  const reply = await requester.request(
+  return directGet(
+    requester,
     `$JS.API.DIRECT.GET.${stream}`,
     Buffer.from(JSON.stringify({ seq, next_by_subj: subject })),
-    // A read answered twice does no harm: one lost with its server is asked again at once, one
-    // lost while the stream had no leader after DIRECT_GET_RESEND_MS.
     {
       timeoutMs: DIRECT_GET_TIMEOUT_MS,
-      resendOnReconnect: true,
-      resendEveryMs: DIRECT_GET_RESEND_MS,
+      noAnswer: () =>
+        new TroupeError('UNAVAILABLE', `direct get on ${stream}: JetStream did not answer`, {
+          retryable: true,
+        }),
     },
   );
-  if (reply === NO_RESPONDERS) {
-    throw new TroupeError('UNAVAILABLE', `direct get on ${stream}: JetStream did not answer`, {
-      retryable: true,
-    });
-  }
-  const code = reply.headers?.code ?? 0;
-  if (code !== 0) {
+}
+
+/**
+ * One JetStream direct get on `apiSubject` (`$JS.API.DIRECT.GET.<stream>`, or with the subject
+ * appended for a `last_by_subj` read) through the {@link Requester}: the message, or null when the
+ * stream has none. Asked again at once after a reconnect and every {@link DIRECT_GET_RESEND_MS}
+ * without an answer (a read answered twice does no harm: one lost with its server, or while the
+ * stream had no leader, is not answered at all). Nobody answering rejects with `noAnswer()`, an
+ * error status with the nats.js error, no answer in `timeoutMs` with the nats.js `TimeoutError`.
+ */
+export async function directGet(
+  requester: Requester,
+  apiSubject: string,
+  payload: Uint8Array,
+  options: { timeoutMs: number; noAnswer: () => Error },
+): Promise<DirectMsgImpl | null> {
+  const reply = await requester.request(apiSubject, payload, {
+    timeoutMs: options.timeoutMs,
+    resendOnReconnect: true,
+    resendEveryMs: DIRECT_GET_RESEND_MS,
+  });
+  if (reply === NO_RESPONDERS) throw options.noAnswer();
+  if ((reply.headers?.code ?? 0) !== 0) {
     const status = new JetStreamStatus(reply);
     if (status.isMessageNotFound()) return null;
     throw status.toError();
