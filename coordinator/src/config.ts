@@ -56,6 +56,13 @@ export const ConfigSchema = z
      * JetStream servers. Applies when a stream is created: an existing one is used as it is.
      */
     replicas: z.number().int().min(1).max(5).default(1),
+    /**
+     * How far the process's heap may grow past its live set before V8's next full collection,
+     * in percent (100: to twice the live set); 0 leaves V8's own factor (up to 4×, picked from
+     * the allocation rate). Process-wide: it is set when the coordinator starts. See
+     * `docs/operations.md`, "Memory".
+     */
+    heapGrowthPercent: z.number().int().min(0).max(300).default(100),
     /** The gRPC job API (JobService, NodeService); not served when absent. */
     grpc: GrpcConfigSchema.optional(),
     logLevel: z

@@ -37,6 +37,7 @@ import { DriverRegistry } from './jobs/driver-registry';
 import { JobApiServer } from './jobs/job-api-server';
 import { JobManager, type JobManagerOptions } from './jobs/job-manager';
 import { isFinalPhase } from './jobs/job-state';
+import { limitHeapGrowth } from './internal/heap-growth';
 
 /** What {@link Coordinator.start} takes besides the config. */
 export interface CoordinatorDeps {
@@ -130,6 +131,7 @@ export class Coordinator {
     const config = parsed.data;
     const id = config.coordinatorId ?? `coord-${randomBytes(4).toString('hex')}`;
     const log = (deps.logger ?? noopLogger).child({ component: 'coordinator', coordinatorId: id });
+    limitHeapGrowth(config.heapGrowthPercent);
     const nc =
       deps.connection ??
       (await connect({
