@@ -60,7 +60,7 @@ export const ConfigSchema = z
      * How far the process's heap may grow past its live set before V8's next full collection,
      * in percent (100: to twice the live set); 0 leaves V8's own factor (up to 4×, picked from
      * the allocation rate). Process-wide: it is set when the coordinator starts. See
-     * `docs/operations.md`, "Memory".
+     * `docs/coordinator.md`, Configuration.
      */
     heapGrowthPercent: z.number().int().min(0).max(300).default(100),
     /** The gRPC job API (JobService, NodeService); not served when absent. */

@@ -53,9 +53,10 @@ export function directGetNext(
  * One JetStream direct get on `apiSubject` (`$JS.API.DIRECT.GET.<stream>`, or with the subject
  * appended for a `last_by_subj` read) through the {@link Requester}: the message, or null when the
  * stream has none. Asked again at once after a reconnect and every {@link DIRECT_GET_RESEND_MS}
- * without an answer (a read answered twice does no harm: one lost with its server, or while the
- * stream had no leader, is not answered at all). Nobody answering rejects with `noAnswer()`, an
- * error status with the nats.js error, no answer in `timeoutMs` with the nats.js `TimeoutError`.
+ * without an answer: a read lost with its server, or sent while the stream had no leader, is
+ * never answered, and one answered twice does no harm. Nobody answering rejects with
+ * `noAnswer()`, an error status with the nats.js error, no answer in `timeoutMs` with the nats.js
+ * `TimeoutError`.
  */
 export async function directGet(
   requester: Requester,
