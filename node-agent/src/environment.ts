@@ -107,7 +107,11 @@ export interface Environment {
   act(action: Action, options?: { signal?: AbortSignal }): Promise<ActionResult>;
   /** Runs a command (argv, or a string for `/bin/sh -c`) as the desktop user. */
   runCommand(cmd: readonly string[] | string, options?: RunCommandOptions): Promise<CommandResult>;
-  /** Starts an application detached (it is not waited for), optionally until its window shows. */
+  /**
+   * Starts an application detached (it is not waited for), optionally until its window shows;
+   * that window is returned focused (asked for when the window manager does not focus it within
+   * 1 s; returned unfocused after 5 s), so the next action goes to it.
+   */
   launch(cmd: readonly string[] | string, options?: LaunchOptions): Promise<WindowInfo | undefined>;
   /** A file's bytes (absolute path, or relative to the home directory). */
   getFile(path: string, options?: { maxBytes?: number; signal?: AbortSignal }): Promise<Uint8Array>;

@@ -23,13 +23,16 @@ import time
 import zlib
 
 from PIL import Image
-from Xlib import X, XK, display as xdisplay, error as xerror
+from Xlib import X, XK, display as xdisplay, error as xerror, protocol as xprotocol
 from Xlib.ext import xtest
 
 HOME = os.environ.get("HOME", "/home/troupe")
 SNAPSHOT_DIR = os.environ.get("TROUPE_SNAPSHOT_DIR", "/snapshots")
 BUTTONS = {"left": 1, "middle": 2, "right": 3}
 FRAMEBUFFER = "/tmp/Xvfb_screen0"
+# launch: how long a shown window may take to get focus before it is asked for, and in all.
+FOCUS_ASK_AFTER_S = 1.0
+FOCUS_WAIT_S = 5.0
 
 
 class Fail(Exception):
@@ -131,6 +134,14 @@ class Desktop:
                 continue  # the window went away while we looked
         focused_title = next((w["title"] for w in out if w["focused"]), None)
         return {"windows": out, "focused": focused_title}
+
+    def activate(self, wid):
+        # _NET_ACTIVE_WINDOW as a pager sends it (source 2), which openbox honours at once.
+        w = self.d.create_resource_object("window", wid)
+        ev = xprotocol.event.ClientMessage(window=w, client_type=self.atom("_NET_ACTIVE_WINDOW"),
+                                           data=(32, [2, X.CurrentTime, 0, 0, 0]))
+        self.root.send_event(ev, event_mask=X.SubstructureRedirectMask | X.SubstructureNotifyMask)
+        self._sync()
 
     # --- input -------------------------------------------------------------------------------
     def _sync(self):
@@ -237,11 +248,25 @@ class Desktop:
             return {}
         pattern = re.compile(title)
         deadline = time.monotonic() + timeout_ms / 1000
+        shown_at = None
+        asked = False
         while True:
             ws = self.windows()["windows"]
             hit = next((w for w in ws if pattern.search(w["title"])), None)
             if hit is not None:
-                return {"window": hit}
+                # The window manager lists a new window before it focuses it, and keys typed in
+                # between go nowhere (slow guests showed it). So the window is returned focused:
+                # waited for, then asked for once (also for a launcher that handed over to a
+                # running instance), and returned as it is if it never takes focus.
+                now = time.monotonic()
+                shown_at = now if shown_at is None else shown_at
+                if hit["focused"] or now > min(deadline, shown_at + FOCUS_WAIT_S):
+                    return {"window": hit}
+                if not asked and now > shown_at + FOCUS_ASK_AFTER_S:
+                    self.activate(hit["id"])
+                    asked = True
+                time.sleep(0.05)
+                continue
             code = proc.poll()
             # A launcher may hand over to a running instance and exit 0; any other exit before
             # the window shows is a failure worth reporting now rather than at the deadline.

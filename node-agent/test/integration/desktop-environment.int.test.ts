@@ -143,6 +143,26 @@ describe('desktop environment (Docker, real Xvfb)', () => {
     await env.reset();
   });
 
+  test('launch returns its window focused, so typing right after it lands there', async () => {
+    // A launcher that hands over to a running instance exits 0 and the window it names already
+    // exists, behind a newer one: launch brings it to the front before it returns.
+    // Titles the shell cannot change (its prompt retitles an xterm otherwise).
+    const xterm = (title: string) => ['xterm', '-xrm', '*allowTitleOps: false', '-T', title];
+    await env.launch(xterm('first'), { waitTitle: '^first$', timeoutMs: 60_000 });
+    await env.launch(xterm('second'), { waitTitle: '^second$', timeoutMs: 60_000 });
+    expect((await env.windows()).focused).toBe('second');
+    const first = await env.launch(['true'], { waitTitle: '^first$', timeoutMs: 60_000 });
+    expect(first?.focused).toBe(true);
+    expect((await env.windows()).focused).toBe('first');
+    // No wait between launch and typing: the keys reach the shell in that window.
+    await env.act({ action_type: 'TYPING', text: 'echo typed > ~/typed.txt\n' });
+    await waitFor(async () => (await env.runCommand('cat typed.txt 2>&1')).stdout === 'typed\n', {
+      timeoutMs: 30_000,
+      message: 'the shell in the focused xterm ran the typed line',
+    });
+    await env.reset();
+  });
+
   test('an application that dies before its window shows is reported at once, with its output', async () => {
     const started = Date.now();
     const err = await env
