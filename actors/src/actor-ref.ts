@@ -301,10 +301,18 @@ export class UntypedActorRef {
     }
     if (!ack.duplicate && options.hint !== false) {
       // Fast path to a live activation; the placement service's inbox watcher is the durable path.
-      // Batched like a tell: the hints of many posts to one actor travel together.
-      const hint: CoreEnvelope = { t: MAIL_HINT_TYPE, m: { seq: ack.seq } };
-      this.transport.tells.tell(this.subject, hint);
-      this.transport.localMailHint?.(this.address, ack.seq);
+      // One in this process is told directly (a hint over NATS to it as well cost a message out
+      // and one back per post), or not at all when this process's watcher hands it the message
+      // (a hint would start a read of it first: posts to live actors here ran a third slower).
+      // One elsewhere gets a hint batched like a tell: the hints of many posts to one actor
+      // travel together.
+      const transport = this.transport;
+      if (transport.watcherPushes && transport.liveHere?.(this.address) === true) {
+        // The watcher's delivery is the hint.
+      } else if (transport.localMailHint?.(this.address, ack.seq) !== true) {
+        const hint: CoreEnvelope = { t: MAIL_HINT_TYPE, m: { seq: ack.seq } };
+        this.transport.tells.tell(this.subject, hint);
+      }
     }
     return { seq: ack.seq, duplicate: ack.duplicate };
   }

@@ -44,6 +44,7 @@ import {
   type VersionedEntry,
 } from './directory';
 import { PULL_EXPIRES_MS } from './pull-expiry';
+import { type PushedMessage } from './internal/inbox-reader';
 import { type StateStore } from './state-store';
 import { decodeJson, encodeJson } from './internal/json-codec';
 import {
@@ -77,6 +78,15 @@ function isOutcomeUnknown(err: unknown): boolean {
 
 /** Host refusals (draining, full) tolerated for one activation request before giving up. */
 const MAX_REFUSALS = 10;
+
+/** The header a headers-only consumer's delivery carries instead of the payload. */
+const MSG_SIZE_HEADER = 'Nats-Msg-Size';
+
+/**
+ * The last delivery epoch begun in this process, by any placer: epochs are never reused, so the
+ * pushes of a placer that stopped and of the one started after it never look like one run.
+ */
+let lastEpoch = 0;
 
 /** What a placement decision is made from. */
 export interface PlacementRequest {
@@ -148,7 +158,12 @@ export interface PlacementTransport {
   /** Sends signs of life to requesters that watch us (see `KEEPALIVE_HEADER`). */
   readonly keepalive: Pick<AskKeepalive, 'track'>;
   /** Hints an activation live in this process directly (set when one can be). */
-  readonly localMailHint?: (addr: ActorAddress, seq: number) => void;
+  readonly localMailHint?: (addr: ActorAddress, seq: number, push?: PushedMessage) => boolean;
+  /**
+   * Set while this placer's watcher hands whole messages to the activations of this process
+   * (with `localMailHint`): posts from here to them then send no hint of their own.
+   */
+  watcherPushes?: boolean;
 }
 
 /** Options of {@link PlacementService}. */
@@ -239,6 +254,9 @@ export class PlacementService {
   private readonly maxAttempts: number;
   private readonly sweepIntervalMs: number;
   private readonly consumerName: string;
+  /** The watcher's delivery epoch and last delivery sequence (see {@link deliveryEpoch}). */
+  private epoch = ++lastEpoch;
+  private lastDelivery = 0;
   /** Activations this placer has performed (for stats and tests). */
   placements = 0;
 
@@ -312,6 +330,7 @@ export class PlacementService {
    */
   async stop(): Promise<void> {
     this.closed = true;
+    this.options.transport.watcherPushes = false;
     // Drain, not unsubscribe: a request the server routed here before it saw the UNSUB is still
     // answered (refused as stopped), where it vanished before and its asker waited out 4 s of
     // silence (chaos seed 9420: a coordinator stepping down after a stall).
@@ -655,16 +674,16 @@ export class PlacementService {
     const { jsm } = this.options;
     const { js, cluster } = this.options.transport;
     const stream = inboxStreamName(cluster);
-    try {
-      await jsm.consumers.info(stream, this.consumerName);
-    } catch {
+    let info = await jsm.consumers.info(stream, this.consumerName).catch(() => undefined);
+    if (info === undefined) {
       try {
-        await jsm.consumers.add(stream, {
+        info = await jsm.consumers.add(stream, {
           durable_name: this.consumerName,
           ack_policy: AckPolicy.Explicit,
           deliver_policy: DeliverPolicy.All,
           filter_subject: inboxSubjectFilter(cluster),
-          headers_only: true,
+          // Whole messages: one for an activation live in this process is handed to it, which
+          // saves its read (see onInboxMessage).
           // Short, so a placer that dies mid-wake hands the message to a standby quickly; a wake
           // that waits for capacity keeps it with working() (see onInboxMessage).
           ack_wait: 10_000_000_000,
@@ -672,10 +691,20 @@ export class PlacementService {
         });
       } catch (err) {
         // Another placer created it first.
-        await jsm.consumers.info(stream, this.consumerName).catch(() => {
+        info = await jsm.consumers.info(stream, this.consumerName).catch(() => {
           throw err;
         });
       }
+    } else if (info.config.headers_only === true) {
+      // Made by an older placer, which read headers only. Changed in place: the consumer keeps
+      // its position (a new one would deliver the whole inbox stream again). Left as it is when
+      // that fails: the watcher then hints, as it did.
+      info = await jsm.consumers
+        .update(stream, this.consumerName, { headers_only: false })
+        .catch((err: unknown) => {
+          this.options.log.warn({ err }, 'inbox watcher left headers-only');
+          return info!;
+        });
     }
     const consumer = await js.consumers.get(stream, this.consumerName);
     // A callback, not the async iterator: the messages of one socket read are handled in one go,
@@ -687,13 +716,33 @@ export class PlacementService {
       expires: PULL_EXPIRES_MS,
       callback: (m) => void this.onInboxMessage(m),
     });
+    const transport = this.options.transport;
+    if (this.options.localHost && transport.localMailHint && info.config.headers_only !== true) {
+      transport.watcherPushes = true;
+    }
     this.watcherDone = this.messages.closed().then((err) => {
+      transport.watcherPushes = false;
       if (err && !this.closed) this.options.log.error({ err }, 'inbox watcher stopped');
     });
   }
 
+  /**
+   * The delivery epoch of `m`, a message of the watcher's consumer (call for every one, in the
+   * order they arrive). It stays the same while deliveries come one after another: each the
+   * consumer's next delivery (no gap: none went to another placer or was lost with a connection)
+   * and a first delivery (first deliveries come in stream order). An activation may take two
+   * pushes of one epoch as consecutive on its inbox (see `InboxReader.pushed`).
+   */
+  private deliveryEpoch(m: JsMsg): number {
+    const delivery = m.info.deliverySequence;
+    if (delivery !== this.lastDelivery + 1 || m.redelivered) this.epoch = ++lastEpoch;
+    this.lastDelivery = delivery;
+    return this.epoch;
+  }
+
   private async onInboxMessage(m: JsMsg): Promise<void> {
     let keepAlive: NodeJS.Timeout | undefined;
+    const epoch = this.deliveryEpoch(m);
     const addr = parseInboxSubject(this.options.transport.cluster, m.subject);
     if (!addr) {
       m.term();
@@ -702,10 +751,18 @@ export class PlacementService {
     try {
       if (this.options.localHost?.isLive?.(addr)) {
         // Live in this process: the directory says so too (a fenced activation stops at once),
-        // so its read would only cost a round trip per post; the hint goes to it directly.
-        const local = this.options.transport.localMailHint;
-        if (local) local(addr, m.seq);
-        else this.hint(addr, m.seq);
+        // so the hint goes to it directly, with the message: its read would only cost a round
+        // trip per post. Synchronous from the delivery on, so pushes keep the delivery order. A
+        // consumer still headers-only (`Nats-Msg-Size`) gives no message to hand over.
+        const push = m.headers?.has(MSG_SIZE_HEADER)
+          ? undefined
+          : {
+              msg: { seq: m.seq, data: m.data, ...(m.headers ? { header: m.headers } : {}) },
+              epoch,
+            };
+        if (this.options.transport.localMailHint?.(addr, m.seq, push) !== true) {
+          this.hint(addr, m.seq);
+        }
         m.ack();
         return;
       }

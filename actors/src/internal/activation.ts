@@ -38,7 +38,7 @@ import {
   type Respondable,
 } from './core-item';
 import { directGetNext, leaderGetNext } from './direct-get';
-import { hintSeq, InboxReader } from './inbox-reader';
+import { hintSeq, InboxReader, type PushedMessage } from './inbox-reader';
 import {
   type ActivationPlacement,
   type CoreEnvelope,
@@ -455,10 +455,13 @@ export class Activation implements TurnRunner {
   /**
    * "You have mail" (over NATS, or from a post in this process): the inbox is read again, and a
    * drain in a running turn reads it. A hint that names a message already applied is stale.
+   * Returns false when this activation is stopping or ended: the hint is for whichever comes next.
+   * `push`: the message itself, from the placer's inbox watcher in this process.
    */
-  mailHinted(seq: number | undefined): void {
-    if (this.stopping || this.ended) return;
-    if (!this.inbox.hinted(seq)) return;
+  mailHinted(seq: number | undefined, push?: PushedMessage): boolean {
+    if (this.stopping || this.ended) return false;
+    if (push) this.inbox.pushed(push);
+    if (!this.inbox.hinted(seq)) return true;
     for (const listener of this.mailListeners ?? []) {
       try {
         listener();
@@ -467,6 +470,7 @@ export class Activation implements TurnRunner {
       }
     }
     this.schedule();
+    return true;
   }
 
   /** Calls `listener` at each mail hint until the returned function is called. */

@@ -90,8 +90,9 @@ export class ActorHost implements ActivationHost, RegistrarHost {
     this.incarnation = options.incarnation;
     this.log = options.log;
     for (const d of options.definitions) this.defs.set(d.kind, d);
-    this.transport.localMailHint = (addr, seq) =>
-      this.live.get(formatAddress(addr))?.mailHinted(seq);
+    this.transport.liveHere = (addr) => this.isLive(addr);
+    this.transport.localMailHint = (addr, seq, push) =>
+      this.live.get(formatAddress(addr))?.mailHinted(seq, push) === true;
   }
 
   /** Kinds this host can activate. */

@@ -6,7 +6,8 @@ import {
   type TroupeError,
 } from '@troupe/proto';
 import { headers as natsHeaders } from '@nats-io/transport-node';
-import { type JetStreamClient, type StoredMsg } from '@nats-io/jetstream';
+import { type JetStreamClient } from '@nats-io/jetstream';
+import { type StoredInboxMessage } from './inbox-reader';
 
 /**
  * Appends a posted message the activation gave up on to the dead-letter stream
@@ -18,7 +19,7 @@ export async function deadLetter(
   js: JetStreamClient,
   cluster: string,
   addr: ActorAddress,
-  stored: StoredMsg,
+  stored: StoredInboxMessage,
   error: TroupeError,
   attempts: number,
 ): Promise<void> {

@@ -1,5 +1,5 @@
 import { delay, Header, parseAddress } from '@troupe/proto';
-import { type StoredMsg } from '@nats-io/jetstream';
+import { type MsgHdrs } from '@nats-io/transport-node';
 import { type MessageInfo } from '../actor-context';
 
 /**
@@ -18,14 +18,35 @@ export const MAX_LAGGING_READS = 4;
 
 /** Most reads ahead in flight (see {@link InboxReader.read}). */
 export const MAX_READS_AHEAD = 32;
-/** Most hinted sequences remembered for reading ahead. */
+/** Most hinted sequences remembered for reading ahead, and most pushed messages kept. */
 const MAX_HINTED_KEPT = 1_024;
+/** Most payload bytes of pushed messages kept by one activation (more are read when due). */
+export const MAX_PUSHED_BYTES = 4 * 2 ** 20;
+
+/** A message of an actor's inbox: what a turn needs of it. */
+export interface StoredInboxMessage {
+  /** Its sequence in the inbox stream. */
+  readonly seq: number;
+  readonly data: Uint8Array;
+  /** Its stream headers (message type, sender, dedupe id). */
+  readonly header?: MsgHdrs;
+}
+
+/**
+ * A message the placer's inbox watcher delivered to this process, handed to the activation with
+ * the watcher's delivery epoch: two pushes of one epoch are two deliveries of one unbroken run of
+ * the watcher's consumer (see `PlacementService`).
+ */
+export interface PushedMessage {
+  readonly msg: StoredInboxMessage;
+  readonly epoch: number;
+}
 
 /**
  * The stream read an {@link InboxReader} is built on: the first message of the actor's inbox
  * after sequence `after`, or null when there is none (a direct get, `next_by_subj`).
  */
-export type InboxRead = (after: number) => Promise<StoredMsg | null>;
+export type InboxRead = (after: number) => Promise<StoredInboxMessage | null>;
 
 /**
  * Reads one activation's durable inbox and decides when it is worth reading: it counts mail hints
@@ -51,11 +72,23 @@ export class InboxReader {
    */
   private emptyRead?: { after: number; atMs: number; hintedSeq: number };
   /** A read made while the activation started, used by the first {@link next}. */
-  private prefetched?: { after: number; generation: number; read: Promise<StoredMsg | null> };
+  private prefetched?: {
+    after: number;
+    generation: number;
+    read: Promise<StoredInboxMessage | null>;
+  };
   /** Hinted sequences not applied yet, ascending (for reading ahead). */
   private pendingHints: number[] = [];
   /** Reads ahead: the first message after each key, read before it was asked for. */
-  private readonly ahead = new Map<number, Promise<StoredMsg | null>>();
+  private readonly ahead = new Map<number, Promise<StoredInboxMessage | null>>();
+  /** The last message pushed to this activation, and the watcher's epoch then. */
+  private lastPush?: { seq: number; epoch: number };
+  /**
+   * Pushed messages, each under the sequence of the push before it: the first message after that
+   * sequence (proven by {@link pushed}), so a read after it costs no round trip. Keys ascend.
+   */
+  private readonly pushedAfter = new Map<number, StoredInboxMessage>();
+  private pushedBytes = 0;
 
   /**
    * @param readAfter the stream read
@@ -101,6 +134,29 @@ export class InboxReader {
     return true;
   }
 
+  /**
+   * A message the placer's inbox watcher delivered (call before {@link hinted} for it). It is
+   * kept as the first message after the previous push when both came in one epoch: the watcher's
+   * consumer delivers every inbox message, first deliveries in stream order, and within an epoch
+   * every delivery reached this process in order with none missed or repeated. Any message on
+   * this inbox stored between the two pushes was delivered between them, while this activation
+   * was live (it was at both, and an activation that stops never takes mail again), so it would
+   * have been pushed too. The first push of an activation, or the first of an epoch, proves
+   * nothing: what lies before it is read from the stream.
+   */
+  pushed(push: PushedMessage): void {
+    const { msg, epoch } = push;
+    const last = this.lastPush;
+    this.lastPush = { seq: msg.seq, epoch };
+    if (last === undefined || last.epoch !== epoch || last.seq >= msg.seq) return;
+    if (msg.seq <= this.applied.cursor || this.pushedAfter.size >= MAX_HINTED_KEPT) return;
+    if (this.pushedBytes + msg.data.length > MAX_PUSHED_BYTES) return;
+    // A copy: the delivered payload is a view of the connection's read buffer, which a kept
+    // view would hold whole.
+    this.pushedAfter.set(last.seq, { ...msg, data: msg.data.slice() });
+    this.pushedBytes += msg.data.length;
+  }
+
   /** The mailbox failed (infrastructure trouble): the inbox is read again, afresh, on retry. */
   retry(): void {
     this.wantedFlag = true;
@@ -113,7 +169,7 @@ export class InboxReader {
    * after that read but before hints arrived sent its hint to nobody: the inbox is read again now
    * (call after {@link hintsSubscribed}).
    */
-  prefetch(after: number, early: StoredMsg | null): void {
+  prefetch(after: number, early: StoredInboxMessage | null): void {
     const read = early ? Promise.resolve(early) : this.read(after);
     read.catch(() => undefined); // awaited by next() (or dropped if the start fails)
     this.prefetched = { after, generation: this.generation, read };
@@ -129,7 +185,7 @@ export class InboxReader {
    * server restarted lags for seconds, and concluding "empty" then stranded the message (chaos
    * seed 8007: a woken task actor saw no `run` and slept for two minutes).
    */
-  async next(): Promise<StoredMsg | null> {
+  async next(): Promise<StoredInboxMessage | null> {
     const cursor = this.applied.cursor;
     const prefetched = this.prefetched;
     this.prefetched = undefined;
@@ -165,7 +221,7 @@ export class InboxReader {
    * none. A read that finds nothing is kept for the next {@link next} at that cursor, which then
    * costs no round trip (a batch costs no more reads than its messages one at a time).
    */
-  async readMore(last: number): Promise<StoredMsg | null> {
+  async readMore(last: number): Promise<StoredInboxMessage | null> {
     const generation = this.generation;
     const found = await this.read(last);
     if (!found) this.prefetched = { after: last, generation, read: Promise.resolve(null) };
@@ -198,12 +254,14 @@ export class InboxReader {
    * and even a lagging replica that holds a message after `h` holds the first one); a read ahead
    * that found nothing or failed is made again.
    */
-  async read(after: number): Promise<StoredMsg | null> {
+  async read(after: number): Promise<StoredInboxMessage | null> {
     // Only a read begun while hints arrive may vouch for "nothing newer": before that, a post's
     // hint went to nobody.
     const vouch = this.hintsArrive
       ? { after, atMs: Date.now(), hintedSeq: this.hintedSeq }
       : undefined;
+    const pushed = this.takePushed(after);
+    if (pushed) return pushed;
     const early = this.takeAhead(after);
     let found = early ? await early.catch(() => null) : null;
     if (!found) found = await this.readAfter(after);
@@ -211,8 +269,24 @@ export class InboxReader {
     return found;
   }
 
+  /** The pushed message proven first after `after`, if there is one; drops those behind it. */
+  private takePushed(after: number): StoredInboxMessage | undefined {
+    if (this.pushedAfter.size === 0) return undefined;
+    for (const [key, behind] of this.pushedAfter) {
+      if (key >= after) break;
+      this.pushedAfter.delete(key);
+      this.pushedBytes -= behind.data.length;
+    }
+    const msg = this.pushedAfter.get(after);
+    if (msg) {
+      this.pushedAfter.delete(after);
+      this.pushedBytes -= msg.data.length;
+    }
+    return msg;
+  }
+
   /** The read ahead after `after`, if one was made; starts those worth making now. */
-  private takeAhead(after: number): Promise<StoredMsg | null> | undefined {
+  private takeAhead(after: number): Promise<StoredInboxMessage | null> | undefined {
     for (const key of this.ahead.keys()) if (key < after) this.ahead.delete(key);
     const hints = this.pendingHints;
     let first = 0;
@@ -224,7 +298,7 @@ export class InboxReader {
     const pending = this.pendingHints;
     for (let i = 0; i + 1 < pending.length && this.ahead.size < MAX_READS_AHEAD; i++) {
       const h = pending[i]!;
-      if (h === after || this.ahead.has(h)) continue;
+      if (h === after || this.ahead.has(h) || this.pushedAfter.has(h)) continue;
       const read = this.readAfter(h);
       read.catch(() => undefined); // taken (and its failure ignored) by a later read
       this.ahead.set(h, read);
@@ -255,7 +329,7 @@ export function hintSeq(m: unknown): number | undefined {
 }
 
 /** What a turn is told of a posted message, from its stream headers. */
-export function inboxInfo(stored: StoredMsg): MessageInfo & { seq: number } {
+export function inboxInfo(stored: StoredInboxMessage): MessageInfo & { seq: number } {
   const h = stored.header;
   const sender = h?.get(Header.SENDER);
   const dedupeId = h?.get(Header.MSG_ID);

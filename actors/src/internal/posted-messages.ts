@@ -1,9 +1,9 @@
 import { delay, ErrorReason, hasReason, toTroupeError, type TroupeError } from '@troupe/proto';
-import { type JetStreamClient, type StoredMsg } from '@nats-io/jetstream';
+import { type JetStreamClient } from '@nats-io/jetstream';
 import { type InboxMessage } from '../actor-context';
 import { storeOutageOf } from '../state-store';
 import { deadLetter } from './dead-letter';
-import { inboxInfo, type InboxReader } from './inbox-reader';
+import { inboxInfo, type InboxReader, type StoredInboxMessage } from './inbox-reader';
 import { decodeJson } from './json-codec';
 import { Turn, type TurnRunner } from './turn';
 
@@ -38,9 +38,9 @@ export class PostedMessages {
    * committed, then it is dealt with alone), and after a turn that drained the inbox (what it
    * drained is its own).
    */
-  async handle(first: StoredMsg): Promise<void> {
+  async handle(first: StoredInboxMessage): Promise<void> {
     const { cell } = this.runner;
-    let stored: StoredMsg | null = first;
+    let stored: StoredInboxMessage | null = first;
     let applied = 0;
     try {
       while (stored) {
@@ -70,7 +70,7 @@ export class PostedMessages {
    * applied before it are committed, and it was dead-lettered (the cursor moved past it) or waits
    * for its retry.
    */
-  private async apply(stored: StoredMsg): Promise<'applied' | 'ended'> {
+  private async apply(stored: StoredInboxMessage): Promise<'applied' | 'ended'> {
     const { cell } = this.runner;
     const info = inboxInfo(stored);
     const pending = cell.pendingTurn;
@@ -169,7 +169,11 @@ export class PostedMessages {
   }
 
   /** Dead-letters a message (the caller moves the cursor past it). */
-  private async giveUp(stored: StoredMsg, error: TroupeError, attempts: number): Promise<void> {
+  private async giveUp(
+    stored: StoredInboxMessage,
+    error: TroupeError,
+    attempts: number,
+  ): Promise<void> {
     const { js, cluster } = this.dlq;
     await deadLetter(js, cluster, this.runner.address, stored, error, attempts);
     this.runner.log.error({ seq: stored.seq, code: error.code, attempts }, 'message dead-lettered');

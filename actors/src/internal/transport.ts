@@ -29,6 +29,7 @@ import {
   ResponderSilentError,
 } from './requester';
 import { TellBatcher } from './tell-batcher';
+import { type PushedMessage } from './inbox-reader';
 import {
   ANSWER_HEADER,
   isPlacerStopped,
@@ -84,9 +85,22 @@ export class Transport {
 
   /**
    * Live activations in this process: a post from this process tells the addressee it has mail
-   * at once (synchronously after the stream's ack), besides the hint over NATS.
+   * at once (synchronously after the stream's ack), instead of a hint over NATS; the placer's
+   * inbox watcher in this process hands over the message itself (`push`). False when no
+   * activation of `addr` in this process took the hint (none, or one stopping).
    */
-  localMailHint?: (addr: ActorAddress, seq: number) => void;
+  localMailHint?: (addr: ActorAddress, seq: number, push?: PushedMessage) => boolean;
+
+  /** Whether an activation of `addr` in this process takes messages (set by its host). */
+  liveHere?: (addr: ActorAddress) => boolean;
+
+  /**
+   * True while a placer's inbox watcher runs in this process and hands whole messages to the
+   * activations here (see `PlacementService`): a post from this process to one of them sends no
+   * hint, since the watcher's hand-over, which comes right after the stream's ack, saves the read
+   * a hint would start.
+   */
+  watcherPushes = false;
 
   /** Request/reply for asks and activation requests (see {@link Requester}). */
   readonly requester: Requester;

@@ -1,4 +1,4 @@
-import { jetstream } from '@nats-io/jetstream';
+import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { connect, headers as natsHeaders, type NatsConnection } from '@nats-io/transport-node';
 import {
   actorSubject,
@@ -184,8 +184,10 @@ test('a post without a hint sends none over NATS, and a live actor still gets it
   const cluster = randomClusterName();
   const g = gate();
   const own = await ActorSystem.start({ cluster, servers: server.url, hosting: [onceActor(g)] });
+  // Posts from another process: a post to an activation of its own process hints it directly.
+  const other = await ActorSystem.start({ cluster, servers: server.url });
   try {
-    const ref = own.refOf({ kind: 'once-then-sleep', id: 'live' });
+    const ref = other.refOf({ kind: 'once-then-sleep', id: 'live' });
     // Live and busy: a hinted post would be read by this activation after its turn.
     await ref.post('turn', { name: 'first', hold: true });
     await g.inTurn;
@@ -194,7 +196,7 @@ test('a post without a hint sends none over NATS, and a live actor still gets it
     await spy.flush();
     const quiet = await ref.post('turn', { name: 'quiet', hold: false }, { hint: false });
     const hinted = await ref.post('turn', { name: 'hinted', hold: false });
-    await own.nc.flush();
+    await other.nc.flush();
     await spy.flush();
     g.release();
     await waitFor(async () => (await own.states.read(ref.address))?.record.cursor === hinted.seq, {
@@ -208,6 +210,124 @@ test('a post without a hint sends none over NATS, and a live actor still gets it
     expect(hints).toBe(1);
     sub.unsubscribe();
   } finally {
+    await other.shutdown({ graceMs: 1_000 });
     await own.shutdown({ graceMs: 1_000 });
+  }
+});
+
+test('a post to a live activation in its own process hints it without NATS', async () => {
+  const cluster = randomClusterName();
+  const g = gate();
+  const own = await ActorSystem.start({ cluster, servers: server.url, hosting: [onceActor(g)] });
+  try {
+    const ref = own.refOf({ kind: 'once-then-sleep', id: 'local' });
+    await ref.post('turn', { name: 'first', hold: true });
+    await g.inTurn;
+    // Every message on the actor's subject: mail hints and tells from anyone.
+    let onSubject = 0;
+    const sub = spy.subscribe(actorSubject(cluster, ref.address), {
+      callback: () => void onSubject++,
+    });
+    await spy.flush();
+    const posts = [];
+    for (let i = 0; i < 5; i++) posts.push(await ref.post('turn', { name: `p${i}`, hold: false }));
+    await own.nc.flush();
+    await spy.flush();
+    g.release();
+    const last = posts.at(-1)!.seq;
+    await waitFor(async () => (await own.states.read(ref.address))?.record.cursor === last, {
+      timeoutMs: 10_000,
+    });
+    expect((await own.states.read(ref.address))?.record.data).toEqual({
+      seen: ['first', 'p0', 'p1', 'p2', 'p3', 'p4'],
+    });
+    // Neither the posts nor the inbox watcher (the placer is in this process too) sent a hint.
+    await own.nc.flush();
+    await spy.flush();
+    expect(onSubject).toBe(0);
+    sub.unsubscribe();
+  } finally {
+    await own.shutdown({ graceMs: 1_000 });
+  }
+});
+
+test('posts the inbox watcher hands to a live activation in its process are not read again', async () => {
+  const cluster = randomClusterName();
+  const g = gate();
+  // The actor and the placer (whose inbox watcher sees every post) in one process; the posts
+  // from another, as a job's task outcomes come from node agents.
+  const own = await ActorSystem.start({ cluster, servers: server.url, hosting: [onceActor(g)] });
+  const other = await ActorSystem.start({ cluster, servers: server.url });
+  try {
+    const ref = other.refOf({ kind: 'once-then-sleep', id: 'pushed' });
+    await ref.post('turn', { name: 'first', hold: true });
+    await g.inTurn;
+    const names = Array.from({ length: 10 }, (_, i) => `p${i}`);
+    const posts = [];
+    for (const name of names) posts.push(await ref.post('turn', { name, hold: false }));
+    const last = posts.at(-1)!.seq;
+    // Every post delivered to the watcher and handed over (acknowledged) before the turn ends.
+    const jsm = await jetstreamManager(spy);
+    await waitFor(
+      async () => {
+        const c = await jsm.consumers.info(inboxStreamName(cluster), 'troupe-wake');
+        return c.delivered.stream_seq >= last && c.num_ack_pending === 0;
+      },
+      { timeoutMs: 10_000, message: 'the inbox watcher delivered every post' },
+    );
+    let reads = 0;
+    const sub = spy.subscribe(`$JS.API.DIRECT.GET.${inboxStreamName(cluster)}`, {
+      callback: () => void reads++,
+    });
+    await spy.flush();
+    g.release();
+    await waitFor(async () => (await own.states.read(ref.address))?.record.cursor === last, {
+      timeoutMs: 10_000,
+    });
+    expect((await own.states.read(ref.address))?.record.data).toEqual({
+      seen: ['first', ...names],
+    });
+    await own.nc.flush();
+    await spy.flush();
+    // The first post after `first` is read (a push proves only what follows the push before
+    // it), so may the end of the batch be; the other nine came with their pushes.
+    expect(reads).toBeGreaterThanOrEqual(1);
+    expect(reads).toBeLessThanOrEqual(3);
+    sub.unsubscribe();
+  } finally {
+    await other.shutdown({ graceMs: 1_000 });
+    await own.shutdown({ graceMs: 1_000 });
+  }
+});
+
+test('a headers-only inbox watcher left by an older placer is changed in place', async () => {
+  const cluster = randomClusterName();
+  const g = gate();
+  const first = await ActorSystem.start({ cluster, servers: server.url, hosting: [onceActor(g)] });
+  const ref = first.refOf({ kind: 'once-then-sleep', id: 'upgraded' });
+  await ref.post('turn', { name: 'before', hold: false });
+  await waitFor(async () => (await first.states.read(ref.address))?.record.data !== undefined, {
+    timeoutMs: 10_000,
+  });
+  await first.shutdown({ graceMs: 1_000 });
+  const jsm = await jetstreamManager(spy);
+  const stream = inboxStreamName(cluster);
+  await jsm.consumers.update(stream, 'troupe-wake', { headers_only: true });
+  const delivered = (await jsm.consumers.info(stream, 'troupe-wake')).delivered.stream_seq;
+  const again = await ActorSystem.start({ cluster, servers: server.url, hosting: [onceActor(g)] });
+  try {
+    const info = await jsm.consumers.info(stream, 'troupe-wake');
+    expect(info.config.headers_only ?? false).toBe(false);
+    // Same consumer, same position: nothing delivered again.
+    expect(info.delivered.stream_seq).toBe(delivered);
+    const after = await again.refOf(ref.address).post('turn', { name: 'after', hold: false });
+    await waitFor(async () => (await again.states.read(ref.address))?.record.cursor === after.seq, {
+      timeoutMs: 10_000,
+    });
+    expect((await again.states.read(ref.address))?.record.data).toEqual({
+      seen: ['before', 'after'],
+    });
+  } finally {
+    await again.shutdown({ graceMs: 1_000 });
   }
 });

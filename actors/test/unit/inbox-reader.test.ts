@@ -3,6 +3,8 @@ import {
   EMPTY_INBOX_TRUST_MS,
   InboxReader,
   MAX_LAGGING_READS,
+  MAX_PUSHED_BYTES,
+  type PushedMessage,
 } from '../../src/internal/inbox-reader';
 
 /** An inbox stream in memory: the read port answers the first stored sequence after `after`. */
@@ -314,5 +316,79 @@ describe('InboxReader: reading ahead of hinted messages', () => {
     inbox.seqs.push(2);
     expect((await reader.read(1))?.seq).toBe(2);
     expect(inbox.reads.filter((a) => a === 1)).toHaveLength(2);
+  });
+});
+
+describe('InboxReader: messages pushed by the inbox watcher', () => {
+  /** A push of message `seq` in delivery epoch `epoch` (payload `bytes` long). */
+  const push = (seq: number, epoch: number, bytes = 1): PushedMessage => ({
+    msg: { seq, data: new Uint8Array(bytes) },
+    epoch,
+  });
+  /** Push and hint, as the activation does with the watcher's delivery. */
+  const deliver = (reader: InboxReader, p: PushedMessage) => {
+    reader.pushed(p);
+    reader.hinted(p.msg.seq);
+  };
+
+  it('reads nothing for a push that follows another of its epoch', async () => {
+    const { inbox, reader, applied } = setup(0);
+    inbox.seqs.push(4, 9, 12);
+    deliver(reader, push(4, 1));
+    deliver(reader, push(9, 1));
+    deliver(reader, push(12, 1));
+    // The first push proves nothing about what lies before it: read.
+    expect((await reader.next())?.seq).toBe(4);
+    expect(inbox.reads).toEqual([0]);
+    applied.cursor = 4;
+    const second = await reader.next();
+    expect(second?.seq).toBe(9);
+    expect(second?.data).toBeInstanceOf(Uint8Array);
+    applied.cursor = 9;
+    expect((await reader.readMore(9))?.seq).toBe(12);
+    // Neither 9 nor 12 cost a read.
+    expect(inbox.reads).toEqual([0]);
+  });
+
+  it('reads when the epoch changed between two pushes (deliveries may have been missed)', async () => {
+    const { inbox, reader, applied } = setup(4);
+    // 6 was delivered elsewhere (another placer, a lost pull): epoch 2 begins at 9.
+    inbox.seqs.push(4, 6, 9);
+    deliver(reader, push(4, 1));
+    deliver(reader, push(9, 2));
+    expect((await reader.next())?.seq).toBe(6);
+    expect(inbox.reads).toEqual([4]);
+    applied.cursor = 6;
+    expect((await reader.next())?.seq).toBe(9);
+    expect(inbox.reads).toEqual([4, 6]);
+  });
+
+  it('never takes a push that goes backwards, or one already applied', async () => {
+    const { inbox, reader, applied } = setup(0);
+    inbox.seqs.push(3, 5, 8);
+    deliver(reader, push(5, 1));
+    deliver(reader, push(3, 1)); // a repeat would come in another epoch; still not trusted
+    expect((await reader.next())?.seq).toBe(3);
+    applied.cursor = 8;
+    deliver(reader, push(8, 1)); // applied already (read from the stream first)
+    expect(await reader.next()).toBeNull();
+    expect(inbox.reads).toEqual([0, 8]);
+  });
+
+  it('drops pushes behind the cursor and keeps at most MAX_PUSHED_BYTES', async () => {
+    const { inbox, reader, applied } = setup(0);
+    const big = MAX_PUSHED_BYTES / 2 + 1;
+    inbox.seqs.push(1, 2, 3, 4);
+    deliver(reader, push(1, 1));
+    deliver(reader, push(2, 1, big));
+    deliver(reader, push(3, 1, big)); // over the budget: not kept
+    deliver(reader, push(4, 1));
+    applied.cursor = 2;
+    // The push kept after 1 is behind the cursor now; 3 was not kept: read. 4 follows 3.
+    expect((await reader.next())?.seq).toBe(3);
+    expect(inbox.reads).toEqual([2]);
+    applied.cursor = 3;
+    expect((await reader.next())?.seq).toBe(4);
+    expect(inbox.reads).toEqual([2]);
   });
 });
