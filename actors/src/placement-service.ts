@@ -79,6 +79,9 @@ function isOutcomeUnknown(err: unknown): boolean {
 /** Host refusals (draining, full) tolerated for one activation request before giving up. */
 const MAX_REFUSALS = 10;
 
+/** Default of {@link PlacementServiceOptions.wakeMaxAckPending}. */
+const DEFAULT_WAKE_MAX_ACK_PENDING = 10_000;
+
 /** The header a headers-only consumer's delivery carries instead of the payload. */
 const MSG_SIZE_HEADER = 'Nats-Msg-Size';
 
@@ -232,12 +235,19 @@ export interface PlacementServiceOptions {
    * @default 'troupe-wake'
    */
   consumerName?: string;
+  /**
+   * Most posts the watcher's consumer holds unacknowledged (wakes waiting for capacity), set when
+   * this placer creates it; the server delivers nothing more until one is settled.
+   * @default 10000
+   */
+  wakeMaxAckPending?: number;
 }
 
 /**
  * The placement service: answers activation requests on `coord.sched.activate`, wakes sleeping
- * actors that receive posts (a durable, headers-only consumer of the inbox stream, so nothing is
- * forgotten across restarts), and recovers actors of dead hosts. What varies is the host
+ * actors that receive posts (a durable consumer of the inbox stream, so nothing is forgotten
+ * across restarts; it hands a post for an activation in this process to it), and recovers
+ * actors of dead hosts. What varies is the host
  * selection: {@link LocalPlacer} puts everything on its own process; the coordinator selects
  * across the cluster under a fair scheduler.
  */
@@ -257,6 +267,12 @@ export class PlacementService {
   /** The watcher's delivery epoch and last delivery sequence (see {@link deliveryEpoch}). */
   private epoch = ++lastEpoch;
   private lastDelivery = 0;
+  /** Whether the watcher hands whole messages to this process's activations. */
+  private pushing = false;
+  /** The watcher's messages not settled yet (acked, nacked or terminated). */
+  private unsettled = 0;
+  /** The consumer's `max_ack_pending` (see {@link updatePushes}). */
+  private maxAckPending = DEFAULT_WAKE_MAX_ACK_PENDING;
   /** Activations this placer has performed (for stats and tests). */
   placements = 0;
 
@@ -330,7 +346,7 @@ export class PlacementService {
    */
   async stop(): Promise<void> {
     this.closed = true;
-    this.options.transport.watcherPushes = false;
+    this.updatePushes();
     // Drain, not unsubscribe: a request the server routed here before it saw the UNSUB is still
     // answered (refused as stopped), where it vanished before and its asker waited out 4 s of
     // silence (chaos seed 9420: a coordinator stepping down after a stall).
@@ -687,7 +703,7 @@ export class PlacementService {
           // Short, so a placer that dies mid-wake hands the message to a standby quickly; a wake
           // that waits for capacity keeps it with working() (see onInboxMessage).
           ack_wait: 10_000_000_000,
-          max_ack_pending: 10_000,
+          max_ack_pending: this.options.wakeMaxAckPending ?? DEFAULT_WAKE_MAX_ACK_PENDING,
         });
       } catch (err) {
         // Another placer created it first.
@@ -717,13 +733,28 @@ export class PlacementService {
       callback: (m) => void this.onInboxMessage(m),
     });
     const transport = this.options.transport;
-    if (this.options.localHost && transport.localMailHint && info.config.headers_only !== true) {
-      transport.watcherPushes = true;
-    }
+    this.maxAckPending = info.config.max_ack_pending ?? DEFAULT_WAKE_MAX_ACK_PENDING;
+    this.pushing =
+      this.options.localHost !== undefined &&
+      transport.localMailHint !== undefined &&
+      info.config.headers_only !== true;
+    this.updatePushes();
     this.watcherDone = this.messages.closed().then((err) => {
-      transport.watcherPushes = false;
+      this.pushing = false;
+      this.updatePushes();
       if (err && !this.closed) this.options.log.error({ err }, 'inbox watcher stopped');
     });
+  }
+
+  /**
+   * Tells this process's posters whether the watcher's hand-over will reach their addressees:
+   * while it hands messages over and holds fewer than half the consumer's `max_ack_pending`
+   * unsettled. A consumer at that limit (wakes waiting for capacity) delivers nothing more until
+   * one settles: a post that counted on its hand-over then would wait for capacity too.
+   */
+  private updatePushes(): void {
+    this.options.transport.watcherPushes =
+      this.pushing && !this.closed && this.unsettled < this.maxAckPending / 2;
   }
 
   /**
@@ -741,6 +772,17 @@ export class PlacementService {
   }
 
   private async onInboxMessage(m: JsMsg): Promise<void> {
+    this.unsettled++;
+    this.updatePushes();
+    try {
+      await this.handleInboxMessage(m);
+    } finally {
+      this.unsettled--;
+      this.updatePushes();
+    }
+  }
+
+  private async handleInboxMessage(m: JsMsg): Promise<void> {
     let keepAlive: NodeJS.Timeout | undefined;
     const epoch = this.deliveryEpoch(m);
     const addr = parseInboxSubject(this.options.transport.cluster, m.subject);

@@ -331,3 +331,71 @@ test('a headers-only inbox watcher left by an older placer is changed in place',
     await again.shutdown({ graceMs: 1_000 });
   }
 });
+
+test('posts in the placer process hint again while the watcher is held by waiting wakes', async () => {
+  const cluster = randomClusterName();
+  // Stays live and idle: without a hint or a hand-over it does not read its inbox again.
+  const steady = defineActor({
+    kind: 'steady',
+    state: z.object({ seen: z.array(z.string()) }),
+    initialState: () => ({ seen: [] as string[] }),
+    messages: { turn: z.object({ name: z.string() }) },
+    idleTimeoutMs: 120_000,
+    handlers: {
+      turn: (_ctx, msg, state) => ({ state: { seen: [...state.seen, msg.name] } }),
+    },
+  });
+  const host = await ActorSystem.start({
+    cluster,
+    servers: server.url,
+    hostId: 'host-a',
+    hosting: [steady],
+    placement: 'none',
+  });
+  let unblock!: () => void;
+  const blocked = new Promise<void>((resolve) => (unblock = resolve));
+  const placer = new PlacementService({
+    transport: host.transport,
+    jsm: host.jsm,
+    directory: host.directory,
+    states: host.states,
+    log: noopLogger,
+    localHost: host.localHost!,
+    // Wakes of `parked` actors wait for capacity that never comes (until the test ends).
+    selectHost: async ({ addr }) => {
+      if (addr.kind === 'parked') await blocked;
+      return { hostId: 'host-a' };
+    },
+    activationTimeoutMs: 60_000,
+    sweepIntervalMs: 60_000,
+    wakeMaxAckPending: 4,
+  });
+  await placer.start();
+  try {
+    const ref = host.refOf({ kind: 'steady', id: 's' });
+    const first = await ref.post('turn', { name: 'first' });
+    await waitFor(async () => (await host.states.read(ref.address))?.record.cursor === first.seq, {
+      timeoutMs: 10_000,
+    });
+    for (let i = 0; i < 4; i++) await host.refOf({ kind: 'parked', id: `p${i}` }).post('turn', {});
+    const jsm = await jetstreamManager(spy);
+    await waitFor(
+      async () =>
+        (await jsm.consumers.info(inboxStreamName(cluster), 'troupe-wake')).num_ack_pending === 4,
+      { timeoutMs: 10_000, message: 'four wakes waiting, the watcher at its limit' },
+    );
+    // The watcher delivers nothing now: this post's own hint is what reaches the actor.
+    const second = await ref.post('turn', { name: 'second' });
+    await waitFor(async () => (await host.states.read(ref.address))?.record.cursor === second.seq, {
+      timeoutMs: 10_000,
+      message: 'the post handled while the wakes still wait',
+    });
+    expect((await host.states.read(ref.address))?.record.data).toEqual({
+      seen: ['first', 'second'],
+    });
+  } finally {
+    unblock();
+    await placer.stop();
+    await host.shutdown({ graceMs: 1_000 });
+  }
+});
