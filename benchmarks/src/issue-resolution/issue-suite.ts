@@ -1,5 +1,4 @@
-import { existsSync, readdirSync, statSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
+import { readdir, readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import {
   errorCode,
@@ -44,6 +43,15 @@ export function safeTaskId(folder: string): string {
   if (TASK_ID_PATTERN.test(folder)) return folder;
   const cleaned = folder.replace(/[^A-Za-z0-9._-]/g, '-').replace(/^[^A-Za-z0-9]+/, '');
   return (cleaned === '' ? 'task' : cleaned).slice(0, 120);
+}
+
+/** What is at `p` (following symlinks, as `existsSync` does), or undefined when nothing is. */
+async function kindOf(p: string): Promise<'folder' | 'other' | undefined> {
+  try {
+    return (await stat(p)).isDirectory() ? 'folder' : 'other';
+  } catch {
+    return undefined;
+  }
 }
 
 /** Options of {@link loadIssueTask} and {@link loadIssueSuite}. */
@@ -110,18 +118,15 @@ export async function loadIssueTask(
   }
   const task = parsed.data;
   if (task.id !== folder) return bad('id', `must equal the task's folder name (${folder})`);
-  if (
-    !existsSync(path.join(taskDir, 'repo')) ||
-    !statSync(path.join(taskDir, 'repo')).isDirectory()
-  ) {
+  if ((await kindOf(path.join(taskDir, 'repo'))) !== 'folder') {
     return bad('repo/', 'must be a folder (the repository the agent works on)');
   }
-  if (!existsSync(path.join(taskDir, GRADER_ENTRY))) {
+  if ((await kindOf(path.join(taskDir, GRADER_ENTRY))) === undefined) {
     return bad(GRADER_ENTRY, 'must exist (the hidden grader)');
   }
   let solutionPatch: string | undefined;
   const patchFile = path.join(taskDir, 'solution.patch');
-  if (existsSync(patchFile)) {
+  if ((await kindOf(patchFile)) !== undefined) {
     solutionPatch = await readFile(patchFile, 'utf8');
     try {
       parsePatch(solutionPatch);
@@ -129,7 +134,7 @@ export async function loadIssueTask(
       return bad('solution.patch', `must be a unified diff: ${(err as Error).message}`);
     }
   }
-  const trees = scanTaskTrees(
+  const trees = await scanTaskTrees(
     { repo: path.join(taskDir, 'repo'), grader: path.join(taskDir, 'grader') },
     Buffer.byteLength(solutionPatch ?? ''),
     options.maxTaskMb,
@@ -161,37 +166,40 @@ export async function loadIssueSuite(
   } & LoadIssueTaskOptions = {},
 ): Promise<IssueSuite> {
   const suiteDir = path.resolve(options.cwd ?? process.cwd(), suite);
-  if (!existsSync(suiteDir) || !statSync(suiteDir).isDirectory()) {
+  if ((await kindOf(suiteDir)) !== 'folder') {
     throw invalidArgument(`${field}.suite`, `must be a suite folder (no ${suiteDir})`, suite);
   }
-  if (existsSync(path.join(suiteDir, SWE_BENCH_INSTANCES))) {
+  if ((await kindOf(path.join(suiteDir, SWE_BENCH_INSTANCES))) !== undefined) {
     const predictions =
       options.predictions === undefined
         ? undefined
-        : readPredictions(
+        : await readPredictions(
             path.resolve(options.cwd ?? process.cwd(), options.predictions),
             `${field}.predictions`,
           );
     return {
       suiteDir,
-      ...loadSweBenchSuite(suiteDir, field, {
+      ...(await loadSweBenchSuite(suiteDir, field, {
         ...(options.maxTaskMb !== undefined ? { maxTaskMb: options.maxTaskMb } : {}),
         ...(options.include ? { include: options.include } : {}),
         ...(predictions ? { predictions } : {}),
-      }),
+      })),
     };
   }
-  const folders = readdirSync(suiteDir, { withFileTypes: true })
-    .filter((e) => e.isDirectory() && existsSync(path.join(suiteDir, e.name, 'task.yaml')))
-    .map((e) => e.name)
-    .sort();
+  const folders: string[] = [];
+  for (const e of await readdir(suiteDir, { withFileTypes: true })) {
+    if (e.isDirectory() && (await kindOf(path.join(suiteDir, e.name, 'task.yaml'))) !== undefined) {
+      folders.push(e.name);
+    }
+  }
+  folders.sort();
   let chosen = folders;
   if (options.include) {
-    options.include.forEach((id, i) => {
-      if (!existsSync(path.join(suiteDir, id))) {
+    for (const [i, id] of options.include.entries()) {
+      if ((await kindOf(path.join(suiteDir, id))) === undefined) {
         throw invalidArgument(`${field}.include[${i}]`, `names no task folder of ${suiteDir}`, id);
       }
-    });
+    }
     chosen = [...new Set(options.include)];
   }
   if (chosen.length === 0) {

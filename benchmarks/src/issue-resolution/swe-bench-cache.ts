@@ -1,13 +1,4 @@
-import {
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readdirSync,
-  renameSync,
-  rmSync,
-  statSync,
-  utimesSync,
-} from 'node:fs';
+import { mkdir, mkdtemp, readdir, rename, rm, stat, utimes } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 
@@ -30,38 +21,60 @@ const UNFINISHED_MAX_AGE_MS = 60 * 60 * 1000;
 const ENTRY = /^(repo|grader)-[0-9a-f]{64}$/;
 const UNFINISHED = /^\.(repo|grader)-/;
 
+/** Folders being filled by this process: a second load of one waits for the first. */
+const filling = new Map<string, Promise<string>>();
+
 /**
  * The cache folder `<kind>-<key>` of `cacheDir`, made by `fill` (into a temporary folder, renamed
  * into place, so a folder that exists is complete) unless it exists; a folder found is marked
- * used now, so pruning keeps it.
+ * used now, so pruning keeps it. Every file operation is asynchronous, and `fill` is too: a
+ * suite is loaded on the coordinator's event loop. Two loads of one folder in this process share
+ * one fill; loads in two processes both fill, and the first rename wins.
  */
-export function cachedFolder(
+export async function cachedFolder(
   cacheDir: string,
   kind: 'repo' | 'grader',
   key: string,
-  fill: (dir: string) => void,
-): string {
+  fill: (dir: string) => Promise<void>,
+): Promise<string> {
   const dir = path.join(cacheDir, `${kind}-${key}`);
-  if (existsSync(dir)) {
+  const pending = filling.get(dir);
+  if (pending) return pending;
+  const made = (async () => {
     try {
       const now = new Date();
-      utimesSync(dir, now, now);
+      await utimes(dir, now, now);
       return dir;
     } catch {
-      // Pruned by another process between the two calls: made again below.
+      // Not made yet, or pruned by another process meanwhile: made below.
     }
-  }
-  mkdirSync(cacheDir, { recursive: true });
-  const tmp = mkdtempSync(path.join(cacheDir, `.${kind}-`));
+    await mkdir(cacheDir, { recursive: true });
+    const tmp = await mkdtemp(path.join(cacheDir, `.${kind}-`));
+    try {
+      await fill(tmp);
+      await rename(tmp, dir);
+    } catch (err) {
+      await rm(tmp, { recursive: true, force: true });
+      // Another process made the same folder first.
+      if (!(await exists(dir))) throw err;
+    }
+    return dir;
+  })();
+  filling.set(dir, made);
   try {
-    fill(tmp);
-    renameSync(tmp, dir);
-  } catch (err) {
-    rmSync(tmp, { recursive: true, force: true });
-    // Another load made the same folder first.
-    if (!existsSync(dir)) throw err;
+    return await made;
+  } finally {
+    filling.delete(dir);
   }
-  return dir;
+}
+
+async function exists(p: string): Promise<boolean> {
+  try {
+    await stat(p);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /**
@@ -69,15 +82,15 @@ export function cachedFolder(
  * ones older than an hour. Only the loader's own folders (`repo-<sha256>`, `grader-<sha256>`,
  * `.repo-*`, `.grader-*`) are ever removed. Returns the names removed.
  */
-export function pruneSweBenchCache(
+export async function pruneSweBenchCache(
   cacheDir: string,
   options: { maxAgeMs?: number; nowMs?: number } = {},
-): string[] {
+): Promise<string[]> {
   const maxAgeMs = options.maxAgeMs ?? SWE_BENCH_CACHE_MAX_AGE_MS;
   const nowMs = options.nowMs ?? Date.now();
   let names: string[];
   try {
-    names = readdirSync(cacheDir);
+    names = await readdir(cacheDir);
   } catch {
     return [];
   }
@@ -91,8 +104,8 @@ export function pruneSweBenchCache(
     if (limit === undefined) continue;
     const full = path.join(cacheDir, name);
     try {
-      if (nowMs - statSync(full).mtimeMs <= limit) continue;
-      rmSync(full, { recursive: true, force: true });
+      if (nowMs - (await stat(full)).mtimeMs <= limit) continue;
+      await rm(full, { recursive: true, force: true });
       removed.push(name);
     } catch {
       // Removed meanwhile by another load: nothing to do.

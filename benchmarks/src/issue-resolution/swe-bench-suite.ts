@@ -1,7 +1,9 @@
-import { execFileSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { readFile, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { setImmediate as nextTurn } from 'node:timers/promises';
+import { promisify } from 'node:util';
 import { TASK_ID_PATTERN, TASK_ID_RULE } from '@troupe/coordinator';
 import { invalidArgument, parseUntrustedText } from '@troupe/proto';
 import { z } from 'zod';
@@ -125,13 +127,27 @@ function digestOf(parts: readonly unknown[]): string {
   return createHash('sha256').update(JSON.stringify(parts)).digest('hex');
 }
 
+const run = promisify(execFile);
+
+/** Lines parsed between two yields to the event loop (a line is one instance or prediction). */
+const LINES_PER_TURN = 64;
+
+/** Whether `p` is a folder (false when it does not exist). */
+async function isFolder(p: string): Promise<boolean> {
+  try {
+    return (await stat(p)).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
 /** The generated grader of an instance, as a folder: run-tests.sh, test.patch, test-cmd.sh. */
-function graderFolder(cacheDir: string, testPatch: string, testCmd: string): string {
+function graderFolder(cacheDir: string, testPatch: string, testCmd: string): Promise<string> {
   const script = sweBenchGraderScript();
-  return cachedFolder(cacheDir, 'grader', digestOf([script, testPatch, testCmd]), (dir) => {
-    writeFileSync(path.join(dir, 'run-tests.sh'), script, { mode: 0o755 });
-    writeFileSync(path.join(dir, 'test.patch'), testPatch, { mode: 0o644 });
-    writeFileSync(path.join(dir, 'test-cmd.sh'), `${testCmd}\n`, { mode: 0o644 });
+  return cachedFolder(cacheDir, 'grader', digestOf([script, testPatch, testCmd]), async (dir) => {
+    await writeFile(path.join(dir, 'run-tests.sh'), script, { mode: 0o755 });
+    await writeFile(path.join(dir, 'test.patch'), testPatch, { mode: 0o644 });
+    await writeFile(path.join(dir, 'test-cmd.sh'), `${testCmd}\n`, { mode: 0o644 });
   });
 }
 
@@ -144,16 +160,19 @@ function firstIssue(error: z.ZodError): { field: string; rule: string } {
 }
 
 /** Reads a YAML settings file. */
-function readSuiteFile(suiteDir: string, field: string): SweBenchSuiteFile {
+async function readSuiteFile(suiteDir: string, field: string): Promise<SweBenchSuiteFile> {
   const file = path.join(suiteDir, SWE_BENCH_SUITE_FILE);
-  if (!existsSync(file)) {
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch {
     throw invalidArgument(
       `${field}.suite`,
       `a SWE-bench suite needs ${SWE_BENCH_SUITE_FILE} (mirror, test_cmd, log_parser)`,
       file,
     );
   }
-  const raw = parseUntrustedText(readFileSync(file, 'utf8'), { field: SWE_BENCH_SUITE_FILE });
+  const raw = parseUntrustedText(text, { field: SWE_BENCH_SUITE_FILE });
   const parsed = SweBenchSuiteFileSchema.safeParse(raw);
   if (!parsed.success) {
     const { field: f, rule } = firstIssue(parsed.error);
@@ -162,34 +181,42 @@ function readSuiteFile(suiteDir: string, field: string): SweBenchSuiteFile {
   return parsed.data;
 }
 
-/** Reads a predictions file: instance id → prediction. */
-export function readPredictions(
+/**
+ * Reads a predictions file: instance id → prediction. Lines are parsed a few dozen at a time,
+ * yielding to the event loop between (a file of thousands of patches is read at submission).
+ */
+export async function readPredictions(
   file: string,
   field: string,
-): Map<string, { patch: string; model?: string }> {
-  if (!existsSync(file))
+): Promise<Map<string, { patch: string; model?: string }>> {
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch {
     throw invalidArgument(field, `must be a predictions file (no ${file})`, file);
+  }
   const out = new Map<string, { patch: string; model?: string }>();
-  readFileSync(file, 'utf8')
-    .split('\n')
-    .forEach((line, i) => {
-      if (line.trim() === '') return;
-      let raw: unknown;
-      try {
-        raw = JSON.parse(line);
-      } catch {
-        throw invalidArgument(`${field} line ${i + 1}`, 'must be a JSON object');
-      }
-      const p = SweBenchPredictionSchema.safeParse(raw);
-      if (!p.success) {
-        const { field: f, rule } = firstIssue(p.error);
-        throw invalidArgument(`${field} line ${i + 1} ${f}`, rule);
-      }
-      out.set(p.data.instance_id, {
-        patch: p.data.model_patch ?? '',
-        ...(p.data.model_name_or_path ? { model: p.data.model_name_or_path } : {}),
-      });
+  const lines = text.split('\n');
+  for (let i = 0; i < lines.length; i++) {
+    if (i > 0 && i % LINES_PER_TURN === 0) await nextTurn();
+    const line = lines[i]!;
+    if (line.trim() === '') continue;
+    let raw: unknown;
+    try {
+      raw = JSON.parse(line);
+    } catch {
+      throw invalidArgument(`${field} line ${i + 1}`, 'must be a JSON object');
+    }
+    const p = SweBenchPredictionSchema.safeParse(raw);
+    if (!p.success) {
+      const { field: f, rule } = firstIssue(p.error);
+      throw invalidArgument(`${field} line ${i + 1} ${f}`, rule);
+    }
+    out.set(p.data.instance_id, {
+      patch: p.data.model_patch ?? '',
+      ...(p.data.model_name_or_path ? { model: p.data.model_name_or_path } : {}),
     });
+  }
   return out;
 }
 
@@ -198,31 +225,32 @@ export function readPredictions(
  * folder as it is, or a checkout of the `<owner>__<name>` git repository (`git archive`, so
  * symlinks and modes are kept), cached.
  */
-function repoFolder(cacheDir: string, mirror: string, instance: SweBenchInstance): string {
+async function repoFolder(
+  cacheDir: string,
+  mirror: string,
+  instance: SweBenchInstance,
+): Promise<string> {
   const plain = path.join(mirror, instance.instance_id);
-  if (existsSync(plain) && statSync(plain).isDirectory()) return plain;
+  if (await isFolder(plain)) return plain;
   const gitDir = path.join(mirror, instance.repo.replace('/', '__'));
-  if (!existsSync(gitDir)) {
+  if (!(await isFolder(gitDir))) {
     throw new Error(`the mirror has neither ${gitDir} (a git repository) nor ${plain}`);
   }
   let commit: string;
   try {
-    commit = execFileSync(
-      'git',
-      ['-C', gitDir, 'rev-parse', '--verify', `${instance.base_commit}^{commit}`],
-      { stdio: ['ignore', 'pipe', 'pipe'] },
-    )
-      .toString('utf8')
-      .trim();
+    commit = (
+      await run('git', ['-C', gitDir, 'rev-parse', '--verify', `${instance.base_commit}^{commit}`])
+    ).stdout.trim();
   } catch (err) {
-    const stderr = (err as { stderr?: Buffer }).stderr?.toString('utf8').trim();
+    const stderr = (err as { stderr?: string }).stderr?.trim();
     throw new Error(
       `cannot check out ${instance.base_commit} of ${gitDir}: ${stderr || (err as Error).message}`,
     );
   }
-  return cachedFolder(cacheDir, 'repo', digestOf([path.resolve(gitDir), commit]), (dir) => {
-    // Streamed from git to tar: a repository of any size checks out in bounded memory.
-    execFileSync(
+  return cachedFolder(cacheDir, 'repo', digestOf([path.resolve(gitDir), commit]), async (dir) => {
+    // Streamed from git to tar in child processes: a repository of any size checks out in
+    // bounded memory, and the loop goes on meanwhile.
+    await run(
       'bash',
       [
         '-o',
@@ -234,7 +262,7 @@ function repoFolder(cacheDir: string, mirror: string, instance: SweBenchInstance
         commit,
         dir,
       ],
-      { stdio: ['ignore', 'ignore', 'pipe'] },
+      { maxBuffer: 1024 * 1024 },
     );
   });
 }
@@ -246,7 +274,7 @@ function repoFolder(cacheDir: string, mirror: string, instance: SweBenchInstance
  * PASS_TO_PASS test passes. An instance with a missing or malformed field (or a repository the
  * mirror lacks) is returned in `invalid`, naming the field; the rest run.
  */
-export function loadSweBenchSuite(
+export async function loadSweBenchSuite(
   suiteDir: string,
   field: string,
   options: {
@@ -262,16 +290,16 @@ export function loadSweBenchSuite(
      */
     cacheMaxAgeMs?: number;
   } = {},
-): { tasks: LoadedIssueTask[]; invalid: InvalidIssueTask[] } {
-  const settings = readSuiteFile(suiteDir, field);
+): Promise<{ tasks: LoadedIssueTask[]; invalid: InvalidIssueTask[] }> {
+  const settings = await readSuiteFile(suiteDir, field);
   const cacheDir = options.cacheDir ?? SWE_BENCH_CACHE_DIR;
   const mirror = path.resolve(suiteDir, settings.mirror);
-  const lines = readFileSync(path.join(suiteDir, SWE_BENCH_INSTANCES), 'utf8').split('\n');
+  const lines = (await readFile(path.join(suiteDir, SWE_BENCH_INSTANCES), 'utf8')).split('\n');
   const tasks: LoadedIssueTask[] = [];
   const invalid: InvalidIssueTask[] = [];
   const seen = new Set<string>();
   const include = options.include ? new Set(options.include) : undefined;
-  lines.forEach((line, i) => {
+  const loadLine = async (line: string, i: number): Promise<void> => {
     if (line.trim() === '') return;
     let raw: unknown;
     try {
@@ -321,13 +349,13 @@ export function loadSweBenchSuite(
     }
     let repoDir: string;
     try {
-      repoDir = repoFolder(cacheDir, mirror, inst);
+      repoDir = await repoFolder(cacheDir, mirror, inst);
     } catch (err) {
       return bad('repo', (err as Error).message);
     }
     const prediction = options.predictions?.get(inst.instance_id);
-    const trees = scanTaskTrees(
-      { repo: repoDir, grader: graderFolder(cacheDir, inst.test_patch, testCmd) },
+    const trees = await scanTaskTrees(
+      { repo: repoDir, grader: await graderFolder(cacheDir, inst.test_patch, testCmd) },
       Buffer.byteLength(inst.patch) + Buffer.byteLength(prediction?.patch ?? ''),
       options.maxTaskMb,
     );
@@ -354,9 +382,15 @@ export function loadSweBenchSuite(
       tests,
       ...(prediction ? { prediction } : {}),
     });
-  });
+  };
+  for (let i = 0; i < lines.length; i++) {
+    // Each instance may check out a repository and scan it, all asynchronously; the parses in
+    // between are short, but thousands of them are not.
+    if (i > 0 && i % LINES_PER_TURN === 0) await nextTurn();
+    await loadLine(lines[i]!, i);
+  }
   // After the instances marked their folders used: what no load used for a week goes.
-  pruneSweBenchCache(cacheDir, {
+  await pruneSweBenchCache(cacheDir, {
     ...(options.cacheMaxAgeMs !== undefined ? { maxAgeMs: options.cacheMaxAgeMs } : {}),
   });
   if (include) {

@@ -23,16 +23,16 @@ export type TaskTreesScan =
  * (the trees and `textBytes` of patches) against `maxTaskMb`. Task folders and SWE-bench
  * instances both go through it.
  */
-export function scanTaskTrees(
+export async function scanTaskTrees(
   dirs: { repo: string; grader: string },
   textBytes: number,
   maxTaskMb: number = DEFAULT_MAX_TASK_MB,
-): TaskTreesScan {
+): Promise<TaskTreesScan> {
   let repo: TreeScan;
   let grader: TreeScan;
   try {
-    repo = scanTree(dirs.repo, 'repo/');
-    grader = scanTree(dirs.grader, 'grader/');
+    repo = await scanTree(dirs.repo, 'repo/');
+    grader = await scanTree(dirs.grader, 'grader/');
   } catch (err) {
     if (err instanceof TreeEntryError) return { field: err.field, rule: err.rule };
     return { field: 'repo/', rule: `must be readable: ${(err as Error).message}` };

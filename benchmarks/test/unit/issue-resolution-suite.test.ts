@@ -232,7 +232,7 @@ describe('task trees', () => {
     writeFileSync(path.join(dir, '__pycache__/m.pyc'), Buffer.from([0, 1, 2]));
     writeFileSync(path.join(dir, 'node_modules/x.js'), '1\n', { mode: 0o755 });
     symlinkSync('../x.js', path.join(dir, 'node_modules/.bin/x'));
-    const scan = scanTree(dir, 'repo/');
+    const scan = await scanTree(dir, 'repo/');
     expect(scan.bytes).toBe(4 + 3 + 2);
     const entries = await tarEntries(scan);
     expect(entries).toEqual([
@@ -246,19 +246,22 @@ describe('task trees', () => {
       'file node_modules/x.js 755',
     ]);
     // Deterministic: the same tree gives the same bytes.
-    const bytes = async () => Buffer.concat(await packTree(scanTree(dir, 'r/'), 'r/').toArray());
+    const bytes = async () =>
+      Buffer.concat(await packTree(await scanTree(dir, 'r/'), 'r/').toArray());
     expect((await bytes()).equals(await bytes())).toBe(true);
   });
 
-  test('a symlink leading outside the tree, or an absolute one, is refused naming it', () => {
+  test('a symlink leading outside the tree, or an absolute one, is refused naming it', async () => {
     mkdirSync(path.join(dir, 'lib'));
     symlinkSync('../../etc', path.join(dir, 'lib/up'));
-    expect(() => scanTree(dir, 'repo/')).toThrow(
+    await expect(scanTree(dir, 'repo/')).rejects.toThrow(
       'repo/lib/up: is a symlink pointing outside repo/ (to ../../etc)',
     );
     rmSync(path.join(dir, 'lib/up'));
     symlinkSync('/etc/passwd', path.join(dir, 'lib/abs'));
-    expect(() => scanTree(dir, 'repo/')).toThrow(/repo\/lib\/abs: is a symlink pointing outside/);
+    await expect(scanTree(dir, 'repo/')).rejects.toThrow(
+      /repo\/lib\/abs: is a symlink pointing outside/,
+    );
   });
 
   test('a task over maxTaskMb is invalid, naming the limit', async () => {

@@ -35,7 +35,7 @@ function folder(name: string, ageMs: number): string {
   return p;
 }
 
-test('pruning removes entries unused past the age and stale half-written ones, nothing else', () => {
+test('pruning removes entries unused past the age and stale half-written ones, nothing else', async () => {
   expect(SWE_BENCH_CACHE_MAX_AGE_MS).toBe(7 * DAY);
   folder(`repo-${hex('a')}`, 8 * DAY);
   folder(`grader-${hex('b')}`, 8 * DAY);
@@ -44,7 +44,7 @@ test('pruning removes entries unused past the age and stale half-written ones, n
   folder('.grader-writing', 60_000); // a load filling it right now
   folder('someone-elses', 30 * DAY); // not the loader's: never touched
   folder(`repo-${hex('d')}-not-a-digest`, 30 * DAY);
-  const removed = pruneSweBenchCache(dir).sort();
+  const removed = (await pruneSweBenchCache(dir)).sort();
   expect(removed).toEqual(['.repo-old', `grader-${hex('b')}`, `repo-${hex('a')}`]);
   expect(readdirSync(dir).sort()).toEqual(
     [
@@ -55,11 +55,11 @@ test('pruning removes entries unused past the age and stale half-written ones, n
     ].sort(),
   );
   // A shorter bound, and a missing folder is no error.
-  expect(pruneSweBenchCache(dir, { maxAgeMs: 5 * DAY })).toEqual([`repo-${hex('c')}`]);
-  expect(pruneSweBenchCache(path.join(dir, 'absent'))).toEqual([]);
+  expect(await pruneSweBenchCache(dir, { maxAgeMs: 5 * DAY })).toEqual([`repo-${hex('c')}`]);
+  expect(await pruneSweBenchCache(path.join(dir, 'absent'))).toEqual([]);
 });
 
-test('a load marks the folders it uses, keeps them, and prunes the ones no load used', () => {
+test('a load marks the folders it uses, keeps them, and prunes the ones no load used', async () => {
   const suite = path.join(dir, 'suite');
   const cache = path.join(dir, 'cache');
   const git = path.join(suite, 'mirror', 'acme__calc');
@@ -99,7 +99,7 @@ test('a load marks the folders it uses, keeps them, and prunes the ones no load 
       PASS_TO_PASS: [],
     }) + '\n',
   );
-  const first = loadSweBenchSuite(suite, 'spec.tasks', { cacheDir: cache });
+  const first = await loadSweBenchSuite(suite, 'spec.tasks', { cacheDir: cache });
   expect(first.invalid).toEqual([]);
   const used = readdirSync(cache).sort();
   expect(used.map((n) => n.split('-')[0])).toEqual(['grader', 'repo']);
@@ -110,7 +110,7 @@ test('a load marks the folders it uses, keeps them, and prunes the ones no load 
     utimesSync(path.join(cache, n), old, old);
   }
   const stale = folder(`cache/repo-${hex('e')}`, 30 * DAY);
-  loadSweBenchSuite(suite, 'spec.tasks', { cacheDir: cache });
+  await loadSweBenchSuite(suite, 'spec.tasks', { cacheDir: cache });
   expect(existsSync(stale)).toBe(false);
   expect(readdirSync(cache).sort()).toEqual(used);
   for (const n of used) {
