@@ -1,9 +1,9 @@
-import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { loadIssueSuite } from '../../src/issue-resolution/issue-suite';
 import { loadSweBenchSuite } from '../../src/issue-resolution/swe-bench-suite';
+import { gitRepo } from './fixtures/git-repo';
 
 // A job's validation and plan load its suite on the coordinator's event loop: checking out
 // SWE-bench repositories and scanning every task's tree must leave the loop free for heartbeats,
@@ -39,20 +39,7 @@ function sweBenchSuite(): string {
   if (swe) return swe;
   const suite = path.join(dir, 'swe');
   const git = path.join(suite, 'mirror', 'acme__big');
-  mkdirSync(git, { recursive: true });
-  const sh = (...args: string[]) =>
-    execFileSync('git', ['-C', git, ...args], {
-      env: {
-        ...process.env,
-        GIT_AUTHOR_NAME: 't',
-        GIT_AUTHOR_EMAIL: 't@t',
-        GIT_COMMITTER_NAME: 't',
-        GIT_COMMITTER_EMAIL: 't@t',
-      },
-    })
-      .toString()
-      .trim();
-  sh('init', '-q');
+  const sh = gitRepo(git);
   fillRepo(git, 'one');
   sh('add', '.');
   sh('commit', '-qm', 'one');

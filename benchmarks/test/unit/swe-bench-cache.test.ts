@@ -1,4 +1,3 @@
-import { execFileSync } from 'node:child_process';
 import {
   existsSync,
   mkdirSync,
@@ -16,6 +15,7 @@ import {
   pruneSweBenchCache,
   SWE_BENCH_CACHE_MAX_AGE_MS,
 } from '../../src/issue-resolution/swe-bench-cache';
+import { gitRepo } from './fixtures/git-repo';
 
 const DAY = 24 * 60 * 60 * 1000;
 const hex = (c: string) => c.repeat(64);
@@ -63,20 +63,7 @@ test('a load marks the folders it uses, keeps them, and prunes the ones no load 
   const suite = path.join(dir, 'suite');
   const cache = path.join(dir, 'cache');
   const git = path.join(suite, 'mirror', 'acme__calc');
-  mkdirSync(git, { recursive: true });
-  const sh = (...args: string[]) =>
-    execFileSync('git', ['-C', git, ...args], {
-      env: {
-        ...process.env,
-        GIT_AUTHOR_NAME: 't',
-        GIT_AUTHOR_EMAIL: 't@t',
-        GIT_COMMITTER_NAME: 't',
-        GIT_COMMITTER_EMAIL: 't@t',
-      },
-    })
-      .toString()
-      .trim();
-  sh('init', '-q');
+  const sh = gitRepo(git);
   writeFileSync(path.join(git, 'calc.py'), 'def add(a, b): return a - b\n');
   sh('add', '.');
   sh('commit', '-qm', 'base');

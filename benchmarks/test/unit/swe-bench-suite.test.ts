@@ -1,9 +1,9 @@
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { execFileSync } from 'node:child_process';
 import { loadIssueSuite } from '../../src/issue-resolution';
 import { gradeTestOutcomes } from '../../src/issue-resolution/swe-bench-grading';
+import { gitRepo } from './fixtures/git-repo';
 
 const LIB_FIXES = path.resolve(__dirname, '../../suites/lib-fixes');
 
@@ -73,20 +73,7 @@ test('the shipped lib-fixes suite loads ten valid instances, JavaScript and Pyth
 
 test('repositories come from a git mirror at base_commit; bad instances name their field', async () => {
   const git = path.join(dir, 'mirror', 'acme__calc');
-  mkdirSync(git, { recursive: true });
-  const sh = (...args: string[]) =>
-    execFileSync('git', ['-C', git, ...args], {
-      env: {
-        ...process.env,
-        GIT_AUTHOR_NAME: 't',
-        GIT_AUTHOR_EMAIL: 't@t',
-        GIT_COMMITTER_NAME: 't',
-        GIT_COMMITTER_EMAIL: 't@t',
-      },
-    })
-      .toString()
-      .trim();
-  sh('init', '-q');
+  const sh = gitRepo(git);
   writeFileSync(path.join(git, 'calc.py'), 'def add(a, b): return a - b\n');
   sh('add', '.');
   sh('commit', '-qm', 'base');
