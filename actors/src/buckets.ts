@@ -10,7 +10,7 @@ import { whileJetStreamStarts } from './internal/while-jetstream-starts';
  * leader (a server of its group was just killed) answers nothing: the request is lost, and the
  * JetStream API's own 5 s timeout made every such look-up cost 5 s — the coordinator's leader
  * services, which open their buckets first, started 5.1 s after a NATS server's `kill -9` in
- * 5 of 62 chaos starts (docs/reliability.md). A stream that has a leader answers in
+ * 5 of 62 chaos starts (docs/reliability-history.md). A stream that has a leader answers in
  * milliseconds, so a lost look-up is asked again after this.
  */
 export const STREAM_LOOKUP_TIMEOUT_MS = 1_500;

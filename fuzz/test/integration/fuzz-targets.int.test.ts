@@ -17,7 +17,7 @@ const MAX_BLOCK_MS = 2_000;
 const SEED = 20260423;
 // A call unanswered for 60 s is a stall; `npm run fuzz` holds calls to 10 s. In one clean-clone CI
 // run a ListJobs took over 10 s after the task-files target (not reproduced alone or on replay;
-// docs/reliability.md, open defects).
+// docs/reliability-history.md).
 process.env['TROUPE_FUZZ_CALL_DEADLINE_MS'] = '60000';
 const CASES: Record<string, number> = {
   'spec-text': 60,
