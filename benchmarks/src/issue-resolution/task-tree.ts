@@ -66,8 +66,8 @@ const LSTAT_BATCH = 64;
  * folder or a symlink (a named pipe, a socket, a device).
  *
  * Asynchronous: a job's validation scans every task's repository on the coordinator's event loop,
- * and a real repository has thousands of entries (a synchronous scan of a 20,000-entry tree held
- * the loop for most of a second).
+ * and a real repository has thousands of entries (a synchronous scan of a 4,000-file checkout
+ * held the loop for about 50 ms, and a suite scans one per task, twice).
  * @throws TreeEntryError naming the entry
  */
 export async function scanTree(root: string, label: string): Promise<TreeScan> {
