@@ -109,6 +109,8 @@ export class Activation implements TurnRunner {
   private inTurn = false;
   private ended = false;
   private stopping = false;
+  /** Set once the SLEEPING write is issued: see {@link holdsSlot}. */
+  private releasing = false;
   /** Set when a newer activation owns the actor (see {@link fence}). */
   private fencedFlag = false;
   private idleTimer?: NodeJS.Timeout;
@@ -147,6 +149,17 @@ export class Activation implements TurnRunner {
   /** True once started and until it begins to stop (passivating, fenced, shutting down). */
   get accepting(): boolean {
     return this.ready && !this.stopping && !this.ended;
+  }
+
+  /**
+   * False once this activation writes its entry SLEEPING: it ends right after that write, whatever
+   * its outcome, and the coordinator frees the slot as soon as its watch sees the write, which
+   * may be before this host hears the ack. A host that still counted the slot refused the
+   * placement the coordinator made into it (one wasted round trip, and the request went to the
+   * back of the fair queue: the 1:3 scheduling test saw job-b at 2/3 instead of 3/4).
+   */
+  get holdsSlot(): boolean {
+    return !this.releasing && !this.ended;
   }
 
   /** True while a turn runs or messages wait. */
@@ -261,6 +274,7 @@ export class Activation implements TurnRunner {
         this.log.warn({ err }, 'onDeactivate failed');
       }
     }
+    this.releasing = true;
     const released = await this.release(reason);
     this.end(reason);
     if (released && (reason === 'idle' || reason === 'deactivated')) await this.rewakeIfPending();

@@ -105,10 +105,12 @@ export class ActorHost implements ActivationHost, RegistrarHost {
     return this.live.size;
   }
 
-  /** Live activations per kind. */
+  /** Activations per kind that hold a slot (not yet releasing their entry). */
   countByKind(): Record<string, number> {
     const out: Record<string, number> = {};
-    for (const a of this.live.values()) out[a.address.kind] = (out[a.address.kind] ?? 0) + 1;
+    for (const a of this.live.values()) {
+      if (a.holdsSlot) out[a.address.kind] = (out[a.address.kind] ?? 0) + 1;
+    }
     return out;
   }
 

@@ -90,6 +90,10 @@ test('two jobs weighted 1:3 competing for 4 slots get their share within ±10 %'
     expect(bShare).toBeGreaterThanOrEqual(0.675);
     expect(bShare).toBeLessThanOrEqual(0.825);
     expect(admitted).toHaveLength(2 * n);
+    // Every placement was taken: a host that still counted a slot the coordinator had seen freed
+    // refused the placement, and the request went to the back of the queue (13–25 refusals per
+    // run under load, which pulled job-b's share to 2/3 in CI).
+    expect(coordinator.placement?.placements).toBe(2 * n + 4);
   } finally {
     await client.shutdown();
     await host.shutdown({ graceMs: 500 });
