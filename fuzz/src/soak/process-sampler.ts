@@ -44,6 +44,11 @@ export interface ProcessSample {
    * the whole heap (see `JUDGED_THROUGH` in soak-run).
    */
   heapOutsideCacheMb?: number;
+  /**
+   * A Go process's RSS less its block cache, MB: judged for growth with the cache in place of the
+   * whole RSS (see `JUDGED_THROUGH` in soak-run). The cache's buffers are heap, and resident.
+   */
+  rssOutsideCacheMb?: number;
   /** Active handles by kind (from the probe). */
   resources?: Record<string, number>;
   /** How old the probe's report was, seconds. */
@@ -59,6 +64,7 @@ export const SERIES = [
   { key: 'storedMb', label: 'JetStream stored (all streams)', unit: 'MB' },
   { key: 'blockBuffersMb', label: 'block cache (file store)', unit: 'MB' },
   { key: 'heapOutsideCacheMb', label: 'heap outside the block cache (after GC)', unit: 'MB' },
+  { key: 'rssOutsideCacheMb', label: 'RSS outside the block cache', unit: 'MB' },
 ] as const;
 
 /** A series' key in a {@link ProcessSample}. */
@@ -167,6 +173,7 @@ export async function sampleProcess(p: SoakedProcess, t: number): Promise<Proces
     sample.heapMb = go.heapMb;
     sample.blockBuffersMb = go.blockBuffersMb;
     sample.heapOutsideCacheMb = Math.max(0, go.heapMb - go.blockBuffersMb);
+    sample.rssOutsideCacheMb = Math.max(0, rss - go.blockBuffersMb);
     sample.handles = go.goroutines;
     p.lastGoProfile = go.profile;
     sample.resources = { goroutines: go.goroutines };

@@ -70,7 +70,7 @@ function chart(
 /**
  * A self-contained HTML page (inline SVG and CSS, nothing fetched) of a soak: the verdict and
  * the run's facts, then per process a chart of each series (RSS, heap after GC, file
- * descriptors, active handles; nats-server's stored bytes, block cache and heap outside it) with
+ * descriptors, active handles; nats-server's stored bytes, block cache, heap and RSS outside it) with
  * the warm-up shaded and the fitted line, its slope per hour, the rule it was judged by and the
  * verdict (or the series it is judged through); the last sample's handles by kind.
  */

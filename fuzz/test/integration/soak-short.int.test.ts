@@ -126,13 +126,22 @@ test('a short soak samples every process and the detector tells a leak from chur
       expect(x.fds).toBeGreaterThan(2);
     }
     // nats-server: its Go heap after a collection and goroutines (pprof), and what it stores;
-    // its heap is judged as the block cache and the rest, and shown whole.
+    // its heap and RSS are judged as the block cache and the rest, and shown whole.
     const keys =
       name === 'nats-server'
-        ? ['rssMb', 'fds', 'handles', 'storedMb', 'blockBuffersMb', 'heapOutsideCacheMb']
+        ? [
+            'fds',
+            'handles',
+            'storedMb',
+            'blockBuffersMb',
+            'heapOutsideCacheMb',
+            'rssOutsideCacheMb',
+          ]
         : ['rssMb', 'heapMb', 'fds', 'handles'];
     expect(Object.keys(s.verdicts).sort()).toEqual([...keys].sort());
-    expect(Object.keys(s.shown ?? {})).toEqual(name === 'nats-server' ? ['heapMb'] : []);
+    expect(Object.keys(s.shown ?? {}).sort()).toEqual(
+      name === 'nats-server' ? ['heapMb', 'rssMb'] : [],
+    );
     for (const v of Object.values(s.verdicts)) expect(v.verdict).not.toBe('too-short');
   }
   const node = byName.get('coordinator')!.samples.at(-1)!;
@@ -144,6 +153,7 @@ test('a short soak samples every process and the detector tells a leak from chur
   expect(nats.heapMb).toBeGreaterThan(1);
   expect(nats.heapMb).toBeLessThan(nats.rssMb);
   expect(nats.heapOutsideCacheMb).toBeCloseTo(nats.heapMb! - nats.blockBuffersMb!, 6);
+  expect(nats.rssOutsideCacheMb).toBeCloseTo(nats.rssMb - nats.blockBuffersMb!, 6);
   expect(nats.resources?.['goroutines']).toBeGreaterThan(20);
   expect(nats.storedMb).toBeGreaterThan(0.1);
 
@@ -162,11 +172,13 @@ test('a short soak samples every process and the detector tells a leak from chur
   expect(metrics['growth_series']).toBeGreaterThanOrEqual(4);
   expect(typeof metrics['rss_slope_mb_per_h']).toBe('number');
 
-  // The report: a chart per series of every process (nats-server's seven: its heap, shown,
-  // and the two it is judged through besides the other four).
+  // The report: a chart per series of every process (nats-server's eight: its heap and RSS,
+  // shown, and the three they are judged through, besides fds, handles and stored bytes).
   const html = renderSoakReport(result, metrics);
-  expect(html.match(/<svg /g)?.length).toBe(4 * 4 + 7);
+  expect(html.match(/<svg /g)?.length).toBe(4 * 4 + 8);
   expect(html).toContain('judged through block cache (file store) and heap outside the block');
   expect(typeof metrics['nats_server_heap_outside_cache_mb_end']).toBe('number');
+  expect(typeof metrics['nats_server_rss_outside_cache_mb_end']).toBe('number');
+  expect(typeof metrics['nats_server_rss_slope_mb_per_h']).toBe('number');
   expect(html).toContain('decoy-leaky');
 }, 480_000);

@@ -113,19 +113,26 @@ describe('judgeSeries: a Go heap with a block cache', () => {
    * An hour of nats-server samples every 10 s: `outside(t)` MB of heap besides the block cache,
    * and a cache of `cache(t)` MB (the heap is their sum).
    */
-  function natsServer(outside: (t: number) => number, cache: (t: number) => number): SoakedSeries {
+  function natsServer(
+    outside: (t: number) => number,
+    cache: (t: number) => number,
+    options: { durationS?: number; rssOutside?: (t: number) => number } = {},
+  ): SoakedSeries {
     const r = noise(5);
     const samples: ProcessSample[] = [];
-    for (let t = 0; t <= 3600; t += 10) {
+    for (let t = 0; t <= (options.durationS ?? 3600); t += 10) {
       const rest = outside(t) + r();
       const blocks = cache(t);
+      // Resident: the heap (cache and rest) and what the runtime holds besides it.
+      const rss = 30 + (options.rssOutside?.(t) ?? 0) + rest + blocks + r();
       samples.push({
         t,
-        rssMb: 40,
+        rssMb: rss,
         fds: 30,
         heapMb: rest + blocks,
         blockBuffersMb: blocks,
         heapOutsideCacheMb: rest,
+        rssOutsideCacheMb: rss - blocks,
       });
     }
     return { process: { name: 'nats-server', pid: 1 }, samples, verdicts: {} };
@@ -144,7 +151,32 @@ describe('judgeSeries: a Go heap with a block cache', () => {
     // ... and judged as a cache that stepped twice and a flat rest.
     expect(s.verdicts.blockBuffersMb?.verdict).toBe('ok');
     expect(s.verdicts.heapOutsideCacheMb?.verdict).toBe('ok');
-    expect(s.verdicts.rssMb?.verdict).toBe('ok');
+    expect(s.verdicts.rssOutsideCacheMb?.verdict).toBe('ok');
+  });
+
+  /** A 30-minute soak's cache: three buffers moving up a size class after the warm-up. */
+  const stepping = (t: number) => 16 + 4 * Math.min(3, Math.max(0, Math.floor((t - 600) / 300)));
+
+  test('an RSS that rises with the block cache is not an RSS leak', () => {
+    const s = natsServer(() => 5, stepping, { durationS: 1800 });
+    judgeSeries([s], warmupFor(1800));
+    // The whole RSS rose 12 MB in 20 minutes (the soaks of 2026-12-05..07 saw 13 MB) ...
+    expect(s.verdicts.rssMb).toBeUndefined();
+    expect(s.shown?.rssMb?.verdict).toBe('growth');
+    // ... all of it block buffers, which a 24 MB rise would be needed to call growth.
+    expect(s.verdicts.blockBuffersMb?.verdict).toBe('ok');
+    expect(s.verdicts.rssOutsideCacheMb?.verdict).toBe('ok');
+  });
+
+  test('an RSS that rises outside the block cache is growth', () => {
+    // 30 MB/h resident that is neither the cache nor the Go heap (say, cgo or stacks).
+    const s = natsServer(() => 5, stepping, {
+      durationS: 1800,
+      rssOutside: (t) => (30 * t) / 3600,
+    });
+    judgeSeries([s], warmupFor(1800));
+    expect(s.verdicts.rssOutsideCacheMb?.verdict).toBe('growth');
+    expect(s.verdicts.heapOutsideCacheMb?.verdict).toBe('ok');
   });
 
   test('a leak outside the cache is growth', () => {
@@ -173,11 +205,13 @@ describe('judgeSeries: a Go heap with a block cache', () => {
     for (const x of s.samples) {
       delete x.blockBuffersMb;
       delete x.heapOutsideCacheMb;
+      delete x.rssOutsideCacheMb;
       x.heapMb = 40 + (30 * x.t) / 3600;
     }
     judgeSeries([s], warmupS);
     expect(s.shown).toBeUndefined();
     expect(s.verdicts.heapMb?.verdict).toBe('growth');
+    expect(s.verdicts.rssMb?.verdict).toBe('ok');
     expect(s.verdicts.blockBuffersMb).toBeUndefined();
   });
 });
