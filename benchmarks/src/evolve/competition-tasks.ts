@@ -1,7 +1,8 @@
-import { readdir, stat } from 'node:fs/promises';
+import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { TASK_ID_PATTERN } from '@troupe/coordinator';
 import { invalidArgument } from '@troupe/proto';
+import { pathKind } from '../path-kind';
 import { type EvolveTask } from './evolve-job-spec';
 import { isMleCompetition, loadMleCompetition } from './mle-competition';
 import { loadSuiteBundle, resolveSuiteDir, type SuiteBundle } from './suite-bundle';
@@ -22,15 +23,6 @@ export async function loadTaskBundle(
   return await loadSuiteBundle(suite, field, cwd);
 }
 
-async function exists(file: string): Promise<boolean> {
-  try {
-    await stat(file);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 /**
  * Expands every task whose `suite` is a suite of competitions (a folder with `competitions/`
  * and no `task.yaml`) into one task per competition (a subfolder holding `config.yaml`), with
@@ -46,7 +38,10 @@ export async function expandCompetitionTasks(
   for (const [i, task] of tasks.entries()) {
     const dir = resolveSuiteDir(task.suite, cwd);
     const folder = path.join(dir, COMPETITIONS_DIR);
-    if ((await exists(path.join(dir, 'task.yaml'))) || !(await exists(folder))) {
+    if (
+      (await pathKind(path.join(dir, 'task.yaml'))) !== undefined ||
+      (await pathKind(folder)) === undefined
+    ) {
       out.push(task);
       continue;
     }

@@ -1,4 +1,4 @@
-import { readdir, readFile, stat } from 'node:fs/promises';
+import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import {
   errorCode,
@@ -17,6 +17,7 @@ import {
 import { loadSweBenchSuite, readPredictions, SWE_BENCH_INSTANCES } from './swe-bench-suite';
 import { DEFAULT_MAX_TASK_MB, scanTaskTrees } from './task-payload';
 import { parsePatch } from './unified-patch';
+import { pathKind } from '../path-kind';
 
 export { DEFAULT_MAX_TASK_MB };
 /** The grader's entry point, relative to a task folder. */
@@ -43,15 +44,6 @@ export function safeTaskId(folder: string): string {
   if (TASK_ID_PATTERN.test(folder)) return folder;
   const cleaned = folder.replace(/[^A-Za-z0-9._-]/g, '-').replace(/^[^A-Za-z0-9]+/, '');
   return (cleaned === '' ? 'task' : cleaned).slice(0, 120);
-}
-
-/** What is at `p` (following symlinks, as `existsSync` does), or undefined when nothing is. */
-async function kindOf(p: string): Promise<'folder' | 'other' | undefined> {
-  try {
-    return (await stat(p)).isDirectory() ? 'folder' : 'other';
-  } catch {
-    return undefined;
-  }
 }
 
 /** Options of {@link loadIssueTask} and {@link loadIssueSuite}. */
@@ -118,15 +110,15 @@ export async function loadIssueTask(
   }
   const task = parsed.data;
   if (task.id !== folder) return bad('id', `must equal the task's folder name (${folder})`);
-  if ((await kindOf(path.join(taskDir, 'repo'))) !== 'folder') {
+  if ((await pathKind(path.join(taskDir, 'repo'))) !== 'folder') {
     return bad('repo/', 'must be a folder (the repository the agent works on)');
   }
-  if ((await kindOf(path.join(taskDir, GRADER_ENTRY))) === undefined) {
+  if ((await pathKind(path.join(taskDir, GRADER_ENTRY))) === undefined) {
     return bad(GRADER_ENTRY, 'must exist (the hidden grader)');
   }
   let solutionPatch: string | undefined;
   const patchFile = path.join(taskDir, 'solution.patch');
-  if ((await kindOf(patchFile)) !== undefined) {
+  if ((await pathKind(patchFile)) !== undefined) {
     solutionPatch = await readFile(patchFile, 'utf8');
     try {
       parsePatch(solutionPatch);
@@ -166,10 +158,10 @@ export async function loadIssueSuite(
   } & LoadIssueTaskOptions = {},
 ): Promise<IssueSuite> {
   const suiteDir = path.resolve(options.cwd ?? process.cwd(), suite);
-  if ((await kindOf(suiteDir)) !== 'folder') {
+  if ((await pathKind(suiteDir)) !== 'folder') {
     throw invalidArgument(`${field}.suite`, `must be a suite folder (no ${suiteDir})`, suite);
   }
-  if ((await kindOf(path.join(suiteDir, SWE_BENCH_INSTANCES))) !== undefined) {
+  if ((await pathKind(path.join(suiteDir, SWE_BENCH_INSTANCES))) !== undefined) {
     const predictions =
       options.predictions === undefined
         ? undefined
@@ -188,7 +180,10 @@ export async function loadIssueSuite(
   }
   const folders: string[] = [];
   for (const e of await readdir(suiteDir, { withFileTypes: true })) {
-    if (e.isDirectory() && (await kindOf(path.join(suiteDir, e.name, 'task.yaml'))) !== undefined) {
+    if (
+      e.isDirectory() &&
+      (await pathKind(path.join(suiteDir, e.name, 'task.yaml'))) !== undefined
+    ) {
       folders.push(e.name);
     }
   }
@@ -196,7 +191,7 @@ export async function loadIssueSuite(
   let chosen = folders;
   if (options.include) {
     for (const [i, id] of options.include.entries()) {
-      if ((await kindOf(path.join(suiteDir, id))) === undefined) {
+      if ((await pathKind(path.join(suiteDir, id))) === undefined) {
         throw invalidArgument(`${field}.include[${i}]`, `names no task folder of ${suiteDir}`, id);
       }
     }

@@ -1,6 +1,7 @@
 import { mkdir, mkdtemp, readdir, rename, rm, stat, utimes } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { pathKind } from '../path-kind';
 
 /**
  * Where SWE-bench instances are materialised (checkouts at `base_commit`, generated graders):
@@ -56,7 +57,7 @@ export async function cachedFolder(
     } catch (err) {
       await rm(tmp, { recursive: true, force: true });
       // Another process made the same folder first.
-      if (!(await exists(dir))) throw err;
+      if ((await pathKind(dir)) === undefined) throw err;
     }
     return dir;
   })();
@@ -65,15 +66,6 @@ export async function cachedFolder(
     return await made;
   } finally {
     filling.delete(dir);
-  }
-}
-
-async function exists(p: string): Promise<boolean> {
-  try {
-    await stat(p);
-    return true;
-  } catch {
-    return false;
   }
 }
 

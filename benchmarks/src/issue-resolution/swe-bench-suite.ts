@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { readFile, stat, writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { promisify } from 'node:util';
@@ -17,6 +17,7 @@ import { LOG_PARSER_NAMES } from './log-parsers';
 import { TaskEnvironmentSchema, WorkdirSchema } from './task-environment';
 import { scanTaskTrees } from './task-payload';
 import { parsePatch } from './unified-patch';
+import { pathKind } from '../path-kind';
 import { cachedFolder, pruneSweBenchCache, SWE_BENCH_CACHE_DIR } from './swe-bench-cache';
 
 /** The instances file of a SWE-bench suite folder. */
@@ -132,15 +133,6 @@ const run = promisify(execFile);
 /** Lines parsed between two yields to the event loop (a line is one instance or prediction). */
 const LINES_PER_TURN = 64;
 
-/** Whether `p` is a folder (false when it does not exist). */
-async function isFolder(p: string): Promise<boolean> {
-  try {
-    return (await stat(p)).isDirectory();
-  } catch {
-    return false;
-  }
-}
-
 /** The generated grader of an instance, as a folder: run-tests.sh, test.patch, test-cmd.sh. */
 function graderFolder(cacheDir: string, testPatch: string, testCmd: string): Promise<string> {
   const script = sweBenchGraderScript();
@@ -231,9 +223,9 @@ async function repoFolder(
   instance: SweBenchInstance,
 ): Promise<string> {
   const plain = path.join(mirror, instance.instance_id);
-  if (await isFolder(plain)) return plain;
+  if ((await pathKind(plain)) === 'folder') return plain;
   const gitDir = path.join(mirror, instance.repo.replace('/', '__'));
-  if (!(await isFolder(gitDir))) {
+  if ((await pathKind(gitDir)) !== 'folder') {
     throw new Error(`the mirror has neither ${gitDir} (a git repository) nor ${plain}`);
   }
   let commit: string;
