@@ -15,6 +15,7 @@ import {
   removeContainerAndVolumes,
   tmpfsOptions,
 } from './internal/container-policy';
+import { isDaemonUnreachable, waitForDaemon } from './internal/docker-daemon';
 import { dockerError, dockerStatus, ignoreNotFound } from './internal/docker-errors';
 import { BOOT_SCRIPT, DockerSandbox } from './internal/docker-sandbox';
 import { randomId } from './internal/ids';
@@ -40,6 +41,13 @@ export const DockerSandboxBackendConfigSchema = z
      * @default 3000
      */
     killGraceMs: z.int().min(1).default(3_000),
+    /**
+     * How long a create that finds the Docker daemon unreachable (its socket gone or refusing: a
+     * daemon restarting) waits for it to answer again before it fails; it then creates afresh,
+     * after removing what the failed attempt may have left. 0 fails at once.
+     * @default 60000
+     */
+    daemonWaitMs: z.int().min(0).default(60_000),
   })
   .strict();
 
@@ -88,26 +96,55 @@ export class DockerSandboxBackend implements SandboxBackend {
     return this.live.size;
   }
 
+  /**
+   * Creates a sandbox. When the daemon cannot be reached (a restart removes its socket for a few
+   * seconds), waits up to `daemonWaitMs` for it to answer again, removes what the failed attempt
+   * may have left, and creates afresh: a daemon restart is the node's outage, and failing the
+   * create at once failed the task that asked for it (the chaos harness's `docker-restart`).
+   */
   async create(
     specOptions: SandboxSpecOptions | SandboxSpec,
     options: CreateSandboxOptions = {},
   ): Promise<Sandbox> {
     const spec = parseSandboxSpec(specOptions);
+    const until = Date.now() + this.config.daemonWaitMs;
+    for (;;) {
+      throwIfAborted(options.signal);
+      const id = randomId('sbx').slice(0, 16);
+      try {
+        return await this.createAs(id, spec, options);
+      } catch (err) {
+        if (!isDaemonUnreachable(err) || Date.now() >= until) throw err;
+        this.log.warn(
+          { err, sandbox: id, actor: spec.labels.actor },
+          'Docker daemon unreachable: creating again once it answers',
+        );
+        if (!(await waitForDaemon(this.docker, until, options.signal))) throw err;
+        const { name, volumes } = objectNames(id, spec);
+        await removeContainerAndVolumes(this.docker, name, volumes).catch((e: unknown) =>
+          this.log.warn(
+            { err: e, sandbox: id },
+            'could not remove a failed create (the reaper will)',
+          ),
+        );
+      }
+    }
+  }
+
+  private async createAs(
+    id: string,
+    spec: SandboxSpec,
+    options: CreateSandboxOptions,
+  ): Promise<Sandbox> {
     const { signal } = options;
-    throwIfAborted(signal);
-    const id = randomId('sbx').slice(0, 16);
     const createdAt = Date.now();
     const labels = managedLabels(spec.labels, id, spec.policyExceptions);
     if (options.poolId !== undefined) labels[TroupeLabel.POOL] = options.poolId;
-    const volumes = [
-      { name: `troupe-${id}-ws`, target: spec.workdir, role: 'workspace' },
-      ...spec.volumes.map((target, i) => ({ name: `troupe-${id}-v${i}`, target, role: 'volume' })),
-    ];
+    const { name, volumes } = objectNames(id, spec);
     const tmpfs: Record<string, string> = { '/tmp': tmpfsOptions(spec.tmpfsMb) };
     for (const [target, sizeMb] of Object.entries(spec.tmpfs)) tmpfs[target] = tmpfsOptions(sizeMb);
     const log = this.log.child({ sandbox: id, actor: spec.labels.actor, jobId: spec.labels.job });
     let container: Docker.Container | undefined;
-    const name = `troupe-${spec.labels.cluster}-${id}`;
     const cleanup = (): Promise<void> =>
       // By name: an aborted create may have made the container without telling us its id.
       removeContainerAndVolumes(this.docker, container ?? name, volumes).catch(() => undefined);
@@ -154,6 +191,7 @@ export class DockerSandboxBackend implements SandboxBackend {
           maxOutputBytes: this.config.maxOutputBytes,
           readyTimeoutMs: this.config.readyTimeoutMs,
           killGraceMs: this.config.killGraceMs,
+          daemonWaitMs: this.config.daemonWaitMs,
           onDestroyed: (s) => this.live.delete(s),
         },
         {
@@ -234,4 +272,15 @@ export class DockerSandboxBackend implements SandboxBackend {
     const failed = results.filter((r) => r.status === 'rejected').length;
     if (failed > 0) this.log.warn({ failed }, 'some sandboxes could not be destroyed on close');
   }
+}
+
+/** The container name and volumes of sandbox `id` (the same for every attempt that uses `id`). */
+function objectNames(id: string, spec: SandboxSpec) {
+  return {
+    name: `troupe-${spec.labels.cluster}-${id}`,
+    volumes: [
+      { name: `troupe-${id}-ws`, target: spec.workdir, role: 'workspace' },
+      ...spec.volumes.map((target, i) => ({ name: `troupe-${id}-v${i}`, target, role: 'volume' })),
+    ],
+  };
 }

@@ -31,6 +31,8 @@ import type {
 } from '../sandbox';
 import { userIds, type SandboxSpec } from '../sandbox-spec';
 import { within } from './abort';
+import { removeContainerAndVolumes } from './container-policy';
+import { isDaemonUnreachable, waitForDaemon } from './docker-daemon';
 import { dockerError, dockerStatus, ignoreNotFound } from './docker-errors';
 import { startExec } from './docker-exec';
 import { BackgroundExecOptionsSchema, ExecOptionsSchema, envEntries } from './exec-options';
@@ -49,6 +51,11 @@ export interface DockerSandboxContext {
   maxOutputBytes: number;
   readyTimeoutMs: number;
   killGraceMs: number;
+  /**
+   * How long a destroy that could not reach the daemon waits, in the background, to remove the
+   * container and volumes once it answers again. @default 60000
+   */
+  daemonWaitMs?: number;
   /** Called once the sandbox is destroyed, so the backend stops tracking it. */
   onDestroyed(sandbox: DockerSandbox): void;
 }
@@ -715,12 +722,29 @@ export class DockerSandbox implements Sandbox {
     );
     this.ctx.onDestroyed(this);
     if (errors.length > 0) {
+      const unreachable = errors.some(isDaemonUnreachable);
       this.log.error(
         { err: errors[0] },
-        'sandbox destroy left objects behind (the reaper will retry)',
+        unreachable
+          ? 'sandbox destroy could not reach Docker: removing once it answers again'
+          : 'sandbox destroy left objects behind (the reaper will retry)',
       );
+      // A daemon restarting: remove as soon as it is back, not a reaper period later (the
+      // chaos harness's `docker-restart` found a job's containers left a minute after it).
+      if (unreachable) void this.removeWhenDaemonBack();
       throw dockerError(`destroy sandbox ${this.id}`, errors[0]);
     }
     this.log.debug({}, 'sandbox destroyed');
+  }
+
+  private async removeWhenDaemonBack(): Promise<void> {
+    const until = Date.now() + (this.ctx.daemonWaitMs ?? 60_000);
+    try {
+      if (!(await waitForDaemon(this.ctx.docker, until))) return;
+      await removeContainerAndVolumes(this.ctx.docker, this.parts.container, this.parts.volumes);
+      this.log.info({}, 'sandbox removed after Docker came back');
+    } catch (err) {
+      this.log.warn({ err }, 'sandbox still not removed (the reaper will retry)');
+    }
   }
 }

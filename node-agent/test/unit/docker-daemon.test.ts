@@ -1,0 +1,41 @@
+import { TroupeError } from '@troupe/proto';
+import { isDaemonUnreachable } from '../../src/internal/docker-daemon';
+import { dockerError } from '../../src/internal/docker-errors';
+
+/** A socket error as Node raises it. */
+function socketError(code: string, message = `connect ${code} /var/run/docker.sock`): Error {
+  return Object.assign(new Error(message), { code, syscall: 'connect' });
+}
+
+describe('isDaemonUnreachable', () => {
+  test.each(['ENOENT', 'ECONNREFUSED', 'ECONNRESET', 'EPIPE'])('a socket %s is', (code) => {
+    expect(isDaemonUnreachable(socketError(code))).toBe(true);
+  });
+
+  test('a socket hung up mid-request is', () => {
+    expect(isDaemonUnreachable(new Error('socket hang up'))).toBe(true);
+  });
+
+  test('so is the Troupe error a Docker call made of one (through its cause)', () => {
+    const err = dockerError('create sandbox for sandbox/x', socketError('ENOENT'));
+    expect(err.code).toBe('UNAVAILABLE');
+    expect(isDaemonUnreachable(err)).toBe(true);
+  });
+
+  test('an answer from the daemon is not, whatever it says', () => {
+    for (const statusCode of [404, 409, 500, 503]) {
+      const answer = Object.assign(new Error('(HTTP code 500) server error'), { statusCode });
+      expect(isDaemonUnreachable(answer)).toBe(false);
+      expect(isDaemonUnreachable(dockerError('create', answer))).toBe(false);
+    }
+  });
+
+  test('other errors are not', () => {
+    expect(isDaemonUnreachable(new TroupeError('INVALID_ARGUMENT', 'spec.image: required'))).toBe(
+      false,
+    );
+    expect(isDaemonUnreachable(socketError('EACCES'))).toBe(false);
+    expect(isDaemonUnreachable('ENOENT')).toBe(false);
+    expect(isDaemonUnreachable(undefined)).toBe(false);
+  });
+});
