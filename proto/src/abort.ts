@@ -105,7 +105,10 @@ export function delay(ms: number, signal?: AbortSignal, options: DelayOptions = 
 export interface RetryWithBackoffOptions {
   /** Whether a failure is worth another try (any other is thrown at once). */
   isRetryable: (err: unknown) => boolean;
-  /** No pause that would end after this time (`Date.now()` clock): the last failure is thrown. */
+  /**
+   * No pause that would end after this time (`Date.now()` clock): the last failure is thrown
+   * (unless {@link RetryWithBackoffOptions.clipLastPause}).
+   */
   untilMs: number;
   /** The first pause, doubled after each failure. @default 250 */
   firstPauseMs?: number;
@@ -115,26 +118,47 @@ export interface RetryWithBackoffOptions {
   signal?: AbortSignal;
   /** Pauses that do not keep the process alive. @default false */
   unref?: boolean;
+  /**
+   * Instead of giving up when the next pause would end after `untilMs`, shorten that pause to end
+   * at `untilMs` (not before it on the `Date.now()` clock), try `fn` once more, and throw its
+   * failure only then: for a wait whose caller was promised the whole of `untilMs`, such as a
+   * wait for a daemon to come back. A failure at or after `untilMs` is thrown at once.
+   * @default false
+   */
+  clipLastPause?: boolean;
 }
 
 /**
  * `fn`, tried again after each retryable failure with a pause doubling from `firstPauseMs` to
- * `maxPauseMs`, while a pause still ends before `untilMs`: the one backoff loop behind the
- * runtime's waits for JetStream to start, the job layer's reads through an outage and the node
- * agent's posts through one.
+ * `maxPauseMs`, while a pause still ends before `untilMs` (with `clipLastPause`, a last pause
+ * ending at `untilMs` and a last try): the one backoff loop behind the runtime's waits for
+ * JetStream to start, the job layer's reads through an outage, the node agent's posts through one
+ * and its waits for the Docker daemon.
  */
 export async function retryWithBackoff<T>(
   fn: () => Promise<T>,
   options: RetryWithBackoffOptions,
 ): Promise<T> {
-  const { isRetryable, untilMs, signal, unref = false } = options;
+  const { isRetryable, untilMs, signal, unref = false, clipLastPause = false } = options;
   const maxPauseMs = options.maxPauseMs ?? 2_000;
+  let lastTry = false;
   for (let pauseMs = options.firstPauseMs ?? 250; ; pauseMs = Math.min(pauseMs * 2, maxPauseMs)) {
     try {
       return await fn();
     } catch (err) {
-      if (!isRetryable(err) || Date.now() + pauseMs > untilMs) throw err;
+      if (!isRetryable(err) || lastTry) throw err;
+      const leftMs = untilMs - Date.now();
+      if (clipLastPause ? leftMs <= 0 : pauseMs > leftMs) throw err;
+      lastTry = clipLastPause && pauseMs >= leftMs;
     }
-    await delay(pauseMs, signal, { unref });
+    if (!lastTry) {
+      await delay(pauseMs, signal, { unref });
+    } else {
+      // A timer may fire a millisecond early on the Date.now() clock: the last try is never
+      // before untilMs.
+      do {
+        await delay(Math.max(untilMs - Date.now(), 0), signal, { unref });
+      } while (Date.now() < untilMs);
+    }
   }
 }
