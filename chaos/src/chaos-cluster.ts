@@ -71,6 +71,9 @@ export class ChaosCluster {
     private readonly tempFiles: readonly string[],
   ) {}
 
+  /** Clusters started in this process and not yet stopped, for {@link killAllClustersNow}. */
+  private static readonly running = new Set<ChaosCluster>();
+
   /** Processes the harness killed or stopped itself (not crashes). */
   private readonly killedByUs = new WeakSet<TestProcess>();
   /** Crashes noticed and not yet taken by {@link takeCrashes}. */
@@ -101,6 +104,7 @@ export class ChaosCluster {
       proxies,
       tempFiles,
     );
+    ChaosCluster.running.add(self);
     try {
       for (let i = 0; i < (options.coordinators ?? 2); i++) {
         const port = await getFreePort();
@@ -290,21 +294,68 @@ export class ChaosCluster {
   /** Processes of this cluster still alive (after {@link stop}: orphans). */
   liveProcesses(): string[] {
     const live: string[] = [];
+    for (const pid of this.pidsWithClusterEnv()) {
+      try {
+        live.push(`${pid} ${readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ')}`);
+      } catch {
+        // Gone since.
+      }
+    }
+    for (const s of this.nats.servers) if (s.running) live.push(`${s.pid} nats-server ${s.url}`);
+    return live;
+  }
+
+  /** Pids of the processes whose environment names this cluster (`TROUPE_CLUSTER`). */
+  private pidsWithClusterEnv(): number[] {
+    const pids: number[] = [];
     for (const entry of readdirSync('/proc')) {
       if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
       try {
         const environ = readFileSync(`/proc/${entry}/environ`, 'utf8');
         if (environ.split('\0').includes(`TROUPE_CLUSTER=${this.cluster}`)) {
-          live.push(
-            `${entry} ${readFileSync(`/proc/${entry}/cmdline`, 'utf8').replace(/\0/g, ' ')}`,
-          );
+          pids.push(Number(entry));
         }
       } catch {
         // Gone, or not ours to read.
       }
     }
-    for (const s of this.nats.servers) if (s.running) live.push(`${s.pid} nats-server ${s.url}`);
-    return live;
+    return pids;
+  }
+
+  /**
+   * SIGKILLs every process of the cluster at once, synchronously: the coordinators, node agents
+   * and nats-servers it started (those left stopped by a `sigstop` fault too: SIGKILL ends a
+   * stopped process) and anything else whose environment names the cluster. For a harness that
+   * must exit now (a second signal, `process.on('exit')`), where {@link stop} cannot run: nothing
+   * is shut down cleanly, and the node agents' sandboxes (containers, volumes) are left behind.
+   */
+  killAllNow(): void {
+    const pids = new Set<number>();
+    for (const m of this.members()) {
+      this.killedByUs.add(m.process);
+      const child = m.process.child;
+      // An exited child's pid may belong to another process by now.
+      if (child.pid !== undefined && child.exitCode === null && child.signalCode === null) {
+        pids.add(child.pid);
+      }
+    }
+    for (const s of this.nats.servers) if (s.running) pids.add(s.pid);
+    for (const pid of this.pidsWithClusterEnv()) pids.add(pid);
+    for (const pid of pids) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        // Already gone.
+      }
+    }
+  }
+
+  /**
+   * {@link killAllNow} of every cluster started in this process and not stopped yet: for the
+   * harness's forced exit, which has no handle on the cluster `runChaos` started.
+   */
+  static killAllClustersNow(): void {
+    for (const c of ChaosCluster.running) c.killAllNow();
   }
 
   /** Stops every process (SIGTERM, so node agents remove their sandboxes), proxies and servers. */
@@ -339,6 +390,7 @@ export class ChaosCluster {
     }
     await this.nats.stop();
     await Promise.all(this.tempFiles.map((f) => rm(f, { force: true })));
+    ChaosCluster.running.delete(this);
   }
 
   private member(target: FaultTarget): Member {

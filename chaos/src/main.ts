@@ -5,13 +5,15 @@
  * seeded schedule kills, stops, restarts and partitions its processes; each schedule's
  * invariants are checked and recovery times measured (docs/reliability.md, Chaos). Ends with
  * {"suite":"chaos","metrics":{"schedules":…,"violations":…,"recovery_p99_s":…,…}}.
- * `--minutes M` (or Ctrl-C) starts no schedule after M minutes and reports those run.
+ * `--minutes M` (or Ctrl-C, or SIGTERM) starts no schedule after M minutes and reports those run;
+ * a second Ctrl-C or SIGTERM quits at once, with every process of the cluster killed first.
  * `--faults kill9:leader` makes every fault of the schedules one of the kinds listed, and every
  * kill9/sigstop hit one of the roles listed (coordinator, leader, node-agent, nats). `--tasks N`
  * gives each schedule's job N tasks instead of the profile's (a longer job outlasts more faults).
  * Environment: TROUPE_CHAOS_DOCKER_RESTART=1 adds the Docker daemon restart to the long profile;
  * TROUPE_CHAOS_LOG_DIR=dir keeps every coordinator's and node agent's output in dir.
  */
+import { ChaosCluster } from './chaos-cluster';
 import { chaosProfile, type ChaosProfile } from './chaos-profile';
 import { FaultKind, PROCESS_ROLES, type ProcessRole } from './fault-schedule';
 import { runChaos } from './run-chaos';
@@ -90,11 +92,25 @@ async function main(): Promise<void> {
       (profile.roles ? ` on ${profile.roles.join(',')}` : ''),
   );
   const stop = new AbortController();
-  process.once('SIGINT', () => {
-    log('interrupted: finishing the running schedule (Ctrl-C again to quit at once)');
-    stop.abort(new Error('interrupted'));
-    process.once('SIGINT', () => process.exit(130));
-  });
+  // The first SIGINT or SIGTERM finishes the running schedule and stops the cluster; a second
+  // quits at once, killing the cluster's processes first so that none outlives the harness.
+  let interrupted = false;
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (!interrupted) {
+      interrupted = true;
+      log(`interrupted (${signal}): finishing the running schedule (again to quit at once)`);
+      stop.abort(new Error(`interrupted (${signal})`));
+      return;
+    }
+    log(`${signal} again: killing the cluster's processes and quitting`);
+    ChaosCluster.killAllClustersNow();
+    process.exit(signal === 'SIGINT' ? 130 : 143);
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  // The last resort, for any other way out (an uncaught error, a stop() that failed): a no-op
+  // once the cluster stopped.
+  process.on('exit', () => ChaosCluster.killAllClustersNow());
   const minutes = positiveInt('minutes', args['minutes']);
   const timer =
     minutes === undefined
