@@ -33,6 +33,7 @@ export {
   type NatsClusterOptions,
 } from './start-nats-cluster';
 export { startNatsServer } from './start-nats-server';
+export { startSocketProxy, type SocketProxyHandle } from './start-socket-proxy';
 export { stopProcess } from './stop-process';
 export { timed, type Timed } from './timed';
 export { startTcpProxy, type TcpProxyHandle, type TcpProxyOptions } from './start-tcp-proxy';

@@ -593,9 +593,11 @@ export function createShellTasksDriver(
     }
     if (!status) throw new TroupeError('INTERNAL', 'the sandbox reported no status');
     if (status.state === 'failed') {
+      // It could not start, or its sandbox went down under it (a Docker daemon restart): the
+      // node's fault, not the command's, so the job runs it again in a new sandbox.
       throw new TroupeError(
         'UNAVAILABLE',
-        `the command could not run: ${status.error ?? 'unknown'}`,
+        `the command did not run to its end: ${status.error ?? 'unknown'}`,
       );
     }
     return await finish(ctx, config.saveOutput, status, status.state === 'timed-out');

@@ -1,5 +1,5 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import type Docker from 'dockerode';
+import { retryWithBackoff, throwIfAborted } from '@troupe/proto';
 
 /**
  * Socket errors of a client that cannot reach the engine at all: its socket is gone (`ENOENT`, a
@@ -9,11 +9,18 @@ import type Docker from 'dockerode';
 const UNREACHABLE_CODES = new Set(['ENOENT', 'ECONNREFUSED', 'ECONNRESET', 'EPIPE']);
 
 /**
- * Whether `err` (or an error it was caused by) says the Docker daemon could not be reached, as
- * opposed to an answer from it (those carry an HTTP status). A daemon restart looks like this for
- * 5–20 s: it is the node's outage, not the failure of what was being asked.
+ * Of those, the ones of a request the daemon never read: no connection was made (`ENOENT`,
+ * `ECONNREFUSED`), or the daemon had closed it before the request was written (`EPIPE`: a pooled
+ * keep-alive connection to a daemon that went away).
  */
-export function isDaemonUnreachable(err: unknown): boolean {
+const NOT_CONNECTED_CODES = new Set(['ENOENT', 'ECONNREFUSED', 'EPIPE']);
+
+/**
+ * How `err` (or an error it was caused by) failed to reach the daemon: `hang-up` for a connection
+ * cut mid-request, the socket error's code otherwise; undefined for an answer from the daemon
+ * (those carry an HTTP status) or any other error.
+ */
+function unreachableBy(err: unknown): string | undefined {
   for (let e = err, depth = 0; typeof e === 'object' && e !== null && depth < 5; depth++) {
     const { code, statusCode, message, cause } = e as {
       code?: unknown;
@@ -21,43 +28,69 @@ export function isDaemonUnreachable(err: unknown): boolean {
       message?: unknown;
       cause?: unknown;
     };
-    if (typeof statusCode === 'number') return false;
-    if (typeof code === 'string' && UNREACHABLE_CODES.has(code)) return true;
-    if (typeof message === 'string' && /socket hang up/.test(message)) return true;
+    if (typeof statusCode === 'number') return undefined;
+    if (typeof code === 'string' && UNREACHABLE_CODES.has(code)) return code;
+    if (typeof message === 'string' && /socket hang up/.test(message)) return 'hang-up';
     e = cause;
   }
-  return false;
+  return undefined;
 }
 
 /**
- * Waits until the daemon answers a ping again: polls every 250 ms, doubling up to 2 s. Resolves
- * true when it answers, false when `untilMs` (epoch ms) passes first; rejects when `signal`
- * aborts.
+ * Whether `err` (or an error it was caused by) says the Docker daemon could not be reached, as
+ * opposed to an answer from it (those carry an HTTP status). A daemon restart looks like this for
+ * 5–20 s: it is the node's outage, not the failure of what was being asked.
+ */
+export function isDaemonUnreachable(err: unknown): boolean {
+  return unreachableBy(err) !== undefined;
+}
+
+/**
+ * Whether `err` says the request never reached the daemon, so that it did nothing and may be
+ * made again. A connection cut mid-request (`ECONNRESET`, "socket hang up") may have done its
+ * work.
+ */
+export function neverReachedDaemon(err: unknown): boolean {
+  const by = unreachableBy(err);
+  return by !== undefined && NOT_CONNECTED_CODES.has(by);
+}
+
+/**
+ * Waits until the daemon answers a ping again: polls every 250 ms, doubling up to 2 s, the last
+ * pause cut to end at `untilMs` for a last ping. Resolves true when it answers, false when
+ * `untilMs` (epoch ms) passes first; rejects when `signal` aborts.
  */
 export async function waitForDaemon(
   docker: Docker,
   untilMs: number,
   signal?: AbortSignal,
 ): Promise<boolean> {
-  for (let pauseMs = 250; ; pauseMs = Math.min(pauseMs * 2, 2_000)) {
-    signal?.throwIfAborted();
-    try {
-      // dockerode takes `abortSignal` here, though its types do not say so.
-      const ping = docker.ping.bind(docker) as (opts: {
-        abortSignal: AbortSignal;
-      }) => Promise<unknown>;
-      await ping({ abortSignal: AbortSignal.timeout(2_000) });
-      return true;
-    } catch {
-      // Still away.
-    }
-    const left = untilMs - Date.now();
-    if (left <= 0) return false;
-    // Unref'd: a destroy's background wait never keeps a process that is exiting.
-    await sleep(
-      Math.min(pauseMs, left),
-      undefined,
-      signal ? { signal, ref: false } : { ref: false },
+  throwIfAborted(signal);
+  // dockerode takes `abortSignal` here, though its types do not say so.
+  const ping = docker.ping.bind(docker) as (opts: { abortSignal: AbortSignal }) => Promise<unknown>;
+  let lastPingFailure: unknown;
+  try {
+    await retryWithBackoff(
+      () =>
+        ping({ abortSignal: AbortSignal.timeout(2_000) }).catch((err: unknown) => {
+          lastPingFailure = err;
+          throw err;
+        }),
+      {
+        isRetryable: () => true,
+        untilMs,
+        firstPauseMs: 250,
+        maxPauseMs: 2_000,
+        clipLastPause: true,
+        // Unref'd: a destroy's background wait never keeps a process that is exiting.
+        unref: true,
+        signal,
+      },
     );
+    return true;
+  } catch (err) {
+    // Still away at untilMs: the last ping's failure. Anything else is the abort.
+    if (err === lastPingFailure) return false;
+    throw err;
   }
 }

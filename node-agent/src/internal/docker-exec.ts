@@ -1,6 +1,7 @@
 import type { Duplex } from 'node:stream';
 import type Docker from 'dockerode';
-import { delay } from '@troupe/proto';
+import { delay, type Logger } from '@troupe/proto';
+import { isDaemonUnreachable, waitForDaemon } from './docker-daemon';
 import { dockerError } from './docker-errors';
 import { OutputCapture } from './output-capture';
 import { INTERACTIVE_LOG_BYTES, StreamLog } from './stream-log';
@@ -18,6 +19,13 @@ export interface RawExecRequest {
   interactive?: boolean;
   /** Called with the exec's id once it is created, before it starts (it does not start if this rejects). */
   beforeStart?: (execId: string) => Promise<void>;
+  /**
+   * When the exec's end cannot be read because the daemon went away, wait this long for it to
+   * answer again, then read the end. @default the end is not waited for (`lost`)
+   */
+  daemonWaitMs?: number;
+  /** Told when the end is waited for through an outage. */
+  log?: Logger;
 }
 
 /** How a started exec ended. */
@@ -26,6 +34,11 @@ export interface RawExecEnd {
   exitCode: number;
   /** When the stream ended (ms, performance clock). */
   endedAt: number;
+  /**
+   * Set when a Docker daemon outage took the exec's end with it: why. Its exit code is then -1
+   * and says nothing of the command, which may even still run (its output stream cut).
+   */
+  lost?: string;
 }
 
 /** A started exec: its output so far and a promise of its end. */
@@ -106,6 +119,8 @@ export async function startExec(
   }
   const done = closed.then(async (): Promise<RawExecEnd> => {
     const endedAt = performance.now();
+    /** Whether the daemon was away when the end was first asked for. */
+    let outage = false;
     // The stream can close a moment before the engine records the exit: ask a few times.
     for (let attempt = 0; attempt < 50; attempt++) {
       try {
@@ -113,12 +128,30 @@ export async function startExec(
         if (!info.Running && info.ExitCode !== null && info.ExitCode !== undefined) {
           return { exitCode: info.ExitCode, endedAt };
         }
-      } catch {
-        return { exitCode: -1, endedAt };
+      } catch (err) {
+        if (!isDaemonUnreachable(err)) {
+          // A daemon that restarted no longer knows the execs it had.
+          const lost = outage ? 'the Docker daemon restarted while it ran' : undefined;
+          return { exitCode: -1, endedAt, ...(lost ? { lost } : {}) };
+        }
+        if (outage || req.daemonWaitMs === undefined) {
+          return { exitCode: -1, endedAt, lost: 'the Docker daemon went away while it ran' };
+        }
+        outage = true;
+        req.log?.warn(
+          { err, execId: exec.id },
+          'Docker daemon unreachable: waiting for it to read a command’s end',
+        );
+        if (!(await waitForDaemon(docker, Date.now() + req.daemonWaitMs))) {
+          return { exitCode: -1, endedAt, lost: 'the Docker daemon went away and stayed away' };
+        }
+        continue;
       }
       await delay(Math.min(10 * (attempt + 1), 100));
     }
-    return { exitCode: -1, endedAt };
+    // Still running: its stream ended early (it closed its output), or was cut with the daemon.
+    const lost = outage ? 'its output stream was cut while the Docker daemon was away' : undefined;
+    return { exitCode: -1, endedAt, ...(lost ? { lost } : {}) };
   });
   return {
     execId: exec.id,

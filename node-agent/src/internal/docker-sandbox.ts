@@ -32,9 +32,9 @@ import type {
 import { userIds, type SandboxSpec } from '../sandbox-spec';
 import { within } from './abort';
 import { removeContainerAndVolumes } from './container-policy';
-import { isDaemonUnreachable, waitForDaemon } from './docker-daemon';
+import { isDaemonUnreachable, neverReachedDaemon, waitForDaemon } from './docker-daemon';
 import { dockerError, dockerStatus, ignoreNotFound } from './docker-errors';
-import { startExec } from './docker-exec';
+import { startExec, type RawExecRequest, type RunningExec } from './docker-exec';
 import { BackgroundExecOptionsSchema, ExecOptionsSchema, envEntries } from './exec-options';
 import { randomId } from './ids';
 import { KILL_TREE_SCRIPT, TASK_ENV_KEY } from './kill-tree-script';
@@ -104,6 +104,13 @@ interface FailureVerdict {
   sandboxFailure?: string;
 }
 
+/** The sandbox is unusable (marked failed) for `why`. */
+class SandboxGone extends Error {
+  constructor(readonly why: string) {
+    super(why);
+  }
+}
+
 /** A sandbox in a Docker container; see {@link DockerSandboxBackend}. */
 export class DockerSandbox implements Sandbox {
   readonly id: string;
@@ -136,10 +143,14 @@ export class DockerSandbox implements Sandbox {
     this.log = ctx.logger.child({ sandbox: parts.id, container: parts.containerId.slice(0, 12) });
     this.tasks = new TaskTable(parts.id, {
       killTree: (taskId, run, why) => this.killTree(taskId, [run], why),
-      oomKilled: async (taskId, exitCode) => {
+      judgeEnd: async (taskId, exitCode) => {
         const sinceMs = this.taskSinceMs.get(taskId) ?? this.parts.createdAt;
         this.taskSinceMs.delete(taskId);
-        return (await this.judgeFailure(sinceMs, exitCode)).oomKilled;
+        const { oomKilled, sandboxFailure } = await this.judgeFailure(sinceMs, exitCode);
+        // Down for memory, the command's own doing; down otherwise, the node's.
+        return sandboxFailure !== undefined && !oomKilled
+          ? { oomKilled, lost: sandboxFailure }
+          : { oomKilled };
       },
     });
   }
@@ -293,7 +304,7 @@ export class DockerSandbox implements Sandbox {
     const timeoutMs = opts.timeoutMs ?? this.ctx.defaultExecTimeoutMs;
     const taskId = randomId('task');
     const sinceMs = Date.now();
-    const run = await startExec(this.ctx.docker, this.parts.container, {
+    const run = await this.startThroughOutage({
       cmd: argv,
       user: this.spec.user,
       env: [...envEntries(opts.env ?? {}, this.spec), `${TASK_ENV_KEY}=${taskId}`],
@@ -350,6 +361,15 @@ export class DockerSandbox implements Sandbox {
       if (verdict.sandboxFailure !== undefined) result.sandboxFailure = verdict.sandboxFailure;
     }
     if (signal?.aborted && !timedOut) throw fromAbortSignal(signal);
+    if (end.lost !== undefined && !timedOut && !result.oomKilled) {
+      // A Docker daemon outage took the command's end: its exit code says nothing. It goes
+      // with its container, or is killed when that survived, and the caller runs it again.
+      if (result.sandboxFailure !== undefined) throw this.failedError(result.sandboxFailure);
+      await this.killTree(taskId, [run], 'lost').catch(() => undefined);
+      throw new TroupeError(ErrorCode.UNAVAILABLE, `the command's end was lost: ${end.lost}`, {
+        details: { sandboxId: this.id },
+      });
+    }
     return result;
   }
 
@@ -389,13 +409,11 @@ export class DockerSandbox implements Sandbox {
     }
     let state: Docker.ContainerInspectInfo['State'];
     try {
-      state = (await this.parts.container.inspect()).State;
+      state = await this.inspectThroughOutage();
     } catch (err) {
-      if (dockerStatus(err) !== 404) {
-        this.log.warn({ err }, 'could not inspect the container after a failed command');
-        return { oomKilled };
-      }
-      return { oomKilled, sandboxFailure: this.markFailed('its container was removed') };
+      if (err instanceof SandboxGone) return { oomKilled, sandboxFailure: err.why };
+      this.log.warn({ err }, 'could not inspect the container after a failed command');
+      return { oomKilled };
     }
     if (state.Running || this.resetting || this.isDestroyed()) return { oomKilled };
     // Docker sets OOMKilled when the container itself ends in an OOM kill; it stays set until a
@@ -410,6 +428,72 @@ export class DockerSandbox implements Sandbox {
         : '') +
       ')';
     return { oomKilled, sandboxFailure: this.markFailed(why) };
+  }
+
+  /**
+   * The container's state; when the daemon cannot be reached, its state once the daemon answers
+   * again (a restart takes 5–20 s). Throws {@link SandboxGone} (the sandbox marked failed) when
+   * the container was removed or the daemon stays away for `daemonWaitMs`.
+   */
+  private async inspectThroughOutage(
+    signal?: AbortSignal,
+  ): Promise<Docker.ContainerInspectInfo['State']> {
+    const waitMs = this.ctx.daemonWaitMs ?? 60_000;
+    const untilMs = Date.now() + waitMs;
+    for (;;) {
+      try {
+        return (await this.parts.container.inspect()).State;
+      } catch (err) {
+        if (dockerStatus(err) === 404) {
+          throw new SandboxGone(this.markFailed('its container was removed'));
+        }
+        if (!isDaemonUnreachable(err)) throw err;
+        this.log.warn({ err }, 'Docker daemon unreachable: waiting for it to read the container');
+        if (!(await waitForDaemon(this.ctx.docker, untilMs, signal))) {
+          throw new SandboxGone(
+            this.markFailed(`the Docker daemon did not answer for ${Math.round(waitMs / 1000)} s`),
+          );
+        }
+      }
+    }
+  }
+
+  /**
+   * Starts `req` in the container through a Docker daemon outage. A start that could not
+   * connect waits for the daemon (up to `daemonWaitMs`) and, when the container still runs, is
+   * made again: it never reached the daemon, so nothing ran. When the container did not survive
+   * the outage (a daemon restart stops it), fails with the sandbox lost (`UNAVAILABLE`,
+   * `details.sandboxLost`), and the job runs the task again in a new sandbox. A start cut off
+   * mid-request may have started the command, so it is not made again.
+   */
+  private async startThroughOutage(req: RawExecRequest): Promise<RunningExec> {
+    const daemonWaitMs = this.ctx.daemonWaitMs ?? 60_000;
+    const untilMs = Date.now() + daemonWaitMs;
+    for (;;) {
+      try {
+        return await startExec(this.ctx.docker, this.parts.container, {
+          ...req,
+          daemonWaitMs,
+          log: this.log,
+        });
+      } catch (err) {
+        if (!isDaemonUnreachable(err)) throw err;
+        this.log.warn({ err }, 'Docker daemon unreachable: waiting for it to run a command');
+        if (!(await waitForDaemon(this.ctx.docker, untilMs, req.signal))) throw err;
+        let state: Docker.ContainerInspectInfo['State'];
+        try {
+          state = await this.inspectThroughOutage(req.signal);
+        } catch (inspectErr) {
+          if (inspectErr instanceof SandboxGone) throw this.failedError(inspectErr.why);
+          throw err;
+        }
+        if (!state.Running && !this.resetting && !this.isDestroyed()) {
+          const why = `its container stopped (code ${state.ExitCode}) while the Docker daemon was away`;
+          throw this.failedError(this.markFailed(why));
+        }
+        if (!neverReachedDaemon(err)) throw err;
+      }
+    }
   }
 
   /** Records that the sandbox is unusable; later calls fail with `why`. Returns `why`. */
@@ -505,7 +589,7 @@ export class DockerSandbox implements Sandbox {
     await this.ready({ signal });
     const taskId = randomId('task');
     this.taskSinceMs.set(taskId, Date.now());
-    const run = await startExec(this.ctx.docker, this.parts.container, {
+    const run = await this.startThroughOutage({
       cmd: argv,
       user: this.spec.user,
       env: [...envEntries(opts.env ?? {}, this.spec), `${TASK_ENV_KEY}=${taskId}`],

@@ -90,7 +90,7 @@ export class ProcessSandbox implements Sandbox {
     ];
     this.tasks = new TaskTable(id, {
       killTree: (taskId, run, why) => this.killTree(taskId, run, why),
-      oomKilled: async () => false,
+      judgeEnd: async () => ({ oomKilled: false }),
     });
   }
 

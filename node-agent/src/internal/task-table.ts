@@ -9,8 +9,11 @@ export interface TaskRun {
   readonly startedAt: number;
   readonly stdout: OutputCapture;
   readonly stderr: OutputCapture;
-  /** Resolves (never rejects) when the process ended and its exit code is known. */
-  readonly done: Promise<{ exitCode: number; endedAt: number }>;
+  /**
+   * Resolves (never rejects) when the process ended and its exit code is known, or when its end
+   * was `lost` with the engine (why; the exit code is then -1, and the process may still run).
+   */
+  readonly done: Promise<{ exitCode: number; endedAt: number; lost?: string }>;
   /** Stops reading its output. */
   detach(): void;
   /** An interactive task's open stdin. */
@@ -33,12 +36,24 @@ export interface TaskOutputRead {
   exitCode?: number;
 }
 
+/** What a sandbox makes of a task's non-zero exit. */
+export interface EndVerdict {
+  /** Whether an OOM kill happened since the task started. */
+  oomKilled: boolean;
+  /**
+   * Set when the sandbox went down under the command for a reason that is not the command's
+   * (its container stopped with a Docker daemon restart, or was removed): why. The task then
+   * ends `failed`, not `exited`: its exit status says nothing of the command.
+   */
+  lost?: string;
+}
+
 /** What a task table needs from its sandbox. */
 export interface TaskHooks {
   /** Kills the task's whole process tree. */
   killTree(taskId: string, run: TaskRun, why: string): Promise<void>;
-  /** Whether an OOM kill happened since the task started (called for non-zero exit codes). */
-  oomKilled(taskId: string, exitCode: number): Promise<boolean>;
+  /** What a non-zero exit (`-1`: the engine could not tell) says (called while it runs). */
+  judgeEnd(taskId: string, exitCode: number): Promise<EndVerdict>;
 }
 
 interface Task {
@@ -47,6 +62,8 @@ interface Task {
   state: BackgroundTaskState;
   exitCode?: number;
   oomKilled?: boolean;
+  /** Why it `failed`. */
+  error?: string;
   endedAt?: number;
   timer?: NodeJS.Timeout;
   finished: Promise<void>;
@@ -89,15 +106,27 @@ export class TaskTable {
       run.stdoutLog?.close();
       if (task.timer) clearTimeout(task.timer);
       if (task.state === 'killed') return; // kill() finishes it
-      const oom =
+      const verdict: EndVerdict =
         end.exitCode !== 0 && task.state === 'running'
-          ? await this.hooks.oomKilled(taskId, end.exitCode)
-          : false;
+          ? await this.hooks.judgeEnd(taskId, end.exitCode)
+          : { oomKilled: false };
+      const lost = verdict.oomKilled ? undefined : (verdict.lost ?? end.lost);
+      if (lost !== undefined && task.state === 'running') {
+        // Reported `exited`, a command a daemon restart killed failed its task, where the job
+        // should retry it (chaos `docker-restart`, seed 30000). One whose output stream alone
+        // was cut may still run: it goes first, so that a retry does not run beside it.
+        if (verdict.lost === undefined) {
+          await this.hooks.killTree(taskId, run, 'lost').catch(() => undefined);
+        }
+        task.error = `the command's end was lost: ${lost}`;
+        this.finish(task, 'failed', end.exitCode, false, end.endedAt);
+        return;
+      }
       this.finish(
         task,
         task.state === 'timed-out' ? 'timed-out' : 'exited',
         end.exitCode,
-        oom,
+        verdict.oomKilled,
         end.endedAt,
       );
     });
@@ -147,6 +176,7 @@ export class TaskTable {
     if (task.endedAt !== undefined) {
       if (task.exitCode !== undefined) s.exitCode = task.exitCode;
       if (task.oomKilled !== undefined) s.oomKilled = task.oomKilled;
+      if (task.state === 'failed' && task.error !== undefined) s.error = task.error;
     }
     return s;
   }

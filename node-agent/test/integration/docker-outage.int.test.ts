@@ -1,74 +1,23 @@
-import net from 'node:net';
 import path from 'node:path';
 import Docker from 'dockerode';
-import { DockerSandboxBackend, type Logger } from '@troupe/node-agent';
+import { DockerSandboxBackend } from '@troupe/node-agent';
 import { isTroupeError } from '@troupe/proto';
-import { makeTempDir, waitFor, type TempDir } from '@troupe/testkit';
+import {
+  makeTempDir,
+  startSocketProxy,
+  waitFor,
+  type SocketProxyHandle,
+  type TempDir,
+} from '@troupe/testkit';
+import { recordingLogger } from '../support/recording-logger';
 import { dockerFixture, leftovers, removeLeftovers, type DockerFixture } from './helpers';
 
 jest.setTimeout(120_000);
 
-/**
- * A Docker socket in front of the real one that a test can take away and bring back: what a
- * client sees of a daemon restart (the socket file is gone, `connect ENOENT`, then it answers
- * again). Closing the listener removes the socket file; open connections are cut.
- */
-async function startSocketProxy(socketPath: string, target: string) {
-  const sockets = new Set<net.Socket>();
-  const track = (s: net.Socket) => {
-    sockets.add(s);
-    s.on('close', () => sockets.delete(s));
-    s.on('error', () => s.destroy());
-  };
-  let server: net.Server | undefined;
-  const up = async () => {
-    if (server) return;
-    server = net.createServer((client) => {
-      track(client);
-      const upstream = net.connect(target);
-      track(upstream);
-      client.pipe(upstream).pipe(client);
-      client.on('close', () => upstream.destroy());
-      upstream.on('close', () => client.destroy());
-    });
-    const s = server;
-    await new Promise<void>((resolve, reject) => {
-      s.once('error', reject);
-      s.listen(socketPath, () => {
-        s.off('error', reject);
-        resolve();
-      });
-    });
-  };
-  const down = async () => {
-    const s = server;
-    server = undefined;
-    if (!s) return;
-    for (const c of sockets) c.destroy();
-    await new Promise<void>((resolve) => s.close(() => resolve()));
-  };
-  await up();
-  return { up, down };
-}
-
-/** A logger that keeps the warnings' messages (and drops the rest). */
-function recordingLogger(): Logger & { warnings: string[] } {
-  const warnings: string[] = [];
-  const logger = {
-    warnings,
-    debug: () => undefined,
-    info: () => undefined,
-    warn: (_obj: object, msg?: string) => void warnings.push(msg ?? ''),
-    error: (_obj: object, msg?: string) => void warnings.push(msg ?? ''),
-    child: () => logger,
-  };
-  return logger;
-}
-
 describe('a Docker daemon outage (its socket taken away and brought back)', () => {
   let real: DockerFixture;
   let dir: TempDir;
-  let proxy: Awaited<ReturnType<typeof startSocketProxy>>;
+  let proxy: SocketProxyHandle;
   let viaProxy: Docker;
 
   beforeAll(async () => {

@@ -1,5 +1,5 @@
 import { TroupeError } from '@troupe/proto';
-import { isDaemonUnreachable } from '../../src/internal/docker-daemon';
+import { isDaemonUnreachable, neverReachedDaemon } from '../../src/internal/docker-daemon';
 import { dockerError } from '../../src/internal/docker-errors';
 
 /** A socket error as Node raises it. */
@@ -37,5 +37,27 @@ describe('isDaemonUnreachable', () => {
     expect(isDaemonUnreachable(socketError('EACCES'))).toBe(false);
     expect(isDaemonUnreachable('ENOENT')).toBe(false);
     expect(isDaemonUnreachable(undefined)).toBe(false);
+  });
+});
+
+describe('neverReachedDaemon', () => {
+  test.each(['ENOENT', 'ECONNREFUSED'])(
+    'a connect %s never reached it (through causes)',
+    (code) => {
+      expect(neverReachedDaemon(socketError(code))).toBe(true);
+      expect(neverReachedDaemon(dockerError('docker exec', socketError(code)))).toBe(true);
+    },
+  );
+
+  test('a connection cut mid-request may have done its work', () => {
+    expect(neverReachedDaemon(socketError('ECONNRESET', 'read ECONNRESET'))).toBe(false);
+    expect(neverReachedDaemon(new Error('socket hang up'))).toBe(false);
+  });
+
+  test('an answer from the daemon or another error is not', () => {
+    expect(neverReachedDaemon(Object.assign(new Error('conflict'), { statusCode: 409 }))).toBe(
+      false,
+    );
+    expect(neverReachedDaemon(socketError('EACCES'))).toBe(false);
   });
 });

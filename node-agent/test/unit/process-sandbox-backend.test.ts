@@ -1,21 +1,9 @@
 import { existsSync } from 'node:fs';
-import { ProcessSandboxBackend, readTar, WarmPool, type Logger } from '@troupe/node-agent';
+import { ProcessSandboxBackend, readTar, WarmPool } from '@troupe/node-agent';
 import { makeTempDir, waitFor, type TempDir } from '@troupe/testkit';
+import { recordingLogger } from '../support/recording-logger';
 
 const labels = { cluster: 't-proc', host: 'h1', actor: 'sandbox/p1' };
-
-function recordingLogger(): Logger & { warnings: string[] } {
-  const warnings: string[] = [];
-  const logger = {
-    warnings,
-    debug: () => undefined,
-    info: () => undefined,
-    warn: (_obj: object, msg?: string) => void warnings.push(msg ?? ''),
-    error: () => undefined,
-    child: () => logger,
-  };
-  return logger;
-}
 
 // The kill-tree script scans every /proc entry with a fork or two per process, so on a busy host
 // (many processes, a loaded CPU) one run takes seconds: longer than jest's 5 s default, and longer

@@ -1,0 +1,150 @@
+import path from 'node:path';
+import Docker from 'dockerode';
+import { DockerSandboxBackend, type Sandbox } from '@troupe/node-agent';
+import { isTroupeError } from '@troupe/proto';
+import {
+  makeTempDir,
+  startSocketProxy,
+  waitFor,
+  type SocketProxyHandle,
+  type TempDir,
+} from '@troupe/testkit';
+import { recordingLogger, type RecordingLogger } from '../support/recording-logger';
+import { dockerFixture, removeLeftovers, type DockerFixture } from './helpers';
+
+jest.setTimeout(120_000);
+
+/**
+ * Commands through a Docker daemon outage. The node agent's client reaches the real daemon
+ * through a socket the test takes away (what a client sees of a restart) while it does, on the
+ * real daemon, what a restart does to the containers: stops them.
+ */
+describe('commands through a Docker daemon outage', () => {
+  let real: DockerFixture;
+  let dir: TempDir;
+  let proxy: SocketProxyHandle;
+  let backend: DockerSandboxBackend;
+  let log: RecordingLogger;
+  const sandboxes: Sandbox[] = [];
+
+  /** Waits until the sandbox met the outage: it logged that it waits for the daemon. */
+  async function metOutage(what: RegExp): Promise<void> {
+    await waitFor(() => log.warnings.some((m) => what.test(m)), {
+      timeoutMs: 10_000,
+      message: `a warning matching ${what}`,
+    });
+  }
+
+  beforeAll(async () => {
+    real = await dockerFixture();
+    dir = await makeTempDir('docker-outage-commands-');
+    const target = (real.docker.modem as { socketPath?: string }).socketPath;
+    if (typeof target !== 'string') throw new Error('the testkit Docker client has no socketPath');
+    proxy = await startSocketProxy(path.join(dir.path, 'docker.sock'), target);
+  });
+
+  beforeEach(() => {
+    log = recordingLogger();
+    backend = new DockerSandboxBackend({
+      docker: new Docker({ socketPath: proxy.socketPath }),
+      daemonWaitMs: 30_000,
+      logger: log,
+    });
+  });
+
+  afterEach(async () => {
+    await proxy.up();
+    await Promise.all(sandboxes.splice(0).map((s) => s.destroy().catch(() => undefined)));
+  });
+
+  afterAll(async () => {
+    await proxy.down();
+    await removeLeftovers(real.docker, real.cluster);
+    await dir.cleanup();
+  });
+
+  async function started(actor: string): Promise<{ sb: Sandbox; container: Docker.Container }> {
+    const sb = await backend.create(real.spec({}, actor));
+    sandboxes.push(sb);
+    await sb.ready();
+    const containerId = sb.metadata().containerId;
+    if (containerId === undefined) throw new Error('a Docker sandbox without a container');
+    return { sb, container: real.docker.getContainer(containerId) };
+  }
+
+  test('a background command whose container stops in the outage ends failed, naming why', async () => {
+    const { sb, container } = await started('sandbox/outage-stopped');
+    const taskId = await sb.startBackground('echo started; sleep 60');
+    await waitFor(async () => (await sb.poll(taskId)).stdout.includes('started'), {
+      timeoutMs: 10_000,
+      message: 'the command started',
+    });
+    await proxy.down();
+    // What a restart does to the container while the node agent cannot ask.
+    await container.kill();
+    await metOutage(/^Docker daemon unreachable: waiting for it to read a command’s end/);
+    await proxy.up();
+    const status = await sb.wait(taskId, { timeoutMs: 40_000 });
+    // Not `exited` with a made-up code: a task would be graded on it.
+    expect(status.state).toBe('failed');
+    expect(status.error).toMatch(/^the command's end was lost: its container exited \(code 137\)/);
+    // The sandbox is lost: later calls say so, and the caller makes a new one.
+    const err = await sb.exec('true').catch((e: unknown) => e);
+    expect(isTroupeError(err) && err.code).toBe('UNAVAILABLE');
+    expect((err as { details?: Record<string, unknown> }).details?.['sandboxLost']).toBe(true);
+  });
+
+  test('a command whose stream alone was cut is killed, and ends failed', async () => {
+    const { sb } = await started('sandbox/outage-cut');
+    const taskId = await sb.startBackground('echo started; sleep 60');
+    await waitFor(async () => (await sb.poll(taskId)).stdout.includes('started'), {
+      timeoutMs: 10_000,
+      message: 'the command started',
+    });
+    await proxy.down();
+    await metOutage(/^Docker daemon unreachable: waiting for it to read a command’s end/);
+    await proxy.up();
+    const status = await sb.wait(taskId, { timeoutMs: 40_000 });
+    expect(status).toMatchObject({
+      state: 'failed',
+      error:
+        "the command's end was lost: its output stream was cut while the Docker daemon was away",
+    });
+    // Killed, so a retry does not run beside it; the sandbox itself still serves.
+    const ps = await sb.exec(['sh', '-c', 'ps -o args | grep -c "[s]leep 60" || true']);
+    expect(ps.stdout.trim()).toBe('0');
+  });
+
+  test('a command that ended before the outage keeps its own exit code', async () => {
+    const { sb } = await started('sandbox/outage-ended');
+    const taskId = await sb.startBackground('exit 3');
+    expect(await sb.wait(taskId, { timeoutMs: 10_000 })).toMatchObject({
+      state: 'exited',
+      exitCode: 3,
+    });
+    await proxy.down();
+    await proxy.up();
+    expect(await sb.poll(taskId)).toMatchObject({ state: 'exited', exitCode: 3 });
+  });
+
+  test('a command started in the outage runs once the daemon answers', async () => {
+    const { sb } = await started('sandbox/outage-start');
+    await proxy.down();
+    const running = sb.exec('echo ran');
+    await metOutage(/^Docker daemon unreachable: waiting for it to run a command/);
+    await proxy.up();
+    expect(await running).toMatchObject({ exitCode: 0, stdout: 'ran\n' });
+  });
+
+  test('a command started in the outage fails with the sandbox lost when its container stopped', async () => {
+    const { sb, container } = await started('sandbox/outage-start-stopped');
+    await proxy.down();
+    await container.kill();
+    const starting = sb.startBackground('echo never').catch((e: unknown) => e);
+    await metOutage(/^Docker daemon unreachable: waiting for it to run a command/);
+    await proxy.up();
+    const err = await starting;
+    expect(isTroupeError(err) && err.code).toBe('UNAVAILABLE');
+    expect((err as Error).message).toMatch(/while the Docker daemon was away/);
+  });
+});
