@@ -78,6 +78,10 @@ export async function runSchedule(
     kind: 'shell-tasks',
     concurrency: 6,
     taskTimeoutMs: TASK_TIMEOUT_MS,
+    // Each fault may cost a running task an attempt (a Docker daemon restart kills every
+    // running command), so the job may retry once per fault: with the default two, a task that
+    // three restarts hit in a row ended errored (seed 30000).
+    retries: { max: Math.max(2, schedule.faults.length) },
     labels: { suite: 'chaos', seed: String(schedule.seed) },
     config: { memoryMb: 64 },
     tasks: [...markers].map(([id, marker]) => ({

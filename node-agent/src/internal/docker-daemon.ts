@@ -1,5 +1,6 @@
 import type Docker from 'dockerode';
 import { retryWithBackoff, throwIfAborted } from '@troupe/proto';
+import { dockerStatus } from './docker-errors';
 
 /**
  * Socket errors of a client that cannot reach the engine at all: its socket is gone (`ENOENT`, a
@@ -43,6 +44,21 @@ function unreachableBy(err: unknown): string | undefined {
  */
 export function isDaemonUnreachable(err: unknown): boolean {
   return unreachableBy(err) !== undefined;
+}
+
+/**
+ * Whether `err` is what a Docker daemon restart looks like: unreachable (see
+ * {@link isDaemonUnreachable}), or a server error (5xx), which a daemon shutting down answers
+ * while it closes its stores (`database not open`). Worth trying again once it answers.
+ */
+export function isDaemonOutage(err: unknown): boolean {
+  if (isDaemonUnreachable(err)) return true;
+  for (let e = err, depth = 0; typeof e === 'object' && e !== null && depth < 5; depth++) {
+    const status = dockerStatus(e);
+    if (status !== undefined) return status >= 500;
+    e = (e as { cause?: unknown }).cause;
+  }
+  return false;
 }
 
 /**

@@ -6,6 +6,7 @@ import {
   invalidArgument,
   parseWith,
   raceSignal,
+  retryWithBackoff,
   throwIfAborted,
   timeoutError,
   TroupeError,
@@ -32,7 +33,12 @@ import type {
 import { userIds, type SandboxSpec } from '../sandbox-spec';
 import { within } from './abort';
 import { removeContainerAndVolumes } from './container-policy';
-import { isDaemonUnreachable, neverReachedDaemon, waitForDaemon } from './docker-daemon';
+import {
+  isDaemonOutage,
+  isDaemonUnreachable,
+  neverReachedDaemon,
+  waitForDaemon,
+} from './docker-daemon';
 import { dockerError, dockerStatus, ignoreNotFound } from './docker-errors';
 import { startExec, type RawExecRequest, type RunningExec } from './docker-exec';
 import { BackgroundExecOptionsSchema, ExecOptionsSchema, envEntries } from './exec-options';
@@ -236,21 +242,56 @@ export class DockerSandbox implements Sandbox {
       throw dockerError(`follow log of sandbox ${this.id}`, err);
     }
     let text = '';
+    let ready: boolean;
     try {
-      await new Promise<void>((resolve, reject) => {
+      ready = await new Promise<boolean>((resolve, reject) => {
         const onAbort = (): void => reject(fromAbortSignal(signal));
         signal.addEventListener('abort', onAbort, { once: true });
         stream.on('data', (chunk: Buffer) => {
           text += chunk.toString('latin1');
-          if (text.includes(READY_LINE)) resolve();
+          if (text.includes(READY_LINE)) resolve(true);
           else if (text.includes(NOT_READY_LINE)) reject(this.notReadyError(text));
         });
-        stream.once('end', () => reject(this.notReadyError(text)));
+        stream.once('end', () => resolve(false));
         stream.once('error', (err) => reject(dockerError(`follow log of sandbox ${this.id}`, err)));
       });
     } finally {
       stream.destroy();
     }
+    if (!ready) throw await this.endedBeforeReady(text, signal);
+  }
+
+  /**
+   * Why the container's log ended before the boot script reported. Its own exit (no shell, no
+   * `sleep`) is the image's fault, `INVALID_ARGUMENT`. Stopped by a signal, it was stopped from
+   * outside (a Docker daemon restart stops every container): `UNAVAILABLE`, retryable, for a
+   * sandbox made again. Taken for the image's fault, that failed a chaos task for good
+   * (`docker-restart`, seed 30000).
+   */
+  private async endedBeforeReady(logText: string, signal: AbortSignal): Promise<TroupeError> {
+    let state: Docker.ContainerInspectInfo['State'];
+    try {
+      state = await this.inspectThroughOutage(signal);
+    } catch (err) {
+      if (signal.aborted) throw err;
+      const why = err instanceof SandboxGone ? err.why : 'its container could not be read';
+      return new TroupeError(
+        ErrorCode.UNAVAILABLE,
+        `sandbox ${this.id} did not become ready: ${why}`,
+        { cause: err, details: { sandboxId: this.id } },
+      );
+    }
+    if (!state.Running && (state.OOMKilled || state.ExitCode < 128)) {
+      return this.notReadyError(logText);
+    }
+    const why = state.Running
+      ? 'its log stream was cut'
+      : `its container was stopped from outside (code ${state.ExitCode})`;
+    return new TroupeError(
+      ErrorCode.UNAVAILABLE,
+      `sandbox ${this.id} did not become ready: ${why} before its boot script reported`,
+      { details: { sandboxId: this.id } },
+    );
   }
 
   private notReadyError(logText: string): TroupeError {
@@ -361,10 +402,14 @@ export class DockerSandbox implements Sandbox {
       if (verdict.sandboxFailure !== undefined) result.sandboxFailure = verdict.sandboxFailure;
     }
     if (signal?.aborted && !timedOut) throw fromAbortSignal(signal);
+    // The container went down under the command, not for memory (a Docker daemon restart stops
+    // every container): the command's exit says nothing of it, and the sandbox is lost.
+    if (result.sandboxFailure !== undefined && !result.oomKilled) {
+      throw this.failedError(result.sandboxFailure);
+    }
     if (end.lost !== undefined && !timedOut && !result.oomKilled) {
-      // A Docker daemon outage took the command's end: its exit code says nothing. It goes
-      // with its container, or is killed when that survived, and the caller runs it again.
-      if (result.sandboxFailure !== undefined) throw this.failedError(result.sandboxFailure);
+      // A Docker daemon outage took the command's end: its exit code says nothing. Its
+      // container survived, so it is killed there, and the caller runs it again.
       await this.killTree(taskId, [run], 'lost').catch(() => undefined);
       throw new TroupeError(ErrorCode.UNAVAILABLE, `the command's end was lost: ${end.lost}`, {
         details: { sandboxId: this.id },
@@ -397,9 +442,12 @@ export class DockerSandbox implements Sandbox {
     }
     // A hard reset stops the container on purpose; only an unplanned stop makes the sandbox fail.
     if (!signalled || this.resetting || this.isDestroyed()) return { oomKilled };
-    if (oomKilled) {
-      // The OOM killer may be taking init down too: Docker records that stop a little after
-      // the exec's end, so give it a moment before asking whether the container still runs.
+    if (oomKilled || exitCode === 137 || exitCode === 143) {
+      // The OOM killer may be taking init down too, or the container is being stopped (a
+      // Docker daemon shutting down stops them all, killing their commands): Docker records
+      // that stop a little after the exec's end, so give it a moment before asking whether the
+      // container still runs. Asked at once, a command the restart killed was graded as its
+      // own failure (chaos `docker-restart`, seed 30001).
       await this.parts.container
         .wait({
           condition: 'not-running',
@@ -806,27 +854,41 @@ export class DockerSandbox implements Sandbox {
     );
     this.ctx.onDestroyed(this);
     if (errors.length > 0) {
-      const unreachable = errors.some(isDaemonUnreachable);
+      const outage = errors.every(isDaemonOutage);
       this.log.error(
         { err: errors[0] },
-        unreachable
-          ? 'sandbox destroy could not reach Docker: removing once it answers again'
+        outage
+          ? 'sandbox destroy met a Docker daemon outage: removing once it answers again'
           : 'sandbox destroy left objects behind (the reaper will retry)',
       );
       // A daemon restarting: remove as soon as it is back, not a reaper period later (the
-      // chaos harness's `docker-restart` found a job's containers left a minute after it).
-      if (unreachable) void this.removeWhenDaemonBack();
+      // chaos harness's `docker-restart` found a job's containers left a minute after it, and
+      // then its volumes, refused `500 database not open` by a daemon shutting down).
+      if (outage) void this.removeAfterOutage();
       throw dockerError(`destroy sandbox ${this.id}`, errors[0]);
     }
     this.log.debug({}, 'sandbox destroyed');
   }
 
-  private async removeWhenDaemonBack(): Promise<void> {
-    const until = Date.now() + (this.ctx.daemonWaitMs ?? 60_000);
+  /** Removes the container and volumes once the daemon answers, through its restart. */
+  private async removeAfterOutage(): Promise<void> {
+    const untilMs = Date.now() + (this.ctx.daemonWaitMs ?? 60_000);
     try {
-      if (!(await waitForDaemon(this.ctx.docker, until))) return;
-      await removeContainerAndVolumes(this.ctx.docker, this.parts.container, this.parts.volumes);
-      this.log.info({}, 'sandbox removed after Docker came back');
+      await retryWithBackoff(
+        async () => {
+          if (!(await waitForDaemon(this.ctx.docker, untilMs))) {
+            throw new Error('the Docker daemon did not answer again');
+          }
+          await removeContainerAndVolumes(
+            this.ctx.docker,
+            this.parts.container,
+            this.parts.volumes,
+          );
+        },
+        // Unref'd: the removal never keeps a node agent that is exiting.
+        { isRetryable: isDaemonOutage, untilMs, firstPauseMs: 500, unref: true },
+      );
+      this.log.info({}, 'sandbox removed after the Docker daemon outage');
     } catch (err) {
       this.log.warn({ err }, 'sandbox still not removed (the reaper will retry)');
     }

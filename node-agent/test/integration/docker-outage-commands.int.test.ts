@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { Readable } from 'node:stream';
 import Docker from 'dockerode';
 import { DockerSandboxBackend, type Sandbox } from '@troupe/node-agent';
 import { isTroupeError } from '@troupe/proto';
@@ -10,7 +11,7 @@ import {
   type TempDir,
 } from '@troupe/testkit';
 import { recordingLogger, type RecordingLogger } from '../support/recording-logger';
-import { dockerFixture, removeLeftovers, type DockerFixture } from './helpers';
+import { dockerFixture, rejection, removeLeftovers, tarOf, type DockerFixture } from './helpers';
 
 jest.setTimeout(120_000);
 
@@ -115,6 +116,39 @@ describe('commands through a Docker daemon outage', () => {
     expect(ps.stdout.trim()).toBe('0');
   });
 
+  // Seed 30001: a daemon shutting down stops the containers while it still answers, so the
+  // command's exit code (137) is read, and the container was asked for before its stop showed.
+  test('a command killed by its container stopping from outside ends failed, not exited 137', async () => {
+    const { sb, container } = await started('sandbox/stopped-outside');
+    const taskId = await sb.startBackground('echo started; sleep 60');
+    await waitFor(async () => (await sb.poll(taskId)).stdout.includes('started'), {
+      timeoutMs: 10_000,
+      message: 'the command started',
+    });
+    await container.kill();
+    expect(await sb.wait(taskId, { timeoutMs: 20_000 })).toMatchObject({
+      state: 'failed',
+      exitCode: 137,
+      error: "the command's end was lost: its container exited (code 137)",
+    });
+  });
+
+  test('a foreground command killed so rejects with the sandbox lost', async () => {
+    const { sb, container } = await started('sandbox/stopped-outside-exec');
+    const running = sb.exec('sleep 60');
+    await waitFor(
+      async () => {
+        const top = (await container.top()) as { Processes?: string[][] };
+        return top.Processes?.some((p) => p.join(' ').includes('sleep 60')) ?? false;
+      },
+      { timeoutMs: 10_000, message: 'the command started' },
+    );
+    await container.kill();
+    const err = await running.catch((e: unknown) => e);
+    expect(isTroupeError(err) && err.code).toBe('UNAVAILABLE');
+    expect((err as Error).message).toMatch(/no longer usable: its container exited \(code 137\)/);
+  });
+
   test('a command that ended before the outage keeps its own exit code', async () => {
     const { sb } = await started('sandbox/outage-ended');
     const taskId = await sb.startBackground('exit 3');
@@ -146,5 +180,76 @@ describe('commands through a Docker daemon outage', () => {
     const err = await starting;
     expect(isTroupeError(err) && err.code).toBe('UNAVAILABLE');
     expect((err as Error).message).toMatch(/while the Docker daemon was away/);
+  });
+});
+
+/**
+ * A daemon restart also stops containers still booting. Their log ends before the boot script
+ * reports, which was taken for the image's fault (`INVALID_ARGUMENT`, never retried) and failed
+ * a chaos task for good (`docker-restart`, seed 30000).
+ */
+describe('a container stopped from outside before it is ready', () => {
+  let real: DockerFixture;
+  let slowBoot: string;
+
+  beforeAll(async () => {
+    real = await dockerFixture();
+    // The busybox image whose shell waits 5 s before it runs anything: the boot script's report
+    // comes late enough for the test to stop the container first.
+    slowBoot = `troupe-test-slow-boot:${real.cluster.toLowerCase()}`;
+    const context = await tarOf({
+      Dockerfile: [
+        `FROM ${real.busybox}`,
+        'USER root',
+        `RUN rm /bin/sh && printf '#!/bin/busybox ash\\nsleep 5\\nexec /bin/busybox ash "$@"\\n' > /bin/sh && chmod 755 /bin/sh`,
+        'USER 1000:1000',
+      ].join('\n'),
+    });
+    const build = await real.docker.buildImage(Readable.from([context]), { t: slowBoot });
+    await new Promise<void>((resolve, reject) =>
+      real.docker.modem.followProgress(build, (err: Error | null) =>
+        err ? reject(err) : resolve(),
+      ),
+    );
+  });
+
+  afterAll(async () => {
+    await removeLeftovers(real.docker, real.cluster);
+    await real.docker
+      .getImage(slowBoot)
+      .remove({ force: true })
+      .catch(() => undefined);
+  });
+
+  test('fails UNAVAILABLE, to be made again, not as a bad image', async () => {
+    const events = (await real.docker.getEvents({
+      filters: JSON.stringify({
+        type: ['container'],
+        event: ['start'],
+        label: [`troupe.cluster=${real.cluster}`],
+      }),
+    })) as NodeJS.ReadableStream & { destroy(): void };
+    const killed = new Promise<void>((resolve, reject) => {
+      events.once('data', (chunk: Buffer) => {
+        const id = (JSON.parse(chunk.toString().split('\n')[0] ?? '{}') as { id?: string }).id;
+        if (!id) return reject(new Error(`an event without an id: ${chunk.toString()}`));
+        real.docker
+          .getContainer(id)
+          .kill()
+          .then(() => resolve(), reject);
+      });
+    });
+    try {
+      const err = await rejection(
+        real.backend.create(real.spec({ image: slowBoot }, 'sandbox/stopped')),
+      );
+      await killed;
+      expect(err.code).toBe('UNAVAILABLE');
+      expect(err.message).toMatch(
+        /did not become ready: its container was stopped from outside \(code 137\)/,
+      );
+    } finally {
+      events.destroy();
+    }
   });
 });

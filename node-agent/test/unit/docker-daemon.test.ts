@@ -1,5 +1,9 @@
 import { TroupeError } from '@troupe/proto';
-import { isDaemonUnreachable, neverReachedDaemon } from '../../src/internal/docker-daemon';
+import {
+  isDaemonOutage,
+  isDaemonUnreachable,
+  neverReachedDaemon,
+} from '../../src/internal/docker-daemon';
 import { dockerError } from '../../src/internal/docker-errors';
 
 /** A socket error as Node raises it. */
@@ -59,5 +63,27 @@ describe('neverReachedDaemon', () => {
       false,
     );
     expect(neverReachedDaemon(socketError('EACCES'))).toBe(false);
+  });
+});
+
+describe('isDaemonOutage', () => {
+  test('an unreachable daemon is one', () => {
+    expect(isDaemonOutage(dockerError('destroy', socketError('ENOENT')))).toBe(true);
+  });
+
+  test('so is a server error, which a daemon shutting down answers', () => {
+    const closing = Object.assign(
+      new Error('(HTTP code 500) server error - get troupe-sbx-1-ws: database not open'),
+      { statusCode: 500 },
+    );
+    expect(isDaemonOutage(closing)).toBe(true);
+    expect(isDaemonOutage(dockerError('destroy', closing))).toBe(true);
+  });
+
+  test('an answer about the request is not', () => {
+    for (const statusCode of [400, 404, 409]) {
+      expect(isDaemonOutage(Object.assign(new Error('no'), { statusCode }))).toBe(false);
+    }
+    expect(isDaemonOutage(new Error('spec.image: required'))).toBe(false);
   });
 });
