@@ -73,13 +73,19 @@ describe('commands through a Docker daemon outage', () => {
     return { sb, container: real.docker.getContainer(containerId) };
   }
 
-  test('a background command whose container stops in the outage ends failed, naming why', async () => {
-    const { sb, container } = await started('sandbox/outage-stopped');
+  /** Starts a background command that sleeps a minute; resolves once it runs. */
+  async function startedSleep(sb: Sandbox): Promise<string> {
     const taskId = await sb.startBackground('echo started; sleep 60');
     await waitFor(async () => (await sb.poll(taskId)).stdout.includes('started'), {
       timeoutMs: 10_000,
       message: 'the command started',
     });
+    return taskId;
+  }
+
+  test('a background command whose container stops in the outage ends failed, naming why', async () => {
+    const { sb, container } = await started('sandbox/outage-stopped');
+    const taskId = await startedSleep(sb);
     await proxy.down();
     // What a restart does to the container while the node agent cannot ask.
     await container.kill();
@@ -97,11 +103,7 @@ describe('commands through a Docker daemon outage', () => {
 
   test('a command whose stream alone was cut is killed, and ends failed', async () => {
     const { sb } = await started('sandbox/outage-cut');
-    const taskId = await sb.startBackground('echo started; sleep 60');
-    await waitFor(async () => (await sb.poll(taskId)).stdout.includes('started'), {
-      timeoutMs: 10_000,
-      message: 'the command started',
-    });
+    const taskId = await startedSleep(sb);
     await proxy.down();
     await metOutage(/^Docker daemon unreachable: waiting for it to read a command’s end/);
     await proxy.up();
@@ -120,11 +122,7 @@ describe('commands through a Docker daemon outage', () => {
   // command's exit code (137) is read, and the container was asked for before its stop showed.
   test('a command killed by its container stopping from outside ends failed, not exited 137', async () => {
     const { sb, container } = await started('sandbox/stopped-outside');
-    const taskId = await sb.startBackground('echo started; sleep 60');
-    await waitFor(async () => (await sb.poll(taskId)).stdout.includes('started'), {
-      timeoutMs: 10_000,
-      message: 'the command started',
-    });
+    const taskId = await startedSleep(sb);
     await container.kill();
     expect(await sb.wait(taskId, { timeoutMs: 20_000 })).toMatchObject({
       state: 'failed',
