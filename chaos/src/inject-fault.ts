@@ -72,7 +72,8 @@ async function inject(
       };
     }
     case FaultKind.DOCKER_RESTART: {
-      // Opt-in only (TROUPE_CHAOS_DOCKER_RESTART=1): it stops every container on the machine.
+      // Long profile only (TROUPE_CHAOS_DOCKER_RESTART=0 leaves it out): it stops every
+      // container on the machine.
       const pid = dockerdPid();
       process.kill(pid, 'SIGTERM');
       await waitFor(() => !alive(pid), { timeoutMs: 60_000, message: 'dockerd stopped' });

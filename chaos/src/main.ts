@@ -10,7 +10,8 @@
  * `--faults kill9:leader` makes every fault of the schedules one of the kinds listed, and every
  * kill9/sigstop hit one of the roles listed (coordinator, leader, node-agent, nats). `--tasks N`
  * gives each schedule's job N tasks instead of the profile's (a longer job outlasts more faults).
- * Environment: TROUPE_CHAOS_DOCKER_RESTART=1 adds the Docker daemon restart to the long profile;
+ * Environment: TROUPE_CHAOS_DOCKER_RESTART=0 leaves the Docker daemon restart out of the long
+ * profile (it stops every container on the machine);
  * TROUPE_CHAOS_LOG_DIR=dir keeps every coordinator's and node agent's output in dir.
  */
 import { ChaosCluster } from './chaos-cluster';
@@ -74,7 +75,7 @@ function restrictFaults(profile: ChaosProfile, value: string | undefined): Chaos
 async function main(): Promise<void> {
   const args = parseArgs(process.argv.slice(2));
   let profile = restrictFaults(
-    chaosProfile(args['profile'] ?? 'long', process.env['TROUPE_CHAOS_DOCKER_RESTART'] === '1'),
+    chaosProfile(args['profile'] ?? 'long', process.env['TROUPE_CHAOS_DOCKER_RESTART'] !== '0'),
     args['faults'],
   );
   const tasks = positiveInt('tasks', args['tasks']);
@@ -91,6 +92,11 @@ async function main(): Promise<void> {
     `profile ${profile.name}, first seed ${seed} (replay: --seed ${seed}), faults ${profile.kinds.join(',')}` +
       (profile.roles ? ` on ${profile.roles.join(',')}` : ''),
   );
+  if (profile.kinds.includes(FaultKind.DOCKER_RESTART)) {
+    log(
+      'docker-restart restarts dockerd: every container on this machine stops (TROUPE_CHAOS_DOCKER_RESTART=0 leaves it out)',
+    );
+  }
   const stop = new AbortController();
   // The first SIGINT or SIGTERM finishes the running schedule and stops the cluster; a second
   // quits at once, killing the cluster's processes first so that none outlives the harness.
