@@ -18,6 +18,7 @@ import {
 import { isDaemonUnreachable, waitForDaemon } from './internal/docker-daemon';
 import { dockerError, dockerStatus, ignoreNotFound } from './internal/docker-errors';
 import { BOOT_SCRIPT, DockerSandbox } from './internal/docker-sandbox';
+import { ExecEndLog } from './internal/exec-end-log';
 import { randomId } from './internal/ids';
 import { TroupeLabel } from './labels';
 import type { Sandbox, SandboxSnapshot } from './sandbox';
@@ -80,6 +81,8 @@ export class DockerSandboxBackend implements SandboxBackend {
   readonly config: DockerSandboxBackendConfig;
   private readonly log: Logger;
   private readonly live = new Set<DockerSandbox>();
+  /** Docker's record of the sandboxes' exec ends, read when a daemon restart took one. */
+  private readonly execEnds: ExecEndLog;
 
   constructor(options: DockerSandboxBackendOptions) {
     const { docker, logger, ...rest } = options;
@@ -89,6 +92,7 @@ export class DockerSandboxBackend implements SandboxBackend {
     this.docker = docker;
     this.config = parseWith(DockerSandboxBackendConfigSchema, rest, { prefix: 'options' });
     this.log = (logger ?? noopLogger).child({ component: 'docker-sandbox-backend' });
+    this.execEnds = new ExecEndLog(docker, this.log);
   }
 
   /** Sandboxes created by this instance and not destroyed yet. */
@@ -183,6 +187,8 @@ export class DockerSandboxBackend implements SandboxBackend {
         signal,
       );
       const info = await container.inspect({ abortSignal: signal });
+      // Following before the sandbox runs anything: a failure is logged and tried again later.
+      await this.execEnds.start();
       sandbox = new DockerSandbox(
         {
           docker: this.docker,
@@ -192,6 +198,7 @@ export class DockerSandboxBackend implements SandboxBackend {
           readyTimeoutMs: this.config.readyTimeoutMs,
           killGraceMs: this.config.killGraceMs,
           daemonWaitMs: this.config.daemonWaitMs,
+          execEnds: this.execEnds,
           onDestroyed: (s) => this.live.delete(s),
         },
         {
@@ -271,6 +278,7 @@ export class DockerSandboxBackend implements SandboxBackend {
     const results = await Promise.allSettled(all.map((s) => s.destroy(options)));
     const failed = results.filter((r) => r.status === 'rejected').length;
     if (failed > 0) this.log.warn({ failed }, 'some sandboxes could not be destroyed on close');
+    this.execEnds.close();
   }
 }
 

@@ -25,6 +25,7 @@ export {
   type NodeAgentConfig,
   type NodeAgentOptions,
 } from './config';
+export { followDockerEvents, type DockerEvent } from './docker-events';
 export { NodeAgent, type NodeAgentDeps } from './node-agent';
 export {
   createSandboxActor,

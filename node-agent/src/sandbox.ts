@@ -47,7 +47,9 @@ export interface ExecResult {
   /**
    * Set when the command's failure took the sandbox's container down (the OOM killer, with the
    * memory still full, also killed its init): why. Every later call on the sandbox then fails
-   * with `UNAVAILABLE` (`details.sandboxLost`); destroy it and create a new one.
+   * with `UNAVAILABLE` (`details.sandboxLost`); destroy it and create a new one. A container
+   * that went down for any other reason (stopped from outside, a Docker daemon restart) is not
+   * the command's doing: `exec` then rejects with that `UNAVAILABLE` instead of a result.
    */
   sandboxFailure?: string;
   /** Wall-clock time from start to exit. */
@@ -113,7 +115,11 @@ export type BackgroundTaskState = 'running' | 'exited' | 'killed' | 'timed-out' 
 export interface BackgroundTaskStatus {
   /** The id {@link Sandbox.startBackground} returned. */
   taskId: string;
-  /** `running` until it exits, is killed, times out or fails to start. */
+  /**
+   * `running` until it exits, is killed or times out; `failed` when it could not start, or when
+   * its end was lost with its sandbox (a Docker daemon restart stopped the container): its exit
+   * code then says nothing of the command, and `error` says why.
+   */
   state: BackgroundTaskState;
   /** Exit status once not `running`. */
   exitCode?: number;
@@ -129,7 +135,7 @@ export interface BackgroundTaskStatus {
   oomKilled?: boolean;
   /** Time since start (until the end once finished). */
   durationMs: number;
-  /** Why the task `failed`, when it did. */
+  /** Why the task `failed`, when it did (`the command's end was lost: …`). */
   error?: string;
 }
 
@@ -234,7 +240,11 @@ export interface Sandbox {
    * seeded). `create` already waits for this unless told not to.
    */
   ready(options?: { signal?: AbortSignal }): Promise<void>;
-  /** Runs a command to completion (or timeout, which kills its whole process tree). */
+  /**
+   * Runs a command to completion (or timeout, which kills its whole process tree).
+   * @throws TroupeError `UNAVAILABLE` when the sandbox went down under the command, not for
+   *   memory (`details.sandboxLost`), or a Docker daemon outage took the command's end
+   */
   exec(cmd: Command, options?: ExecOptions): Promise<ExecResult>;
   /** Starts a command in the background; returns its task id. */
   startBackground(cmd: Command, options?: BackgroundExecOptions): Promise<string>;

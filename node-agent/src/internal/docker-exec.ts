@@ -26,6 +26,11 @@ export interface RawExecRequest {
   daemonWaitMs?: number;
   /** Told when the end is waited for through an outage. */
   log?: Logger;
+  /**
+   * Docker's record of exec ends (`exec_die` events), asked when the daemon came back without
+   * the exec: a command that exited just as the daemon stopped keeps its exit code.
+   */
+  recordedEnd?: { exitCodeOf(execId: string): number | undefined };
 }
 
 /** How a started exec ended. */
@@ -117,6 +122,11 @@ export async function startExec(
     stream.write(req.stdin);
     stream.end();
   }
+  /** `lost`, unless Docker's events recorded the exec's exit after all. */
+  const lostUnlessRecorded = (endedAt: number, lost: string): RawExecEnd => {
+    const exitCode = req.recordedEnd?.exitCodeOf(exec.id);
+    return exitCode === undefined ? { exitCode: -1, endedAt, lost } : { exitCode, endedAt };
+  };
   const done = closed.then(async (): Promise<RawExecEnd> => {
     const endedAt = performance.now();
     /** Whether the daemon was away when the end was first asked for. */
@@ -131,11 +141,11 @@ export async function startExec(
       } catch (err) {
         if (!isDaemonUnreachable(err)) {
           // A daemon that restarted no longer knows the execs it had.
-          const lost = outage ? 'the Docker daemon restarted while it ran' : undefined;
-          return { exitCode: -1, endedAt, ...(lost ? { lost } : {}) };
+          if (!outage) return { exitCode: -1, endedAt };
+          return lostUnlessRecorded(endedAt, 'the Docker daemon restarted while it ran');
         }
         if (outage || req.daemonWaitMs === undefined) {
-          return { exitCode: -1, endedAt, lost: 'the Docker daemon went away while it ran' };
+          return lostUnlessRecorded(endedAt, 'the Docker daemon went away while it ran');
         }
         outage = true;
         req.log?.warn(
@@ -143,7 +153,7 @@ export async function startExec(
           'Docker daemon unreachable: waiting for it to read a command’s end',
         );
         if (!(await waitForDaemon(docker, Date.now() + req.daemonWaitMs))) {
-          return { exitCode: -1, endedAt, lost: 'the Docker daemon went away and stayed away' };
+          return lostUnlessRecorded(endedAt, 'the Docker daemon went away and stayed away');
         }
         continue;
       }

@@ -42,6 +42,7 @@ import {
 import { dockerError, dockerStatus, ignoreNotFound } from './docker-errors';
 import { startExec, type RawExecRequest, type RunningExec } from './docker-exec';
 import { BackgroundExecOptionsSchema, ExecOptionsSchema, envEntries } from './exec-options';
+import type { ExecEndLog } from './exec-end-log';
 import { randomId } from './ids';
 import { KILL_TREE_SCRIPT, TASK_ENV_KEY } from './kill-tree-script';
 import { oomEventBetween } from './oom-record';
@@ -62,6 +63,8 @@ export interface DockerSandboxContext {
    * container and volumes once it answers again. @default 60000
    */
   daemonWaitMs?: number;
+  /** Docker's record of exec ends, for one a daemon restart made the exec itself forget. */
+  execEnds?: ExecEndLog;
   /** Called once the sandbox is destroyed, so the backend stops tracking it. */
   onDestroyed(sandbox: DockerSandbox): void;
 }
@@ -523,6 +526,7 @@ export class DockerSandbox implements Sandbox {
           ...req,
           daemonWaitMs,
           log: this.log,
+          ...(this.ctx.execEnds ? { recordedEnd: this.ctx.execEnds } : {}),
         });
       } catch (err) {
         if (!isDaemonUnreachable(err)) throw err;

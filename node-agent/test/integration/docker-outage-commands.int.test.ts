@@ -10,6 +10,7 @@ import {
   type SocketProxyHandle,
   type TempDir,
 } from '@troupe/testkit';
+import { ExecEndLog } from '../../src/internal/exec-end-log';
 import { recordingLogger, type RecordingLogger } from '../support/recording-logger';
 import { dockerFixture, rejection, removeLeftovers, tarOf, type DockerFixture } from './helpers';
 
@@ -248,6 +249,63 @@ describe('a container stopped from outside before it is ready', () => {
       );
     } finally {
       events.destroy();
+    }
+  });
+});
+
+/**
+ * A daemon that restarts forgets its execs: one whose end could not be read before it went down
+ * (a command exiting 0 just as it stopped) was taken for lost and run again (chaos
+ * `docker-restart`, seed 45045). Its `exec_die` event, sent as it exited, is the record kept.
+ */
+describe('ExecEndLog', () => {
+  let real: DockerFixture;
+  let dir: TempDir;
+  let proxy: SocketProxyHandle;
+
+  beforeAll(async () => {
+    real = await dockerFixture();
+    dir = await makeTempDir('exec-end-log-');
+    const target = (real.docker.modem as { socketPath?: string }).socketPath;
+    if (typeof target !== 'string') throw new Error('the testkit Docker client has no socketPath');
+    proxy = await startSocketProxy(path.join(dir.path, 'docker.sock'), target);
+  });
+
+  afterAll(async () => {
+    await proxy.down();
+    await removeLeftovers(real.docker, real.cluster);
+    await dir.cleanup();
+  });
+
+  test('keeps the exit code of each exec of a sandbox, those ended in an outage too', async () => {
+    const log = new ExecEndLog(new Docker({ socketPath: proxy.socketPath }), recordingLogger());
+    await log.start();
+    const sb = await real.backend.create(real.spec({}, 'sandbox/exec-end-log'));
+    try {
+      const execId = async (cmd: string): Promise<string> => {
+        const taskId = await sb.startBackground(cmd);
+        const handle = sb.backgroundHandle?.(taskId);
+        if (handle === undefined) throw new Error('a Docker sandbox task without an exec id');
+        await sb.wait(taskId, { timeoutMs: 10_000 });
+        return handle;
+      };
+      const before = await execId('exit 3');
+      await waitFor(() => log.exitCodeOf(before) === 3, {
+        timeoutMs: 10_000,
+        message: 'the first exec’s end recorded',
+      });
+      // The log's stream goes with the daemon; this exec ends while it cannot follow.
+      await proxy.down();
+      const during = await execId('exit 0');
+      await proxy.up();
+      await waitFor(() => log.exitCodeOf(during) === 0, {
+        timeoutMs: 15_000,
+        message: 'the end of the exec of the outage recorded',
+      });
+      expect(log.exitCodeOf('no-such-exec')).toBeUndefined();
+    } finally {
+      log.close();
+      await sb.destroy();
     }
   });
 });

@@ -1,0 +1,114 @@
+import type Docker from 'dockerode';
+import { retryWithBackoff } from '@troupe/proto';
+
+/** A Docker engine event, as much of it as Troupe reads. */
+export interface DockerEvent {
+  Action?: string;
+  Actor?: { ID?: string; Attributes?: Record<string, string> };
+}
+
+/** `timeNano` as written on the wire: past 2^53, so not read as a JSON number. */
+const TIME_NANO = /"timeNano":\s*(\d+)/;
+
+/** `since` for the events API (seconds, with nine decimals) from a `timeNano`. */
+function sinceOf(timeNano: bigint): string {
+  const s = timeNano / 1_000_000_000n;
+  const ns = timeNano % 1_000_000_000n;
+  return `${s}.${ns.toString().padStart(9, '0')}`;
+}
+
+/**
+ * Follows the Docker engine's container `events` of the given kinds (e.g. `exec_die`) whose
+ * container carries every label of `labels` (`key=value`), calling `onEvent` with each parsed
+ * event, once each. Resolves once following (rejects when the daemon cannot be asked), with the
+ * function that stops it. Its connection does not keep the process alive.
+ *
+ * The engine ends the stream when its daemon stops (a restart, a chaos fault): it is then
+ * followed again, as soon as the daemon answers, from the last event's time. The engine keeps
+ * its recent events, so those written between the two streams are delivered too; the ones at
+ * the last event's own time, which the new stream repeats, are dropped.
+ */
+export async function followDockerEvents(
+  docker: Docker,
+  filter: { events: readonly string[]; labels: readonly string[] },
+  onEvent: (e: DockerEvent) => void,
+): Promise<() => void> {
+  const stopping = new AbortController();
+  let lastNano: bigint | undefined;
+  /** The events delivered at `lastNano` (their raw lines). */
+  let atLast = new Set<string>();
+  let current: (NodeJS.ReadableStream & { destroy?: () => void }) | undefined;
+
+  const deliver = (line: string): void => {
+    const m = TIME_NANO.exec(line);
+    if (m) {
+      const nano = BigInt(m[1] as string);
+      if (lastNano !== undefined && nano < lastNano) return;
+      if (nano === lastNano) {
+        if (atLast.has(line)) return;
+      } else {
+        lastNano = nano;
+        atLast = new Set();
+      }
+      atLast.add(line);
+    }
+    onEvent(JSON.parse(line) as DockerEvent);
+  };
+
+  const subscribe = async (): Promise<void> => {
+    const options: Docker.GetEventsOptions = {
+      filters: JSON.stringify({
+        type: ['container'],
+        event: filter.events,
+        label: filter.labels,
+      }),
+    };
+    // The engine takes nanoseconds as decimals (`1765000000.123456789`); the types say number.
+    if (lastNano !== undefined) (options as { since?: string }).since = sinceOf(lastNano);
+    const stream = (await docker.getEvents(options)) as NodeJS.ReadableStream & {
+      destroy?: () => void;
+    };
+    if (stopping.signal.aborted) {
+      stream.destroy?.();
+      return;
+    }
+    current = stream;
+    // A follower for the process's whole life must not keep it from exiting.
+    (stream as { socket?: { unref?: () => void } }).socket?.unref?.();
+    let buffered = '';
+    stream.on('data', (chunk: Buffer) => {
+      buffered += chunk.toString();
+      let nl: number;
+      while ((nl = buffered.indexOf('\n')) >= 0) {
+        const line = buffered.slice(0, nl).trim();
+        buffered = buffered.slice(nl + 1);
+        if (line) deliver(line);
+      }
+    });
+    let ended = false;
+    const onEnd = (): void => {
+      if (ended || stopping.signal.aborted) return;
+      ended = true;
+      void resubscribe();
+    };
+    stream.once('end', onEnd);
+    stream.once('close', onEnd);
+    stream.once('error', onEnd);
+  };
+
+  /** Follows again once the daemon answers; gives up only when stopped. */
+  const resubscribe = async (): Promise<void> => {
+    await retryWithBackoff(subscribe, {
+      isRetryable: () => !stopping.signal.aborted,
+      untilMs: Number.POSITIVE_INFINITY,
+      signal: stopping.signal,
+      unref: true,
+    }).catch(() => undefined);
+  };
+
+  await subscribe();
+  return () => {
+    stopping.abort();
+    current?.destroy?.();
+  };
+}
