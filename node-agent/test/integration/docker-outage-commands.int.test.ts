@@ -148,6 +148,30 @@ describe('commands through a Docker daemon outage', () => {
     expect((err as Error).message).toMatch(/no longer usable: its container exited \(code 137\)/);
   });
 
+  // Seed 45005: the daemon shutting down killed the command, then answered, through a connection
+  // still open, that its container ran.
+  test('a command killed by a signal while the daemon was away ends failed', async () => {
+    const { sb, container } = await started('sandbox/outage-signalled');
+    const taskId = await startedSleep(sb);
+    await proxy.down();
+    await metOutage(/^Docker daemon unreachable: waiting for it to read a command’s end/);
+    // The command's `sleep 60`, not the sandbox's own `sleep` (its main process).
+    const kill = await container.exec({
+      Cmd: ['sh', '-c', 'set -- $(ps -o pid,args | grep "[s]leep 60$"); kill -9 "$1"'],
+    });
+    await kill.start({ Detach: true });
+    await waitFor(async () => (await kill.inspect()).Running === false, {
+      timeoutMs: 10_000,
+      message: 'the command killed',
+    });
+    await proxy.up();
+    expect(await sb.wait(taskId, { timeoutMs: 40_000 })).toMatchObject({
+      state: 'failed',
+      exitCode: 137,
+      error: "the command's end was lost: killed (code 137) as the Docker daemon went away",
+    });
+  });
+
   test('a command that ended before the outage keeps its own exit code', async () => {
     const { sb } = await started('sandbox/outage-ended');
     const taskId = await sb.startBackground('exit 3');
