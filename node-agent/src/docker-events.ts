@@ -20,7 +20,8 @@ function sinceOf(timeNano: bigint): string {
 /**
  * Follows the Docker engine's container `events` of the given kinds (e.g. `exec_die`) whose
  * container carries every label of `labels` (`key=value`), calling `onEvent` with each parsed
- * event, once each. Resolves once following (rejects when the daemon cannot be asked), with the
+ * event, once each; a line that is not JSON, or an `onEvent` that throws, goes to `onBadEvent`
+ * and the following goes on. Resolves once following (rejects when the daemon cannot be asked), with the
  * function that stops it. Its connection does not keep the process alive.
  *
  * The engine ends the stream when its daemon stops (a restart, a chaos fault): it is then
@@ -32,6 +33,7 @@ export async function followDockerEvents(
   docker: Docker,
   filter: { events: readonly string[]; labels: readonly string[] },
   onEvent: (e: DockerEvent) => void,
+  onBadEvent: (err: unknown, line: string) => void = () => undefined,
 ): Promise<() => void> {
   const stopping = new AbortController();
   let lastNano: bigint | undefined;
@@ -52,7 +54,13 @@ export async function followDockerEvents(
       }
       atLast.add(line);
     }
-    onEvent(JSON.parse(line) as DockerEvent);
+    // Runs in the stream's 'data' handler: a line that is not JSON, or a throwing `onEvent`,
+    // must cost that one event, never the process (nor the events after it).
+    try {
+      onEvent(JSON.parse(line) as DockerEvent);
+    } catch (err) {
+      onBadEvent(err, line);
+    }
   };
 
   const subscribe = async (): Promise<void> => {

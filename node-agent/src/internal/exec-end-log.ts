@@ -39,6 +39,7 @@ export class ExecEndLog {
           this.ends.delete(this.ends.keys().next().value as string);
         }
       },
+      (err, line) => this.log.warn({ err, line }, 'skipped a Docker event that could not be read'),
     ).then(
       (stop) => {
         this.stop = stop;
