@@ -23,7 +23,7 @@ import {
 import { type ActorContext, type InboxMessage, type MessageInfo } from '../actor-context';
 import { type Directory } from '../directory';
 import { type RefFactory } from '../ref-factory';
-import { type StateStore, type StoredState } from '../state-store';
+import { FencedError, type StateStore, type StoredState } from '../state-store';
 import { ActivationEntry } from './activation-entry';
 import { AskRepeats } from './ask-repeats';
 import { handleCoreBatch, MAX_CORE_BATCH } from './core-batch';
@@ -63,6 +63,12 @@ const PUMP_RETRY_MAX_MS = 1_000;
 const RELEASE_RETRY_MAX_MS = 1_000;
 /** How long an activation that ended keeps trying to release its directory entry. */
 const RELEASE_RETRY_MS = 120_000;
+/**
+ * How long a stop may wait for its turn to end and its subscription to drain before it says
+ * what it waits on: meanwhile every ask is answered "is passivating", so a stop that hangs
+ * strands the actor (chaos seed 45007).
+ */
+const SLOW_STOP_MS = 10_000;
 
 /** What an activation needs from its host. */
 export interface ActivationHost {
@@ -107,6 +113,8 @@ export class Activation implements TurnRunner {
   private sub?: Subscription;
   private pumping = false;
   private inTurn = false;
+  /** The type of the message whose turn runs (while {@link inTurn}). */
+  private turnType: string | undefined;
   private ended = false;
   private stopping = false;
   /** Set once the SLEEPING write is issued: see {@link holdsSlot}. */
@@ -229,6 +237,10 @@ export class Activation implements TurnRunner {
   }
 
   private subscribe(): void {
+    // Fenced while it started (its host declared dead as the placer's request reached it): a
+    // subscription made now would never be drained, and would answer every ask of the actor
+    // "is passivating" ahead of the live activation, for good (chaos seed 45007).
+    if (this.ended) throw new FencedError(this.address, 'fenced while it started');
     this.sub = this.host.transport.nc.subscribe(
       actorSubject(this.host.transport.cluster, this.address),
       {
@@ -261,8 +273,22 @@ export class Activation implements TurnRunner {
     // Asks that were queued but not started get an UNAVAILABLE; the caller retries and lands on
     // the next activation.
     replyAllMoved(this.queue.splice(0), this.key, this.log, 'is passivating');
-    await this.pumpDone;
-    await drained;
+    let waitingOn = 'its turn';
+    const startedAt = Date.now();
+    const slow = setInterval(() => {
+      this.log.warn(
+        { reason, turn: this.inTurn ? this.turnType : undefined, waitedMs: Date.now() - startedAt },
+        `stopping: still waiting for ${waitingOn}`,
+      );
+    }, SLOW_STOP_MS);
+    slow.unref();
+    try {
+      await this.pumpDone;
+      waitingOn = 'its subscription to drain';
+      await drained;
+    } finally {
+      clearInterval(slow);
+    }
     if (this.ended) return;
     if (this.def.onDeactivate) {
       try {
@@ -598,6 +624,7 @@ export class Activation implements TurnRunner {
     const onInvalid = this.def.onInvalid;
     if (!onInvalid) return this.cell.state;
     this.inTurn = true;
+    this.turnType = invalid.type;
     try {
       const result = await onInvalid(this.contextFor(turn), invalid, this.cell.state);
       return result?.state !== undefined ? this.cell.validated(result.state) : this.cell.state;
@@ -623,6 +650,7 @@ export class Activation implements TurnRunner {
     if (!handler)
       throw new TroupeError('INVALID_ARGUMENT', `unknown message type '${turn.info.type}'`);
     this.inTurn = true;
+    this.turnType = turn.info.type;
     if (this.def.trackRunning) await this.entry.mark('IDLE', 'RUNNING');
     try {
       return await handler(this.contextFor(turn), payload, this.cell.state);

@@ -5,6 +5,7 @@ import {
   waitFor,
   type NatsServerHandle,
 } from '@troupe/testkit';
+import { actorSubject } from '@troupe/proto';
 import { z } from 'zod';
 import { defineActor } from '../../src/actor-definition';
 import { ActorSystem } from '../../src/actor-system';
@@ -148,6 +149,39 @@ test('an ask routed to an activation as it is fenced is told the actor moved, no
     // Before: UNAVAILABLE "its host showed no sign of life for 1000 ms".
     await expect(next).resolves.toBe(2);
     expect(Date.now() - started).toBeLessThan(5_000);
+  } finally {
+    await system.shutdown({ graceMs: 500 });
+  }
+});
+
+// Chaos seed 45007: a node agent, stopped for a second, was declared dead just as a placer's
+// request started an activation on it. Fenced before it had subscribed, the activation went on
+// starting and subscribed anyway, then stayed subscribed for good: it answered every ask at once
+// "is passivating", ahead of the live activation, so no ask of that sandbox was answered for
+// 80 s, and its task failed all its attempts.
+test('an activation fenced while it starts never subscribes: asks reach the next one', async () => {
+  const cluster = randomClusterName();
+  const system = await ActorSystem.start({
+    cluster,
+    servers: server.url,
+    hostId: 'fence-start-host',
+    hosting: [Waiter],
+  });
+  try {
+    holding = false;
+    const addr = { kind: 'waiter', id: 'w4' };
+    const host = system.localHost!;
+    // In one tick: the activation's start waits on its state claim when the fence comes.
+    const starting = host.activate(addr, 1, {});
+    (host as unknown as { fenceAll(reason: string): void }).fenceAll('declared dead (test)');
+    await expect(starting).rejects.toThrow(/fenced/);
+    // Nothing answers at the actor's subject.
+    await expect(
+      system.nc.request(actorSubject(cluster, addr), new Uint8Array(), { timeout: 2_000 }),
+    ).rejects.toThrow(/no responders/i);
+    // An ask is answered by a new activation.
+    const ref = system.ref(Waiter, 'w4');
+    await expect(ref.ask('bump', {}, { timeoutMs: 10_000 })).resolves.toBe(1);
   } finally {
     await system.shutdown({ graceMs: 500 });
   }
