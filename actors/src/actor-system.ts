@@ -222,11 +222,14 @@ export class ActorSystem implements RefFactory {
     return this.placer;
   }
 
-  /** Passivates one live activation on this host (no-op if it is not here). */
-  async deactivate(addr: ActorAddress): Promise<void> {
+  /**
+   * Passivates one live activation on this host (no-op if it is not here); with `epoch`, only if
+   * the activation here is of that epoch.
+   */
+  async deactivate(addr: ActorAddress, epoch?: number): Promise<void> {
     validateAddress(addr);
     if (!this.host) return;
-    await this.host.deactivateLocal(formatAddress(addr));
+    await this.host.deactivateLocal(formatAddress(addr), epoch);
   }
 
   /**

@@ -246,9 +246,11 @@ export class NodeAgent {
       const passivate = async (addr: ActorAddress, epoch: number): Promise<void> => {
         const s = late.system;
         if (!s) return;
-        // Only the activation that asked: a newer one of the same actor may live here by now.
+        // Only the activation that asked: a newer one of the same actor may live here by now,
+        // or start while the directory is read (an entry read before a re-placement names the
+        // old epoch), so the epoch is checked again where the activation lives.
         const { entry } = await s.directory.get(addr);
-        if (entry.epoch === epoch && entry.hostId === hostId) await s.deactivate(addr);
+        if (entry.epoch === epoch && entry.hostId === hostId) await s.deactivate(addr, epoch);
       };
       const sandboxDef = createSandboxActor({
         backend,

@@ -143,9 +143,14 @@ export class ActorHost implements ActivationHost, RegistrarHost {
     this.incarnation = randomBytes(8).toString('hex');
   }
 
-  /** Passivates the local activation with this key, if any. */
-  async deactivateLocal(key: string): Promise<void> {
-    await this.live.get(key)?.stop('deactivated');
+  /**
+   * Passivates the local activation with this key, if any; with `epoch`, only the activation of
+   * that epoch (a caller that read the epoch earlier must not stop a newer one started since).
+   */
+  async deactivateLocal(key: string, epoch?: number): Promise<void> {
+    const a = this.live.get(key);
+    if (epoch !== undefined && a?.epoch !== epoch) return;
+    await a?.stop('deactivated');
   }
 
   refsFor(sender: ActorAddress): RefFactory {

@@ -324,6 +324,35 @@ test('an actor that passivates after every turn answers asks sent back to back',
   }
 });
 
+test('deactivate with an epoch stops only the activation of that epoch', async () => {
+  // A caller that read the epoch earlier (the node agent's passivation, reading the directory)
+  // must not stop a newer activation that started since.
+  const Epochs = defineActor({
+    kind: 'epochs',
+    state: z.object({}),
+    initialState: () => ({}),
+    messages: { epoch: z.object({}) },
+    handlers: { epoch: (ctx) => ({ reply: ctx.epoch }) },
+  });
+  const own = await ActorSystem.start({
+    cluster: randomClusterName(),
+    servers: server.url,
+    hosting: [Epochs],
+  });
+  try {
+    const ref = own.ref(Epochs, 'e1');
+    const first = await ref.ask('epoch', {}, { timeoutMs: 10_000 });
+    await own.deactivate(ref.address, first - 1);
+    expect(own.activationCount).toBe(1);
+    expect(await ref.ask('epoch', {}, { timeoutMs: 10_000 })).toBe(first);
+    await own.deactivate(ref.address, first);
+    expect(own.activationCount).toBe(0);
+    expect(await ref.ask('epoch', {}, { timeoutMs: 10_000 })).toBeGreaterThan(first);
+  } finally {
+    await own.shutdown({ graceMs: 1_000 });
+  }
+});
+
 test('an ask that reaches an activation with a slow passivation waits it out', async () => {
   // Like a sandbox whose container takes seconds to remove: asks sent meanwhile are told the
   // actor is passivating, and must be answered by the next activation, not fail.
