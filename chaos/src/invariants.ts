@@ -44,7 +44,11 @@ export function checkGradedOnce(
     const rows = results.tasks.filter((t) => t.taskId === id);
     if (rows.length !== 1) violations.push(`task ${id}: ${rows.length} result rows`);
     else if (rows[0]?.status !== 'TASK_PASSED') {
-      violations.push(`task ${id}: result ${rows[0]?.status} (${rows[0]?.error ?? ''})`);
+      // Its details (exit code, output tails) say why a graded task failed.
+      const why = rows[0]?.error || rows[0]?.detailsJson || '';
+      violations.push(
+        `task ${id}: result ${rows[0]?.status} after ${rows[0]?.attempts} attempts (${why})`,
+      );
     }
   }
   if (results.tasks.length !== taskIds.length) {

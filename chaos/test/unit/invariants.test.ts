@@ -25,7 +25,13 @@ const results = (statuses: Record<string, string>) =>
     jobId: 'j',
     state: 'SUCCEEDED',
     aggregate: null,
-    tasks: Object.entries(statuses).map(([taskId, status]) => ({ taskId, status })),
+    tasks: Object.entries(statuses).map(([taskId, status]) => ({
+      taskId,
+      status,
+      attempts: 2,
+      error: '',
+      detailsJson: status === 'TASK_FAILED' ? '{"exitCode":137}' : '',
+    })),
   }) as unknown as JobResults__Output;
 
 test('graded exactly once: a second grade, a missing one, or a failed result are violations', () => {
@@ -42,9 +48,13 @@ test('graded exactly once: a second grade, a missing one, or a failed result are
     checkGradedOnce(
       ['a', 'b'],
       { events: errored },
-      results({ a: 'TASK_PASSED', b: 'TASK_ERRORED' }),
+      results({ a: 'TASK_FAILED', b: 'TASK_ERRORED' }),
     ),
-  ).toEqual(['task b: 0 TASK_GRADED and 1 TASK_FINISHED events', 'task b: result TASK_ERRORED ()']);
+  ).toEqual([
+    'task b: 0 TASK_GRADED and 1 TASK_FINISHED events',
+    'task a: result TASK_FAILED after 2 attempts ({"exitCode":137})',
+    'task b: result TASK_ERRORED after 2 attempts ()',
+  ]);
 });
 
 test('event log: a gap, a repeat, a missing end or a watcher that never ended are violations', () => {
