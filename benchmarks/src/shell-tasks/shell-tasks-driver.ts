@@ -455,9 +455,12 @@ export function createShellTasksDriver(
             'the earlier execution’s sandbox recorded no end of the command: running it again',
           );
         } finally {
-          await destroy(ctx, resourceId).catch((err: unknown) =>
-            ctx.log.warn({ err, resourceId }, 'could not destroy a stale sandbox'),
-          );
+          // Interrupted while waiting, the next execution waits for the command there in turn.
+          if (!ctx.interrupted()) {
+            await destroy(ctx, resourceId).catch((err: unknown) =>
+              ctx.log.warn({ err, resourceId }, 'could not destroy a stale sandbox'),
+            );
+          }
         }
       }
       const sb = sandbox(ctx, ctx.resourceId);
@@ -523,6 +526,9 @@ export function createShellTasksDriver(
     },
 
     async cleanup(ctx) {
+      // Interrupted, the attempt runs again: that execution adopts this sandbox's command, or
+      // removes the sandbox as stale.
+      if (ctx.interrupted()) return;
       await destroy(ctx, ctx.resourceId);
     },
 
@@ -545,7 +551,8 @@ export function createShellTasksDriver(
 
   /**
    * Waits for background command `taskId` in `sb` in short slices, and returns its run; on the
-   * task's timeout, cancellation or shutdown, kills it (a timeout is graded on what it printed).
+   * task's timeout or cancellation, kills it (a timeout is graded on what it printed). An
+   * execution that was interrupted leaves it running for the next one to wait for.
    */
   async function awaitCommand(
     ctx: TaskContext,
@@ -576,7 +583,8 @@ export function createShellTasksDriver(
       if (status.state !== 'running') break;
     }
     if (ctx.signal.aborted) {
-      // Timeout, cancellation or shutdown: kill the command and keep what it printed.
+      if (ctx.interrupted()) throw ctx.signal.reason;
+      // Timeout or cancellation: kill the command and keep what it printed.
       const killed = await sb
         .ask(
           'kill',

@@ -63,6 +63,7 @@ function context(
     resourceId,
     staleResourceIds: [],
     earlierResourceIds,
+    interrupted: () => false,
     artifacts: noArtifacts,
     progress: () => undefined,
     ...more,
@@ -233,4 +234,47 @@ test('a retry that cannot read an earlier sandbox fails retryable instead of run
   // Readable again, the next attempt recovers the first run's result.
   const retry = await driver.runTask(context('rec-f3', ['rec-f1', 'rec-f2']), task);
   expect(retry).toMatchObject({ exitCode: 0, stdout: first.stdout, recoveredFrom: 'rec-f1' });
+});
+
+// Chaos seed 46014: a coordinator stopped for a second had its task actor fenced while the
+// command ran. The new activation found the command running in that execution's sandbox and
+// waited for it there; the fenced execution, still running its turn, then killed the command
+// (its signal had aborted) and its cleanup removed the sandbox. The replay read the kill, 137,
+// as the command's end and graded it failed. An interrupted execution now leaves both alone.
+test('an interrupted execution leaves its running command to the replay, which grades it', async () => {
+  const slow = parseJobSpec({
+    kind: 'shell-tasks',
+    config: { saveOutput: false },
+    tasks: [{ id: 't0', command: 'sleep 3; cat /proc/sys/kernel/random/uuid' }],
+  });
+  const plan = await driver.plan(slow, {
+    jobId: 'j-recovery',
+    signal: AbortSignal.timeout(10_000),
+    log: noopLogger,
+    payloadPrefix: 'jobs/j-recovery/payload/',
+  });
+  const task = ShellTaskInputSchema.parse(plan[0]!.input);
+  const fence = new AbortController();
+  const fenced = { spec: slow, signal: fence.signal, interrupted: () => fence.signal.aborted };
+  const first = driver.runTask(context('rec-g1', [], fenced), task).catch((e: unknown) => e);
+  await waitFor(async () => (await statusOf('rec-g1')).commands.length === 1, {
+    timeoutMs: 60_000,
+    message: 'the first execution started its command',
+  });
+  fence.abort(new TroupeError('CANCELLED', 'job-task/x was fenced by a newer activation'));
+  expect(errorCode(await first)).toBe('CANCELLED');
+  await driver.cleanup!(context('rec-g1', [], fenced), task);
+  // Left running, in its sandbox.
+  const left = await statusOf('rec-g1');
+  expect(left.status).toBe('ready');
+  expect(left.commands).toEqual([expect.not.objectContaining({ ended: expect.anything() })]);
+
+  const replay = await driver.runTask(
+    context('rec-g2', ['rec-g1'], { spec: slow, staleResourceIds: ['rec-g1'] }),
+    task,
+  );
+  expect(replay).toMatchObject({ exitCode: 0, recoveredFrom: 'rec-g1' });
+  expect(replay.stdout).toMatch(/^[0-9a-f-]{36}\n$/);
+  expect((await statusOf('rec-g1')).status).toBe('destroyed');
+  expect((await statusOf('rec-g2')).status).toBe('new');
 });

@@ -83,6 +83,7 @@ function replayContext(refs: RefFactory, said: string[]): TaskContext {
     resourceId: 'e2',
     staleResourceIds: ['e1'],
     earlierResourceIds: ['e1'],
+    interrupted: () => false,
     artifacts: noArtifacts,
     progress: () => undefined,
   };

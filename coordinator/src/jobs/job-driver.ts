@@ -170,6 +170,15 @@ export interface TaskContext {
    * again (the `shell-tasks` driver reads its finished command from those sandboxes).
    */
   earlierResourceIds: string[];
+  /**
+   * True once this execution was interrupted rather than ended: its task actor's activation was
+   * fenced (its host declared dead, the actor moved) or its host's shutdown grace ran out. The
+   * attempt is then executed again, by the next activation, with this execution's `resourceId`
+   * among its `earlierResourceIds`: leave what runs (a command in a sandbox) for it to find,
+   * instead of killing it on `signal` or removing it in {@link JobDriver.cleanup}. Killed, a
+   * command the replay was already waiting for ended 137 and was graded (chaos seed 46014).
+   */
+  interrupted(): boolean;
   /** Budget ledger scope for model calls (`job:<jobId>`), when the job has a budget. */
   budgetScope?: string;
   /**
@@ -271,7 +280,10 @@ export interface JobDriver<TInput = unknown, TRun = unknown> {
   runTask(ctx: TaskContext, input: TInput): Promise<TRun>;
   /** Grades an attempt; `run` is undefined when `runTask` threw on its timeout. */
   grade(ctx: TaskContext, input: TInput, run: TRun | undefined): Promise<TaskGrade>;
-  /** Releases what the attempt created (sandboxes); runs after every attempt, even failed ones. */
+  /**
+   * Releases what the attempt created (sandboxes); runs after every execution, even failed or
+   * interrupted ones (see {@link TaskContext.interrupted}: what the replay will adopt may stay).
+   */
   cleanup?(ctx: TaskContext, input: TInput): Promise<void>;
   /**
    * Benchmark-specific aggregate metrics over the final results (a promise when it reads files).

@@ -425,6 +425,9 @@ function taskContext(
       attemptResourceId(msg.jobId, msg.index, msg.attempt, i + 1),
     ),
     earlierResourceIds: [...(taskState.earlier ?? [])],
+    // The activation's own signal: fenced, or the host's shutdown grace over (see the check
+    // after runTask: the attempt is replayed by the next activation).
+    interrupted: () => ctx.signal.aborted,
     ...(spec.budget ? { budgetScope: `job:${msg.jobId}` } : {}),
     nats: { connection: rt.nc, cluster: rt.cluster, replicas: rt.replicas },
     artifacts: store,
