@@ -94,6 +94,8 @@ const KILL_ON_DESTROY_MS = 5_000;
 const OOM_EVENT_GRACE_MS = 500;
 /** How long after an OOM kill to wait for the container to stop, in case it took init too. */
 const CONTAINER_STOP_GRACE_MS = 1_000;
+/** The exit code Docker gives an exec whose command it could not start. */
+const EXEC_NOT_STARTED = 126;
 
 /**
  * PID 2 of every sandbox (under docker-init as PID 1, which reaps orphans): reports whether the
@@ -433,6 +435,10 @@ export class DockerSandbox implements Sandbox {
     const { containerId } = this.parts;
     // An OOM kill shows as SIGKILL (137), or as no exit code when the container went with it.
     const signalled = exitCode >= 128 || exitCode < 0;
+    // 126: Docker could not start the command. In a container that a Docker daemon shutting down
+    // is stopping, that is "cannot exec in a stopped state" (chaos seed 46100, graded as the
+    // command's exit); in a running one, a command that is not executable.
+    const notStarted = exitCode === EXEC_NOT_STARTED;
     let oomKilled = false;
     try {
       oomKilled = await oomEventBetween(docker, containerId, {
@@ -444,8 +450,8 @@ export class DockerSandbox implements Sandbox {
       this.log.warn({ err }, 'could not read the oom events');
     }
     // A hard reset stops the container on purpose; only an unplanned stop makes the sandbox fail.
-    if (!signalled || this.resetting || this.isDestroyed()) return { oomKilled };
-    if (oomKilled || exitCode === 137 || exitCode === 143) {
+    if ((!signalled && !notStarted) || this.resetting || this.isDestroyed()) return { oomKilled };
+    if (oomKilled || exitCode === 137 || exitCode === 143 || notStarted) {
       // The OOM killer may be taking init down too, or the container is being stopped (a
       // Docker daemon shutting down stops them all, killing their commands): Docker records
       // that stop a little after the exec's end, so give it a moment before asking whether the

@@ -148,6 +148,26 @@ describe('commands through a Docker daemon outage', () => {
     expect((err as Error).message).toMatch(/no longer usable: its container exited \(code 137\)/);
   });
 
+  // Seed 46100: a command started as the daemon shutting down stopped its container ended 126,
+  // "cannot exec in a stopped state", and was graded. That end cannot be made to happen on
+  // purpose (it is runc's, between Docker seeing the container run and it stopping), so the
+  // sandbox's judgement of a 126 is asked directly: whose fault it is depends on the container.
+  test('a command Docker could not start (126) is the sandbox’s loss only if its container stopped', async () => {
+    type Judge = { judgeFailure(sinceMs: number, exitCode: number): Promise<object> };
+    const { sb, container } = await started('sandbox/exec-not-started');
+    const judge = sb as unknown as Judge;
+    // Running: a command that is not executable, the command's own failure.
+    const notExecutable = await sb.exec(['/etc/passwd']);
+    expect(notExecutable.exitCode).toBe(126);
+    expect(await judge.judgeFailure(Date.now(), 126)).toEqual({ oomKilled: false });
+    await container.kill();
+    expect(await judge.judgeFailure(Date.now(), 126)).toEqual({
+      oomKilled: false,
+      sandboxFailure: 'its container exited (code 137)',
+    });
+    expect(sb.status).toBe('failed');
+  });
+
   // Seed 45005: the daemon shutting down killed the command, then answered, through a connection
   // still open, that its container ran.
   test('a command killed by a signal while the daemon was away ends failed', async () => {
