@@ -109,6 +109,11 @@ export async function followDockerEvents(
     await retryWithBackoff(subscribe, {
       isRetryable: () => !stopping.signal.aborted,
       untilMs: Number.POSITIVE_INFINITY,
+      // Soon after the daemon answers: it replays from its last 256 events only (of every kind:
+      // a sandbox's life is a dozen), so a follower back seconds late on a busy daemon missed
+      // events (chaos seed 46102: a task's exec_start, 4 s after a restart). A try that cannot
+      // connect costs next to nothing.
+      maxPauseMs: 250,
       signal: stopping.signal,
       unref: true,
     }).catch(() => undefined);
