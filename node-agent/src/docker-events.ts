@@ -10,6 +10,11 @@ export interface DockerEvent {
 /** `timeNano` as written on the wire: past 2^53, so not read as a JSON number. */
 const TIME_NANO = /"timeNano":\s*(\d+)/;
 
+/** Events remembered to drop the repeats of a replay: far more than a replay's slack holds. */
+const RECENT_EVENTS = 4096;
+/** How far before the latest event a replay starts (ns). */
+const REPLAY_SLACK_NS = 1_000_000_000n;
+
 /** `since` for the events API (seconds, with nine decimals) from a `timeNano`. */
 function sinceOf(timeNano: bigint): string {
   const s = timeNano / 1_000_000_000n;
@@ -25,9 +30,9 @@ function sinceOf(timeNano: bigint): string {
  * function that stops it. Its connection does not keep the process alive.
  *
  * The engine ends the stream when its daemon stops (a restart, a chaos fault): it is then
- * followed again, as soon as the daemon answers, from the last event's time. The engine keeps
- * its recent events, so those written between the two streams are delivered too; the ones at
- * the last event's own time, which the new stream repeats, are dropped.
+ * followed again, as soon as the daemon answers, from a second before the latest event's time.
+ * The engine keeps its recent events, so those written between the two streams are delivered
+ * too; the ones the new stream repeats are dropped.
  */
 export async function followDockerEvents(
   docker: Docker,
@@ -36,23 +41,24 @@ export async function followDockerEvents(
   onBadEvent: (err: unknown, line: string) => void = () => undefined,
 ): Promise<() => void> {
   const stopping = new AbortController();
+  /** The latest `timeNano` delivered. */
   let lastNano: bigint | undefined;
-  /** The events delivered at `lastNano` (their raw lines). */
-  let atLast = new Set<string>();
+  /** The raw lines of the events delivered lately, oldest first (for the replays' repeats). */
+  const recent = new Set<string>();
   let current: (NodeJS.ReadableStream & { destroy?: () => void }) | undefined;
 
   const deliver = (line: string): void => {
+    // Not by time: the engine publishes events from many goroutines, so a stream's times are
+    // not in order (two execs started in the same millisecond). Dropping those older than the
+    // latest lost one in a busy cluster (chaos seeds 46102, 46205: "Docker reported no
+    // execution"). A repeat is the same event written again by a replay: the same line.
+    if (recent.has(line)) return;
+    recent.add(line);
+    if (recent.size > RECENT_EVENTS) recent.delete(recent.values().next().value as string);
     const m = TIME_NANO.exec(line);
     if (m) {
       const nano = BigInt(m[1] as string);
-      if (lastNano !== undefined && nano < lastNano) return;
-      if (nano === lastNano) {
-        if (atLast.has(line)) return;
-      } else {
-        lastNano = nano;
-        atLast = new Set();
-      }
-      atLast.add(line);
+      if (lastNano === undefined || nano > lastNano) lastNano = nano;
     }
     // Runs in the stream's 'data' handler: a line that is not JSON, or a throwing `onEvent`,
     // must cost that one event, never the process (nor the events after it).
@@ -72,7 +78,11 @@ export async function followDockerEvents(
       }),
     };
     // The engine takes nanoseconds as decimals (`1765000000.123456789`); the types say number.
-    if (lastNano !== undefined) (options as { since?: string }).since = sinceOf(lastNano);
+    if (lastNano !== undefined) {
+      // From a little before the latest event: one published late, out of order, is replayed.
+      const since = lastNano > REPLAY_SLACK_NS ? lastNano - REPLAY_SLACK_NS : 0n;
+      (options as { since?: string }).since = sinceOf(since);
+    }
     const stream = (await docker.getEvents(options)) as NodeJS.ReadableStream & {
       destroy?: () => void;
     };
