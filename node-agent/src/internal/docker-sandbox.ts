@@ -108,6 +108,12 @@ export const BOOT_SCRIPT = [
   'exec sleep 2147483647',
 ].join('\n');
 
+/** A container log's text without the log stream's 8-byte frame headers, trimmed. */
+function cleanLog(logText: string): string {
+  // eslint-disable-next-line no-control-regex -- the frame headers' bytes
+  return logText.replace(/[\x00-\x08\x0e-\x1f]/g, '').trim();
+}
+
 /** What a command's failed exit says about the sandbox. */
 interface FailureVerdict {
   oomKilled: boolean;
@@ -271,7 +277,10 @@ export class DockerSandbox implements Sandbox {
    * `sleep`) is the image's fault, `INVALID_ARGUMENT`. Stopped by a signal, it was stopped from
    * outside (a Docker daemon restart stops every container): `UNAVAILABLE`, retryable, for a
    * sandbox made again. Taken for the image's fault, that failed a chaos task for good
-   * (`docker-restart`, seed 30000).
+   * (`docker-restart`, seed 30000). So is an exit that left nothing in the log but a code an
+   * image at fault does not give (126, 127: no shell, no `sleep`): the log stream cut with the
+   * daemon before it showed anything, or a container the restart stopped without a signal's
+   * code (seed 46317, graded a bad image).
    */
   private async endedBeforeReady(logText: string, signal: AbortSignal): Promise<TroupeError> {
     let state: Docker.ContainerInspectInfo['State'];
@@ -286,12 +295,15 @@ export class DockerSandbox implements Sandbox {
         { cause: err, details: { sandboxId: this.id } },
       );
     }
-    if (!state.Running && (state.OOMKilled || state.ExitCode < 128)) {
-      return this.notReadyError(logText);
+    const saidWhy = cleanLog(logText) !== '' || state.ExitCode === 126 || state.ExitCode === 127;
+    if (!state.Running && (state.OOMKilled || (state.ExitCode < 128 && saidWhy))) {
+      return this.notReadyError(logText, state.ExitCode);
     }
     const why = state.Running
       ? 'its log stream was cut'
-      : `its container was stopped from outside (code ${state.ExitCode})`;
+      : state.ExitCode >= 128
+        ? `its container was stopped from outside (code ${state.ExitCode})`
+        : `its container exited (code ${state.ExitCode}) without a word in its log`;
     return new TroupeError(
       ErrorCode.UNAVAILABLE,
       `sandbox ${this.id} did not become ready: ${why} before its boot script reported`,
@@ -299,13 +311,13 @@ export class DockerSandbox implements Sandbox {
     );
   }
 
-  private notReadyError(logText: string): TroupeError {
-    // eslint-disable-next-line no-control-regex -- strip the log stream's 8-byte frame headers
-    const clean = logText.replace(/[\x00-\x08\x0e-\x1f]/g, '').trim();
+  private notReadyError(logText: string, exitCode?: number): TroupeError {
+    const clean = cleanLog(logText);
     const line = clean.split('\n').find((l) => l.includes(NOT_READY_LINE)) ?? clean.slice(-500);
+    const exited = `the container exited${exitCode === undefined ? '' : ` (code ${exitCode})`}`;
     return new TroupeError(
       ErrorCode.INVALID_ARGUMENT,
-      `sandbox ${this.id} did not become ready: ${line || 'the container exited'} ` +
+      `sandbox ${this.id} did not become ready: ${line || exited} ` +
         `(the image must provide /bin/sh, sleep, and a ${this.spec.workdir} owned by ${this.spec.user}; ` +
         'Troupe images from deploy/images do)',
       { details: { field: 'spec.image', image: this.spec.image } },

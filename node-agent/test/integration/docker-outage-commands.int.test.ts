@@ -234,9 +234,34 @@ describe('commands through a Docker daemon outage', () => {
 describe('a container stopped from outside before it is ready', () => {
   let real: DockerFixture;
   let slowBoot: string;
+  /** Images whose shell exits at once: one says why, one says nothing. */
+  let complains: string;
+  let silent: string;
+
+  /** Builds `tag` from the test busybox with `/bin/sh` replaced by `script`. */
+  async function shellImage(tag: string, script: string): Promise<void> {
+    const context = await tarOf({
+      Dockerfile: [
+        `FROM ${real.busybox}`,
+        'USER root',
+        `RUN rm /bin/sh && printf '${script}' > /bin/sh && chmod 755 /bin/sh`,
+        'USER 1000:1000',
+      ].join('\n'),
+    });
+    const build = await real.docker.buildImage(Readable.from([context]), { t: tag });
+    await new Promise<void>((resolve, reject) =>
+      real.docker.modem.followProgress(build, (err: Error | null) =>
+        err ? reject(err) : resolve(),
+      ),
+    );
+  }
 
   beforeAll(async () => {
     real = await dockerFixture();
+    complains = `troupe-test-complains:${real.cluster.toLowerCase()}`;
+    silent = `troupe-test-silent:${real.cluster.toLowerCase()}`;
+    await shellImage(complains, '#!/bin/busybox ash\\necho this shell is broken\\nexit 1\\n');
+    await shellImage(silent, '#!/bin/busybox ash\\nexit 0\\n');
     // The busybox image whose shell waits 5 s before it runs anything: the boot script's report
     // comes late enough for the test to stop the container first.
     slowBoot = `troupe-test-slow-boot:${real.cluster.toLowerCase()}`;
@@ -258,10 +283,30 @@ describe('a container stopped from outside before it is ready', () => {
 
   afterAll(async () => {
     await removeLeftovers(real.docker, real.cluster);
-    await real.docker
-      .getImage(slowBoot)
-      .remove({ force: true })
-      .catch(() => undefined);
+    for (const image of [slowBoot, complains, silent]) {
+      await real.docker
+        .getImage(image)
+        .remove({ force: true })
+        .catch(() => undefined);
+    }
+  });
+
+  test('a container that exits saying why is the image’s fault, INVALID_ARGUMENT', async () => {
+    const err = await rejection(
+      real.backend.create(real.spec({ image: complains }, 'sandbox/bad')),
+    );
+    expect(err.code).toBe('INVALID_ARGUMENT');
+    expect(err.message).toMatch(/did not become ready: this shell is broken/);
+  });
+
+  // Seed 46317: a container that the daemon's restart ended with no signal's code and an empty
+  // log (the stream cut before it showed anything) was taken for a bad image, never retried.
+  test('one that exits with nothing in its log, and not 126 or 127, is UNAVAILABLE', async () => {
+    const err = await rejection(real.backend.create(real.spec({ image: silent }, 'sandbox/mute')));
+    expect(err.code).toBe('UNAVAILABLE');
+    expect(err.message).toMatch(
+      /did not become ready: its container exited \(code 0\) without a word in its log/,
+    );
   });
 
   test('fails UNAVAILABLE, to be made again, not as a bad image', async () => {
