@@ -120,9 +120,8 @@ export async function followDockerEvents(
       isRetryable: () => !stopping.signal.aborted,
       untilMs: Number.POSITIVE_INFINITY,
       // Soon after the daemon answers: it replays from its last 256 events only (of every kind:
-      // a sandbox's life is a dozen), so a follower back seconds late on a busy daemon missed
-      // events (chaos seed 46102: a task's exec_start, 4 s after a restart). A try that cannot
-      // connect costs next to nothing.
+      // a sandbox's life is a dozen), so a follower back seconds late on a busy daemon could
+      // miss some. A try that cannot connect costs next to nothing.
       maxPauseMs: 250,
       signal: stopping.signal,
       unref: true,

@@ -265,20 +265,7 @@ describe('a container stopped from outside before it is ready', () => {
     // The busybox image whose shell waits 5 s before it runs anything: the boot script's report
     // comes late enough for the test to stop the container first.
     slowBoot = `troupe-test-slow-boot:${real.cluster.toLowerCase()}`;
-    const context = await tarOf({
-      Dockerfile: [
-        `FROM ${real.busybox}`,
-        'USER root',
-        `RUN rm /bin/sh && printf '#!/bin/busybox ash\\nsleep 5\\nexec /bin/busybox ash "$@"\\n' > /bin/sh && chmod 755 /bin/sh`,
-        'USER 1000:1000',
-      ].join('\n'),
-    });
-    const build = await real.docker.buildImage(Readable.from([context]), { t: slowBoot });
-    await new Promise<void>((resolve, reject) =>
-      real.docker.modem.followProgress(build, (err: Error | null) =>
-        err ? reject(err) : resolve(),
-      ),
-    );
+    await shellImage(slowBoot, '#!/bin/busybox ash\\nsleep 5\\nexec /bin/busybox ash "$@"\\n');
   });
 
   afterAll(async () => {
